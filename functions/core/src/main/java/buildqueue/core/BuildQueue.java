@@ -1,0 +1,204 @@
+package buildqueue.core;
+
+import buildqueue.db.Database;
+import buildqueue.db.Json;
+import buildqueue.db.UniqueViolationException;
+import buildqueue.platform.LaunchOutcome;
+import buildqueue.platform.TaskState;
+import buildqueue.platform.WorkerLaunch;
+import buildqueue.platform.WorkerPlatform;
+import java.lang.System.Logger.Level;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.UUID;
+
+/**
+ * The queue as its callers see it: the enqueue API, the tick and the stop-event handler all go
+ * through here. Each method is a few transitions in a fixed order; none holds state between calls,
+ * so any number of Lambdas (or threads) may call it at once and any of them may die between two
+ * transitions: the next tick finds the worker in the state the last committed statement left.
+ */
+public final class BuildQueue {
+  private static final System.Logger LOG = System.getLogger(BuildQueue.class.getName());
+  private static final int BATCH = 100;
+
+  private final WorkerPlatform platform;
+  private final QueueConfig config;
+  private final JobTransitions jobs;
+  private final DispatchTransitions dispatch;
+  private final ExitTransitions exits;
+  private final TickTransitions tick;
+
+  public BuildQueue(Database db, WorkerPlatform platform, QueueConfig config, QueueClock clock) {
+    this.platform = platform;
+    this.config = config;
+    this.jobs = new JobTransitions(db, config, clock);
+    this.dispatch = new DispatchTransitions(db, config, clock);
+    this.exits = new ExitTransitions(db, clock);
+    this.tick = new TickTransitions(db, config, clock);
+  }
+
+  public QueueConfig config() {
+    return config;
+  }
+
+  /** Enqueues a job and, if its lane has a free slot, dispatches the lane. */
+  public JobTransitions.Enqueued enqueue(String userId, String kind, Json payload, String idempotencyKey) {
+    JobTransitions.Enqueued enqueued = jobs.enqueue(userId, kind, payload, idempotencyKey);
+    if (enqueued.created() && enqueued.laneHasRoom()) {
+      dispatchLane(enqueued.lane());
+    }
+    return enqueued;
+  }
+
+  /** Cancels a job ({@code userId} null: an admin). A job whose worker never started is stopped. */
+  public JobTransitions.Cancelled cancel(long jobId, String userId) {
+    JobTransitions.Cancelled cancelled = jobs.cancel(jobId, userId);
+    if (cancelled instanceof JobTransitions.Cancelled.Requested r
+        && r.taskId() != null
+        && WorkerStatus.LAUNCHING.sql().equals(r.workerStatus())) {
+      // Nothing has run yet: stopping the task saves a paid start-up, and its stop evidence ends
+      // the job cancelled. A running worker instead sees the flag at its next progress report and
+      // may go on to chain other jobs, so it is left alone.
+      platform.stop(r.taskId(), "job " + jobId + " cancelled before its worker started");
+    }
+    return cancelled;
+  }
+
+  /** Gives or takes a user's dedicated worker, moves their queued jobs, dispatches the new lane. */
+  public JobTransitions.LaneChange setDedicated(String userId, boolean dedicated) {
+    JobTransitions.LaneChange change = jobs.setDedicated(userId, dedicated);
+    if (!change.movedJobs().isEmpty()) {
+      dispatchLane(change.lane());
+    }
+    return change;
+  }
+
+  /**
+   * Fills the lane's free slots with workers for its oldest queued jobs and launches them. Returns
+   * the dispatches made. A unique violation on the slot means another dispatcher won the race.
+   */
+  public List<DispatchTransitions.Dispatched> dispatchLane(String lane) {
+    List<DispatchTransitions.Dispatched> done = new ArrayList<>();
+    int races = 0;
+    while (true) {
+      Optional<DispatchTransitions.Dispatched> next;
+      try {
+        next = dispatch.dispatch(lane);
+      } catch (UniqueViolationException anotherDispatcherWon) {
+        // With one slot the winner launches and we are done; with more, a free one may remain.
+        if (++races >= Lanes.capacity(lane, config)) {
+          return done;
+        }
+        continue;
+      }
+      if (next.isEmpty()) {
+        return done;
+      }
+      done.add(next.get());
+      launch(next.get().launch());
+    }
+  }
+
+  /** Starts the task for a dispatched worker and records the outcome. */
+  void launch(WorkerLaunch launch) {
+    LaunchOutcome outcome;
+    try {
+      outcome = platform.launch(launch);
+    } catch (RuntimeException e) {
+      outcome = new LaunchOutcome.Unknown(e.toString());
+    }
+    record(launch, outcome);
+  }
+
+  private void record(WorkerLaunch launch, LaunchOutcome outcome) {
+    if (outcome instanceof LaunchOutcome.Started s) {
+      dispatch.recordStarted(launch, s.taskId());
+    } else if (outcome instanceof LaunchOutcome.NotStarted n) {
+      LOG.log(Level.WARNING, "worker {0} in {1} not started: {2}", launch.workerId(), launch.slot(), n.reason());
+      dispatch.recordNotStarted(launch, n.reason(), n.retryable());
+    } else if (outcome instanceof LaunchOutcome.Unknown u) {
+      // Keep the slot: the task may be starting. The tick retries with the same token.
+      LOG.log(Level.WARNING, "worker {0} in {1}: launch outcome unknown ({2}); slot held until the tick resolves it",
+          launch.workerId(), launch.slot(), u.reason());
+    }
+  }
+
+  /**
+   * Termination evidence for a task (an ECS STOPPED event, a local process seen gone): the worker
+   * exits, its job is recovered, and its lane is dispatched. Duplicates change nothing.
+   *
+   * @param workerId from the task's {@code startedBy}, when known (covers an event that arrives
+   *     before the launch recorded the task id)
+   * @param token from the task's environment, when known; must then match
+   */
+  public Optional<ExitTransitions.Exited> taskStopped(String taskId, Long workerId, UUID token, String reason) {
+    Optional<ExitTransitions.Exited> exited = exits.exited(taskId, workerId, token, reason);
+    exited.filter(ExitTransitions.Exited::laneHasQueuedJobs).ifPresent(e -> dispatchLane(e.lane()));
+    return exited;
+  }
+
+  /** What one tick did. */
+  public record TickReport(
+      int checked, int exited, int relaunched, int reclaimed, int stopRequests, int dispatched,
+      long housekeptWorkers, long housekeptJobs) {}
+
+  /**
+   * The scheduled pass: liveness checks, resolution of unknown launches, lease reclaim of workers
+   * that cannot be checked, dispatch of every lane with queued jobs and a free slot, housekeeping.
+   */
+  public TickReport tick() {
+    int checked = 0;
+    int exitedCount = 0;
+    int stopRequests = 0;
+    Map<String, TickTransitions.DueCheck> byTask = new LinkedHashMap<>();
+    for (TickTransitions.DueCheck d : tick.claimDueChecks(BATCH)) {
+      if (platform.canCheck(d.taskId())) {
+        byTask.put(d.taskId(), d);
+      }
+    }
+    Map<String, TaskState> states = byTask.isEmpty() ? Map.of() : platform.check(byTask.keySet());
+    for (TickTransitions.DueCheck d : byTask.values()) {
+      checked++;
+      TaskState state = states.getOrDefault(d.taskId(), new TaskState.Missing());
+      if (state instanceof TaskState.Stopped s) {
+        exitedCount += taskStopped(d.taskId(), d.workerId(), null, s.reason()).isPresent() ? 1 : 0;
+      } else if (state instanceof TaskState.Missing && d.leaseExpired()) {
+        exitedCount += taskStopped(d.taskId(), d.workerId(), null, "task missing after its lease expired")
+            .isPresent() ? 1 : 0;
+      } else if (state instanceof TaskState.Running && d.leaseExpired()) {
+        // A worker past its lease should have killed itself; ask the platform to make sure. The
+        // slot stays held until the stop is confirmed.
+        platform.stop(d.taskId(), "worker " + d.workerId() + " outlived its lease");
+        stopRequests++;
+      }
+    }
+
+    int relaunched = 0;
+    for (WorkerLaunch unresolved : dispatch.claimUnresolvedLaunches(BATCH)) {
+      launch(unresolved);
+      relaunched++;
+    }
+
+    int reclaimed = 0;
+    for (TickTransitions.ExpiredLease e : tick.expiredLeases(BATCH)) {
+      if (e.taskId() != null && platform.canCheck(e.taskId())) {
+        continue; // evidence will come from the liveness check, never from the clock alone
+      }
+      reclaimed += taskStopped(e.taskId(), e.workerId(), null,
+          "lease expired with no way to check the worker").isPresent() ? 1 : 0;
+    }
+
+    int dispatched = 0;
+    for (String lane : tick.lanesToDispatch()) {
+      dispatched += dispatchLane(lane).size();
+    }
+
+    TickTransitions.Housekept housekept = tick.housekeep(1000);
+    return new TickReport(checked, exitedCount, relaunched, reclaimed, stopRequests, dispatched,
+        housekept.workers(), housekept.jobs());
+  }
+}

@@ -1,0 +1,209 @@
+package buildqueue.core;
+
+import buildqueue.db.Database;
+import buildqueue.db.Params;
+import buildqueue.db.Row;
+import buildqueue.platform.WorkerLaunch;
+import java.time.Instant;
+import java.util.List;
+import java.util.Optional;
+import java.util.UUID;
+
+/** Putting a worker into a free slot for the head of a lane, and recording how its launch went. */
+public final class DispatchTransitions {
+  private final Database db;
+  private final QueueConfig config;
+  private final QueueClock clock;
+
+  public DispatchTransitions(Database db, QueueConfig config, QueueClock clock) {
+    this.db = db;
+    this.config = config;
+    this.clock = clock;
+  }
+
+  /** A worker row now holds a slot for a job; the caller must launch it next. */
+  public record Dispatched(WorkerLaunch launch, long jobId, Instant expiresAt) {}
+
+  private static final String DISPATCH =
+      """
+      with t as (select coalesce(:now::timestamptz, now()) as now),
+      head as (
+        select j.id, j.not_before from build_job j
+        where j.lane = :lane and j.status = 'queued'
+        order by j.id
+        limit 1
+        for update skip locked
+      ),
+      ready as (
+        -- A head job backing off after a capacity failure holds the lane: others would fail too.
+        select head.id from head, t where head.not_before is null or head.not_before <= t.now
+      ),
+      slot as (
+        select :lane || '#' || n as name
+        from generate_series(1, :capacity::int) n
+        where not exists (
+          select 1 from build_worker w where w.slot = :lane || '#' || n and w.status <> 'exited')
+        order by n
+        limit 1
+      ),
+      worker as (
+        insert into build_worker (lane, slot, token, status, expires_at, launched_at)
+        select :lane, slot.name, :token::uuid, 'launching', t.now + :leaseMs * interval '1 millisecond', t.now
+        from slot, ready, t
+        returning id, slot, expires_at
+      ),
+      job as (
+        update build_job j set status = 'dispatched', worker_id = worker.id, checkpoint = j.progress,
+          attempts = j.attempts + 1, dispatched_at = t.now, not_before = null
+        from worker, ready, t
+        where j.id = ready.id
+        returning j.id, j.attempts, worker.id as worker_id, worker.slot, worker.expires_at
+      ),
+      event as (
+        insert into build_job_event (job_id, type, detail, at)
+        select job.id, 'dispatched',
+               jsonb_build_object('message', 'dispatched to worker ' || job.worker_id || ' in slot ' || job.slot
+                                    || ' (attempt ' || job.attempts || ')',
+                                  'workerId', job.worker_id, 'slot', job.slot, 'attempt', job.attempts),
+               t.now
+        from job, t
+      )
+      select job.id as job_id, job.worker_id, job.slot, job.expires_at from job
+      """;
+
+  /**
+   * If the lane has a free slot and a ready queued job: a new {@code launching} worker with a fresh
+   * token and lease takes the slot, and the oldest queued job becomes its {@code dispatched} job.
+   * Empty when there is nothing to do. Throws {@link buildqueue.db.UniqueViolationException} when a
+   * concurrent dispatcher took the same slot first.
+   */
+  public Optional<Dispatched> dispatch(String lane) {
+    UUID token = UUID.randomUUID();
+    Params params =
+        Params.of("now", clock.now(), "lane", lane, "capacity", Lanes.capacity(lane, config))
+            .and("token", token)
+            .and("leaseMs", config.lease().toMillis());
+    return db.queryOptional(DISPATCH, params)
+        .map(
+            r ->
+                new Dispatched(
+                    new WorkerLaunch(r.longValue("worker_id"), token, lane, r.string("slot")),
+                    r.longValue("job_id"),
+                    r.instant("expires_at")));
+  }
+
+  private static final String RECORD_STARTED =
+      """
+      update build_worker set task_id = :taskId
+      where id = :workerId and token = :token::uuid and status <> 'exited'
+        and (task_id is null or task_id = :taskId)
+      """;
+
+  /** Remembers the task a launch started, so liveness checks and stop events can find it. */
+  public boolean recordStarted(WorkerLaunch launch, String taskId) {
+    return db.update(
+            RECORD_STARTED,
+            Params.of("workerId", launch.workerId(), "token", launch.token(), "taskId", taskId))
+        == 1;
+  }
+
+  /** The job of a worker whose launch definitely failed: back in the queue, or failed. */
+  public record LaunchFailed(long jobId, JobStatus jobStatus, String error) {}
+
+  private static final String RECORD_NOT_STARTED =
+      """
+      with t as (select coalesce(:now::timestamptz, now()) as now),
+      worker as (
+        update build_worker w set status = 'exited', exited_at = t.now, exit_reason = 'not started: ' || :reason
+        from t
+        where w.id = :workerId and w.token = :token::uuid and w.status = 'launching'
+        returning w.id
+      ),
+      job as (
+        update build_job j set
+          launch_failures = j.launch_failures + 1,
+          status = case when j.cancel_requested then 'cancelled'
+                        when :retryable and j.launch_failures + 1 < :maxFailures then 'queued'
+                        else 'failed' end,
+          worker_id = case when not j.cancel_requested and :retryable and j.launch_failures + 1 < :maxFailures
+                           then null else j.worker_id end,
+          not_before = case when :retryable and j.launch_failures + 1 < :maxFailures
+                            then t.now + :backoffMs * power(2, j.launch_failures) * interval '1 millisecond' end,
+          error = case when j.cancel_requested then null
+                       when not :retryable then 'Could not start a build worker: ' || :reason
+                                                || '. Check the worker configuration and retry.'
+                       when j.launch_failures + 1 >= :maxFailures then 'Could not start a build worker after '
+                                                || (j.launch_failures + 1) || ' attempts: ' || :reason || '. Retry later.'
+                  end,
+          finished_at = case when j.cancel_requested or not :retryable or j.launch_failures + 1 >= :maxFailures
+                             then t.now end
+        from worker, t
+        where j.worker_id = worker.id and j.status = 'dispatched'
+        returning j.id, j.status, j.error, j.not_before
+      ),
+      event as (
+        insert into build_job_event (job_id, type, detail, at)
+        select job.id, case job.status when 'queued' then 'launch-failed' else job.status end,
+               jsonb_build_object('message',
+                 case job.status
+                   when 'queued' then 'worker not started (' || :reason || '); retrying after '
+                                      || to_char(job.not_before, 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
+                   when 'cancelled' then 'cancelled; its worker never started'
+                   else 'failed: ' || job.error end,
+                 'reason', :reason),
+               t.now
+        from job, t
+      )
+      select job.id, job.status, job.error from job
+      """;
+
+  /**
+   * The launch definitely started nothing: the worker exits at once, freeing its slot, and its job
+   * is queued again with backoff (capacity shortages, a bounded number of times) or fails with a
+   * message the user can act on.
+   */
+  public Optional<LaunchFailed> recordNotStarted(WorkerLaunch launch, String reason, boolean retryable) {
+    Params params =
+        Params.of("now", clock.now(), "workerId", launch.workerId(), "token", launch.token())
+            .and("reason", reason)
+            .and("retryable", retryable)
+            .and("maxFailures", config.maxLaunchFailures())
+            .and("backoffMs", config.launchBackoff().toMillis());
+    return db.queryOptional(RECORD_NOT_STARTED, params)
+        .map(r -> new LaunchFailed(r.longValue("id"), JobStatus.of(r.string("status")), r.string("error")));
+  }
+
+  private static final String CLAIM_UNRESOLVED_LAUNCHES =
+      """
+      with t as (select coalesce(:now::timestamptz, now()) as now)
+      update build_worker w set checked_at = t.now
+      from t
+      where w.id in (
+        select u.id from build_worker u, t
+        where u.status = 'launching' and u.task_id is null and u.expires_at > t.now
+          and u.launched_at <= t.now - :graceMs * interval '1 millisecond'
+          and (u.checked_at is null or u.checked_at <= t.now - :intervalMs * interval '1 millisecond')
+        order by u.id
+        limit :limit
+        for update skip locked)
+      returning w.id, w.token, w.lane, w.slot
+      """;
+
+  /**
+   * Claims launches whose outcome was never recorded (a timeout, a 5xx, a caller that died between
+   * dispatch and launch) so that exactly one tick retries each with the same token.
+   */
+  public List<WorkerLaunch> claimUnresolvedLaunches(int limit) {
+    Params params =
+        Params.of("now", clock.now(), "graceMs", config.launchGrace().toMillis())
+            .and("intervalMs", config.livenessInterval().toMillis())
+            .and("limit", limit);
+    return db.query(CLAIM_UNRESOLVED_LAUNCHES, params).stream()
+        .map(DispatchTransitions::launchOf)
+        .toList();
+  }
+
+  private static WorkerLaunch launchOf(Row r) {
+    return new WorkerLaunch(r.longValue("id"), r.uuid("token"), r.string("lane"), r.string("slot"));
+  }
+}

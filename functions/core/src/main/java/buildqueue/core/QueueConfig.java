@@ -1,0 +1,115 @@
+package buildqueue.core;
+
+import buildqueue.BuildQueueException;
+import java.time.Duration;
+
+/**
+ * The queue's settings, immutable. Every field has a documented default ({@link #defaults()}).
+ *
+ * @param sharedSlots slots in the {@code shared} lane (default 1, as in the reference); dedicated
+ *     lanes always have one
+ * @param workerLifetime how long a worker may live; its lease is this plus {@code leaseSlack}
+ *     (default 60 min)
+ * @param leaseSlack how far the lease reaches past the lifetime (default 5 min): the margin in which
+ *     an ambiguous launch keeps its slot after the worker would have had to stop
+ * @param deadlineMargin the worker kills itself this long before its lease expires (default 60 s)
+ * @param chainWindow a worker takes further jobs of its lane while less than this has passed since
+ *     it started (default 5 min); 0 runs one job per worker
+ * @param livenessInterval a worker's task is checked at most this often (default 5 s)
+ * @param launchGrace a launch with no recorded outcome is retried by the tick after this (default
+ *     60 s, longer than the platform client's own timeout)
+ * @param maxLaunchFailures a job whose launch failed for capacity this many times fails (default 5)
+ * @param launchBackoff wait before relaunching after a capacity failure, doubled each time (default
+ *     10 s)
+ * @param retention exited workers and finished jobs are deleted after this (default 7 days)
+ */
+public record QueueConfig(
+    int sharedSlots,
+    Duration workerLifetime,
+    Duration leaseSlack,
+    Duration deadlineMargin,
+    Duration chainWindow,
+    Duration livenessInterval,
+    Duration launchGrace,
+    int maxLaunchFailures,
+    Duration launchBackoff,
+    Duration retention) {
+
+  public static QueueConfig defaults() {
+    return new QueueConfig(
+        1,
+        Duration.ofMinutes(60),
+        Duration.ofMinutes(5),
+        Duration.ofSeconds(60),
+        Duration.ofMinutes(5),
+        Duration.ofSeconds(5),
+        Duration.ofSeconds(60),
+        5,
+        Duration.ofSeconds(10),
+        Duration.ofDays(7));
+  }
+
+  public QueueConfig {
+    if (sharedSlots < 1) {
+      throw new BuildQueueException("sharedSlots must be at least 1, was " + sharedSlots);
+    }
+    positive("workerLifetime", workerLifetime);
+    positive("leaseSlack", leaseSlack);
+    positive("deadlineMargin", deadlineMargin);
+    notNegative("chainWindow", chainWindow);
+    notNegative("livenessInterval", livenessInterval);
+    notNegative("launchGrace", launchGrace);
+    notNegative("launchBackoff", launchBackoff);
+    positive("retention", retention);
+    if (maxLaunchFailures < 1) {
+      throw new BuildQueueException("maxLaunchFailures must be at least 1, was " + maxLaunchFailures);
+    }
+    if (deadlineMargin.compareTo(workerLifetime.plus(leaseSlack)) >= 0) {
+      throw new BuildQueueException(
+          "deadlineMargin (" + deadlineMargin + ") must be shorter than the lease ("
+              + workerLifetime.plus(leaseSlack) + ")");
+    }
+  }
+
+  /** How long after launch a worker's slot is held without evidence: lifetime + slack. */
+  public Duration lease() {
+    return workerLifetime.plus(leaseSlack);
+  }
+
+  public QueueConfig withSharedSlots(int n) {
+    return new QueueConfig(n, workerLifetime, leaseSlack, deadlineMargin, chainWindow,
+        livenessInterval, launchGrace, maxLaunchFailures, launchBackoff, retention);
+  }
+
+  public QueueConfig withChainWindow(Duration d) {
+    return new QueueConfig(sharedSlots, workerLifetime, leaseSlack, deadlineMargin, d,
+        livenessInterval, launchGrace, maxLaunchFailures, launchBackoff, retention);
+  }
+
+  public QueueConfig withLease(Duration lifetime, Duration slack, Duration margin) {
+    return new QueueConfig(sharedSlots, lifetime, slack, margin, chainWindow,
+        livenessInterval, launchGrace, maxLaunchFailures, launchBackoff, retention);
+  }
+
+  public QueueConfig withLaunchGrace(Duration d) {
+    return new QueueConfig(sharedSlots, workerLifetime, leaseSlack, deadlineMargin, chainWindow,
+        livenessInterval, d, maxLaunchFailures, launchBackoff, retention);
+  }
+
+  public QueueConfig withLivenessInterval(Duration d) {
+    return new QueueConfig(sharedSlots, workerLifetime, leaseSlack, deadlineMargin, chainWindow,
+        d, launchGrace, maxLaunchFailures, launchBackoff, retention);
+  }
+
+  private static void positive(String name, Duration d) {
+    if (d == null || d.isZero() || d.isNegative()) {
+      throw new BuildQueueException(name + " must be a positive duration, was " + d);
+    }
+  }
+
+  private static void notNegative(String name, Duration d) {
+    if (d == null || d.isNegative()) {
+      throw new BuildQueueException(name + " must not be negative, was " + d);
+    }
+  }
+}

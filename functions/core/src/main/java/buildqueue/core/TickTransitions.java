@@ -1,0 +1,135 @@
+package buildqueue.core;
+
+import buildqueue.db.Database;
+import buildqueue.db.Params;
+import buildqueue.db.Row;
+import java.util.List;
+
+/** The scheduled tick's reads and claims: liveness checks, expired leases, lanes, housekeeping. */
+public final class TickTransitions {
+  private final Database db;
+  private final QueueConfig config;
+  private final QueueClock clock;
+
+  public TickTransitions(Database db, QueueConfig config, QueueClock clock) {
+    this.db = db;
+    this.config = config;
+    this.clock = clock;
+  }
+
+  /** A worker whose task this caller, and no concurrent one, is to check now. */
+  public record DueCheck(long workerId, String taskId, boolean leaseExpired) {}
+
+  private static final String CLAIM_DUE_CHECKS =
+      """
+      with t as (select coalesce(:now::timestamptz, now()) as now)
+      update build_worker w set checked_at = t.now
+      from t
+      where w.id in (
+        select d.id from build_worker d, t
+        where d.status <> 'exited' and d.task_id is not null
+          and (d.checked_at is null or d.checked_at <= t.now - :intervalMs * interval '1 millisecond')
+        order by d.checked_at nulls first, d.id
+        limit :limit
+        for update skip locked)
+      returning w.id, w.task_id, w.expires_at <= t.now as lease_expired
+      """;
+
+  /**
+   * Claims workers due for a liveness check in one {@code UPDATE … RETURNING}: each worker is
+   * checked at most once per {@link QueueConfig#livenessInterval()}, and concurrent ticks claim
+   * disjoint sets (rows locked by one are skipped by the other, and a row it has claimed no longer
+   * matches).
+   */
+  public List<DueCheck> claimDueChecks(int limit) {
+    Params params =
+        Params.of("now", clock.now(), "intervalMs", config.livenessInterval().toMillis(), "limit", limit);
+    return db.query(CLAIM_DUE_CHECKS, params).stream()
+        .map(r -> new DueCheck(r.longValue("id"), r.string("task_id"), r.bool("lease_expired")))
+        .toList();
+  }
+
+  /** A live worker whose lease has run out. */
+  public record ExpiredLease(long workerId, String taskId) {}
+
+  private static final String EXPIRED_LEASES =
+      """
+      with t as (select coalesce(:now::timestamptz, now()) as now)
+      select w.id, w.task_id from build_worker w, t
+      where w.status <> 'exited' and w.expires_at <= t.now
+      order by w.id
+      limit :limit
+      """;
+
+  /** Live workers past their lease; the caller reclaims only those it cannot check. */
+  public List<ExpiredLease> expiredLeases(int limit) {
+    return db.query(EXPIRED_LEASES, Params.of("now", clock.now(), "limit", limit)).stream()
+        .map(r -> new ExpiredLease(r.longValue("id"), r.string("task_id")))
+        .toList();
+  }
+
+  private static final String LANES_TO_DISPATCH =
+      """
+      with recursive lanes(lane) as (
+        (select lane from build_job where status = 'queued' order by lane limit 1)
+        union all
+        select (select q.lane from build_job q where q.status = 'queued' and q.lane > lanes.lane
+                order by q.lane limit 1)
+        from lanes where lanes.lane is not null
+      )
+      select l.lane from lanes l
+      where l.lane is not null
+        and (select count(*) from build_worker w where w.lane = l.lane and w.status <> 'exited')
+              < case when l.lane = 'shared' then :sharedSlots else 1 end
+      """;
+
+  /**
+   * Lanes with queued jobs and a free slot. Walks the distinct lanes of the queued-job index (a
+   * loose index scan), so it costs one index probe per lane however many jobs wait.
+   */
+  public List<String> lanesToDispatch() {
+    return db.query(LANES_TO_DISPATCH, Params.of("sharedSlots", config.sharedSlots())).stream()
+        .map(r -> r.string("lane"))
+        .toList();
+  }
+
+  /** What housekeeping deleted. */
+  public record Housekept(long workers, long jobs) {}
+
+  private static final String HOUSEKEEP =
+      """
+      with t as (select coalesce(:now::timestamptz, now()) as now),
+      old_jobs as (
+        delete from build_job j
+        where j.id in (
+          select o.id from build_job o, t
+          where o.finished_at < t.now - :retentionMs * interval '1 millisecond'
+            and not exists (select 1 from build_job_event e where e.job_id = o.id and e.published_at is null)
+          order by o.finished_at
+          limit :limit)
+        returning j.id
+      ),
+      old_workers as (
+        delete from build_worker w
+        where w.id in (
+          select o.id from build_worker o, t
+          where o.status = 'exited' and o.exited_at < t.now - :retentionMs * interval '1 millisecond'
+          order by o.exited_at
+          limit :limit)
+        returning w.id
+      )
+      select (select count(*) from old_workers) as workers, (select count(*) from old_jobs) as jobs
+      """;
+
+  /**
+   * Deletes exited workers and finished jobs older than the retention, a bounded batch per call.
+   * Only {@code exited} workers are candidates, so the identity of a worker that may still run
+   * (and holds its slot) is never deleted; jobs whose history is not yet published stay.
+   */
+  public Housekept housekeep(int limit) {
+    Row r =
+        db.query(HOUSEKEEP, Params.of("now", clock.now(), "retentionMs", config.retention().toMillis(), "limit", limit))
+            .get(0);
+    return new Housekept(r.longValue("workers"), r.longValue("jobs"));
+  }
+}

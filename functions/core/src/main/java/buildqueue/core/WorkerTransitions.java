@@ -1,0 +1,268 @@
+package buildqueue.core;
+
+import buildqueue.db.Database;
+import buildqueue.db.Json;
+import buildqueue.db.Params;
+import buildqueue.db.Row;
+import java.time.Instant;
+import java.util.Optional;
+import java.util.UUID;
+
+/**
+ * What a worker does to the queue. Every statement is fenced by the worker's id and token, its
+ * status, and its lease: a worker that has been fenced off (its slot reclaimed, its job requeued)
+ * changes nothing, and learns so from the zero rows it gets back.
+ */
+public final class WorkerTransitions {
+  private final Database db;
+  private final QueueConfig config;
+  private final QueueClock clock;
+
+  public WorkerTransitions(Database db, QueueConfig config, QueueClock clock) {
+    this.db = db;
+    this.config = config;
+    this.clock = clock;
+  }
+
+  /** A job this worker now runs. {@code progress} is where the last attempt got to. */
+  public record AssignedJob(
+      long id, String userId, String kind, Json payload, int progress, int attempt, boolean cancelRequested) {}
+
+  /** The worker is running. {@code job} is empty when its job went away (it was cancelled). */
+  public record Started(Instant databaseNow, Instant expiresAt, Optional<AssignedJob> job) {}
+
+  private static final String START =
+      """
+      with t as (select coalesce(:now::timestamptz, now()) as now),
+      worker as (
+        update build_worker w set status = 'running', started_at = t.now
+        from t
+        where w.id = :workerId and w.token = :token::uuid and w.status = 'launching'
+          and w.expires_at - :deadlineMarginMs * interval '1 millisecond' > t.now
+        returning w.id, w.expires_at
+      ),
+      job as (
+        update build_job j set status = 'running', started_at = t.now
+        from worker, t
+        where j.worker_id = worker.id and j.status = 'dispatched'
+        returning j.id, j.user_id, j.kind, j.payload, j.progress, j.attempts, j.cancel_requested
+      ),
+      event as (
+        insert into build_job_event (job_id, type, detail, at)
+        select job.id, 'started', jsonb_build_object('message', 'started on worker ' || :workerId, 'workerId', :workerId), t.now
+        from job, t
+      )
+      select t.now as database_now, worker.expires_at,
+             job.id, job.user_id, job.kind, job.payload, job.progress, job.attempts, job.cancel_requested
+      from worker cross join t left join job on true
+      """;
+
+  /**
+   * {@code launching → running} with the right token and before the lease, and its dispatched job
+   * {@code → running}, in one statement. Empty means: wrong token, already started, or too late
+   * (the slot may already be someone else's) — the worker must exit without doing anything.
+   */
+  public Optional<Started> start(long workerId, UUID token) {
+    Params params =
+        Params.of("now", clock.now(), "workerId", workerId, "token", token)
+            .and("deadlineMarginMs", config.deadlineMargin().toMillis());
+    return db.queryOptional(START, params)
+        .map(r -> new Started(r.instant("database_now"), r.instant("expires_at"), assignedJob(r)));
+  }
+
+  private static final String PROGRESS =
+      """
+      with t as (select coalesce(:now::timestamptz, now()) as now)
+      update build_job j set progress = :progress
+      from build_worker w, t
+      where j.id = :jobId and j.worker_id = :workerId and j.status = 'running'
+        and w.id = :workerId and w.token = :token::uuid and w.status = 'running' and w.expires_at > t.now
+      returning j.cancel_requested
+      """;
+
+  /** Outcome of a progress report. */
+  public enum ProgressAck {
+    /** Recorded; go on. */
+    RECORDED,
+    /** Recorded, and the job's owner asked to cancel it: stop and end it {@code cancelled}. */
+    CANCEL_REQUESTED,
+    /** Nothing was written: this worker no longer owns the job. Stop at once. */
+    FENCED_OFF
+  }
+
+  public ProgressAck progress(long workerId, UUID token, long jobId, int progress) {
+    Params params =
+        Params.of("now", clock.now(), "workerId", workerId, "token", token)
+            .and("jobId", jobId)
+            .and("progress", progress);
+    return db.queryOptional(PROGRESS, params)
+        .map(r -> r.bool("cancel_requested") ? ProgressAck.CANCEL_REQUESTED : ProgressAck.RECORDED)
+        .orElse(ProgressAck.FENCED_OFF);
+  }
+
+  private static final String ADD_FOLLOW_UPS =
+      """
+      with t as (select coalesce(:now::timestamptz, now()) as now),
+      fence as (
+        select j.user_id from build_job j
+        join build_worker w on w.id = j.worker_id, t
+        where j.id = :jobId and j.status = 'running'
+          and w.id = :workerId and w.token = :token::uuid and w.status = 'running' and w.expires_at > t.now
+      ),
+      inserted as (
+        insert into build_job (user_id, kind, payload, lane, created_at)
+        select fence.user_id, f.kind, coalesce(f.payload, '{}'::jsonb), build_lane_of(fence.user_id), t.now
+        from fence, t, jsonb_to_recordset(:followUps::jsonb) with ordinality as f(kind text, payload jsonb, n)
+        order by f.n
+        returning id, lane
+      ),
+      event as (
+        insert into build_job_event (job_id, type, detail, at)
+        select i.id, 'enqueued',
+               jsonb_build_object('message', 'enqueued in lane ' || i.lane || ' as a follow-up of job ' || :jobId,
+                                  'lane', i.lane, 'followUpOf', :jobId),
+               t.now
+        from inserted i, t
+      )
+      select (select count(*) from fence) as fenced_in, (select count(*) from inserted) as inserted
+      """;
+
+  /**
+   * Inserts follow-up jobs for the job's user, fenced like every worker write. Call it in the same
+   * transaction as {@link #end}, so the follow-ups commit together with the success or not at all.
+   *
+   * @param followUps a JSON array of {@code {"kind": …, "payload": {…}}}
+   * @return false if the worker was fenced off (nothing inserted)
+   */
+  public boolean addFollowUps(Database tx, long workerId, UUID token, long jobId, Json followUps) {
+    Params params =
+        Params.of("now", clock.now(), "workerId", workerId, "token", token)
+            .and("jobId", jobId)
+            .and("followUps", followUps);
+    return tx.query(ADD_FOLLOW_UPS, params).get(0).longValue("fenced_in") == 1;
+  }
+
+  /** What ending a job led to. */
+  public sealed interface Ended {
+    /** The chain window was open: this worker now runs {@code next}, keeping its slot and lease. */
+    record Chained(AssignedJob next) implements Ended {}
+
+    /** No job to chain (or the window closed): the worker is {@code draining} and must exit. */
+    record Drained() implements Ended {}
+
+    /** Nothing was written: this worker no longer owns the job. Stop at once. */
+    record FencedOff() implements Ended {}
+  }
+
+  private static final String END =
+      """
+      with t as (select coalesce(:now::timestamptz, now()) as now),
+      ended as (
+        update build_job j set status = :status, error = :error, finished_at = t.now
+        from build_worker w, t
+        where j.id = :jobId and j.worker_id = :workerId and j.status = 'running'
+          and w.id = :workerId and w.token = :token::uuid and w.status = 'running' and w.expires_at > t.now
+        returning j.id, j.lane, j.status, j.error, w.started_at as worker_started_at, w.expires_at
+      ),
+      ended_event as (
+        insert into build_job_event (job_id, type, detail, at)
+        select e.id, e.status,
+               jsonb_build_object('message', case when e.status = 'failed' then 'failed: ' || e.error else e.status end,
+                                  'workerId', :workerId),
+               t.now
+        from ended e, t
+      ),
+      next as (
+        select q.id from build_job q, ended e, t
+        where q.lane = e.lane and q.status = 'queued' and (q.not_before is null or q.not_before <= t.now)
+          and t.now < e.worker_started_at + :chainWindowMs * interval '1 millisecond'
+          and t.now < e.expires_at - :deadlineMarginMs * interval '1 millisecond'
+        order by q.id
+        limit 1
+        for update of q skip locked
+      ),
+      taken as (
+        update build_job j set status = 'running', worker_id = :workerId, checkpoint = j.progress,
+          attempts = j.attempts + 1, dispatched_at = t.now, started_at = t.now
+        from next, t
+        where j.id = next.id
+        returning j.id, j.user_id, j.kind, j.payload, j.progress, j.attempts, j.cancel_requested
+      ),
+      taken_event as (
+        insert into build_job_event (job_id, type, detail, at)
+        select n.id, 'dispatched',
+               jsonb_build_object('message', 'chained onto worker ' || :workerId || ' (attempt ' || n.attempts || ')',
+                                  'workerId', :workerId, 'attempt', n.attempts, 'chained', true),
+               t.now
+        from taken n, t
+      ),
+      drained as (
+        update build_worker w set status = 'draining'
+        from ended
+        where w.id = :workerId and not exists (select 1 from taken)
+        returning w.id
+      )
+      select (select count(*) from ended) as ended,
+             taken.id, taken.user_id, taken.kind, taken.payload, taken.progress, taken.attempts, taken.cancel_requested
+      from (select 1) as one left join taken on true
+      """;
+
+  /**
+   * Ends the worker's job ({@code succeeded}, {@code failed} with an error, or {@code cancelled})
+   * and, in the same statement, takes the oldest queued job of its lane if the chain window is
+   * open, or else marks the worker {@code draining}. The slot stays held either way: only the
+   * evidence of the worker's exit frees it.
+   */
+  public Ended end(Database tx, long workerId, UUID token, long jobId, JobStatus status, String error) {
+    if (!status.finished()) {
+      throw new IllegalArgumentException("a job ends succeeded, failed or cancelled, not " + status);
+    }
+    Params params =
+        Params.of("now", clock.now(), "workerId", workerId, "token", token)
+            .and("jobId", jobId)
+            .and("status", status.sql())
+            .and("error", status == JobStatus.FAILED ? (error == null ? "failed" : error) : null)
+            .and("chainWindowMs", config.chainWindow().toMillis())
+            .and("deadlineMarginMs", config.deadlineMargin().toMillis());
+    Row r = tx.query(END, params).get(0);
+    if (r.longValue("ended") == 0) {
+      return new Ended.FencedOff();
+    }
+    return assignedJob(r).<Ended>map(Ended.Chained::new).orElseGet(Ended.Drained::new);
+  }
+
+  public Ended end(long workerId, UUID token, long jobId, JobStatus status, String error) {
+    return end(db, workerId, token, jobId, status, error);
+  }
+
+  /** Runs worker writes that must commit together (follow-ups with their job's end). */
+  public <T> T transactionally(java.util.function.Function<Database, T> work) {
+    return db.transaction(work);
+  }
+
+  private static final String DRAIN =
+      """
+      update build_worker set status = 'draining'
+      where id = :workerId and token = :token::uuid and status = 'running'
+      """;
+
+  /** For a worker that started without a job to run: {@code running → draining}. */
+  public boolean drain(long workerId, UUID token) {
+    return db.update(DRAIN, Params.of("workerId", workerId, "token", token)) == 1;
+  }
+
+  private static Optional<AssignedJob> assignedJob(Row r) {
+    if (r.get("id") == null) {
+      return Optional.empty();
+    }
+    return Optional.of(
+        new AssignedJob(
+            r.longValue("id"),
+            r.string("user_id"),
+            r.string("kind"),
+            r.json("payload"),
+            r.intValue("progress"),
+            r.intValue("attempts"),
+            r.bool("cancel_requested")));
+  }
+}

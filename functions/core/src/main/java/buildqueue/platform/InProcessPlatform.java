@@ -1,0 +1,362 @@
+package buildqueue.platform;
+
+import buildqueue.core.QueueClock;
+import buildqueue.core.QueueConfig;
+import buildqueue.db.Database;
+import buildqueue.db.Params;
+import buildqueue.db.Row;
+import buildqueue.worker.JobHandlers;
+import buildqueue.worker.WorkerLoop;
+import buildqueue.worker.WorkerProcess;
+import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Deque;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Function;
+
+/**
+ * Workers as threads in this JVM, for tests, simulations and benchmarks. Each launch runs the real
+ * {@link WorkerLoop} on a thread; a killed worker's database handle refuses every further call, so
+ * it writes nothing after its "death", as a halted process would. Switches make launches fail
+ * definitely or ambiguously, start late, crash at a chosen point, and withhold or duplicate stop
+ * evidence, which otherwise reaches the {@link StopListener} when the thread ends.
+ */
+public final class InProcessPlatform implements WorkerPlatform {
+
+  /** Where stop evidence goes: in production code, {@code BuildQueue#taskStopped}. */
+  @FunctionalInterface
+  public interface StopListener {
+    void stopped(String taskId, long workerId, UUID token, String reason);
+  }
+
+  /** What happens to a worker's stop evidence. */
+  public enum Evidence {
+    DELIVER,
+    WITHHOLD,
+    DUPLICATE
+  }
+
+  /** Faults for one launch request; {@link #normal()} has none. */
+  public record LaunchPlan(
+      LaunchMode mode, boolean startsAnyway, boolean holdStart, WorkerLoop.Point crashAt, Evidence evidence) {
+    public static LaunchPlan normal() {
+      return new LaunchPlan(LaunchMode.START, true, false, null, Evidence.DELIVER);
+    }
+
+    public LaunchPlan failDefinitely() {
+      return new LaunchPlan(LaunchMode.FAIL, false, holdStart, crashAt, evidence);
+    }
+
+    public LaunchPlan failRetryable() {
+      return new LaunchPlan(LaunchMode.FAIL_RETRYABLE, false, holdStart, crashAt, evidence);
+    }
+
+    /** The caller learns nothing; the task does or does not start. */
+    public LaunchPlan unknown(boolean startsAnyway) {
+      return new LaunchPlan(LaunchMode.UNKNOWN, startsAnyway, holdStart, crashAt, evidence);
+    }
+
+    /** The worker waits before its start until {@link InProcessPlatform#releaseHeldStarts()}. */
+    public LaunchPlan startLate() {
+      return new LaunchPlan(mode, startsAnyway, true, crashAt, evidence);
+    }
+
+    public LaunchPlan crashAt(WorkerLoop.Point point) {
+      return new LaunchPlan(mode, startsAnyway, holdStart, point, evidence);
+    }
+
+    public LaunchPlan evidence(Evidence e) {
+      return new LaunchPlan(mode, startsAnyway, holdStart, crashAt, e);
+    }
+  }
+
+  public enum LaunchMode {
+    START,
+    FAIL,
+    FAIL_RETRYABLE,
+    UNKNOWN
+  }
+
+  private final Database db;
+  private final QueueConfig config;
+  private final QueueClock clock;
+  private final JobHandlers handlers;
+  private final Deque<LaunchPlan> plans = new ArrayDeque<>();
+  private final Map<UUID, Task> byToken = new ConcurrentHashMap<>();
+  private final Map<String, Task> byId = new ConcurrentHashMap<>();
+  private final List<Runnable> withheld = new ArrayList<>();
+  private final AtomicInteger launches = new AtomicInteger();
+  private final AtomicInteger taskCounter = new AtomicInteger();
+  private volatile CountDownLatch heldStarts = new CountDownLatch(1);
+  private volatile StopListener listener = (taskId, workerId, token, reason) -> {};
+
+  public InProcessPlatform(Database db, QueueConfig config, QueueClock clock, JobHandlers handlers) {
+    this.db = db;
+    this.config = config;
+    this.clock = clock;
+    this.handlers = handlers;
+  }
+
+  public void onStopped(StopListener listener) {
+    this.listener = listener;
+  }
+
+  /** The next launch requests follow these plans, in order; later ones are normal. */
+  public synchronized void plan(LaunchPlan... next) {
+    plans.addAll(List.of(next));
+  }
+
+  private synchronized LaunchPlan nextPlan() {
+    return plans.isEmpty() ? LaunchPlan.normal() : plans.poll();
+  }
+
+  /** Lets every worker held by {@link LaunchPlan#startLate()} go on to its start. */
+  public void releaseHeldStarts() {
+    CountDownLatch held = heldStarts;
+    heldStarts = new CountDownLatch(1);
+    held.countDown();
+  }
+
+  /** Delivers all withheld stop evidence now. */
+  public void deliverWithheld() {
+    List<Runnable> pending;
+    synchronized (withheld) {
+      pending = new ArrayList<>(withheld);
+      withheld.clear();
+    }
+    pending.forEach(Runnable::run);
+  }
+
+  /** Launch requests received, including failed and repeated ones. */
+  public int launchRequests() {
+    return launches.get();
+  }
+
+  /** Tasks (threads) started. */
+  public int tasksStarted() {
+    return byId.size();
+  }
+
+  /** Kills a worker now, as a crash would: no further writes, stop evidence as planned. */
+  public void kill(String taskId) {
+    Task t = byId.get(taskId);
+    if (t != null) {
+      t.kill("killed by test");
+    }
+  }
+
+  /** Waits until every task has ended and its evidence was handled (delivered or withheld). */
+  public boolean awaitAllEnded(Duration timeout) throws InterruptedException {
+    long deadline = System.nanoTime() + timeout.toNanos();
+    while (true) {
+      boolean any = false;
+      for (Task t : byId.values()) {
+        long left = deadline - System.nanoTime();
+        if (!t.done.await(Math.max(0, left), TimeUnit.NANOSECONDS)) {
+          return false;
+        }
+      }
+      // Delivering evidence may have launched new tasks; wait for those too.
+      for (Task t : byId.values()) {
+        any |= t.done.getCount() > 0;
+      }
+      if (!any) {
+        return true;
+      }
+    }
+  }
+
+  @Override
+  public LaunchOutcome launch(WorkerLaunch launch) {
+    launches.incrementAndGet();
+    Task existing = byToken.get(launch.token());
+    if (existing != null) {
+      return new LaunchOutcome.Started(existing.id); // idempotent per token, like clientToken
+    }
+    LaunchPlan plan = nextPlan();
+    switch (plan.mode()) {
+      case FAIL:
+        return new LaunchOutcome.NotStarted("in-process launch refused (configured to fail)", false);
+      case FAIL_RETRYABLE:
+        return new LaunchOutcome.NotStarted("in-process capacity unavailable (configured to fail)", true);
+      case UNKNOWN:
+        if (plan.startsAnyway()) {
+          start(launch, plan);
+        }
+        return new LaunchOutcome.Unknown("in-process launch timed out (configured)");
+      default:
+        return new LaunchOutcome.Started(start(launch, plan).id);
+    }
+  }
+
+  private synchronized Task start(WorkerLaunch launch, LaunchPlan plan) {
+    Task existing = byToken.get(launch.token());
+    if (existing != null) {
+      return existing;
+    }
+    Task task = new Task("inproc-" + taskCounter.incrementAndGet(), launch, plan);
+    byToken.put(launch.token(), task);
+    byId.put(task.id, task);
+    task.thread.start();
+    return task;
+  }
+
+  @Override
+  public Map<String, TaskState> check(Collection<String> taskIds) {
+    Map<String, TaskState> states = new HashMap<>();
+    for (String id : taskIds) {
+      Task t = byId.get(id);
+      if (t == null) {
+        states.put(id, new TaskState.Missing());
+      } else if (t.done.getCount() == 0 || !t.thread.isAlive()) {
+        states.put(id, new TaskState.Stopped(t.exitReason));
+      } else {
+        states.put(id, new TaskState.Running());
+      }
+    }
+    return states;
+  }
+
+  @Override
+  public boolean canCheck(String taskId) {
+    return taskId != null && taskId.startsWith("inproc-");
+  }
+
+  @Override
+  public void stop(String taskId, String reason) {
+    Task t = byId.get(taskId);
+    if (t != null) {
+      t.kill("stopped: " + reason);
+    }
+  }
+
+  /** Thrown on a killed worker's thread to unwind it; never caught by the worker loop. */
+  static final class WorkerKilled extends Error {
+    WorkerKilled(String why) {
+      super(why, null, false, false);
+    }
+  }
+
+  private final class Task implements WorkerProcess {
+    final String id;
+    final WorkerLaunch launch;
+    final LaunchPlan plan;
+    final Thread thread;
+    final CountDownLatch done = new CountDownLatch(1);
+    volatile boolean killed;
+    volatile String exitReason = "running";
+
+    Task(String id, WorkerLaunch launch, LaunchPlan plan) {
+      this.id = id;
+      this.launch = launch;
+      this.plan = plan;
+      this.thread = new Thread(this::run, "worker-" + launch.workerId() + "-" + id);
+      thread.setDaemon(true);
+    }
+
+    @Override
+    public void kill(String why) {
+      killed = true;
+      exitReason = "killed: " + why;
+      if (Thread.currentThread() == thread) {
+        throw new WorkerKilled(why);
+      }
+      thread.interrupt();
+    }
+
+    private void run() {
+      try {
+        if (plan.holdStart()) {
+          heldStarts.await();
+        }
+        WorkerLoop.Hooks hooks =
+            (point, workerId) -> {
+              if (point == plan.crashAt()) {
+                kill("crash injected at " + point);
+              }
+            };
+        WorkerLoop loop =
+            new WorkerLoop(new KillableDatabase(), config, clock, handlers, this, hooks);
+        WorkerLoop.Exit exit = loop.run(launch.workerId(), launch.token());
+        exitReason = "exited: " + exit.name().toLowerCase(java.util.Locale.ROOT);
+      } catch (WorkerKilled e) {
+        exitReason = "killed: " + e.getMessage();
+      } catch (InterruptedException e) {
+        exitReason = "interrupted before start";
+      } catch (RuntimeException e) {
+        // A killed worker's last call fails; otherwise a worker fault: the process would exit non-zero.
+        exitReason = killed ? exitReason : "crashed: " + e;
+      } finally {
+        killed = true;
+        evidence();
+      }
+    }
+
+    private void evidence() {
+      Runnable deliver = () -> listener.stopped(id, launch.workerId(), launch.token(), exitReason);
+      try {
+        switch (plan.evidence()) {
+          case WITHHOLD:
+            synchronized (withheld) {
+              withheld.add(deliver);
+            }
+            break;
+          case DUPLICATE:
+            deliver.run();
+            deliver.run();
+            break;
+          default:
+            deliver.run();
+        }
+      } finally {
+        done.countDown();
+      }
+    }
+
+    /** The worker's database handle: dead once the worker is killed. */
+    private final class KillableDatabase implements Database {
+      private final Database target;
+
+      KillableDatabase() {
+        this(db);
+      }
+
+      KillableDatabase(Database target) {
+        this.target = target;
+      }
+
+      private void alive() {
+        if (killed) {
+          throw new WorkerKilled(exitReason);
+        }
+      }
+
+      @Override
+      public List<Row> query(String sql, Params params) {
+        alive();
+        return target.query(sql, params);
+      }
+
+      @Override
+      public int update(String sql, Params params) {
+        alive();
+        return target.update(sql, params);
+      }
+
+      @Override
+      public <T> T transaction(Function<Database, T> work) {
+        alive();
+        return target.transaction(tx -> work.apply(new KillableDatabase(tx)));
+      }
+    }
+  }
+}

@@ -1,0 +1,21 @@
+package buildqueue.platform;
+
+/** What a launch request achieved, as far as the caller can tell. */
+public sealed interface LaunchOutcome {
+
+  /** The platform accepted the task; {@code taskId} is how it can be checked and stopped. */
+  record Started(String taskId) implements LaunchOutcome {}
+
+  /**
+   * Definitely nothing runs. {@code retryable} marks transient capacity shortages: the job goes
+   * back to the queue with backoff. Otherwise the job fails with {@code reason}, which a user must
+   * be able to act on.
+   */
+  record NotStarted(String reason, boolean retryable) implements LaunchOutcome {}
+
+  /**
+   * The request may or may not have started a task (a timeout, a 5xx, a dead caller). The slot
+   * stays held: a retry with the same token resolves it, or the lease does.
+   */
+  record Unknown(String reason) implements LaunchOutcome {}
+}

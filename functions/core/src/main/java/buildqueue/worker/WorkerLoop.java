@@ -1,0 +1,254 @@
+package buildqueue.worker;
+
+import buildqueue.core.JobStatus;
+import buildqueue.core.QueueClock;
+import buildqueue.core.QueueConfig;
+import buildqueue.core.WorkerTransitions;
+import buildqueue.core.WorkerTransitions.AssignedJob;
+import buildqueue.core.WorkerTransitions.Ended;
+import buildqueue.core.WorkerTransitions.ProgressAck;
+import buildqueue.db.Database;
+import buildqueue.db.Json;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.lang.System.Logger.Level;
+import java.time.Duration;
+import java.util.Optional;
+import java.util.UUID;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A worker's life: start with its token, run its job, chain further jobs of its lane while the
+ * window is open, then leave its slot {@code draining} and return so the process can exit. The
+ * slot is freed by the evidence of that exit, never here. A hard deadline before the lease kills
+ * the worker wherever it is, so it can never run past the point where its slot may be reclaimed.
+ */
+public final class WorkerLoop {
+  private static final System.Logger LOG = System.getLogger(WorkerLoop.class.getName());
+  private static final ObjectMapper JSON = new ObjectMapper();
+  private static final ScheduledExecutorService DEADLINES =
+      Executors.newSingleThreadScheduledExecutor(r -> {
+        Thread t = new Thread(r, "buildqueue-worker-deadline");
+        t.setDaemon(true);
+        return t;
+      });
+
+  /** Points in a worker's life where fault tests crash it. */
+  public enum Point {
+    BEFORE_START,
+    AFTER_START,
+    AFTER_PROGRESS,
+    AFTER_JOB_BEFORE_END,
+    WHILE_DRAINING
+  }
+
+  /** Called at each {@link Point}; fault tests make it kill the worker. */
+  @FunctionalInterface
+  public interface Hooks {
+    void at(Point point, long workerId);
+
+    Hooks NONE = (point, workerId) -> {};
+  }
+
+  /** How the loop ended. */
+  public enum Exit {
+    /** The start was refused (wrong token, already started, too late): nothing ran. */
+    NOT_STARTED,
+    /** All work done; the worker is {@code draining} and should exit now. */
+    DRAINED,
+    /** A fenced write changed nothing: the worker was fenced off and stopped at once. */
+    FENCED_OFF
+  }
+
+  private final WorkerTransitions transitions;
+  private final QueueConfig config;
+  private final JobHandlers handlers;
+  private final WorkerProcess process;
+  private final Hooks hooks;
+
+  public WorkerLoop(
+      Database db, QueueConfig config, QueueClock clock, JobHandlers handlers, WorkerProcess process, Hooks hooks) {
+    this.transitions = new WorkerTransitions(db, config, clock);
+    this.config = config;
+    this.handlers = handlers;
+    this.process = process;
+    this.hooks = hooks;
+  }
+
+  public Exit run(long workerId, UUID token) {
+    hooks.at(Point.BEFORE_START, workerId);
+    Optional<WorkerTransitions.Started> started = transitions.start(workerId, token);
+    if (started.isEmpty()) {
+      LOG.log(Level.INFO, "worker {0}: start refused (wrong token, already started, or past its lease); exiting", workerId);
+      return Exit.NOT_STARTED;
+    }
+    WorkerTransitions.Started s = started.get();
+    Duration untilDeadline =
+        Duration.between(s.databaseNow(), s.expiresAt()).minus(config.deadlineMargin());
+    ScheduledFuture<?> deadline =
+        DEADLINES.schedule(
+            () -> process.kill("worker " + workerId + " reached its hard deadline before the lease"),
+            Math.max(0, untilDeadline.toMillis()),
+            TimeUnit.MILLISECONDS);
+    try {
+      hooks.at(Point.AFTER_START, workerId);
+      Optional<AssignedJob> job = s.job();
+      if (job.isEmpty()) {
+        transitions.drain(workerId, token);
+        hooks.at(Point.WHILE_DRAINING, workerId);
+        return Exit.DRAINED;
+      }
+      while (true) {
+        Ended ended = runOne(workerId, token, job.get());
+        if (ended instanceof Ended.Chained chained) {
+          job = Optional.of(chained.next());
+        } else if (ended instanceof Ended.Drained) {
+          hooks.at(Point.WHILE_DRAINING, workerId);
+          return Exit.DRAINED;
+        } else {
+          LOG.log(Level.WARNING, "worker {0}: fenced off; stopping without further writes", workerId);
+          return Exit.FENCED_OFF;
+        }
+      }
+    } finally {
+      deadline.cancel(false);
+    }
+  }
+
+  private Ended runOne(long workerId, UUID token, AssignedJob job) {
+    Context context = new Context(workerId, token, job);
+    JobStatus status;
+    String error = null;
+    if (job.cancelRequested()) {
+      status = JobStatus.CANCELLED;
+    } else {
+      JobOutcome outcome = runHandler(context);
+      if (context.fencedOff) {
+        return new Ended.FencedOff();
+      }
+      if (context.cancelled) {
+        status = JobStatus.CANCELLED;
+      } else if (outcome instanceof JobOutcome.Failed f) {
+        status = JobStatus.FAILED;
+        error = f.message();
+      } else {
+        status = JobStatus.SUCCEEDED;
+      }
+    }
+    hooks.at(Point.AFTER_JOB_BEFORE_END, workerId);
+    JobStatus finalStatus = status;
+    String finalError = error;
+    if (status == JobStatus.SUCCEEDED && !context.followUps.isEmpty()) {
+      Json followUps = new Json(context.followUps.toString());
+      return transitions.transactionally(tx ->
+          transitions.addFollowUps(tx, workerId, token, job.id(), followUps)
+              ? transitions.end(tx, workerId, token, job.id(), finalStatus, finalError)
+              : new Ended.FencedOff());
+    }
+    return transitions.end(workerId, token, job.id(), finalStatus, finalError);
+  }
+
+  private JobOutcome runHandler(Context context) {
+    AssignedJob job = context.job;
+    Optional<JobHandler> handler = handlers.get(job.kind());
+    if (handler.isEmpty()) {
+      return JobOutcome.failed("This worker has no handler for job kind \"" + job.kind()
+          + "\"; deploy a worker image that knows it, then resubmit.");
+    }
+    try {
+      JobOutcome outcome = handler.get().run(context);
+      return outcome == null ? JobOutcome.failed("handler for " + job.kind() + " returned no outcome") : outcome;
+    } catch (JobCancelledException | WorkerFencedOffException expected) {
+      return JobOutcome.failed(expected.getMessage()); // the flags decide; this outcome is unused
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return JobOutcome.failed("interrupted");
+    } catch (Exception e) {
+      String message = e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage();
+      return JobOutcome.failed(message);
+    }
+  }
+
+  private final class Context implements JobContext {
+    private final long workerId;
+    private final UUID token;
+    private final AssignedJob job;
+    private final ArrayNode followUps = JSON.createArrayNode();
+    private JsonNode payload;
+    private boolean cancelled;
+    private boolean fencedOff;
+
+    Context(long workerId, UUID token, AssignedJob job) {
+      this.workerId = workerId;
+      this.token = token;
+      this.job = job;
+    }
+
+    @Override
+    public long jobId() {
+      return job.id();
+    }
+
+    @Override
+    public String userId() {
+      return job.userId();
+    }
+
+    @Override
+    public String kind() {
+      return job.kind();
+    }
+
+    @Override
+    public JsonNode payload() {
+      if (payload == null) {
+        try {
+          payload = JSON.readTree(job.payload().text());
+        } catch (IOException e) {
+          throw new UncheckedIOException(e);
+        }
+      }
+      return payload;
+    }
+
+    @Override
+    public int progress() {
+      return job.progress();
+    }
+
+    @Override
+    public int attempt() {
+      return job.attempt();
+    }
+
+    @Override
+    public void reportProgress(int progress) {
+      ProgressAck ack = transitions.progress(workerId, token, job.id(), progress);
+      if (ack == ProgressAck.FENCED_OFF) {
+        fencedOff = true;
+        throw new WorkerFencedOffException(workerId, job.id());
+      }
+      hooks.at(Point.AFTER_PROGRESS, workerId);
+      if (ack == ProgressAck.CANCEL_REQUESTED) {
+        cancelled = true;
+        throw new JobCancelledException(job.id());
+      }
+    }
+
+    @Override
+    public void enqueueFollowUp(String kind, JsonNode payload) {
+      followUps.addObject().put("kind", kind).set("payload", payload);
+    }
+
+    @Override
+    public void crashWorker() {
+      process.kill("job " + job.id() + " asked its worker to crash");
+    }
+  }
+}

@@ -1,0 +1,62 @@
+package buildqueue.testing;
+
+import buildqueue.worker.JobContext;
+import buildqueue.worker.JobHandler;
+import buildqueue.worker.JobOutcome;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+
+/**
+ * Test kind {@code gate}: reports {@code payload.progressTo} (if any), then blocks until the test
+ * opens the job's gate, then succeeds ({@code payload.fail} fails it instead). Lets a test hold a
+ * job on its worker for exactly as long as it needs.
+ */
+public final class GateHandler implements JobHandler {
+  public static final String KIND = "gate";
+  private final Map<Long, CountDownLatch> gates = new ConcurrentHashMap<>();
+  private final Map<Long, CountDownLatch> entered = new ConcurrentHashMap<>();
+
+  @Override
+  public String kind() {
+    return KIND;
+  }
+
+  private CountDownLatch gate(long jobId) {
+    return gates.computeIfAbsent(jobId, k -> new CountDownLatch(1));
+  }
+
+  private CountDownLatch entered(long jobId) {
+    return entered.computeIfAbsent(jobId, k -> new CountDownLatch(1));
+  }
+
+  public void open(long jobId) {
+    gate(jobId).countDown();
+  }
+
+  /** Waits until the job's handler is running (and has made its progress report). */
+  public void awaitEntered(long jobId) throws InterruptedException {
+    if (!entered(jobId).await(30, java.util.concurrent.TimeUnit.SECONDS)) {
+      throw new AssertionError("job " + jobId + " never reached its gate");
+    }
+  }
+
+  @Override
+  public JobOutcome run(JobContext context) throws Exception {
+    if (context.payload().has("progressTo")) {
+      context.reportProgress(context.payload().get("progressTo").asInt());
+    }
+    entered(context.jobId()).countDown();
+    gate(context.jobId()).await();
+    if (context.payload().has("reportAfterGate")) {
+      context.reportProgress(context.payload().get("reportAfterGate").asInt());
+    }
+    if (context.payload().has("followUps")) {
+      context.payload().get("followUps").forEach(f -> context.enqueueFollowUp(f.get("kind").asText(), f.get("payload")));
+    }
+    if (context.payload().path("fail").asBoolean(false)) {
+      return JobOutcome.failed("gate job failed on request");
+    }
+    return JobOutcome.succeeded();
+  }
+}

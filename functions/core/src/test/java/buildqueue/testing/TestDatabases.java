@@ -1,0 +1,98 @@
+package buildqueue.testing;
+
+import buildqueue.db.JdbcDatabase;
+import buildqueue.db.Migrator;
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
+import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * One embedded PostgreSQL per test JVM, started on first use. The production migrations are
+ * applied once to a template database; every test gets its own fresh copy of it, so tests are
+ * isolated and may run side by side.
+ */
+public final class TestDatabases {
+  private static final String TEMPLATE = "bq_template";
+  private static final AtomicInteger COUNTER = new AtomicInteger();
+  private static EmbeddedPostgres postgres;
+
+  private TestDatabases() {}
+
+  public static synchronized EmbeddedPostgres postgres() {
+    if (postgres == null) {
+      try {
+        postgres =
+            EmbeddedPostgres.builder()
+                .setServerConfig("max_connections", "300")
+                .setServerConfig("fsync", "off")
+                .setServerConfig("synchronous_commit", "off")
+                .setServerConfig("full_page_writes", "off")
+                .start();
+      } catch (IOException e) {
+        throw new UncheckedIOException("could not start embedded PostgreSQL", e);
+      }
+      EmbeddedPostgres started = postgres;
+      Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+        try {
+          started.close();
+        } catch (IOException ignored) {
+          // the JVM is exiting
+        }
+      }));
+      createTemplate();
+    }
+    return postgres;
+  }
+
+  private static void createTemplate() {
+    execute("create database " + TEMPLATE);
+    try (HikariDataSource ds = pool(TEMPLATE, 2)) {
+      new Migrator(new JdbcDatabase(ds)).migrate();
+    }
+  }
+
+  /** A new database with the schema applied, for one test. Close it when done. */
+  public static TestDatabase create() {
+    postgres();
+    String name = "bq_test_" + ProcessHandle.current().pid() + "_" + COUNTER.incrementAndGet();
+    execute("create database " + name + " template " + TEMPLATE);
+    return new TestDatabase(name, pool(name, 24), () -> execute("drop database if exists " + name + " with (force)"));
+  }
+
+  /** An empty database without migrations, for migrator tests. */
+  public static TestDatabase createEmpty() {
+    postgres();
+    String name = "bq_empty_" + ProcessHandle.current().pid() + "_" + COUNTER.incrementAndGet();
+    execute("create database " + name);
+    return new TestDatabase(name, pool(name, 24), () -> execute("drop database if exists " + name + " with (force)"));
+  }
+
+  public static String jdbcUrl(String database) {
+    return postgres().getJdbcUrl("postgres", database);
+  }
+
+  static HikariDataSource pool(String database, int size) {
+    HikariConfig config = new HikariConfig();
+    config.setJdbcUrl(jdbcUrl(database));
+    config.setUsername("postgres");
+    config.setMaximumPoolSize(size);
+    config.setMinimumIdle(0);
+    config.setPoolName("test-" + database);
+    return new HikariDataSource(config);
+  }
+
+  private static void execute(String sql) {
+    try (Connection c = postgres().getPostgresDatabase().getConnection();
+        Statement s = c.createStatement()) {
+      s.execute(sql);
+    } catch (SQLException e) {
+      throw new IllegalStateException(sql + ": " + e.getMessage(), e);
+    }
+  }
+}
