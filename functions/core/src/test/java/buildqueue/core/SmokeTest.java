@@ -12,7 +12,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
 class SmokeTest {
   @Test
   void a_demo_job_runs_to_success(TestDatabase tdb) {
-    try (QueueHarness h = new QueueHarness(tdb, tdb.jdbc(), QueueHarness.testConfig())) {
+    try (QueueHarness h = QueueHarness.open(tdb)) {
       long id = h.submit("alice", "demo", "{\"steps\": 3, \"stepMillis\": 1}");
       h.awaitStatus(id, "succeeded");
       h.awaitWorkersExited();

@@ -57,6 +57,15 @@ public final class QueueHarness implements AutoCloseable {
     platform.onStopped((taskId, workerId, token, reason) -> queue.taskStopped(taskId, workerId, token, reason));
   }
 
+  /** A harness on the adapter selected for this test run ({@link TestAdapter#selected()}). */
+  public static QueueHarness open(TestDatabase testDb, QueueConfig config) {
+    return new QueueHarness(testDb, TestAdapter.selected().open(testDb), config);
+  }
+
+  public static QueueHarness open(TestDatabase testDb) {
+    return open(testDb, testConfig());
+  }
+
   public static QueueConfig testConfig() {
     return QueueConfig.defaults().withLaunchGrace(Duration.ofSeconds(30));
   }
