@@ -191,7 +191,7 @@ public final class DispatchTransitions {
       from t
       where w.id in (
         select u.id from build_worker u, t
-        where u.status = 'launching' and u.task_id is null and u.expires_at > t.now
+        where u.status <> 'exited' and u.task_id is null and u.expires_at > t.now
           and u.launched_at <= t.now - :graceMs * interval '1 millisecond'
           and (u.checked_at is null or u.checked_at <= t.now - :intervalMs * interval '1 millisecond')
         order by u.id
@@ -202,7 +202,9 @@ public final class DispatchTransitions {
 
   /**
    * Claims launches whose outcome was never recorded (a timeout, a 5xx, a caller that died between
-   * dispatch and launch) so that exactly one tick retries each with the same token.
+   * dispatch and launch) so that exactly one tick retries each with the same token. A worker that
+   * has started without its task id being recorded is included: the idempotent relaunch returns
+   * its task, which makes it checkable instead of leaving its slot to the lease.
    */
   public List<WorkerLaunch> claimUnresolvedLaunches(int limit) {
     Params params =
