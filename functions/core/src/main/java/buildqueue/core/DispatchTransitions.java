@@ -186,18 +186,22 @@ public final class DispatchTransitions {
 
   private static final String CLAIM_UNRESOLVED_LAUNCHES =
       """
-      with t as (select coalesce(:now::timestamptz, now()) as now)
-      update build_worker w set checked_at = t.now
-      from t
-      where w.id in (
-        select u.id from build_worker u, t
-        where u.status <> 'exited' and u.task_id is null and u.expires_at > t.now
-          and u.launched_at <= t.now - :graceMs * interval '1 millisecond'
-          and (u.checked_at is null or u.checked_at <= t.now - :intervalMs * interval '1 millisecond')
-        order by u.id
-        limit :limit
-        for update skip locked)
-      returning w.id, w.token, w.lane, w.slot
+      with t as (select coalesce(:now::timestamptz, now()) as now),
+      claimed as (
+        update build_worker w set checked_at = t.now
+        from t
+        where w.id in (
+          select u.id from build_worker u, t
+          where u.status <> 'exited' and u.task_id is null and u.expires_at > t.now
+            and u.launched_at <= t.now - :graceMs * interval '1 millisecond'
+            and (u.checked_at is null or u.checked_at <= t.now - :intervalMs * interval '1 millisecond')
+          order by u.id
+          limit :limit
+          for update skip locked)
+        returning w.id, w.token, w.lane, w.slot
+      )
+      -- RETURNING has no order; relaunching in id order makes a tick reproducible.
+      select * from claimed order by id
       """;
 
   /**

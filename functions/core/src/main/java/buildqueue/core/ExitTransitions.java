@@ -42,9 +42,11 @@ public final class ExitTransitions {
         select w.id from build_worker w
         where w.task_id = :taskId and w.status <> 'exited'
         union all
+        -- By worker id: when the caller names no task (the tick, about its own worker), names the
+        -- recorded task, or names a task not yet recorded and proves it with the worker's token.
         select w.id from build_worker w
         where w.id = :workerId and w.status <> 'exited'
-          and (w.task_id is null or :taskId::text is null or w.task_id = :taskId)
+          and (:taskId::text is null or w.task_id = :taskId or (w.task_id is null and :token::uuid is not null))
         limit 1
       ),
       worker as (
@@ -104,7 +106,9 @@ public final class ExitTransitions {
    *
    * @param taskId the platform's task id, or null
    * @param workerId the worker, or null when only the task id is known
-   * @param token when given, the worker's token must match (a stop event carries it)
+   * @param token when given, the worker's token must match (a stop event carries it). An event
+   *     naming a task that was never recorded for the worker must carry it: without it, the event
+   *     may be about a task we never launched
    */
   public Optional<Exited> exited(String taskId, Long workerId, UUID token, String reason) {
     if (taskId == null && workerId == null) {

@@ -22,17 +22,21 @@ public final class TickTransitions {
 
   private static final String CLAIM_DUE_CHECKS =
       """
-      with t as (select coalesce(:now::timestamptz, now()) as now)
-      update build_worker w set checked_at = t.now
-      from t
-      where w.id in (
-        select d.id from build_worker d, t
-        where d.status <> 'exited' and d.task_id is not null
-          and (d.checked_at is null or d.checked_at <= t.now - :intervalMs * interval '1 millisecond')
-        order by d.checked_at nulls first, d.id
-        limit :limit
-        for update skip locked)
-      returning w.id, w.task_id, w.expires_at <= t.now as lease_expired
+      with t as (select coalesce(:now::timestamptz, now()) as now),
+      claimed as (
+        update build_worker w set checked_at = t.now
+        from t
+        where w.id in (
+          select d.id from build_worker d, t
+          where d.status <> 'exited' and d.task_id is not null
+            and (d.checked_at is null or d.checked_at <= t.now - :intervalMs * interval '1 millisecond')
+          order by d.checked_at nulls first, d.id
+          limit :limit
+          for update skip locked)
+        returning w.id, w.task_id, w.expires_at <= t.now as lease_expired
+      )
+      -- RETURNING has no order; a tick that works through its claims in id order is reproducible.
+      select * from claimed order by id
       """;
 
   /**
@@ -81,6 +85,7 @@ public final class TickTransitions {
       where l.lane is not null
         and (select count(*) from build_worker w where w.lane = l.lane and w.status <> 'exited')
               < case when l.lane = 'shared' then :sharedSlots else 1 end
+      order by l.lane
       """;
 
   /**

@@ -98,6 +98,7 @@ public final class InProcessPlatform implements WorkerPlatform {
   private final AtomicInteger taskCounter = new AtomicInteger();
   private volatile CountDownLatch heldStarts = new CountDownLatch(1);
   private volatile StopListener listener = (taskId, workerId, token, reason) -> {};
+  private volatile WorkerLoop.DeadlineTimer deadlines = WorkerLoop.DeadlineTimer.WALL_CLOCK;
 
   public InProcessPlatform(Database db, QueueConfig config, QueueClock clock, JobHandlers handlers) {
     this.db = db;
@@ -108,6 +109,14 @@ public final class InProcessPlatform implements WorkerPlatform {
 
   public void onStopped(StopListener listener) {
     this.listener = listener;
+  }
+
+  /**
+   * How workers arm their hard deadline; by default a wall-clock timer. A simulation that moves a
+   * settable clock gives its own, so deadlines fall on the simulated timeline.
+   */
+  public void deadlineTimer(WorkerLoop.DeadlineTimer timer) {
+    this.deadlines = timer;
   }
 
   /** The next launch requests follow these plans, in order; later ones are normal. */
@@ -285,7 +294,7 @@ public final class InProcessPlatform implements WorkerPlatform {
               }
             };
         WorkerLoop loop =
-            new WorkerLoop(new KillableDatabase(), config, clock, handlers, this, hooks);
+            new WorkerLoop(new KillableDatabase(), config, clock, handlers, this, hooks, deadlines);
         WorkerLoop.Exit exit = loop.run(launch.workerId(), launch.token());
         exitReason = "exited: " + exit.name().toLowerCase(java.util.Locale.ROOT);
       } catch (WorkerKilled e) {

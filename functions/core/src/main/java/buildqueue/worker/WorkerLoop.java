@@ -8,6 +8,7 @@ import buildqueue.core.WorkerTransitions.AssignedJob;
 import buildqueue.core.WorkerTransitions.Ended;
 import buildqueue.core.WorkerTransitions.ProgressAck;
 import buildqueue.db.Database;
+import buildqueue.db.DatabaseException;
 import buildqueue.db.Json;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -56,6 +57,22 @@ public final class WorkerLoop {
     Hooks NONE = (point, workerId) -> {};
   }
 
+  /**
+   * Arms the hard deadline and returns what disarms it. The default is a wall-clock timer; a
+   * simulation that moves a virtual {@link QueueClock} supplies its own, so the deadline falls at
+   * the same virtual instant as the lease it protects.
+   */
+  @FunctionalInterface
+  public interface DeadlineTimer {
+    Runnable arm(Duration after, Runnable kill);
+
+    DeadlineTimer WALL_CLOCK =
+        (after, kill) -> {
+          ScheduledFuture<?> f = DEADLINES.schedule(kill, Math.max(0, after.toMillis()), TimeUnit.MILLISECONDS);
+          return () -> f.cancel(false);
+        };
+  }
+
   /** How the loop ended. */
   public enum Exit {
     /** The start was refused (wrong token, already started, too late): nothing ran. */
@@ -71,9 +88,17 @@ public final class WorkerLoop {
   private final JobHandlers handlers;
   private final WorkerProcess process;
   private final Hooks hooks;
+  private final DeadlineTimer deadlines;
 
   public WorkerLoop(
       Database db, QueueConfig config, QueueClock clock, JobHandlers handlers, WorkerProcess process, Hooks hooks) {
+    this(db, config, clock, handlers, process, hooks, DeadlineTimer.WALL_CLOCK);
+  }
+
+  public WorkerLoop(
+      Database db, QueueConfig config, QueueClock clock, JobHandlers handlers, WorkerProcess process, Hooks hooks,
+      DeadlineTimer deadlines) {
+    this.deadlines = deadlines;
     this.transitions = new WorkerTransitions(db, config, clock);
     this.config = config;
     this.handlers = handlers;
@@ -91,11 +116,10 @@ public final class WorkerLoop {
     WorkerTransitions.Started s = started.get();
     Duration untilDeadline =
         Duration.between(s.databaseNow(), s.expiresAt()).minus(config.deadlineMargin());
-    ScheduledFuture<?> deadline =
-        DEADLINES.schedule(
-            () -> process.kill("worker " + workerId + " reached its hard deadline before the lease"),
-            Math.max(0, untilDeadline.toMillis()),
-            TimeUnit.MILLISECONDS);
+    Runnable disarm =
+        deadlines.arm(
+            untilDeadline,
+            () -> process.kill("worker " + workerId + " reached its hard deadline before the lease"));
     try {
       hooks.at(Point.AFTER_START, workerId);
       Optional<AssignedJob> job = s.job();
@@ -117,7 +141,7 @@ public final class WorkerLoop {
         }
       }
     } finally {
-      deadline.cancel(false);
+      disarm.run();
     }
   }
 
@@ -170,6 +194,11 @@ public final class WorkerLoop {
       Thread.currentThread().interrupt();
       return JobOutcome.failed("interrupted");
     } catch (Exception e) {
+      if (context.queueFailure != null) {
+        // The worker could not reach the queue: an infrastructure fault, not the job's verdict. The
+        // worker dies of it, and its exit returns the job to the head of its lane.
+        throw context.queueFailure;
+      }
       String message = e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage();
       return JobOutcome.failed(message);
     }
@@ -183,6 +212,7 @@ public final class WorkerLoop {
     private JsonNode payload;
     private boolean cancelled;
     private boolean fencedOff;
+    private DatabaseException queueFailure;
 
     Context(long workerId, UUID token, AssignedJob job) {
       this.workerId = workerId;
@@ -229,7 +259,13 @@ public final class WorkerLoop {
 
     @Override
     public void reportProgress(int progress) {
-      ProgressAck ack = transitions.progress(workerId, token, job.id(), progress);
+      ProgressAck ack;
+      try {
+        ack = transitions.progress(workerId, token, job.id(), progress);
+      } catch (DatabaseException e) {
+        queueFailure = e;
+        throw e;
+      }
       if (ack == ProgressAck.FENCED_OFF) {
         fencedOff = true;
         throw new WorkerFencedOffException(workerId, job.id());

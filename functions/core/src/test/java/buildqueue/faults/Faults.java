@@ -1,0 +1,103 @@
+package buildqueue.faults;
+
+import java.util.EnumMap;
+import java.util.Map;
+import java.util.Random;
+import java.util.Set;
+
+/**
+ * The scenario's fault decisions, all drawn from its one random stream. A decision always draws,
+ * even when its fault is switched off (after the fault phase, or by a shrinking replay), so that
+ * switching one fault off leaves every other decision of the replay where it was.
+ */
+final class Faults {
+  private final Random random;
+  private final Set<Fault> disabled;
+  private final Map<Fault, Double> rates = new EnumMap<>(Fault.class);
+  private final Map<Fault, Integer> injected = new EnumMap<>(Fault.class);
+  private boolean active = true;
+
+  Faults(Random random, Set<Fault> disabled) {
+    this.random = random;
+    this.disabled = disabled;
+    // Each family is on in about half the scenarios, at a rate drawn per scenario: some scenarios
+    // are calm, some are storms, and every combination turns up over a run.
+    family(0.35, 0.5, Fault.WORKER_CRASH);
+    family(0.5, 0.06, Fault.WORKER_KILLED);
+    family(0.5, 0.3, Fault.LAUNCH_FAILED, Fault.LAUNCH_FAILED_RETRYABLE);
+    family(0.5, 0.3, Fault.LAUNCH_UNKNOWN_STARTED, Fault.LAUNCH_UNKNOWN_NOT_STARTED);
+    family(0.35, 0.3, Fault.LAUNCH_LATE);
+    family(0.4, 0.25, Fault.CALLER_DIED_BEFORE_LAUNCH, Fault.CALLER_DIED_AFTER_LAUNCH);
+    family(0.5, 0.4, Fault.EVIDENCE_DUPLICATED, Fault.EVIDENCE_DELAYED, Fault.EVIDENCE_REORDERED);
+    family(0.4, 0.4, Fault.EVIDENCE_LOST);
+    family(0.4, 0.05, Fault.EVIDENCE_FORGED);
+    family(0.5, 0.04, Fault.KILL_MID_STATEMENT, Fault.KILL_AFTER_COMMIT);
+    family(0.5, 0.2, Fault.KILL_MID_TRANSACTION);
+    family(0.3, 0.03, Fault.DATABASE_UNREACHABLE);
+  }
+
+  private void family(double chance, double maxRate, Fault... members) {
+    boolean on = random.nextDouble() < chance;
+    double rate = maxRate * (0.2 + 0.8 * random.nextDouble());
+    for (Fault f : members) {
+      rates.put(f, on ? rate : 0.0);
+    }
+  }
+
+  /** Faults stop: the recovery phase runs with none. */
+  void stop() {
+    active = false;
+  }
+
+  boolean active() {
+    return active;
+  }
+
+  double rate(Fault f) {
+    return active && !disabled.contains(f) ? rates.getOrDefault(f, 0.0) : 0.0;
+  }
+
+  /** One decision: does {@code f} happen now? Counts it when it does. */
+  boolean roll(Fault f) {
+    double draw = random.nextDouble();
+    if (draw < rate(f)) {
+      count(f);
+      return true;
+    }
+    return false;
+  }
+
+  /** The first of {@code choices} that happens, or {@link Fault#NONE}; draws once. */
+  Fault pick(Fault... choices) {
+    double draw = random.nextDouble();
+    double edge = 0;
+    for (Fault f : choices) {
+      edge += rate(f) / choices.length;
+      if (draw < edge) {
+        count(f);
+        return f;
+      }
+    }
+    return Fault.NONE;
+  }
+
+  Fault statementFault() {
+    return pick(Fault.KILL_MID_STATEMENT, Fault.KILL_AFTER_COMMIT);
+  }
+
+  boolean transactionFault() {
+    return roll(Fault.KILL_MID_TRANSACTION);
+  }
+
+  void count(Fault f) {
+    injected.merge(f, 1, Integer::sum);
+  }
+
+  Map<Fault, Integer> injected() {
+    return injected;
+  }
+
+  Map<Fault, Double> rates() {
+    return rates;
+  }
+}

@@ -1,0 +1,248 @@
+package buildqueue.faults;
+
+import buildqueue.core.ExitTransitions;
+import buildqueue.core.QueueConfig;
+import buildqueue.faults.Snapshot.J;
+import buildqueue.faults.Snapshot.W;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+
+/**
+ * design.md §5, checked against the database after every step. Each step runs one actor alone, so
+ * the difference between the snapshots before and after it is exactly that actor's doing: that
+ * is what makes "a fenced worker's writes change nothing" and "recoveries are counted exactly"
+ * checkable from rows alone.
+ */
+final class Invariants {
+
+  /** What ran in a step, as far as the invariants care. */
+  record Step(
+      String actor,
+      Long workerId,
+      boolean expectNoChange,
+      Instant now,
+      Map<String, Long> liveTasks) {}
+
+  /**
+   * How a job may fail: the messages the queue, its workers and the simulation's handler give.
+   * Anything else (a driver error, a stack trace) means an infrastructure fault reached a user's
+   * job as its verdict, instead of being recovered from.
+   */
+  static final List<String> FAILURE_REASONS = List.of(
+      SimHandler.FAILED_ON_PURPOSE,
+      ExitTransitions.REPEATED_EXIT_ERROR,
+      "Could not start a build worker: ",
+      "Could not start a build worker after ");
+
+  private final Duration margin;
+
+  Invariants(QueueConfig config) {
+    this.margin = config.deadlineMargin();
+  }
+
+  /** The first invariant the step broke, or null. */
+  String afterStep(Snapshot prev, Snapshot next, Step step) {
+    String v;
+    if ((v = slots(next)) != null
+        || (v = jobsOnLiveWorkers(next)) != null
+        || (v = noSlotFreedUnderALiveWorker(next, step)) != null
+        || (v = failuresSayWhy(next)) != null
+        || (v = finishedJobsStayFinished(prev, next)) != null
+        || (v = expectedNoChange(prev, next, step)) != null
+        || (v = fencing(prev, next, step)) != null
+        || (v = transitions(prev, next, step)) != null) {
+      return v;
+    }
+    return null;
+  }
+
+  /** §5.1: at most one live worker per slot. */
+  static String slots(Snapshot s) {
+    Map<String, Long> bySlot = new HashMap<>();
+    for (W w : s.workers().values()) {
+      if (!w.exited()) {
+        Long other = bySlot.put(w.slot(), w.id());
+        if (other != null) {
+          return "§5.1 two live workers in slot " + w.slot() + ": " + other + " and " + w.id();
+        }
+      }
+    }
+    return null;
+  }
+
+  /** §5.2: a job on a worker is on one live worker, and a worker has one job at a time. */
+  static String jobsOnLiveWorkers(Snapshot s) {
+    Map<Long, Long> byWorker = new HashMap<>();
+    for (J j : s.jobs().values()) {
+      if (j.onWorker()) {
+        W w = s.workers().get(j.workerId());
+        if (w == null || w.exited()) {
+          return "§5.2 job " + j.id() + " is " + j.status() + " on worker " + j.workerId()
+              + " which is " + (w == null ? "gone" : "exited (" + w.exitReason() + ")") + ": it would never finish";
+        }
+        Long other = byWorker.put(j.workerId(), j.id());
+        if (other != null) {
+          return "§5.2 worker " + j.workerId() + " holds two jobs: " + other + " and " + j.id();
+        }
+      }
+    }
+    return null;
+  }
+
+  /**
+   * §5.3: a worker whose task may still run keeps its slot. A task that never started may lose it
+   * once its lease has run out (it can no longer start: the start is fenced by the lease).
+   */
+  String noSlotFreedUnderALiveWorker(Snapshot s, Step step) {
+    for (Map.Entry<String, Long> live : step.liveTasks().entrySet()) {
+      W w = s.workers().get(live.getValue());
+      if (w == null || !w.exited()) {
+        continue;
+      }
+      boolean canNoLongerStart = w.startedAt() == null && !step.now().isBefore(w.expiresAt().minus(margin));
+      if (!canNoLongerStart) {
+        return "§5.3 slot " + w.slot() + " freed (worker " + w.id() + " exited: " + w.exitReason() + ") while its task "
+            + live.getKey() + " may still run" + (w.startedAt() == null ? " (not yet started, lease until "
+            + w.expiresAt() + ")" : " (started)");
+      }
+    }
+    return null;
+  }
+
+  /** §5.5: a failed job says why, in words a user can act on. */
+  static String failuresSayWhy(Snapshot s) {
+    for (J j : s.jobs().values()) {
+      if (j.status().equals("failed")) {
+        if (j.error() == null || FAILURE_REASONS.stream().noneMatch(j.error()::startsWith)) {
+          return "§5.5 job " + j.id() + " failed with an error that is not a verdict on the job: " + j.error();
+        }
+      }
+    }
+    return null;
+  }
+
+  static String finishedJobsStayFinished(Snapshot prev, Snapshot next) {
+    for (J before : prev.jobs().values()) {
+      if (before.finished()) {
+        J after = next.jobs().get(before.id());
+        if (after == null || !after.status().equals(before.status()) || after.progress() != before.progress()
+            || !Objects.equals(after.error(), before.error())) {
+          return "job " + before.id() + " was " + before.status() + " and changed to " + after;
+        }
+      }
+    }
+    return null;
+  }
+
+  /** §5.9 and isolation: duplicated, late or forged evidence, another user's cancel: nothing. */
+  static String expectedNoChange(Snapshot prev, Snapshot next, Step step) {
+    if (step.expectNoChange() && !prev.equals(next)) {
+      return step.actor() + " should have changed nothing, but: " + diff(prev, next);
+    }
+    return null;
+  }
+
+  /** §5.2: a fenced-off worker changes nothing; a live one changes only its own rows. */
+  static String fencing(Snapshot prev, Snapshot next, Step step) {
+    if (step.workerId() == null) {
+      return null;
+    }
+    long id = step.workerId();
+    W before = prev.workers().get(id);
+    boolean fenced = before == null || before.exited() || !step.now().isBefore(before.expiresAt());
+    if (fenced) {
+      if (!prev.equals(next)) {
+        return "§5.2 fenced-off worker " + id + " (" + (before == null ? "no row" : before.status() + ", lease until "
+            + before.expiresAt()) + ") changed the database: " + diff(prev, next);
+      }
+      return null;
+    }
+    for (W w : next.workers().values()) {
+      if (w.id() != id && !w.equals(prev.workers().get(w.id()))) {
+        return "§5.2 worker " + id + " changed another worker's row: " + w;
+      }
+    }
+    for (J j : next.jobs().values()) {
+      J b = prev.jobs().get(j.id());
+      boolean mine = b == null || Objects.equals(b.workerId(), id) || Objects.equals(j.workerId(), id);
+      if (!j.equals(b) && !mine) {
+        return "§5.2 worker " + id + " changed job " + j.id() + " which is not its own: " + b + " → " + j;
+      }
+    }
+    return null;
+  }
+
+  /** §5.6 and §5.7: what an exit or a failed launch does to a job, and who goes next in a lane. */
+  String transitions(Snapshot prev, Snapshot next, Step step) {
+    for (J after : next.jobs().values()) {
+      J before = prev.jobs().get(after.id());
+      if (before == null || before.equals(after)) {
+        continue;
+      }
+      if (after.progress() < before.progress()) {
+        return "job " + after.id() + " lost progress: " + before.progress() + " → " + after.progress();
+      }
+      boolean leftWorker = before.onWorker() && !after.onWorker();
+      W worker = before.workerId() == null ? null : next.workers().get(before.workerId());
+      W workerBefore = before.workerId() == null ? null : prev.workers().get(before.workerId());
+      boolean byExit = leftWorker && worker != null && worker.exited() && workerBefore != null && !workerBefore.exited();
+      if (byExit && worker.exitReason() != null && worker.exitReason().startsWith("not started:")) {
+        if (after.recoveries() != before.recoveries() || after.launchFailures() != before.launchFailures() + 1) {
+          return "§5.7 job " + after.id() + " after a failed launch: recoveries " + before.recoveries() + " → "
+              + after.recoveries() + ", launch failures " + before.launchFailures() + " → " + after.launchFailures();
+        }
+      } else if (byExit) {
+        int expected = before.progress() > before.checkpoint() ? 0 : before.recoveries() + 1;
+        String expectedStatus = before.cancelRequested() ? "cancelled"
+            : expected <= ExitTransitions.MAX_RECOVERIES ? "queued" : "failed";
+        if (after.recoveries() != expected || !after.status().equals(expectedStatus)) {
+          return "§5.6 job " + after.id() + " interrupted (progress " + before.checkpoint() + "→" + before.progress()
+              + ", recoveries " + before.recoveries() + ") became " + after.status() + " with recoveries "
+              + after.recoveries() + "; expected " + expectedStatus + " with " + expected;
+        }
+        if (expectedStatus.equals("failed") && !ExitTransitions.REPEATED_EXIT_ERROR.equals(after.error())) {
+          return "§5.6 job " + after.id() + " failed after repeated exits with error " + after.error();
+        }
+      } else if (after.recoveries() != before.recoveries()) {
+        return "§5.6 job " + after.id() + " recoveries changed " + before.recoveries() + " → " + after.recoveries()
+            + " without its worker exiting (" + before.status() + " → " + after.status() + ")";
+      }
+      if (before.status().equals("queued") && after.onWorker()) {
+        for (J other : prev.jobs().values()) {
+          J otherAfter = next.jobs().get(other.id());
+          if (other.id() < after.id() && other.lane().equals(after.lane()) && other.status().equals("queued")
+              && otherAfter != null && otherAfter.status().equals("queued")
+              && (other.notBefore() == null || !other.notBefore().isAfter(step.now()))) {
+            return "§5.6 job " + after.id() + " was taken from lane " + after.lane() + " ahead of older queued job "
+                + other.id() + " (recoveries " + other.recoveries() + ")";
+          }
+        }
+      }
+    }
+    return null;
+  }
+
+  static String diff(Snapshot prev, Snapshot next) {
+    StringBuilder b = new StringBuilder();
+    for (W w : next.workers().values()) {
+      W was = prev.workers().get(w.id());
+      if (!w.equals(was)) {
+        b.append("\n      worker ").append(was).append("\n          → ").append(w);
+      }
+    }
+    for (J j : next.jobs().values()) {
+      J was = prev.jobs().get(j.id());
+      if (!j.equals(was)) {
+        b.append("\n      job ").append(was).append("\n          → ").append(j);
+      }
+    }
+    if (prev.lastEvent() != next.lastEvent()) {
+      b.append("\n      events ").append(prev.lastEvent()).append(" → ").append(next.lastEvent());
+    }
+    return b.toString();
+  }
+}

@@ -1,0 +1,809 @@
+package buildqueue.faults;
+
+import buildqueue.core.BuildQueue;
+import buildqueue.core.JobTransitions;
+import buildqueue.core.QueueClock;
+import buildqueue.core.QueueConfig;
+import buildqueue.db.DatabaseException;
+import buildqueue.db.Json;
+import buildqueue.db.Params;
+import buildqueue.db.Row;
+import buildqueue.faults.Scheduler.Actor;
+import buildqueue.platform.InProcessPlatform;
+import buildqueue.worker.JobHandlers;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.Comparator;
+import java.util.EnumMap;
+import java.util.EnumSet;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.UUID;
+import java.util.function.Consumer;
+import java.util.stream.Collectors;
+
+/**
+ * One scenario: a queue on a real database, clients, ticks, stop-event deliveries and in-process
+ * workers as actor threads stepped one at a time by a seeded {@link Scheduler}, with faults from
+ * the same seed. A fault phase of a seeded number of steps is followed by a recovery phase without
+ * faults, which must bring every job to an end within a bounded (simulated) time. The invariants
+ * are checked against the database after every step that ran a statement or moved time.
+ *
+ * <p>Deterministic: every choice comes from one {@link Random}; actors run one at a time; ids
+ * restart per scenario; time is a settable clock. Not deterministic: tokens (random UUIDs, which
+ * nothing orders by) and wall-clock durations.
+ */
+final class Simulation {
+  static final Instant START = Instant.parse("2026-12-01T10:00:00Z");
+  private static final int MAX_CLIENTS = 6;
+  private static final int MAX_RECOVERY_STEPS = 6000;
+  private static final Duration RECOVERY_BOUND = Duration.ofMinutes(15);
+
+  /** What to run: a seed, and for shrinking, a shorter fault phase or faults left out. */
+  record Options(long seed, Integer faultSteps, Set<Fault> disabled) {
+    static Options of(long seed) {
+      return new Options(seed, null, EnumSet.noneOf(Fault.class));
+    }
+
+    Options withFaultSteps(int n) {
+      return new Options(seed, n, disabled);
+    }
+
+    Options without(Fault f) {
+      Set<Fault> d = EnumSet.noneOf(Fault.class);
+      d.addAll(disabled);
+      d.add(f);
+      return new Options(seed, faultSteps, d);
+    }
+
+    String replay() {
+      StringBuilder b = new StringBuilder("-Dfaults.seed=" + seed);
+      if (faultSteps != null) {
+        b.append(" -Dfaults.steps=").append(faultSteps);
+      }
+      if (!disabled.isEmpty()) {
+        b.append(" -Dfaults.disable=").append(disabled.stream().map(Fault::label).collect(Collectors.joining(",")));
+      }
+      return b.toString();
+    }
+  }
+
+  /** What a scenario did. {@code violation} is null when every invariant held. */
+  record Outcome(
+      Options options,
+      String parameters,
+      String violation,
+      List<String> log,
+      long operations,
+      long statements,
+      Map<Fault, Integer> faults,
+      int outages,
+      int jobs,
+      Duration recovery) {
+
+    String report() {
+      StringBuilder b = new StringBuilder();
+      b.append("seed ").append(options.seed()).append(" — replay with ").append(options.replay()).append('\n');
+      b.append(parameters).append('\n');
+      log.forEach(l -> b.append(l).append('\n'));
+      b.append("VIOLATION: ").append(violation).append('\n');
+      return b.toString();
+    }
+  }
+
+  /** A violation found on some thread; ends the scenario at the end of the step. */
+  private static final class Violation extends RuntimeException {
+    Violation(String message) {
+      super(message, null, false, false);
+    }
+  }
+
+  /** One piece of stop evidence in flight, as an ECS STOPPED event would be. */
+  private record Evidence(long seq, String taskId, Long workerId, UUID token, String reason, Instant notBefore,
+      boolean forged) {
+    Evidence later(Instant t) {
+      return new Evidence(seq, taskId, workerId, token, reason, t, forged);
+    }
+
+    String describe() {
+      return (forged ? "forged " : "") + "stop event for " + (taskId == null ? "?" : taskId)
+          + (workerId == null ? "" : " (worker " + workerId + ")");
+    }
+  }
+
+  private final Lane lane;
+  private final Options options;
+  private final Random random;
+  private final Faults faults;
+  private final QueueClock.Settable clock = new QueueClock.Settable(START);
+  private final QueueConfig config;
+  private final Scheduler scheduler;
+  private final InProcessPlatform inProcess;
+  private final FaultyPlatform platform;
+  private final BuildQueue queue;
+  private final Invariants invariants;
+  private final List<String> users;
+  private final int jobsToSubmit;
+  private final int faultSteps;
+  private final String parameters;
+
+  private final List<String> log = Collections.synchronizedList(new ArrayList<>());
+  private final List<Evidence> incoming = new ArrayList<>();
+  private final List<Evidence> pending = new ArrayList<>();
+  private final Map<Long, Boolean> lateWorkers = new HashMap<>();
+  private final Map<String, Deadline> deadlines = new TreeMap<>(Comparator.comparingLong(Simulation::taskNumber));
+  private final Map<Long, Set<String>> inHandler = new HashMap<>();
+  private final Map<String, Set<Long>> acknowledged = new TreeMap<>();
+  private final Map<String, Boolean> dedicated = new HashMap<>();
+  private final Map<Actor, Consumer<Actor>> expectations = new HashMap<>();
+  private final Set<Actor> expectNoChange = new HashSet<>();
+  private volatile String violation;
+  private volatile boolean outage;
+  private volatile boolean tearingDown;
+  private Snapshot current = Snapshot.EMPTY;
+  private int step;
+  private long operations;
+  private long statements;
+  private long statementsInStep;
+  private int outages;
+  private int submitted;
+  private int evidenceSeq;
+
+  private record Deadline(Instant at, Runnable kill) {}
+
+  private Simulation(Lane lane, Options options) {
+    this.lane = lane;
+    this.options = options;
+    this.random = new Random(options.seed());
+    this.faults = new Faults(random, options.disabled());
+    this.config = configFrom(random);
+    this.users = new ArrayList<>();
+    int userCount = 1 + random.nextInt(3);
+    for (int i = 1; i <= userCount; i++) {
+      users.add("u" + i);
+    }
+    this.jobsToSubmit = 2 + random.nextInt(5);
+    int drawnSteps = 15 + random.nextInt(45);
+    this.faultSteps = options.faultSteps() == null ? drawnSteps : Math.min(options.faultSteps(), drawnSteps);
+    this.scheduler = new Scheduler(this::tasksStarted);
+    GatedDatabase db = new GatedDatabase(lane.database(), scheduler, this);
+    JobHandlers handlers = JobHandlers.builtIn().with(new SimHandler(this));
+    this.inProcess = new InProcessPlatform(db, config, clock, handlers);
+    this.platform = new FaultyPlatform(inProcess, scheduler, this);
+    this.queue = new BuildQueue(db, platform, config, clock);
+    this.invariants = new Invariants(config);
+    inProcess.onStopped(this::evidence);
+    inProcess.deadlineTimer(this::armDeadline);
+    this.parameters = "parameters: " + users.size() + " users, " + jobsToSubmit + " jobs, " + faultSteps
+        + " fault steps, " + config.sharedSlots() + " shared slots, lifetime " + config.workerLifetime().toMillis()
+        + " ms + slack " + config.leaseSlack().toMillis() + " ms (margin " + config.deadlineMargin().toMillis()
+        + " ms), chain window " + config.chainWindow().toMillis() + " ms, liveness " + config.livenessInterval().toMillis()
+        + " ms, launch grace " + config.launchGrace().toMillis() + " ms, max launch failures " + config.maxLaunchFailures()
+        + "\nfault rates: " + faults.rates().entrySet().stream().filter(e -> e.getValue() > 0)
+            .map(e -> e.getKey().label() + "=" + String.format("%.3f", e.getValue())).collect(Collectors.joining(" "));
+  }
+
+  private int tasksStarted() {
+    return inProcess.tasksStarted();
+  }
+
+  private static QueueConfig configFrom(Random r) {
+    Duration lifetime = Duration.ofMillis(6_000 + r.nextInt(10_000));
+    Duration slack = Duration.ofMillis(2_000 + r.nextInt(3_000));
+    Duration margin = Duration.ofMillis(500 + r.nextInt(1_000));
+    Duration[] windows = {Duration.ZERO, Duration.ofSeconds(2), Duration.ofSeconds(60)};
+    return new QueueConfig(
+        1 + r.nextInt(2),
+        lifetime,
+        slack,
+        margin,
+        windows[r.nextInt(windows.length)],
+        Duration.ofMillis(1_000 + r.nextInt(2_000)),
+        Duration.ofMillis(1_000 + r.nextInt(2_000)),
+        2 + r.nextInt(3),
+        Duration.ofMillis(500),
+        Duration.ofDays(1));
+  }
+
+  /** Runs one scenario on a lane (emptied first). */
+  static Outcome run(Lane lane, Options options) {
+    lane.reset();
+    Simulation sim = new Simulation(lane, options);
+    Instant recoveryStart = null;
+    try {
+      sim.current = lane.snapshot();
+      for (int i = 0; i < sim.faultSteps && sim.violation == null; i++) {
+        sim.faultMove();
+      }
+      sim.stopFaults();
+      recoveryStart = sim.clock.now();
+      sim.recover();
+      if (sim.violation == null) {
+        sim.finalChecks();
+      }
+    } catch (Violation v) {
+      sim.violation = v.getMessage();
+    } catch (Scheduler.Stuck s) {
+      sim.violation = "the schedule got stuck: " + s.getMessage();
+    } catch (RuntimeException | Error e) {
+      sim.violation = "the simulation itself failed: " + e + stack(e);
+    } finally {
+      sim.tearingDown = true;
+      sim.scheduler.abort();
+    }
+    Duration recovery = recoveryStart == null ? Duration.ZERO : Duration.between(recoveryStart, sim.clock.now());
+    return new Outcome(options, sim.parameters, sim.violation, List.copyOf(sim.log), sim.operations, sim.statements,
+        new EnumMap<>(sim.faults.injected().isEmpty() ? Map.of(Fault.NONE, 0) : sim.faults.injected()),
+        sim.outages, sim.submitted, recovery);
+  }
+
+  private static String stack(Throwable e) {
+    StringBuilder b = new StringBuilder();
+    for (StackTraceElement s : e.getStackTrace()) {
+      b.append("\n    at ").append(s);
+    }
+    return b.toString();
+  }
+
+  // ---------------------------------------------------------------- the two phases
+
+  private void faultMove() {
+    List<Actor> eligible = eligible();
+    int clients = scheduler.live(false);
+    List<Runnable> moves = new ArrayList<>();
+    List<Double> weights = new ArrayList<>();
+    if (!eligible.isEmpty()) {
+      add(moves, weights, 12, () -> grant(eligible.get(random.nextInt(eligible.size()))));
+    }
+    if (clients < MAX_CLIENTS) {
+      if (submitted < jobsToSubmit) {
+        add(moves, weights, 3, this::enqueue);
+      }
+      add(moves, weights, 2, this::tick);
+      if (deliverable() != null) {
+        add(moves, weights, 3, this::deliverWithFaults);
+      }
+      if (!acknowledged.isEmpty()) {
+        add(moves, weights, 0.4, this::cancel);
+      }
+      add(moves, weights, 0.3, this::toggleDedicated);
+      if (faults.rate(Fault.EVIDENCE_FORGED) > 0) {
+        add(moves, weights, 0.5, this::forge);
+      }
+    }
+    add(moves, weights, 2, this::advanceClock);
+    if (faults.rate(Fault.WORKER_KILLED) > 0 && !scheduler.liveTasks().isEmpty()) {
+      add(moves, weights, 1, this::killAWorker);
+    }
+    if (faults.rate(Fault.DATABASE_UNREACHABLE) > 0) {
+      add(moves, weights, outage ? 1.5 : 0.3, this::toggleOutage);
+    }
+    double total = weights.stream().mapToDouble(Double::doubleValue).sum();
+    double draw = random.nextDouble() * total;
+    for (int i = 0; i < moves.size(); i++) {
+      draw -= weights.get(i);
+      if (draw < 0 || i == moves.size() - 1) {
+        moves.get(i).run();
+        return;
+      }
+    }
+  }
+
+  private static void add(List<Runnable> moves, List<Double> weights, double weight, Runnable move) {
+    moves.add(move);
+    weights.add(weight);
+  }
+
+  private void stopFaults() {
+    faults.stop();
+    if (outage) {
+      outage = false;
+      log("— the database is reachable again");
+    }
+    log("— faults stop; recovery begins");
+  }
+
+  /**
+   * Without faults, everything in flight finishes: gated actors run, evidence arrives, ticks come
+   * and time passes, until every job has ended and every worker has exited.
+   */
+  private void recover() {
+    Instant bound = clock.now().plus(RECOVERY_BOUND);
+    boolean tickedSinceClockMoved = false;
+    for (int i = 0; violation == null; i++) {
+      if (finished()) {
+        return;
+      }
+      if (i > MAX_RECOVERY_STEPS || clock.now().isAfter(bound)) {
+        throw new Violation("§5.5 not everything finished within " + RECOVERY_BOUND + " (" + i
+            + " steps) after faults stopped: " + unfinished());
+      }
+      List<Actor> eligible = eligible();
+      if (!eligible.isEmpty()) {
+        grant(eligible.get(random.nextInt(eligible.size())));
+      } else if (deliverable() != null) {
+        deliver(pending.remove(pending.indexOf(deliverable())));
+      } else if (!tickedSinceClockMoved) {
+        tick();
+        tickedSinceClockMoved = true;
+      } else {
+        advance(config.livenessInterval());
+        tickedSinceClockMoved = false;
+      }
+    }
+  }
+
+  private boolean finished() {
+    return scheduler.allDone()
+        && pending.isEmpty()
+        && current.jobs().values().stream().allMatch(Snapshot.J::finished)
+        && current.workers().values().stream().allMatch(Snapshot.W::exited);
+  }
+
+  private String unfinished() {
+    StringBuilder b = new StringBuilder();
+    current.jobs().values().stream().filter(j -> !j.finished()).forEach(j -> b.append("\n    ").append(j));
+    current.workers().values().stream().filter(w -> !w.exited()).forEach(w -> b.append("\n    ").append(w));
+    b.append("\n    pending evidence ").append(pending.size()).append("; ").append(scheduler.describe());
+    return b.toString();
+  }
+
+  // ---------------------------------------------------------------- moves
+
+  private List<Actor> eligible() {
+    List<Actor> out = new ArrayList<>();
+    for (Actor a : scheduler.gated()) {
+      if (a.worker && lateWorkers.containsKey(a.workerId)) {
+        Snapshot.W w = current.workers().get(a.workerId);
+        if (w != null && clock.now().isBefore(w.expiresAt())) {
+          continue; // this task starts only after its lease has run out
+        }
+      }
+      out.add(a);
+    }
+    return out;
+  }
+
+  private void grant(Actor a) {
+    operations++;
+    log(a.name + ": " + a.pending);
+    Long workerId = a.worker ? a.workerId : null;
+    boolean noChange = expectNoChange.contains(a);
+    Consumer<Actor> expectation = expectations.get(a);
+    if (expectation != null) {
+      expectation.accept(a);
+      noChange = expectNoChange.contains(a);
+    }
+    Snapshot before = current;
+    scheduler.grant(a);
+    afterStep(a.name, workerId, noChange, before);
+  }
+
+  private void enqueue() {
+    operations++;
+    String user = users.get(random.nextInt(users.size()));
+    List<String> keys = acknowledged.keySet().stream().filter(k -> k.startsWith(user + "/")).toList();
+    String key = !keys.isEmpty() && random.nextInt(4) == 0
+        ? keys.get(random.nextInt(keys.size())).substring(user.length() + 1)
+        : "k" + (++submitted);
+    int steps = random.nextInt(4);
+    StringBuilder payload = new StringBuilder("{\"steps\": " + steps);
+    if (steps > 0 && random.nextInt(8) == 0) {
+      payload.append(", \"failAt\": ").append(1 + random.nextInt(steps));
+    }
+    if (random.nextInt(6) == 0) {
+      payload.append(", \"followUp\": true");
+    }
+    payload.append('}');
+    log("enqueue by " + user + " key " + key + " " + payload);
+    spawnClient("enqueue", () -> {
+      for (int attempt = 1; attempt <= 4; attempt++) {
+        try {
+          JobTransitions.Enqueued e = queue.enqueue(user, SimHandler.KIND, new Json(payload.toString()), key);
+          note(scheduler.current(), "enqueued job " + e.jobId() + (e.created() ? " (new)" : " (existing)"));
+          acknowledge(user, key, e.jobId());
+          return;
+        } catch (DatabaseException | FaultyPlatform.CallerDied e) {
+          // The API answered 5xx or never answered: the client sends the same request again.
+          note(scheduler.current(), "client saw an error (" + brief(e) + "); attempt " + attempt);
+        }
+      }
+    });
+  }
+
+  private synchronized void acknowledge(String user, String key, long jobId) {
+    Set<Long> ids = acknowledged.computeIfAbsent(user + "/" + key, k -> new HashSet<>());
+    ids.add(jobId);
+    if (ids.size() > 1) {
+      violation("§5.8 enqueue of " + user + "/" + key + " returned different jobs " + ids);
+    }
+  }
+
+  private void tick() {
+    operations++;
+    spawnClient("tick", () -> {
+      try {
+        BuildQueue.TickReport r = queue.tick();
+        note(scheduler.current(), "tick: " + r);
+      } catch (DatabaseException | FaultyPlatform.CallerDied e) {
+        note(scheduler.current(), "tick failed (" + brief(e) + "); the next one carries on");
+      }
+    });
+  }
+
+  private Evidence deliverable() {
+    for (Evidence e : pending) {
+      if (!e.notBefore().isAfter(clock.now())) {
+        return e;
+      }
+    }
+    return null;
+  }
+
+  private void deliverWithFaults() {
+    List<Evidence> ready = pending.stream().filter(e -> !e.notBefore().isAfter(clock.now())).toList();
+    int index = random.nextInt(ready.size());
+    Evidence e = faults.roll(Fault.EVIDENCE_REORDERED) ? ready.get(index) : ready.get(0);
+    if (e != ready.get(0)) {
+      log("⚡ evidence reordered: " + e.describe() + " goes before " + ready.get(0).describe());
+    }
+    if (faults.roll(Fault.EVIDENCE_LOST)) {
+      pending.remove(e);
+      operations++;
+      log("⚡ evidence lost: " + e.describe());
+      return;
+    }
+    if (faults.roll(Fault.EVIDENCE_DELAYED)) {
+      Duration delay = Duration.ofMillis(500 + random.nextInt((int) config.lease().toMillis()));
+      pending.set(pending.indexOf(e), e.later(clock.now().plus(delay)));
+      operations++;
+      log("⚡ evidence delayed by " + delay.toMillis() + " ms: " + e.describe());
+      return;
+    }
+    if (faults.roll(Fault.EVIDENCE_DUPLICATED)) {
+      log("⚡ evidence duplicated: " + e.describe());
+    } else {
+      pending.remove(e);
+    }
+    deliver(e);
+  }
+
+  private void deliver(Evidence e) {
+    operations++;
+    log("deliver " + e.describe() + ": " + e.reason());
+    Actor a = spawnClient("stop-event", () -> {
+      try {
+        queue.taskStopped(e.taskId(), e.workerId(), e.token(), e.reason());
+      } catch (DatabaseException | FaultyPlatform.CallerDied failure) {
+        // The handler failed; the event is delivered again (Lambda and EventBridge retry).
+        note(scheduler.current(), "stop handler failed (" + brief(failure) + "); the event will be retried");
+        synchronized (incoming) {
+          incoming.add(e);
+        }
+      }
+    });
+    // Evidence for a worker already exited (a duplicate, a late event) or a forged event must change
+    // nothing. Whether the worker had exited is judged when the exit statement is about to run.
+    expectations.put(a, actor -> {
+      boolean exitStatement = actor.pending != null && actor.pending.startsWith("ExitTransitions");
+      Snapshot.W w = e.workerId() == null ? null : current.workers().get(e.workerId());
+      boolean alreadyExited = w != null && w.exited();
+      if (exitStatement && (e.forged() || alreadyExited)) {
+        expectNoChange.add(actor);
+      } else {
+        expectNoChange.remove(actor);
+      }
+    });
+  }
+
+  /** Stop evidence for tasks we never launched, or with the wrong token: must change nothing. */
+  private void forge() {
+    faults.count(Fault.EVIDENCE_FORGED);
+    List<Snapshot.W> ws = List.copyOf(current.workers().values());
+    Snapshot.W w = ws.isEmpty() ? null : ws.get(random.nextInt(ws.size()));
+    int kind = random.nextInt(4);
+    Evidence e = switch (w == null ? 0 : kind) {
+      case 0 -> new Evidence(0, "inproc-foreign-" + random.nextInt(1000), null, null, "forged", clock.now(), true);
+      case 1 -> new Evidence(0, "inproc-foreign-" + random.nextInt(1000), w.id(), UUID.randomUUID(), "forged",
+          clock.now(), true);
+      case 2 -> new Evidence(0, "inproc-foreign-" + random.nextInt(1000), w.id(), null, "forged without a token",
+          clock.now(), true);
+      default -> new Evidence(0, w.taskId() == null ? "inproc-foreign-1" : w.taskId(), w.id(), UUID.randomUUID(),
+          "forged with a wrong token", clock.now(), true);
+    };
+    log("⚡ forged evidence");
+    deliver(e);
+  }
+
+  private void cancel() {
+    operations++;
+    List<String> keys = List.copyOf(acknowledged.keySet());
+    String key = keys.get(random.nextInt(keys.size()));
+    long jobId = acknowledged.get(key).iterator().next();
+    String owner = key.substring(0, key.indexOf('/'));
+    int who = random.nextInt(7);
+    String caller = who == 0 ? null : who == 1 ? "intruder" : owner;
+    log("cancel job " + jobId + " by " + (caller == null ? "an admin" : caller));
+    Actor a = spawnClient("cancel", () -> {
+      try {
+        JobTransitions.Cancelled c = queue.cancel(jobId, caller);
+        note(scheduler.current(), "cancel: " + c);
+        if ("intruder".equals(caller) && !(c instanceof JobTransitions.Cancelled.NotFound)) {
+          violation("isolation: another user's cancel of job " + jobId + " answered " + c);
+        }
+      } catch (DatabaseException | FaultyPlatform.CallerDied e) {
+        note(scheduler.current(), "cancel failed (" + brief(e) + ")");
+      }
+    });
+    if ("intruder".equals(caller)) {
+      expectNoChange.add(a);
+    }
+  }
+
+  private void toggleDedicated() {
+    operations++;
+    String user = users.get(random.nextInt(users.size()));
+    boolean to = !dedicated.getOrDefault(user, false);
+    dedicated.put(user, to);
+    log((to ? "give " : "take ") + user + " a dedicated worker");
+    spawnClient("set-dedicated", () -> {
+      try {
+        note(scheduler.current(), "lane change: " + queue.setDedicated(user, to));
+      } catch (DatabaseException | FaultyPlatform.CallerDied e) {
+        note(scheduler.current(), "lane change failed (" + brief(e) + ")");
+      }
+    });
+  }
+
+  private void advanceClock() {
+    Duration[] steps = {Duration.ofMillis(200), Duration.ofMillis(700), config.livenessInterval(),
+        config.lease().dividedBy(2), config.lease().plus(config.livenessInterval())};
+    advance(steps[random.nextInt(steps.length)]);
+  }
+
+  /** Moves time; workers whose hard deadline has come are killed, as their own timer would. */
+  private void advance(Duration d) {
+    operations++;
+    Snapshot before = current;
+    clock.advance(d);
+    log("clock +" + d.toMillis() + " ms");
+    List<Map.Entry<String, Deadline>> due;
+    synchronized (deadlines) {
+      due = deadlines.entrySet().stream().filter(e -> !e.getValue().at().isAfter(clock.now())).toList();
+    }
+    for (Map.Entry<String, Deadline> e : due) {
+      log("deadline kills " + e.getKey());
+      scheduler.expectEnd(e.getKey());
+      e.getValue().kill().run();
+    }
+    scheduler.awaitQuiet();
+    afterStep("clock", null, false, before);
+  }
+
+  private void killAWorker() {
+    List<String> live = scheduler.liveTasks();
+    String task = live.get(random.nextInt(live.size()));
+    if (!faults.roll(Fault.WORKER_KILLED)) {
+      return;
+    }
+    operations++;
+    Snapshot before = current;
+    log("⚡ task " + task + " killed from outside");
+    platform.kill(task, "killed by the simulation");
+    scheduler.awaitQuiet();
+    afterStep("kill", null, false, before);
+  }
+
+  private void toggleOutage() {
+    operations++;
+    outage = !outage;
+    if (outage) {
+      outages++;
+    }
+    log(outage ? "⚡ the database becomes unreachable" : "— the database is reachable again");
+  }
+
+  private Actor spawnClient(String kind, Runnable body) {
+    Snapshot before = current;
+    Actor a = scheduler.spawn(kind, () -> {
+      try {
+        body.run();
+      } catch (FaultyPlatform.CallerDied e) {
+        note(scheduler.current(), "died: " + e.getMessage());
+      }
+    });
+    afterStep(a.name, null, false, before);
+    return a;
+  }
+
+  // ---------------------------------------------------------------- callbacks from actor threads
+
+  Faults faults() {
+    return faults;
+  }
+
+  java.time.Instant now() {
+    return clock.now();
+  }
+
+  Random random() {
+    return random;
+  }
+
+  boolean outage() {
+    return outage;
+  }
+
+  void terminate(int pid) {
+    lane.terminate(pid);
+  }
+
+  void statementStarts(Actor actor, String label) {
+    statementsInStep++;
+    statements++;
+  }
+
+  void note(Actor actor, String message) {
+    log.add("        " + (actor == null ? "" : actor.name + ": ") + message);
+  }
+
+  void startsLate(long workerId) {
+    lateWorkers.put(workerId, true);
+  }
+
+  /** Stop evidence from a task that ended (on the task's thread). */
+  private void evidence(String taskId, long workerId, UUID token, String reason) {
+    if (!tearingDown) {
+      synchronized (incoming) {
+        incoming.add(new Evidence(0, taskId, workerId, token, reason, Instant.MIN, false));
+      }
+    }
+    scheduler.ended();
+  }
+
+  private Runnable armDeadline(Duration after, Runnable kill) {
+    Actor a = scheduler.current();
+    String task = a == null ? "unknown" : a.taskId;
+    synchronized (deadlines) {
+      deadlines.put(task, new Deadline(clock.now().plus(after), kill));
+    }
+    return () -> {
+      synchronized (deadlines) {
+        deadlines.remove(task);
+      }
+    };
+  }
+
+  void handlerEnters(long jobId) {
+    Actor a = scheduler.current();
+    synchronized (inHandler) {
+      Set<String> on = inHandler.computeIfAbsent(jobId, k -> new HashSet<>());
+      if (!on.isEmpty()) {
+        violation("§5.2 job " + jobId + " runs on two workers at once: " + on + " and " + a.taskId);
+      }
+      on.add(a.taskId);
+    }
+  }
+
+  void handlerLeaves(long jobId) {
+    Actor a = scheduler.current();
+    synchronized (inHandler) {
+      inHandler.getOrDefault(jobId, new HashSet<>()).remove(a.taskId);
+    }
+  }
+
+  private void violation(String message) {
+    if (violation == null) {
+      violation = message;
+    }
+  }
+
+  // ---------------------------------------------------------------- after each step
+
+  private void afterStep(String actor, Long workerId, boolean expectNoChange, Snapshot before) {
+    step++;
+    List<Evidence> arrived;
+    synchronized (incoming) {
+      arrived = new ArrayList<>(incoming);
+      incoming.clear();
+    }
+    arrived.sort(Comparator.comparingLong((Evidence e) -> e.forged() ? Long.MAX_VALUE : taskNumber(e.taskId())));
+    for (Evidence e : arrived) {
+      pending.add(e.seq() == 0 && e.notBefore() == Instant.MIN
+          ? new Evidence(++evidenceSeq, e.taskId(), e.workerId(), e.token(), e.reason(), clock.now(), false)
+          : e);
+    }
+    if (statementsInStep > 0 || actor.equals("clock") || actor.equals("kill")) {
+      statementsInStep = 0;
+      current = lane.snapshot();
+      Map<String, Long> live = scheduler.liveTaskWorkers();
+      String broken = invariants.afterStep(before, current,
+          new Invariants.Step(actor, workerId, expectNoChange, clock.now(), live));
+      if (broken != null) {
+        violation(broken);
+      }
+    }
+    if (violation != null) {
+      throw new Violation(violation);
+    }
+  }
+
+  private void log(String line) {
+    log.add(String.format("%4d +%7.3fs %s", step, Duration.between(START, clock.now()).toMillis() / 1000.0, line));
+  }
+
+  private static long taskNumber(String taskId) {
+    if (taskId == null) {
+      return Long.MAX_VALUE;
+    }
+    int dash = taskId.lastIndexOf('-');
+    try {
+      return Long.parseLong(taskId.substring(dash + 1));
+    } catch (NumberFormatException e) {
+      return Long.MAX_VALUE - 1;
+    }
+  }
+
+  private static String brief(Throwable e) {
+    String m = e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage();
+    int cut = m.indexOf(" (in statement");
+    m = cut > 0 ? m.substring(0, cut) : m;
+    return m.length() > 120 ? m.substring(0, 120) + "…" : m;
+  }
+
+  // ---------------------------------------------------------------- when everything has finished
+
+  private void finalChecks() {
+    for (Map.Entry<String, Set<Long>> e : acknowledged.entrySet()) {
+      for (long id : e.getValue()) {
+        if (!current.jobs().containsKey(id)) {
+          throw new Violation("§5.5 job " + id + " acknowledged to " + e.getKey() + " is gone");
+        }
+      }
+    }
+    Map<Long, Long> followUps = new HashMap<>();
+    for (Row r : lane.database().query(
+        """
+        select (detail ->> 'followUpOf')::bigint as parent, count(*) as n from build_job_event
+        where type = 'enqueued' and detail ->> 'followUpOf' is not null group by 1""")) {
+      followUps.put(r.longValue("parent"), r.longValue("n"));
+    }
+    for (Snapshot.J j : current.jobs().values()) {
+      boolean wants = j.payload() != null && j.payload().contains("\"followUp\": true");
+      long expected = wants && j.status().equals("succeeded") ? 1 : 0;
+      long actual = followUps.getOrDefault(j.id(), 0L);
+      if (actual != expected) {
+        throw new Violation("follow-ups of job " + j.id() + " (" + j.status() + "): " + actual + ", expected " + expected
+            + " — they must commit with the job's success and only then");
+      }
+    }
+    List<Row> late = lane.database().query(
+        """
+        select e.job_id, e.type, e.at, w.id as worker_id, w.expires_at from build_job_event e
+        join build_worker w on w.id = (e.detail ->> 'workerId')::bigint
+        where (e.type = 'started' and e.at >= w.expires_at - :marginMs * interval '1 millisecond')
+           or (e.type = 'dispatched' and (e.detail ->> 'chained')::boolean
+               and e.at >= w.expires_at - :marginMs * interval '1 millisecond')
+           or (e.type in ('succeeded', 'failed', 'cancelled') and e.at >= w.expires_at)""",
+        Params.of("marginMs", config.deadlineMargin().toMillis()));
+    if (!late.isEmpty()) {
+      throw new Violation("§5.4 a worker wrote after its deadline: " + late);
+    }
+    List<Row> attempts = lane.database().query(
+        """
+        select j.id, j.attempts, (select count(*) from build_job_event e where e.job_id = j.id and e.type = 'dispatched') as n
+        from build_job j
+        where j.attempts <> (select count(*) from build_job_event e where e.job_id = j.id and e.type = 'dispatched')""");
+    if (!attempts.isEmpty()) {
+      throw new Violation("a job's attempts disagree with its history: " + attempts);
+    }
+  }
+
+}
