@@ -234,7 +234,8 @@ public final class HttpApi {
     try {
       handler.validate(payload.deepCopy());
     } catch (IllegalArgumentException e) {
-      throw ApiProblem.invalid("The payload is not valid for kind \"" + kind + "\": " + e.getMessage());
+      throw ApiProblem.invalid("The payload is not valid for kind \"" + kind + "\": "
+          + (e.getMessage() == null ? "the kind's validation refused it without saying why" : e.getMessage()));
     }
 
     String key = idempotencyKey(body.get("idempotencyKey"));
@@ -424,6 +425,9 @@ public final class HttpApi {
     for (String value : values) {
       for (String name : value.split(",", -1)) {
         String trimmed = name.trim();
+        if (trimmed.isEmpty()) {
+          continue;
+        }
         JobStatus status = Arrays.stream(JobStatus.values())
             .filter(s -> s.sql().equals(trimmed))
             .findFirst()
@@ -436,9 +440,10 @@ public final class HttpApi {
     return statuses;
   }
 
+  /** A parameter's value; an empty one ({@code ?limit=}, as forms send it) counts as absent. */
   private static Optional<String> single(Map<String, List<String>> query, String name) {
     List<String> values = query.get(name);
-    return values == null || values.isEmpty() ? Optional.empty() : Optional.of(values.get(0));
+    return values == null || values.isEmpty() || values.get(0).isEmpty() ? Optional.empty() : Optional.of(values.get(0));
   }
 
   private static int wholeNumber(Map<String, List<String>> query, String name, int fallback, int min, int max) {

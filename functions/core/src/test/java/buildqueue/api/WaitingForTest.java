@@ -152,6 +152,16 @@ class WaitingForTest {
   }
 
   @Test
+  void a_lanes_slots_are_listed_in_numeric_order(TestDatabase tdb) {
+    try (ApiFixture f = new ApiFixture(tdb, QueueHarness.testConfig().withSharedSlots(11))) {
+      JsonNode slots = json(f.get("/lanes", ADMIN)).get("lanes").get(0).get("slots");
+
+      assertThat(slots.findValuesAsText("slot")).containsExactly("shared#1", "shared#2", "shared#3", "shared#4",
+          "shared#5", "shared#6", "shared#7", "shared#8", "shared#9", "shared#10", "shared#11");
+    }
+  }
+
+  @Test
   void with_two_shared_slots_a_job_waits_for_both_and_the_lane_shows_both(TestDatabase tdb) throws Exception {
     try (ApiFixture f = new ApiFixture(tdb, QueueHarness.testConfig().withSharedSlots(2))) {
       long a = f.submitHeldGate(BOB, 1);
