@@ -553,8 +553,10 @@ public final class FakeEcs implements AutoCloseable {
           "Network Configuration must be provided when networkMode 'awsvpc' is specified.");
     }
     String token = body.path("clientToken").asText(null);
-    if (token != null && token.length() > MAX_TOKEN) {
-      throw refuse("InvalidParameterException", "clientToken must be at most " + MAX_TOKEN + " characters.");
+    if (token != null && (token.isEmpty() || token.length() > MAX_TOKEN
+        || !token.chars().allMatch(ch -> ch >= 33 && ch <= 126))) {
+      throw refuse("InvalidParameterException",
+          "clientToken must be 1 to " + MAX_TOKEN + " ASCII characters in the range 33-126.");
     }
     String startedBy = body.path("startedBy").asText(null);
     if (startedBy != null && !STARTED_BY.matcher(startedBy).matches()) {
