@@ -2,6 +2,7 @@ package buildqueue.aws.ecs;
 
 import static buildqueue.aws.fake.FakeEcs.Operation.DESCRIBE_TASKS;
 import static buildqueue.aws.fake.FakeEcs.Operation.RUN_TASK;
+import static buildqueue.aws.fake.FakeEcs.Operation.STOP_TASK;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import buildqueue.aws.fake.FakeEcs;
@@ -171,6 +172,24 @@ class EcsQueueTest {
     clock.advance(config.lease());
     queue.tick();
     assertThat(workers().get(0).string("status")).isEqualTo("exited");
+  }
+
+  @Test
+  void cancelling_a_job_whose_worker_has_not_started_stops_its_task_and_the_stop_ends_the_job() {
+    long jobId = enqueue("alice");
+    String arn = fake.tasks().get(0).arn();
+
+    queue.cancel(jobId, "alice");
+
+    assertThat(fake.last(STOP_TASK).path("task").asText()).isEqualTo(arn);
+    assertThat(fake.last(STOP_TASK).path("reason").asText()).contains("job " + jobId + " cancelled");
+    assertThat(liveWorkers()).as("the slot waits for the stop evidence").hasSize(1);
+
+    clock.advance(config.livenessInterval());
+    queue.tick();
+
+    assertThat(liveWorkers()).isEmpty();
+    assertThat(job(jobId).string("status")).isEqualTo("cancelled");
   }
 
   @Test
