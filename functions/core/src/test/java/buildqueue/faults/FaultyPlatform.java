@@ -46,6 +46,7 @@ final class FaultyPlatform implements WorkerPlatform {
   @Override
   public LaunchOutcome launch(WorkerLaunch launch) {
     Scheduler.Actor actor = scheduler.gate("launch worker " + launch.workerId());
+    sim.callerAlive(actor);
     Faults faults = sim.faults();
     if (faults.roll(Fault.CALLER_DIED_BEFORE_LAUNCH)) {
       sim.note(actor, "⚡ caller died between dispatch and launch of worker " + launch.workerId());

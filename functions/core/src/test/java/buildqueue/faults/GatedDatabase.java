@@ -57,6 +57,7 @@ final class GatedDatabase implements Database {
     if (actor == null) {
       return (T) execute(target, sql, given, query);
     }
+    sim.callerAlive(actor);
     sim.statementStarts(actor, label(sql));
     unreachable(actor);
     Params params = atExecution(given);
@@ -90,6 +91,7 @@ final class GatedDatabase implements Database {
     if (actor == null) {
       return target.transaction(work);
     }
+    sim.callerAlive(actor);
     sim.statementStarts(actor, "transaction");
     unreachable(actor);
     return target.transaction(tx -> {

@@ -133,6 +133,7 @@ final class Simulation {
   private final int jobsToSubmit;
   private final int faultSteps;
   private final String parameters;
+  private final Duration callerTimeout;
 
   private final List<String> log = Collections.synchronizedList(new ArrayList<>());
   private final List<Evidence> incoming = new ArrayList<>();
@@ -143,6 +144,7 @@ final class Simulation {
   private final Map<String, Set<Long>> acknowledged = new TreeMap<>();
   private final Map<String, Boolean> dedicated = new HashMap<>();
   private final Map<Actor, Consumer<Actor>> expectations = new HashMap<>();
+  private final Map<Actor, Instant> born = new HashMap<>();
   private final Set<Actor> expectNoChange = new HashSet<>();
   private volatile String violation;
   private volatile boolean outage;
@@ -172,6 +174,9 @@ final class Simulation {
     this.jobsToSubmit = 2 + random.nextInt(5);
     int drawnSteps = 15 + random.nextInt(45);
     this.faultSteps = options.faultSteps() == null ? drawnSteps : Math.min(options.faultSteps(), drawnSteps);
+    // A caller (a Lambda) lives at most its timeout, which must end inside the launch grace: only
+    // then is a launch the tick retries one that no caller is still making.
+    this.callerTimeout = Duration.ofMillis((long) (config.launchGrace().toMillis() * (0.5 + 0.45 * random.nextDouble())));
     this.scheduler = new Scheduler(this::tasksStarted);
     GatedDatabase db = new GatedDatabase(lane.database(), scheduler, this);
     JobHandlers handlers = JobHandlers.builtIn().with(new SimHandler(this));
@@ -185,7 +190,8 @@ final class Simulation {
         + " fault steps, " + config.sharedSlots() + " shared slots, lifetime " + config.workerLifetime().toMillis()
         + " ms + slack " + config.leaseSlack().toMillis() + " ms (margin " + config.deadlineMargin().toMillis()
         + " ms), chain window " + config.chainWindow().toMillis() + " ms, liveness " + config.livenessInterval().toMillis()
-        + " ms, launch grace " + config.launchGrace().toMillis() + " ms, max launch failures " + config.maxLaunchFailures()
+        + " ms, launch grace " + config.launchGrace().toMillis() + " ms, caller timeout " + callerTimeout.toMillis()
+        + " ms, max launch failures " + config.maxLaunchFailures()
         + "\nfault rates: " + faults.rates().entrySet().stream().filter(e -> e.getValue() > 0)
             .map(e -> e.getKey().label() + "=" + String.format("%.3f", e.getValue())).collect(Collectors.joining(" "));
   }
@@ -206,7 +212,7 @@ final class Simulation {
         margin,
         windows[r.nextInt(windows.length)],
         Duration.ofMillis(1_000 + r.nextInt(2_000)),
-        Duration.ofMillis(1_000 + r.nextInt(2_000)),
+        Duration.ofMillis(2_000 + r.nextInt(4_000)),
         2 + r.nextInt(3),
         Duration.ofMillis(500),
         Duration.ofDays(1));
@@ -405,6 +411,7 @@ final class Simulation {
     log("enqueue by " + user + " key " + key + " " + payload);
     spawnClient("enqueue", () -> {
       for (int attempt = 1; attempt <= 4; attempt++) {
+        newInvocation(); // each retry is a new request, served by a new invocation
         try {
           JobTransitions.Enqueued e = queue.enqueue(user, SimHandler.KIND, new Json(payload.toString()), key);
           note(scheduler.current(), "enqueued job " + e.jobId() + (e.created() ? " (new)" : " (existing)"));
@@ -563,7 +570,10 @@ final class Simulation {
   }
 
   private void advanceClock() {
-    Duration[] steps = {Duration.ofMillis(200), Duration.ofMillis(700), config.livenessInterval(),
+    // Mostly small steps, so callers live through several of them; now and then a jump past a
+    // lease, so expiry paths run.
+    Duration[] steps = {Duration.ofMillis(100), Duration.ofMillis(300), Duration.ofMillis(700),
+        Duration.ofMillis(100), Duration.ofMillis(300), config.livenessInterval(), config.livenessInterval(),
         config.lease().dividedBy(2), config.lease().plus(config.livenessInterval())};
     advance(steps[random.nextInt(steps.length)]);
   }
@@ -619,6 +629,9 @@ final class Simulation {
         note(scheduler.current(), "died: " + e.getMessage());
       }
     });
+    synchronized (born) {
+      born.putIfAbsent(a, clock.now());
+    }
     afterStep(a.name, null, false, before);
     return a;
   }
@@ -648,6 +661,26 @@ final class Simulation {
   void statementStarts(Actor actor, String label) {
     statementsInStep++;
     statements++;
+  }
+
+  private void newInvocation() {
+    Actor a = scheduler.current();
+    synchronized (born) {
+      born.put(a, clock.now());
+    }
+  }
+
+  /** A caller past its timeout is dead (Lambda ends it): it makes no further call. */
+  void callerAlive(Actor actor) {
+    Instant since;
+    synchronized (born) {
+      since = actor.worker ? null : born.get(actor);
+    }
+    if (since != null && !clock.now().isBefore(since.plus(callerTimeout))) {
+      faults.count(Fault.CALLER_TIMED_OUT);
+      note(actor, "⚡ timed out after " + Duration.between(since, clock.now()).toMillis() + " ms");
+      throw new FaultyPlatform.CallerDied(actor.name + " timed out");
+    }
   }
 
   void note(Actor actor, String message) {
