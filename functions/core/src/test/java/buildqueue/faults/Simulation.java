@@ -1,11 +1,14 @@
 package buildqueue.faults;
 
+import buildqueue.api.ApiRequest;
+import buildqueue.api.ApiResponse;
+import buildqueue.api.Caller;
+import buildqueue.api.HttpApi;
 import buildqueue.core.BuildQueue;
-import buildqueue.core.JobTransitions;
+import buildqueue.core.JobQueries;
 import buildqueue.core.QueueClock;
 import buildqueue.core.QueueConfig;
 import buildqueue.db.DatabaseException;
-import buildqueue.db.Json;
 import buildqueue.db.Params;
 import buildqueue.db.Row;
 import buildqueue.faults.Scheduler.Actor;
@@ -43,6 +46,7 @@ import java.util.stream.Collectors;
 final class Simulation {
   static final Instant START = Instant.parse("2026-12-01T10:00:00Z");
   private static final int MAX_CLIENTS = 6;
+  private static final com.fasterxml.jackson.databind.ObjectMapper JSON = new com.fasterxml.jackson.databind.ObjectMapper();
   private static final int MAX_RECOVERY_STEPS = 6000;
   private static final Duration RECOVERY_BOUND = Duration.ofMinutes(15);
 
@@ -128,6 +132,7 @@ final class Simulation {
   private final InProcessPlatform inProcess;
   private final FaultyPlatform platform;
   private final BuildQueue queue;
+  private final HttpApi api;
   private final Invariants invariants;
   private final List<String> users;
   private final int jobsToSubmit;
@@ -163,7 +168,8 @@ final class Simulation {
   private Simulation(Lane lane, Options options) {
     this.lane = lane;
     this.options = options;
-    this.random = new Random(options.seed());
+    // Neighbouring seeds give java.util.Random nearly the same first draws; mix them first.
+    this.random = new Random(new java.util.SplittableRandom(options.seed()).nextLong());
     this.faults = new Faults(random, options.disabled());
     this.config = configFrom(random);
     this.users = new ArrayList<>();
@@ -183,6 +189,7 @@ final class Simulation {
     this.inProcess = new InProcessPlatform(db, config, clock, handlers);
     this.platform = new FaultyPlatform(inProcess, scheduler, this);
     this.queue = new BuildQueue(db, platform, config, clock);
+    this.api = new HttpApi(queue, new JobQueries(db, config, clock), handlers);
     this.invariants = new Invariants(config);
     inProcess.onStopped(this::evidence);
     inProcess.deadlineTimer(this::armDeadline);
@@ -280,6 +287,7 @@ final class Simulation {
         add(moves, weights, 0.4, this::cancel);
       }
       add(moves, weights, 0.3, this::toggleDedicated);
+      add(moves, weights, 0.5, this::read);
       if (faults.rate(Fault.EVIDENCE_FORGED) > 0) {
         add(moves, weights, 0.5, this::forge);
       }
@@ -409,17 +417,28 @@ final class Simulation {
     }
     payload.append('}');
     log("enqueue by " + user + " key " + key + " " + payload);
+    String body = "{\"kind\": \"" + SimHandler.KIND + "\", \"payload\": " + payload + ", \"idempotencyKey\": \""
+        + key + "\"}";
     spawnClient("enqueue", () -> {
       for (int attempt = 1; attempt <= 4; attempt++) {
         newInvocation(); // each retry is a new request, served by a new invocation
         try {
-          JobTransitions.Enqueued e = queue.enqueue(user, SimHandler.KIND, new Json(payload.toString()), key);
-          note(scheduler.current(), "enqueued job " + e.jobId() + (e.created() ? " (new)" : " (existing)"));
-          acknowledge(user, key, e.jobId());
-          return;
-        } catch (DatabaseException | FaultyPlatform.CallerDied e) {
-          // The API answered 5xx or never answered: the client sends the same request again.
-          note(scheduler.current(), "client saw an error (" + brief(e) + "); attempt " + attempt);
+          ApiResponse r = api.handle(ApiRequest.json("POST", "/jobs", body, Caller.user(user)));
+          if (r.status() == 201 || r.status() == 200 || r.status() == 409) {
+            long id = Long.parseLong(r.header("Location").orElseThrow().substring("/jobs/".length()));
+            note(scheduler.current(), "POST /jobs → " + r.status() + " job " + id);
+            acknowledge(user, key, id);
+            return;
+          }
+          if (r.status() < 500) {
+            violation("POST /jobs " + body + " by " + user + " answered " + r.status() + ": " + r.bodyText());
+            return;
+          }
+          // The API answered 5xx: the client sends the same request again.
+          note(scheduler.current(), "POST /jobs → " + r.status() + "; attempt " + attempt);
+        } catch (FaultyPlatform.CallerDied e) {
+          // The invocation died: API Gateway answers 5xx and the client sends the request again.
+          note(scheduler.current(), "client saw no answer (" + brief(e) + "); attempt " + attempt);
         }
       }
     });
@@ -538,19 +557,62 @@ final class Simulation {
     int who = random.nextInt(7);
     String caller = who == 0 ? null : who == 1 ? "intruder" : owner;
     log("cancel job " + jobId + " by " + (caller == null ? "an admin" : caller));
+    Caller as = caller == null ? Caller.admin("ops") : Caller.user(caller);
     Actor a = spawnClient("cancel", () -> {
-      try {
-        JobTransitions.Cancelled c = queue.cancel(jobId, caller);
-        note(scheduler.current(), "cancel: " + c);
-        if ("intruder".equals(caller) && !(c instanceof JobTransitions.Cancelled.NotFound)) {
-          violation("isolation: another user's cancel of job " + jobId + " answered " + c);
-        }
-      } catch (DatabaseException | FaultyPlatform.CallerDied e) {
-        note(scheduler.current(), "cancel failed (" + brief(e) + ")");
+      ApiResponse r = api.handle(ApiRequest.of("POST", "/jobs/" + jobId + "/cancel", as));
+      note(scheduler.current(), "POST /jobs/" + jobId + "/cancel → " + r.status());
+      boolean expected = r.status() >= 500
+          || ("intruder".equals(caller) ? r.status() == 404 : r.status() == 200 || r.status() == 409);
+      if (!expected) {
+        violation("POST /jobs/" + jobId + "/cancel by " + (caller == null ? "an admin" : caller) + " answered "
+            + r.status() + ": " + r.bodyText());
       }
     });
     if ("intruder".equals(caller)) {
       expectNoChange.add(a);
+    }
+  }
+
+  /** A user reads a job, or their list: they see their own jobs and nobody else's. */
+  private void read() {
+    operations++;
+    String user = users.get(random.nextInt(users.size()));
+    List<String> keys = List.copyOf(acknowledged.keySet());
+    boolean list = keys.isEmpty() || random.nextBoolean();
+    String key = list ? null : keys.get(random.nextInt(keys.size()));
+    String target = list ? "/jobs?limit=200" : "/jobs/" + acknowledged.get(key).iterator().next();
+    boolean own = list || key.startsWith(user + "/");
+    log("GET " + target + " by " + user);
+    Actor a = spawnClient("read", () -> {
+      ApiResponse r = api.handle(ApiRequest.of("GET", target, Caller.user(user)));
+      note(scheduler.current(), "GET " + target + " → " + r.status());
+      if (r.status() >= 500) {
+        return;
+      }
+      if (!own) {
+        if (r.status() != 404) {
+          violation("isolation: " + user + " read another user's job: GET " + target + " → " + r.status());
+        }
+        return;
+      }
+      if (r.status() != 200) {
+        violation("GET " + target + " by " + user + " answered " + r.status() + ": " + r.bodyText());
+      } else if (list) {
+        for (com.fasterxml.jackson.databind.JsonNode job : json(r).path("jobs")) {
+          if (!user.equals(job.path("userId").asText())) {
+            violation("isolation: GET /jobs by " + user + " listed another user's job " + job);
+          }
+        }
+      }
+    });
+    expectNoChange.add(a);
+  }
+
+  private static com.fasterxml.jackson.databind.JsonNode json(ApiResponse r) {
+    try {
+      return JSON.readTree(r.body());
+    } catch (java.io.IOException e) {
+      throw new java.io.UncheckedIOException(e);
     }
   }
 
@@ -561,10 +623,11 @@ final class Simulation {
     dedicated.put(user, to);
     log((to ? "give " : "take ") + user + " a dedicated worker");
     spawnClient("set-dedicated", () -> {
-      try {
-        note(scheduler.current(), "lane change: " + queue.setDedicated(user, to));
-      } catch (DatabaseException | FaultyPlatform.CallerDied e) {
-        note(scheduler.current(), "lane change failed (" + brief(e) + ")");
+      ApiResponse r = api.handle(ApiRequest.json("PUT", "/users/" + user, "{\"dedicatedWorker\": " + to + "}",
+          Caller.admin("ops")));
+      note(scheduler.current(), "PUT /users/" + user + " → " + r.status());
+      if (r.status() != 200 && r.status() < 500) {
+        violation("PUT /users/" + user + " answered " + r.status() + ": " + r.bodyText());
       }
     });
   }
@@ -684,6 +747,9 @@ final class Simulation {
   }
 
   void note(Actor actor, String message) {
+    if (tearingDown) {
+      return;
+    }
     log.add("        " + (actor == null ? "" : actor.name + ": ") + message);
   }
 
