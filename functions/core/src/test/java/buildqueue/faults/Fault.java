@@ -21,7 +21,8 @@ enum Fault {
   KILL_MID_STATEMENT,
   KILL_AFTER_COMMIT,
   KILL_MID_TRANSACTION,
-  DATABASE_UNREACHABLE;
+  DATABASE_UNREACHABLE,
+  DATABASE_RESUMING;
 
   String label() {
     return name().toLowerCase(java.util.Locale.ROOT).replace('_', '-');

@@ -46,6 +46,10 @@ final class FaultRun {
 
   /** Runs {@code count} scenarios with seeds {@code base, base + 1, …} on {@code parallel} lanes. */
   static Summary run(long base, int count, int parallel) {
+    return run(base, count, parallel, JdbcFaults::new);
+  }
+
+  static Summary run(long base, int count, int parallel, DatabaseFaults.Factory faults) {
     long started = System.nanoTime();
     AtomicInteger next = new AtomicInteger();
     AtomicReference<Simulation.Outcome> failure = new AtomicReference<>();
@@ -58,7 +62,7 @@ final class FaultRun {
     List<Future<?>> lanes = new ArrayList<>();
     for (int p = 0; p < parallel; p++) {
       lanes.add(pool.submit(() -> {
-        try (Lane lane = new Lane()) {
+        try (Lane lane = new Lane(faults)) {
           int i;
           while (failure.get() == null && (i = next.getAndIncrement()) < count) {
             Simulation.Outcome o = Simulation.run(lane, Simulation.Options.of(seedOf(base, i)));
@@ -85,7 +89,7 @@ final class FaultRun {
     Simulation.Outcome shrunk = null;
     String replayCheck = null;
     if (failure.get() != null) {
-      try (Lane lane = new Lane()) {
+      try (Lane lane = new Lane(faults)) {
         shrunk = shrink(failure.get(), o -> Simulation.run(lane, o));
         Simulation.Outcome again = Simulation.run(lane, shrunk.options());
         replayCheck = again.log().equals(shrunk.log()) && again.violation() != null

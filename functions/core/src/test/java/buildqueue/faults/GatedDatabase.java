@@ -34,9 +34,11 @@ final class GatedDatabase implements Database {
   private final Database target;
   private final Scheduler scheduler;
   private final Simulation sim;
+  private final DatabaseFaults faults;
 
-  GatedDatabase(Database target, Scheduler scheduler, Simulation sim) {
-    this.target = target;
+  GatedDatabase(DatabaseFaults faults, Scheduler scheduler, Simulation sim) {
+    this.faults = faults;
+    this.target = faults.adapter();
     this.scheduler = scheduler;
     this.sim = sim;
   }
@@ -65,21 +67,10 @@ final class GatedDatabase implements Database {
     switch (fault) {
       case KILL_MID_STATEMENT:
         sim.note(actor, "⚡ connection killed mid-statement: " + label(sql));
-        return target.transaction(tx -> {
-          int pid = backendPid(tx);
-          execute(tx, sql, params, query);
-          sim.terminate(pid);
-          return (T) execute(tx, "select 1", Params.none(), true); // the dead connection's error
-        });
+        return faults.failBeforeEffect(target, tx -> (T) execute(tx, sql, params, query));
       case KILL_AFTER_COMMIT:
         sim.note(actor, "⚡ connection killed after commit, reply lost: " + label(sql));
-        return target.transaction(tx -> {
-          int pid = backendPid(tx);
-          execute(tx, sql, params, query);
-          tx.update("commit");
-          sim.terminate(pid);
-          return (T) execute(tx, "select 1", Params.none(), true);
-        });
+        return faults.failAfterEffect(target, tx -> (T) execute(tx, sql, params, query));
       default:
         return (T) execute(target, sql, params, query);
     }
@@ -98,17 +89,14 @@ final class GatedDatabase implements Database {
       T result = work.apply(new InTransaction(tx, actor));
       if (sim.faults().statementFault() == Fault.KILL_AFTER_COMMIT) {
         sim.note(actor, "⚡ connection killed after commit of a transaction, reply lost");
-        int pid = backendPid(tx);
-        tx.update("commit");
-        sim.terminate(pid);
-        execute(tx, "select 1", Params.none(), true);
+        faults.loseCommitReply(tx);
       }
       return result;
     });
   }
 
   private void unreachable(Scheduler.Actor actor) {
-    if (sim.outage()) {
+    if (sim.outage() && faults.refusesDuringOutage()) {
       sim.faults().count(Fault.DATABASE_UNREACHABLE);
       sim.note(actor, "⚡ database unreachable");
       throw new DatabaseException("Connection to the database refused (simulated outage)");
@@ -133,10 +121,6 @@ final class GatedDatabase implements Database {
     return out;
   }
 
-  private static int backendPid(Database tx) {
-    return (int) (long) tx.query("select pg_backend_pid() as pid").get(0).longValue("pid");
-  }
-
   private static Object execute(Database db, String sql, Params params, boolean query) {
     return query ? db.query(sql, params) : db.update(sql, params);
   }
@@ -154,7 +138,7 @@ final class GatedDatabase implements Database {
     private <T> T maybeKilled(String sql, Supplier<T> statement) {
       if (sim.faults().transactionFault()) {
         sim.note(actor, "⚡ connection killed mid-transaction before: " + label(sql));
-        sim.terminate(backendPid(tx));
+        faults.breakTransaction(tx);
       }
       sim.statementStarts(actor, label(sql));
       return statement.get();

@@ -29,13 +29,19 @@ final class Lane implements AutoCloseable {
              setval('build_job_event_id_seq', 1, false)""";
 
   private final TestDatabase db;
+  private final DatabaseFaults faults;
   private final Connection admin;
   private final PreparedStatement terminate;
   private final PreparedStatement backend;
   private final Connection readerConnection;
   private final Snapshot.Reader reader;
 
+  /** A lane on the JDBC adapter. */
   Lane() {
+    this(JdbcFaults::new);
+  }
+
+  Lane(DatabaseFaults.Factory faults) {
     this.db = TestDatabases.create();
     try {
       this.admin = DriverManager.getConnection(db.jdbcUrl(), "postgres", "");
@@ -46,9 +52,15 @@ final class Lane implements AutoCloseable {
     } catch (SQLException e) {
       throw new IllegalStateException("could not connect to " + db.name(), e);
     }
+    this.faults = faults.open(db, this);
   }
 
-  /** The adapter under test: the JDBC adapter over the lane's pool. */
+  /** The adapter under test and how it fails. */
+  DatabaseFaults faults() {
+    return faults;
+  }
+
+  /** The plain JDBC adapter, for the simulation's own reads. */
   Database database() {
     return db.jdbc();
   }
@@ -102,6 +114,7 @@ final class Lane implements AutoCloseable {
 
   @Override
   public void close() {
+    faults.close();
     try {
       reader.close();
       readerConnection.close();

@@ -184,7 +184,7 @@ final class Simulation {
     // then is a launch the tick retries one that no caller is still making.
     this.callerTimeout = Duration.ofMillis((long) (config.launchGrace().toMillis() * (0.5 + 0.45 * random.nextDouble())));
     this.scheduler = new Scheduler(this::tasksStarted);
-    GatedDatabase db = new GatedDatabase(lane.database(), scheduler, this);
+    GatedDatabase db = new GatedDatabase(lane.faults(), scheduler, this);
     JobHandlers handlers = JobHandlers.builtIn().with(new SimHandler(this));
     this.inProcess = new InProcessPlatform(db, config, clock, handlers);
     this.platform = new FaultyPlatform(inProcess, scheduler, this);
@@ -319,6 +319,7 @@ final class Simulation {
     faults.stop();
     if (outage) {
       outage = false;
+      lane.faults().outage(false, random);
       log("— the database is reachable again");
     }
     log("— faults stop; recovery begins");
@@ -677,6 +678,10 @@ final class Simulation {
   private void toggleOutage() {
     operations++;
     outage = !outage;
+    Fault counted = lane.faults().outage(outage, random);
+    if (counted != Fault.NONE) {
+      faults.count(counted);
+    }
     if (outage) {
       outages++;
     }
@@ -715,10 +720,6 @@ final class Simulation {
 
   boolean outage() {
     return outage;
-  }
-
-  void terminate(int pid) {
-    lane.terminate(pid);
   }
 
   void statementStarts(Actor actor, String label) {
