@@ -51,7 +51,7 @@ public final class LocalDatabase implements AutoCloseable {
           .setOutputRedirector(ProcessBuilder.Redirect.appendTo(settings.dataDir().resolve("postgres.log").toFile()))
           .setErrorRedirector(ProcessBuilder.Redirect.appendTo(settings.dataDir().resolve("postgres.log").toFile()))
           .start();
-      LOG.log(Level.INFO, "embedded PostgreSQL {0} in {1} on port {2}", fresh ? "created" : "started", dir, pg.getPort());
+      LOG.log(Level.INFO, "embedded PostgreSQL {0} in {1} on port {2}", fresh ? "created" : "started", dir, Integer.toString(pg.getPort()));
     } catch (IOException e) {
       throw new UncheckedIOException("could not start embedded PostgreSQL in " + dir
           + "; see " + settings.dataDir().resolve("postgres.log") + " (is another server using this data directory?)", e);
