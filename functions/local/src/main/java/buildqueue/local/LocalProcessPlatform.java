@@ -17,7 +17,6 @@ import java.security.NoSuchAlgorithmException;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.Collection;
 import java.util.HexFormat;
 import java.util.LinkedHashMap;
@@ -172,7 +171,7 @@ public final class LocalProcessPlatform implements WorkerPlatform, AutoCloseable
     cmd.add(LABEL_PROPERTY + label(launch.token()));
     cmd.add("-cp");
     cmd.add(command.classpath());
-    cmd.add(WorkerCommand.MAIN_CLASS);
+    cmd.add(command.mainClass());
     return cmd;
   }
 
@@ -296,7 +295,7 @@ public final class LocalProcessPlatform implements WorkerPlatform, AutoCloseable
       }
       String label = valueOf(args.get(), LABEL_PROPERTY);
       String worker = valueOf(args.get(), WORKER_PROPERTY);
-      if (label == null || worker == null || !Arrays.asList(args.get()).contains(WorkerCommand.MAIN_CLASS)) {
+      if (label == null || worker == null || !worker.matches("[0-9]{1,18}")) {
         return;
       }
       Child child = new Child(LocalTaskId.of(host, p, start.get()), Long.valueOf(worker), null, p);

@@ -7,12 +7,12 @@ import java.util.List;
 import java.util.stream.Collectors;
 
 /**
- * How a worker process is started: {@code <java> <jvmFlags> -cp <classpath>
- * buildqueue.worker.WorkerMain}. The default runs the same java and classpath as this server (the
- * runnable jar, or the test classpath in tests) with flags for a small, fast-starting JVM.
+ * How a worker process is started: {@code <java> <jvmFlags> -cp <classpath> <mainClass>}. The
+ * default runs {@link #WORKER_MAIN} with the same java and classpath as this server (the runnable
+ * jar, or the test classpath in tests) and flags for a small, fast-starting JVM.
  */
-public record WorkerCommand(String java, String classpath, List<String> jvmFlags) {
-  public static final String MAIN_CLASS = "buildqueue.worker.WorkerMain";
+public record WorkerCommand(String java, String classpath, List<String> jvmFlags, String mainClass) {
+  public static final String WORKER_MAIN = "buildqueue.worker.WorkerMain";
 
   /**
    * A worker does little CPU work and holds one job at a time: a 48 MiB heap, the serial
@@ -27,6 +27,11 @@ public record WorkerCommand(String java, String classpath, List<String> jvmFlags
     jvmFlags = List.copyOf(jvmFlags);
   }
 
+  /** The same command with another main class (tests run stand-ins for the worker). */
+  public WorkerCommand withMainClass(String name) {
+    return new WorkerCommand(java, classpath, jvmFlags, name);
+  }
+
   public static WorkerCommand forThisJvm() {
     String java = ProcessHandle.current().info().command()
         .orElse(Path.of(System.getProperty("java.home"), "bin", "java").toString());
@@ -35,6 +40,6 @@ public record WorkerCommand(String java, String classpath, List<String> jvmFlags
         .filter(s -> !s.isEmpty())
         .map(s -> Path.of(s).toAbsolutePath().toString())
         .collect(Collectors.joining(File.pathSeparator));
-    return new WorkerCommand(java, classpath, SMALL_FAST_JVM);
+    return new WorkerCommand(java, classpath, SMALL_FAST_JVM, WORKER_MAIN);
   }
 }
