@@ -287,9 +287,8 @@ public final class LocalProcessPlatform implements WorkerPlatform, AutoCloseable
   private Map<String, Child> adoptSurvivors() {
     Map<String, Child> found = new ConcurrentHashMap<>();
     ProcessHandle.allProcesses().forEach(p -> {
-      ProcessHandle.Info info = p.info();
-      Optional<String[]> args = info.arguments();
-      Optional<Instant> start = info.startInstant();
+      Optional<String[]> args = arguments(p);
+      Optional<Instant> start = p.info().startInstant();
       if (args.isEmpty() || start.isEmpty()) {
         return;
       }
@@ -306,6 +305,23 @@ public final class LocalProcessPlatform implements WorkerPlatform, AutoCloseable
           worker, Long.toString(p.pid()));
     });
     return found;
+  }
+
+  /**
+   * A process's arguments: from {@code /proc/<pid>/cmdline} where there is one, because the JDK
+   * gives up on command lines longer than 4 KiB (a worker's classpath easily is); elsewhere from
+   * the JDK.
+   */
+  static Optional<String[]> arguments(ProcessHandle p) {
+    try {
+      byte[] raw = Files.readAllBytes(Path.of("/proc", Long.toString(p.pid()), "cmdline"));
+      if (raw.length > 0) {
+        return Optional.of(new String(raw, StandardCharsets.UTF_8).split("\0"));
+      }
+    } catch (IOException | RuntimeException e) {
+      // no /proc, or the process is gone
+    }
+    return p.info().arguments();
   }
 
   private static String valueOf(String[] args, String prefix) {
