@@ -165,6 +165,7 @@ public final class LocalProcessPlatform implements WorkerPlatform, AutoCloseable
     List<String> cmd = new ArrayList<>();
     cmd.add(command.java());
     cmd.addAll(command.jvmFlags());
+    cmd.add("-Djava.util.logging.SimpleFormatter.format=%1$tF %1$tT %4$s %5$s%6$s%n");
     // Labels for ps and for a restarted server; the token itself stays out of the command line,
     // which every local user can read.
     cmd.add(WORKER_PROPERTY + launch.workerId());

@@ -70,9 +70,6 @@ public final class Main {
     // One line per log record, before any logger exists.
     System.setProperty("java.util.logging.SimpleFormatter.format", "%1$tT %4$s %5$s%6$s%n");
     Main main = new Main(System.out, System.err, System.getenv());
-    if (args.length > 0 && args[0].equals("serve")) {
-      System.exit(main.serve(List.of(args).subList(1, args.length), true));
-    }
     System.exit(main.run(args));
   }
 
@@ -96,7 +93,7 @@ public final class Main {
         case "cancel":
           return cancel(rest);
         case "serve":
-          return serve(rest, false);
+          return serve(rest);
         default:
           throw new CommandLine.UsageException("unknown command \"" + args[0]
               + "\"; the commands are serve, token, submit, status, dedicated, cancel");
@@ -118,10 +115,9 @@ public final class Main {
 
   /**
    * Starts the server and blocks until the JVM is asked to stop (SIGTERM, Ctrl-C), when the
-   * shutdown hook runs {@link LocalRuntime#shutdown()}. {@code forever} false (tests) returns
-   * once the demo, if any, has finished.
+   * shutdown hook runs {@link LocalRuntime#shutdown()}.
    */
-  int serve(List<String> args, boolean forever) {
+  int serve(List<String> args) {
     CommandLine cl = CommandLine.parse("serve", args,
         Set.of("port", "data-dir", "database-url", "tick-interval", "shared-slots", "shutdown-grace"), Set.of("demo"));
     cl.atMostPositionals(0, "serve [--demo] [--port N] [--data-dir DIR] [--database-url URL]");
@@ -170,16 +166,23 @@ public final class Main {
       if (demo) {
         runDemo(runtime);
       }
-      if (forever) {
-        stopped.await();
-      }
+      stopped.await();
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
     }
     return OK;
   }
 
+  /** A demo that goes wrong says so and leaves the server serving. */
   private void runDemo(LocalRuntime runtime) throws InterruptedException {
+    try {
+      demo(runtime);
+    } catch (RuntimeException e) {
+      err.println("buildqueue: the demo stopped: " + e.getMessage() + "; the server goes on serving");
+    }
+  }
+
+  private void demo(LocalRuntime runtime) throws InterruptedException {
     Demo demo = new Demo(runtime.api(), out, System.console() != null && !"dumb".equals(env.get("TERM")));
     out.println();
     out.println("demo: " + Demo.DEDICATED_USER + " has a dedicated worker; the others share the shared lane");
