@@ -96,8 +96,7 @@ final class JsonBodies {
             + "; send a smaller number or a string.");
       }
     } else if (node.isObject()) {
-      for (Iterator<Map.Entry<String, JsonNode>> fields = node.fields(); fields.hasNext(); ) {
-        Map.Entry<String, JsonNode> field = fields.next();
+      for (Map.Entry<String, JsonNode> field : node.properties()) {
         requireStorableText(field.getKey(), where + " (a field name)");
         requireStorable(field.getValue(), where + "." + printable(field.getKey()));
       }
