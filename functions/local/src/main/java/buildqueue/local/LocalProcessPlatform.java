@@ -181,7 +181,8 @@ public final class LocalProcessPlatform implements WorkerPlatform, AutoCloseable
       return "worker process exited (code 0)";
     }
     if (code > 128) {
-      return "worker process ended by signal " + (code - 128) + " (code " + code + ")";
+      // A worker that halts itself (its deadline, a demo crash) uses 137 too, like SIGKILL.
+      return "worker process ended with code " + code + " (signal " + (code - 128) + ", or it halted itself)";
     }
     return "worker process failed (code " + code + "); see its log";
   }

@@ -95,7 +95,7 @@ class LocalProcessPlatformTest {
     platform.stop(taskId, "test stops it");
     Await.until("the exit to be delivered", () -> !stops.isEmpty());
     assertThat(stops).singleElement().asString()
-        .startsWith(taskId + " 7 " + launch.token() + " worker process ended by signal 15");
+        .startsWith(taskId + " 7 " + launch.token() + " worker process ended with code 143 (signal 15");
     assertThat(platform.check(List.of(taskId)).get(taskId)).isInstanceOf(TaskState.Stopped.class);
   }
 
