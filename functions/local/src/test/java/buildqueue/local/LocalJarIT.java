@@ -27,13 +27,17 @@ class LocalJarIT {
   @TempDir Path dir;
   private final List<Process> servers = new ArrayList<>();
 
+  /** Servers stop as SIGTERM stops them; anything left (a killed server's PostgreSQL) is stopped too. */
   @AfterEach
   void stopServers() throws InterruptedException {
     for (Process p : servers) {
-      p.descendants().forEach(ProcessHandle::destroyForcibly);
-      p.destroyForcibly();
-      p.waitFor(30, TimeUnit.SECONDS);
+      p.destroy();
+      if (!p.waitFor(60, TimeUnit.SECONDS)) {
+        p.descendants().forEach(ProcessHandle::destroyForcibly);
+        p.destroyForcibly();
+      }
     }
+    LocalDatabase.LeftRunning.find(dir.resolve("data").resolve("postgres")).ifPresent(LocalDatabase.LeftRunning::stop);
   }
 
   private static int freePort() throws IOException {
@@ -120,5 +124,51 @@ class LocalJarIT {
     assertThat(after.path("job").path("attempts").asInt()).as("finished by its first worker").isEqualTo(1);
     String lanes = cli(port, "status");
     assertThat(lanes).contains("shared#1        free");
+  }
+
+  @Test
+  void a_killed_server_loses_nothing_its_database_and_worker_are_adopted_by_the_next_start() throws Exception {
+    int port = freePort();
+    Process server = serve(port);
+    long id = TestServer.JSON.readTree(cli(port, "submit", "demo", "{\"steps\": 15, \"stepMillis\": 300}",
+        "--user", "bob", "--json")).path("id").asLong();
+    Await.until("the job to make progress", Duration.ofSeconds(60), () -> progress(port, id) >= 1);
+    List<ProcessHandle> workers = server.descendants()
+        .filter(p -> LocalProcessPlatform.arguments(p).map(a -> String.join(" ", a).contains("buildqueue.launch="))
+            .orElse(false))
+        .toList();
+    assertThat(workers).hasSize(1);
+
+    server.destroyForcibly(); // SIGKILL: no shutdown hook, PostgreSQL and the worker are orphaned
+    assertThat(server.waitFor(30, TimeUnit.SECONDS)).isTrue();
+    assertThat(workers.get(0).isAlive()).isTrue();
+
+    serve(port);
+    Await.until("the job to succeed", Duration.ofSeconds(60), () -> "succeeded".equals(status(port, id)));
+    JsonNode job = TestServer.JSON.readTree(cli(port, "status", Long.toString(id), "--json")).path("job");
+    assertThat(job.path("attempts").asInt()).as("its first worker finished it").isEqualTo(1);
+    Await.until("the adopted worker's slot to be freed", Duration.ofSeconds(30), () -> {
+      try {
+        return cli(port, "status").contains("shared#1        free");
+      } catch (Exception e) {
+        return false;
+      }
+    });
+  }
+
+  private int progress(int port, long id) {
+    try {
+      return TestServer.JSON.readTree(cli(port, "status", Long.toString(id), "--json")).path("job").path("progress").asInt();
+    } catch (Exception e) {
+      return -1;
+    }
+  }
+
+  private String status(int port, long id) {
+    try {
+      return TestServer.JSON.readTree(cli(port, "status", Long.toString(id), "--json")).path("job").path("status").asText();
+    } catch (Exception e) {
+      return "unknown";
+    }
   }
 }
