@@ -8,7 +8,6 @@ import buildqueue.core.WorkerTransitions.AssignedJob;
 import buildqueue.core.WorkerTransitions.Ended;
 import buildqueue.core.WorkerTransitions.ProgressAck;
 import buildqueue.db.Database;
-import buildqueue.db.DatabaseException;
 import buildqueue.db.Json;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -153,6 +152,11 @@ public final class WorkerLoop {
       status = JobStatus.CANCELLED;
     } else {
       JobOutcome outcome = runHandler(context);
+      if (context.queueFault != null) {
+        // The queue's own database failed under the handler: a worker fault, not the job's. The
+        // worker dies with it and the job is requeued once the exit is seen.
+        throw context.queueFault;
+      }
       if (context.fencedOff) {
         return new Ended.FencedOff();
       }
@@ -194,11 +198,6 @@ public final class WorkerLoop {
       Thread.currentThread().interrupt();
       return JobOutcome.failed("interrupted");
     } catch (Exception e) {
-      if (context.queueFailure != null) {
-        // The worker could not reach the queue: an infrastructure fault, not the job's verdict. The
-        // worker dies of it, and its exit returns the job to the head of its lane.
-        throw context.queueFailure;
-      }
       String message = e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage();
       return JobOutcome.failed(message);
     }
@@ -212,7 +211,7 @@ public final class WorkerLoop {
     private JsonNode payload;
     private boolean cancelled;
     private boolean fencedOff;
-    private DatabaseException queueFailure;
+    private RuntimeException queueFault;
 
     Context(long workerId, UUID token, AssignedJob job) {
       this.workerId = workerId;
@@ -262,8 +261,8 @@ public final class WorkerLoop {
       ProgressAck ack;
       try {
         ack = transitions.progress(workerId, token, job.id(), progress);
-      } catch (DatabaseException e) {
-        queueFailure = e;
+      } catch (RuntimeException e) {
+        queueFault = e;
         throw e;
       }
       if (ack == ProgressAck.FENCED_OFF) {
