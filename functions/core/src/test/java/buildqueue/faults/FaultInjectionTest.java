@@ -22,7 +22,7 @@ import org.junit.jupiter.api.Test;
  *   <li>{@code -Dfaults.baseSeed=B}: the same batch again (scenario i has seed B + i);
  *   <li>{@code -Dfaults.seed=S} (with {@code -Dfaults.steps=n}, {@code -Dfaults.disable=a,b}): replays
  *       one scenario and prints its event log;
- *   <li>{@code -Dfaults.parallel=P}: lanes (databases) run side by side, default 2.
+ *   <li>{@code -Dfaults.parallel=P}: lanes (databases) run side by side, default 3.
  * </ul>
  */
 class FaultInjectionTest {
@@ -45,7 +45,7 @@ class FaultInjectionTest {
       return;
     }
     int scenarios = Integer.getInteger("faults.scenarios", DEFAULT_SCENARIOS);
-    int parallel = Integer.getInteger("faults.parallel", 2);
+    int parallel = Integer.getInteger("faults.parallel", 3);
     long base = Long.getLong("faults.baseSeed", System.currentTimeMillis() % 1_000_000_000L * 1000);
 
     FaultRun.Summary summary = FaultRun.run(base, scenarios, parallel);

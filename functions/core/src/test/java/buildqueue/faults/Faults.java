@@ -32,7 +32,7 @@ final class Faults {
     family(0.4, 0.4, Fault.EVIDENCE_LOST);
     family(0.4, 0.05, Fault.EVIDENCE_FORGED);
     family(0.5, 0.04, Fault.KILL_MID_STATEMENT, Fault.KILL_AFTER_COMMIT);
-    family(0.5, 0.2, Fault.KILL_MID_TRANSACTION);
+    family(0.5, 0.35, Fault.KILL_MID_TRANSACTION);
     family(0.3, 0.03, Fault.DATABASE_UNREACHABLE);
   }
 

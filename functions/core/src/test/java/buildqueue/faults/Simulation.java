@@ -413,7 +413,7 @@ final class Simulation {
     if (steps > 0 && random.nextInt(8) == 0) {
       payload.append(", \"failAt\": ").append(1 + random.nextInt(steps));
     }
-    if (random.nextInt(6) == 0) {
+    if (random.nextInt(3) == 0) {
       payload.append(", \"followUp\": true");
     }
     payload.append('}');
