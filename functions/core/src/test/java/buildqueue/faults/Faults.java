@@ -53,6 +53,11 @@ final class Faults {
     return active;
   }
 
+  /** Whether a shrinking replay left this fault out (faults that are conditions, not draws). */
+  boolean enabled(Fault f) {
+    return !disabled.contains(f);
+  }
+
   double rate(Fault f) {
     return active && !disabled.contains(f) ? rates.getOrDefault(f, 0.0) : 0.0;
   }

@@ -740,7 +740,7 @@ final class Simulation {
     synchronized (born) {
       since = actor.worker ? null : born.get(actor);
     }
-    if (since != null && !clock.now().isBefore(since.plus(callerTimeout))) {
+    if (since != null && faults.enabled(Fault.CALLER_TIMED_OUT) && !clock.now().isBefore(since.plus(callerTimeout))) {
       faults.count(Fault.CALLER_TIMED_OUT);
       note(actor, "⚡ timed out after " + Duration.between(since, clock.now()).toMillis() + " ms");
       throw new FaultyPlatform.CallerDied(actor.name + " timed out");
