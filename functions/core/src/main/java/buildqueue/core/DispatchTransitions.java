@@ -194,7 +194,9 @@ public final class DispatchTransitions {
           select u.id from build_worker u, t
           where u.status <> 'exited' and u.task_id is null and u.expires_at > t.now
             and u.launched_at <= t.now - :graceMs * interval '1 millisecond'
-            and (u.checked_at is null or u.checked_at <= t.now - :intervalMs * interval '1 millisecond')
+            -- A claim holds for the launch grace, as the dispatch did: no other tick relaunches
+            -- while this one may still be launching, or two answers for one token could disagree.
+            and (u.checked_at is null or u.checked_at <= t.now - :graceMs * interval '1 millisecond')
           order by u.id
           limit :limit
           for update skip locked)
@@ -206,15 +208,15 @@ public final class DispatchTransitions {
 
   /**
    * Claims launches whose outcome was never recorded (a timeout, a 5xx, a caller that died between
-   * dispatch and launch) so that exactly one tick retries each with the same token. A worker that
+   * dispatch and launch) so that exactly one tick retries each with the same token; a claim holds for
+   * {@link QueueConfig#launchGrace()}, longer than any caller lives, so no two relaunches of one
+   * worker are ever in flight together. A worker that
    * has started without its task id being recorded is included: the idempotent relaunch returns
    * its task, which makes it checkable instead of leaving its slot to the lease.
    */
   public List<WorkerLaunch> claimUnresolvedLaunches(int limit) {
     Params params =
-        Params.of("now", clock.now(), "graceMs", config.launchGrace().toMillis())
-            .and("intervalMs", config.livenessInterval().toMillis())
-            .and("limit", limit);
+        Params.of("now", clock.now(), "graceMs", config.launchGrace().toMillis(), "limit", limit);
     return db.query(CLAIM_UNRESOLVED_LAUNCHES, params).stream()
         .map(DispatchTransitions::launchOf)
         .toList();

@@ -20,8 +20,9 @@ import org.junit.jupiter.api.Test;
  * <ul>
  *   <li>{@code -Dfaults.scenarios=N}: a longer soak;
  *   <li>{@code -Dfaults.baseSeed=B}: the same batch again (scenario i has seed B + i);
- *   <li>{@code -Dfaults.seed=S} (with {@code -Dfaults.steps=n}, {@code -Dfaults.disable=a,b}): replays
- *       one scenario and prints its event log;
+ *   <li>{@code -Dfaults.seed=S} (with {@code -Dfaults.steps=n}): replays one scenario and prints its
+ *       event log;
+ *   <li>{@code -Dfaults.disable=a,b}: leaves these fault types out (names as in the summary line);
  *   <li>{@code -Dfaults.parallel=P}: lanes (databases) run side by side, default 3.
  * </ul>
  */
@@ -48,7 +49,7 @@ class FaultInjectionTest {
     int parallel = Integer.getInteger("faults.parallel", 3);
     long base = Long.getLong("faults.baseSeed", System.currentTimeMillis() % 1_000_000_000L * 1000);
 
-    FaultRun.Summary summary = FaultRun.run(base, scenarios, parallel);
+    FaultRun.Summary summary = FaultRun.run(base, scenarios, parallel, JdbcFaults::new, disabled());
 
     String line = summary.line() + " (base seed " + base + ")";
     System.out.println(line);
@@ -66,17 +67,21 @@ class FaultInjectionTest {
     assertThat(summary.scenarios()).isEqualTo(scenarios);
   }
 
+  /** {@code -Dfaults.disable=a,b}: fault types left out, by their summary-line names. */
+  static Set<Fault> disabled() {
+    Set<Fault> disabled = EnumSet.noneOf(Fault.class);
+    Arrays.stream(System.getProperty("faults.disable", "").split(",")).filter(s -> !s.isBlank())
+        .forEach(s -> disabled.add(Fault.valueOf(s.trim().toUpperCase(java.util.Locale.ROOT).replace('-', '_'))));
+    return disabled;
+  }
+
   private static void replayOne(long seed) {
     Simulation.Options options = Simulation.Options.of(seed);
     Integer steps = Integer.getInteger("faults.steps");
     if (steps != null) {
       options = options.withFaultSteps(steps);
     }
-    String disable = System.getProperty("faults.disable", "");
-    Set<Fault> disabled = EnumSet.noneOf(Fault.class);
-    Arrays.stream(disable.split(",")).filter(s -> !s.isBlank())
-        .forEach(s -> disabled.add(Fault.valueOf(s.trim().toUpperCase(java.util.Locale.ROOT).replace('-', '_'))));
-    for (Fault f : disabled) {
+    for (Fault f : disabled()) {
       options = options.without(f);
     }
     try (Lane lane = new Lane()) {

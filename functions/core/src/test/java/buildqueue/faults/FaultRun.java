@@ -46,10 +46,15 @@ final class FaultRun {
 
   /** Runs {@code count} scenarios with seeds {@code base, base + 1, …} on {@code parallel} lanes. */
   static Summary run(long base, int count, int parallel) {
-    return run(base, count, parallel, JdbcFaults::new);
+    return run(base, count, parallel, JdbcFaults::new, java.util.EnumSet.noneOf(Fault.class));
   }
 
   static Summary run(long base, int count, int parallel, DatabaseFaults.Factory faults) {
+    return run(base, count, parallel, faults, java.util.EnumSet.noneOf(Fault.class));
+  }
+
+  /** {@code disabled}: faults left out of every scenario (to explore what one of them guards against). */
+  static Summary run(long base, int count, int parallel, DatabaseFaults.Factory faults, Set<Fault> disabled) {
     long started = System.nanoTime();
     AtomicInteger next = new AtomicInteger();
     AtomicReference<Simulation.Outcome> failure = new AtomicReference<>();
@@ -65,7 +70,11 @@ final class FaultRun {
         try (Lane lane = new Lane(faults)) {
           int i;
           while (failure.get() == null && (i = next.getAndIncrement()) < count) {
-            Simulation.Outcome o = Simulation.run(lane, Simulation.Options.of(seedOf(base, i)));
+            Simulation.Options options = Simulation.Options.of(seedOf(base, i));
+            for (Fault f : disabled) {
+              options = options.without(f);
+            }
+            Simulation.Outcome o = Simulation.run(lane, options);
             done.add(o);
             if (Boolean.getBoolean("faults.fingerprints")) {
               System.out.println("FP " + o.options().seed() + " " + o.operations() + " " + o.statements() + " "
