@@ -1,0 +1,55 @@
+package buildqueue.aws.lambda;
+
+import buildqueue.aws.AwsSettings;
+import buildqueue.aws.AwsSettings.Component;
+import buildqueue.core.QueueClock;
+import buildqueue.db.Database;
+import buildqueue.platform.WorkerPlatform;
+import java.time.Duration;
+import software.amazon.awssdk.http.urlconnection.UrlConnectionHttpClient;
+import software.amazon.awssdk.services.eventbridge.EventBridgeClient;
+
+/**
+ * Builds the production wiring from the environment: the RDS Data API database, the ECS platform
+ * and the EventBridge client, all on the URL-connection HTTP client (no extra threads or native
+ * code to restore after a SnapStart snapshot). Called lazily, once per container.
+ */
+public final class AwsServices {
+  private AwsServices() {}
+
+  public static QueueServices queueServices(Component component) {
+    AwsSettings settings = AwsSettings.fromEnvironment(component);
+    return new QueueServices(
+        component,
+        database(settings),
+        platform(settings),
+        eventBridge(),
+        settings.eventBus(),
+        settings.queue(),
+        QueueClock.DATABASE,
+        settings.metricsNamespace());
+  }
+
+  public static Database database(AwsSettings settings) {
+    return database(settings.database());
+  }
+
+  public static Database database(AwsSettings.DatabaseSettings settings) {
+    throw new UnsupportedOperationException("the Data API adapter arrives with the data-api branch");
+  }
+
+  static WorkerPlatform platform(AwsSettings settings) {
+    throw new UnsupportedOperationException("the ECS platform arrives with the ecs branch");
+  }
+
+  static EventBridgeClient eventBridge() {
+    return EventBridgeClient.builder()
+        .httpClient(
+            UrlConnectionHttpClient.builder()
+                .connectionTimeout(Duration.ofSeconds(5))
+                .socketTimeout(Duration.ofSeconds(10))
+                .build())
+        .overrideConfiguration(c -> c.apiCallTimeout(Duration.ofSeconds(20)))
+        .build();
+  }
+}
