@@ -27,7 +27,8 @@ public final class AwsServices {
         settings.eventBus(),
         settings.queue(),
         QueueClock.DATABASE,
-        settings.metricsNamespace());
+        settings.metricsNamespace(),
+        System.out);
   }
 
   public static Database database(AwsSettings settings) {

@@ -33,6 +33,7 @@ public final class QueueServices {
   private final EventBridgePublisher publisher;
   private final QueueGauges gauges;
   private final String metricsNamespace;
+  private final PrintStream metricsOut;
 
   public QueueServices(
       AwsSettings.Component component,
@@ -42,7 +43,8 @@ public final class QueueServices {
       String eventBus,
       QueueConfig config,
       QueueClock clock,
-      String metricsNamespace) {
+      String metricsNamespace,
+      PrintStream metricsOut) {
     this.component = component;
     this.db = db;
     this.platform = new MeteredPlatform(platform);
@@ -51,6 +53,7 @@ public final class QueueServices {
     this.publisher = new EventBridgePublisher(eventBridge, eventBus, new OutboxTransitions(db, clock));
     this.gauges = new QueueGauges(db, clock);
     this.metricsNamespace = metricsNamespace;
+    this.metricsOut = metricsOut;
   }
 
   public AwsSettings.Component component() {
@@ -98,9 +101,9 @@ public final class QueueServices {
   }
 
   /** Adds what the container-level collectors saw during this invocation, then writes the line. */
-  public void flush(Metrics metrics, PrintStream out) {
+  public void flush(Metrics metrics) {
     platform.drainInto(metrics);
     exits.drainInto(metrics);
-    metrics.flush(out);
+    metrics.flush(metricsOut);
   }
 }

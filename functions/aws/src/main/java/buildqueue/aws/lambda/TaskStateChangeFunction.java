@@ -91,7 +91,7 @@ public final class TaskStateChangeFunction implements RequestStreamHandler {
       s.publishQuietly(metrics);
       return Outcome.WORKER_EXITED;
     } finally {
-      s.flush(metrics, System.out);
+      s.flush(metrics);
     }
   }
 }

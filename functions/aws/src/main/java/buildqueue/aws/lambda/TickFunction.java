@@ -47,7 +47,7 @@ public final class TickFunction implements RequestHandler<ScheduledEvent, String
       s.gauges().readInto(metrics);
       return report.toString();
     } finally {
-      s.flush(metrics, System.out);
+      s.flush(metrics);
     }
   }
 }
