@@ -202,20 +202,35 @@ class ReferenceBehaviourTest {
   }
 
   @Test
+  void a_worker_that_started_despite_an_unknown_launch_gets_its_task_id_from_the_relaunch(TestDatabase tdb) {
+    QueueHarness h = QueueHarness.manual(tdb);
+    h.manual.nextOutcomes(new LaunchOutcome.Unknown("HTTP 500"));
+    submit(h, "alice");
+    WorkerLaunch w = startLastWorker(h);
+    h.clock.advance(Duration.ofSeconds(31));
+
+    h.queue.tick();
+
+    assertThat(h.worker(w.workerId()).string("status")).isEqualTo("running");
+    assertThat(h.worker(w.workerId()).string("task_id")).isEqualTo(ManualPlatform.taskIdOf(w.workerId()));
+  }
+
+  @Test
   void a_worker_started_after_its_lease_runs_nothing(TestDatabase tdb) {
     QueueHarness h = QueueHarness.manual(tdb);
+    var launchedAt = h.clock.now();
     long job = submit(h, "alice");
     WorkerLaunch w = h.manual.lastLaunch();
-    h.clock.advance(h.config.lease());
 
+    h.clock.set(launchedAt.plus(h.config.lease()));
     assertThat(h.workers.start(w.workerId(), w.token())).isEmpty();
+    // Starting inside the deadline margin is just as late: there is no time left to run safely.
+    h.clock.set(launchedAt.plus(h.config.lease()).minus(h.config.deadlineMargin()));
+    assertThat(h.workers.start(w.workerId(), w.token())).isEmpty();
+
     assertThat(h.status(job)).isEqualTo("dispatched");
     assertThat(h.worker(w.workerId()).string("status")).isEqualTo("launching");
-    // A worker that starts inside the deadline margin is just as late.
-    QueueHarness h2 = h;
-    h2.clock.advance(Duration.ofDays(-1));
-    h2.clock.advance(Duration.ofDays(1).minus(h.config.deadlineMargin()));
-    assertThat(h.workers.start(w.workerId(), w.token())).isEmpty();
+    assertThat(h.eventTypes(job)).doesNotContain("started");
   }
 
   @Test
