@@ -1,6 +1,8 @@
 package buildqueue.aws;
 
 import buildqueue.BuildQueueException;
+import buildqueue.aws.ecs.EcsSettings;
+import buildqueue.aws.ecs.EcsWorkerPlatform;
 import buildqueue.core.QueueConfig;
 import java.time.Duration;
 import java.util.Arrays;
@@ -36,10 +38,11 @@ import java.util.function.Function;
  *   <tr><td>{@value #METRICS_NAMESPACE}</td><td>all but migrate</td><td>{@code buildqueue}</td></tr>
  *   <tr><td>{@value #WORKER_ID}, {@value #WORKER_TOKEN}</td><td>worker (set per task by the
  *       launch's container overrides)</td><td>required</td></tr>
+ *   <tr><td>{@value #AWS_REGION}</td><td>all that call AWS (set by Lambda and ECS)</td>
+ *       <td>required</td></tr>
  * </table>
  *
- * The region and credentials come from the standard {@code AWS_*} variables that Lambda and ECS
- * set, through the SDK's default chains.
+ * Credentials come from the SDK's default chain (the function's or the task's role).
  */
 public final class AwsSettings {
   public static final String DB_CLUSTER_ARN = "BUILDQUEUE_DB_CLUSTER_ARN";
@@ -57,8 +60,11 @@ public final class AwsSettings {
   public static final String WORKER_LIFETIME_MINUTES = "BUILDQUEUE_WORKER_LIFETIME_MINUTES";
   public static final String CHAIN_WINDOW_SECONDS = "BUILDQUEUE_CHAIN_WINDOW_SECONDS";
   public static final String METRICS_NAMESPACE = "BUILDQUEUE_METRICS_NAMESPACE";
-  public static final String WORKER_ID = "BUILDQUEUE_WORKER_ID";
-  public static final String WORKER_TOKEN = "BUILDQUEUE_WORKER_TOKEN";
+  /** Set per task by the launch ({@link EcsWorkerPlatform} writes the container overrides). */
+  public static final String WORKER_ID = EcsWorkerPlatform.WORKER_ID_VARIABLE;
+  public static final String WORKER_TOKEN = EcsWorkerPlatform.WORKER_TOKEN_VARIABLE;
+  /** Set by Lambda and by ECS on Fargate; never by the template. */
+  public static final String AWS_REGION = "AWS_REGION";
 
   /** The parts of the stack, each with its own needs. */
   public enum Component {
@@ -97,15 +103,6 @@ public final class AwsSettings {
     }
   }
 
-  /** Where and how workers are launched (RunTask). */
-  public record Ecs(
-      String cluster,
-      String taskDefinition,
-      String containerName,
-      List<String> subnets,
-      List<String> securityGroups,
-      boolean assignPublicIp) {}
-
   /** The worker this Fargate task is, from its launch's container overrides. */
   public record WorkerIdentity(long workerId, UUID token) {
     @Override
@@ -116,7 +113,8 @@ public final class AwsSettings {
 
   private final Component component;
   private final DatabaseSettings database;
-  private final Optional<Ecs> ecs;
+  private final Optional<String> region;
+  private final Optional<EcsSettings> ecs;
   private final Optional<String> eventBus;
   private final Optional<QueueConfig> queue;
   private final Optional<String> metricsNamespace;
@@ -128,16 +126,11 @@ public final class AwsSettings {
     this.database = component == Component.WORKER && r.optional(JDBC_URL).isPresent()
         ? new Jdbc(r.required(JDBC_URL))
         : new DataApi(r.required(DB_CLUSTER_ARN), r.required(DB_SECRET_ARN), r.or(DB_NAME, "buildqueue"));
-    boolean queueFunction = component.runsTheQueue();
-    this.ecs = queueFunction
-        ? Optional.of(new Ecs(
-            r.required(ECS_CLUSTER),
-            r.required(TASK_DEFINITION),
-            r.or(CONTAINER_NAME, "worker"),
-            r.list(SUBNETS, true),
-            r.list(SECURITY_GROUPS, false),
-            r.bool(ASSIGN_PUBLIC_IP, false)))
+    this.region = database instanceof DataApi || component != Component.WORKER
+        ? Optional.of(r.required(AWS_REGION))
         : Optional.empty();
+    boolean queueFunction = component.runsTheQueue();
+    this.ecs = queueFunction ? Optional.of(ecs(r)) : Optional.empty();
     this.eventBus = queueFunction ? Optional.of(r.or(EVENT_BUS, "default")) : Optional.empty();
     this.queue = component == Component.MIGRATE ? Optional.empty() : Optional.of(queueConfig(r));
     this.metricsNamespace =
@@ -173,8 +166,13 @@ public final class AwsSettings {
     throw new BuildQueueException(component.label() + " is configured with " + JDBC_URL + ", not the Data API");
   }
 
-  public Ecs ecs() {
+  public EcsSettings ecs() {
     return ecs.orElseThrow(() -> notRead("the ECS settings"));
+  }
+
+  /** The AWS region the SDK clients talk to. */
+  public String region() {
+    return region.orElseThrow(() -> notRead(AWS_REGION));
   }
 
   public String eventBus() {
@@ -197,6 +195,21 @@ public final class AwsSettings {
     return new IllegalStateException(component.label() + " does not read " + what);
   }
 
+  private static EcsSettings ecs(Reader r) {
+    String cluster = r.required(ECS_CLUSTER);
+    String taskDefinition = r.required(TASK_DEFINITION);
+    List<String> subnets = r.list(SUBNETS, true);
+    List<String> securityGroups = r.list(SECURITY_GROUPS, false);
+    boolean publicIp = r.bool(ASSIGN_PUBLIC_IP, false);
+    String container = r.or(CONTAINER_NAME, "worker");
+    try {
+      return new EcsSettings(cluster, taskDefinition, subnets, securityGroups, publicIp, container);
+    } catch (BuildQueueException e) {
+      throw new BuildQueueException(e.getMessage() + " (from " + ECS_CLUSTER + ", " + TASK_DEFINITION + ", "
+          + SUBNETS + ", " + SECURITY_GROUPS + ", " + CONTAINER_NAME + ")", e);
+    }
+  }
+
   private static QueueConfig queueConfig(Reader r) {
     QueueConfig defaults = QueueConfig.defaults();
     int sharedSlots = (int) r.positiveLong(SHARED_SLOTS, defaults.sharedSlots());
@@ -216,7 +229,7 @@ public final class AwsSettings {
 
   @Override
   public String toString() {
-    return "AwsSettings[" + component.label() + ", " + database + ", " + ecs + ", eventBus=" + eventBus + ", "
+    return "AwsSettings[" + component.label() + ", " + region + ", " + database + ", " + ecs + ", eventBus=" + eventBus + ", "
         + queue + ", " + worker + "]";
   }
 

@@ -5,7 +5,10 @@ import buildqueue.aws.AwsSettings.Component;
 import buildqueue.core.QueueClock;
 import buildqueue.db.Database;
 import buildqueue.platform.WorkerPlatform;
+import buildqueue.aws.ecs.EcsClients;
+import buildqueue.aws.ecs.EcsWorkerPlatform;
 import java.time.Duration;
+import software.amazon.awssdk.regions.Region;
 import software.amazon.awssdk.http.urlconnection.UrlConnectionHttpClient;
 import software.amazon.awssdk.services.eventbridge.EventBridgeClient;
 
@@ -23,7 +26,7 @@ public final class AwsServices {
         component,
         database(settings),
         platform(settings),
-        eventBridge(),
+        eventBridge(settings.region()),
         settings.eventBus(),
         settings.queue(),
         QueueClock.DATABASE,
@@ -40,11 +43,12 @@ public final class AwsServices {
   }
 
   static WorkerPlatform platform(AwsSettings settings) {
-    throw new UnsupportedOperationException("the ECS platform arrives with the ecs branch");
+    return new EcsWorkerPlatform(EcsClients.create(EcsClients.Settings.defaults(settings.region())), settings.ecs());
   }
 
-  static EventBridgeClient eventBridge() {
+  static EventBridgeClient eventBridge(String region) {
     return EventBridgeClient.builder()
+        .region(Region.of(region))
         .httpClient(
             UrlConnectionHttpClient.builder()
                 .connectionTimeout(Duration.ofSeconds(5))
