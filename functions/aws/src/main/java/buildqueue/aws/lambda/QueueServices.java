@@ -1,5 +1,6 @@
 package buildqueue.aws.lambda;
 
+import buildqueue.api.HttpApi;
 import buildqueue.aws.AwsSettings;
 import buildqueue.aws.events.EventBridgePublisher;
 import buildqueue.aws.metrics.ExitMeter;
@@ -7,11 +8,13 @@ import buildqueue.aws.metrics.MeteredPlatform;
 import buildqueue.aws.metrics.Metrics;
 import buildqueue.aws.metrics.QueueGauges;
 import buildqueue.core.BuildQueue;
+import buildqueue.core.JobQueries;
 import buildqueue.core.OutboxTransitions;
 import buildqueue.core.QueueClock;
 import buildqueue.core.QueueConfig;
 import buildqueue.db.Database;
 import buildqueue.platform.WorkerPlatform;
+import buildqueue.worker.JobHandlers;
 import java.io.PrintStream;
 import java.lang.System.Logger.Level;
 import software.amazon.awssdk.services.eventbridge.EventBridgeClient;
@@ -32,6 +35,7 @@ public final class QueueServices {
   private final BuildQueue queue;
   private final EventBridgePublisher publisher;
   private final QueueGauges gauges;
+  private final HttpApi api;
   private final String metricsNamespace;
   private final PrintStream metricsOut;
 
@@ -52,6 +56,7 @@ public final class QueueServices {
     this.queue = new BuildQueue(db, this.platform, config, clock, exits);
     this.publisher = new EventBridgePublisher(eventBridge, eventBus, new OutboxTransitions(db, clock));
     this.gauges = new QueueGauges(db, clock);
+    this.api = new HttpApi(queue, new JobQueries(db, config, clock), JobHandlers.builtIn());
     this.metricsNamespace = metricsNamespace;
     this.metricsOut = metricsOut;
   }
@@ -70,6 +75,11 @@ public final class QueueServices {
 
   public EventBridgePublisher publisher() {
     return publisher;
+  }
+
+  /** The HTTP API over this queue; it accepts the job kinds the worker image ships. */
+  public HttpApi api() {
+    return api;
   }
 
   public QueueGauges gauges() {
