@@ -1,6 +1,7 @@
 package buildqueue.aws;
 
 import buildqueue.BuildQueueException;
+import buildqueue.aws.db.DataApiSettings;
 import buildqueue.aws.ecs.EcsSettings;
 import buildqueue.aws.ecs.EcsWorkerPlatform;
 import buildqueue.core.QueueConfig;
@@ -129,6 +130,9 @@ public final class AwsSettings {
     this.region = database instanceof DataApi || component != Component.WORKER
         ? Optional.of(r.required(AWS_REGION))
         : Optional.empty();
+    if (database instanceof DataApi) {
+      dataApiSettings(); // fails now, not at the first statement
+    }
     boolean queueFunction = component.runsTheQueue();
     this.ecs = queueFunction ? Optional.of(ecs(r)) : Optional.empty();
     this.eventBus = queueFunction ? Optional.of(r.or(EVENT_BUS, "default")) : Optional.empty();
@@ -164,6 +168,17 @@ public final class AwsSettings {
       return d;
     }
     throw new BuildQueueException(component.label() + " is configured with " + JDBC_URL + ", not the Data API");
+  }
+
+  /** The Data API adapter's settings, checked. */
+  public DataApiSettings dataApiSettings() {
+    DataApi d = dataApi();
+    try {
+      return DataApiSettings.of(region(), d.clusterArn(), d.secretArn(), d.database()).validate();
+    } catch (IllegalArgumentException e) {
+      throw new BuildQueueException(e.getMessage() + " (from " + DB_CLUSTER_ARN + ", " + DB_SECRET_ARN + ", "
+          + DB_NAME + ")", e);
+    }
   }
 
   public EcsSettings ecs() {

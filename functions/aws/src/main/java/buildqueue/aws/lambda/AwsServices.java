@@ -3,11 +3,14 @@ package buildqueue.aws.lambda;
 import buildqueue.aws.AwsSettings;
 import buildqueue.aws.AwsSettings.Component;
 import buildqueue.core.QueueClock;
+import buildqueue.aws.db.DataApiDatabase;
 import buildqueue.db.Database;
+import buildqueue.db.JdbcDatabase;
 import buildqueue.platform.WorkerPlatform;
 import buildqueue.aws.ecs.EcsClients;
 import buildqueue.aws.ecs.EcsWorkerPlatform;
 import java.time.Duration;
+import org.postgresql.ds.PGSimpleDataSource;
 import software.amazon.awssdk.regions.Region;
 import software.amazon.awssdk.http.urlconnection.UrlConnectionHttpClient;
 import software.amazon.awssdk.services.eventbridge.EventBridgeClient;
@@ -34,12 +37,15 @@ public final class AwsServices {
         System.out);
   }
 
+  /** The queue's database: the Data API, or (a self-hosted worker) JDBC without a pool. */
   public static Database database(AwsSettings settings) {
-    return database(settings.database());
-  }
-
-  public static Database database(AwsSettings.DatabaseSettings settings) {
-    throw new UnsupportedOperationException("the Data API adapter arrives with the data-api branch");
+    if (settings.database() instanceof AwsSettings.Jdbc jdbc) {
+      // One statement at a time, a few per job: a pool would only add threads.
+      PGSimpleDataSource ds = new PGSimpleDataSource();
+      ds.setURL(jdbc.url());
+      return new JdbcDatabase(ds);
+    }
+    return DataApiDatabase.create(settings.dataApiSettings());
   }
 
   static WorkerPlatform platform(AwsSettings settings) {

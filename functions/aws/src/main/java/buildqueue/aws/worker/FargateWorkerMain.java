@@ -7,7 +7,6 @@ import buildqueue.aws.logging.JsonLogging;
 import buildqueue.aws.metrics.Metrics;
 import buildqueue.core.QueueClock;
 import buildqueue.db.Database;
-import buildqueue.db.JdbcDatabase;
 import buildqueue.worker.JobHandlers;
 import buildqueue.worker.WorkerLoop;
 import buildqueue.worker.WorkerProcess;
@@ -15,7 +14,6 @@ import java.io.PrintStream;
 import java.lang.System.Logger.Level;
 import java.util.Map;
 import java.util.function.Function;
-import org.postgresql.ds.PGSimpleDataSource;
 
 /**
  * The Fargate task's entry point: one worker, one life. Reads its identity (set per task by the
@@ -54,7 +52,7 @@ public final class FargateWorkerMain {
     Metrics metrics = new Metrics(settings.metricsNamespace(), Component.WORKER.label())
         .property("workerId", me.workerId());
     try {
-      Database db = database(settings.database());
+      Database db = AwsServices.database(settings);
       WorkerLoop loop = new WorkerLoop(db, settings.queue(), QueueClock.DATABASE, handlers, process, WorkerLoop.Hooks.NONE);
       WorkerLoop.Exit exit = loop.run(me.workerId(), me.token());
       LOG.log(Level.INFO, "worker {0} done: {1}", me.workerId(), exit);
@@ -68,15 +66,5 @@ public final class FargateWorkerMain {
       metrics.observe(Metrics.WORKER_RUN_SECONDS, (System.nanoTime() - startNanos) / 1e9, Metrics.Unit.SECONDS);
       metrics.flush(metricsOut);
     }
-  }
-
-  private static Database database(AwsSettings.DatabaseSettings settings) {
-    if (settings instanceof AwsSettings.Jdbc jdbc) {
-      // No pool: the worker makes one statement at a time, a few per job.
-      PGSimpleDataSource ds = new PGSimpleDataSource();
-      ds.setURL(jdbc.url());
-      return new JdbcDatabase(ds);
-    }
-    return AwsServices.database(settings);
   }
 }

@@ -22,6 +22,8 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 import org.junit.jupiter.api.extension.ExtendWith;
 
 @ExtendWith(PostgresExtension.class)
@@ -35,9 +37,10 @@ class EventBridgePublisherTest {
     return w.tdb.jdbc().query(sql).get(0).longValue("n");
   }
 
-  @Test
-  void pending_events_go_out_at_most_ten_a_call_and_are_marked_published(TestDatabase tdb) {
-    try (QueueWorld w = new QueueWorld(tdb, Component.TICK)) {
+  @ParameterizedTest(name = "on {0}")
+  @ValueSource(strings = {"jdbc", "dataapi"})
+  void pending_events_go_out_at_most_ten_a_call_and_are_marked_published(String adapter, TestDatabase tdb) {
+    try (QueueWorld w = new QueueWorld(adapter, tdb, Component.TICK)) {
       for (int i = 0; i < 24; i++) {
         w.submit("user-" + i);
       }
@@ -61,9 +64,10 @@ class EventBridgePublisherTest {
     }
   }
 
-  @Test
-  void entries_eventbridge_refuses_stay_unpublished_and_go_out_on_a_later_run(TestDatabase tdb) {
-    try (QueueWorld w = new QueueWorld(tdb, Component.TICK)) {
+  @ParameterizedTest(name = "on {0}")
+  @ValueSource(strings = {"jdbc", "dataapi"})
+  void entries_eventbridge_refuses_stay_unpublished_and_go_out_on_a_later_run(String adapter, TestDatabase tdb) {
+    try (QueueWorld w = new QueueWorld(adapter, tdb, Component.TICK)) {
       w.submit("alice");
       long bobsJob = w.submit("bob");
       w.submit("carol");
@@ -88,9 +92,10 @@ class EventBridgePublisherTest {
     }
   }
 
-  @Test
-  void a_failed_call_marks_nothing_and_a_later_run_sends_it_all(TestDatabase tdb) {
-    try (QueueWorld w = new QueueWorld(tdb, Component.TICK)) {
+  @ParameterizedTest(name = "on {0}")
+  @ValueSource(strings = {"jdbc", "dataapi"})
+  void a_failed_call_marks_nothing_and_a_later_run_sends_it_all(String adapter, TestDatabase tdb) {
+    try (QueueWorld w = new QueueWorld(adapter, tdb, Component.TICK)) {
       for (int i = 0; i < 12; i++) {
         w.submit("user-" + i);
       }
@@ -109,13 +114,14 @@ class EventBridgePublisherTest {
     }
   }
 
-  @Test
-  void concurrent_publishers_never_claim_the_same_rows(TestDatabase tdb) throws Exception {
-    try (QueueWorld w = new QueueWorld(tdb, Component.TICK)) {
+  @ParameterizedTest(name = "on {0}")
+  @ValueSource(strings = {"jdbc", "dataapi"})
+  void concurrent_publishers_never_claim_the_same_rows(String adapter, TestDatabase tdb) throws Exception {
+    try (QueueWorld w = new QueueWorld(adapter, tdb, Component.TICK)) {
       for (int i = 0; i < 60; i++) {
         w.submit("user-" + i);
       }
-      OutboxTransitions outbox = new OutboxTransitions(tdb.jdbc(), w.clock);
+      OutboxTransitions outbox = new OutboxTransitions(QueueWorld.adapter(adapter, tdb), w.clock);
       int publishers = 4;
       CyclicBarrier start = new CyclicBarrier(publishers);
       ExecutorService pool = Executors.newFixedThreadPool(publishers);
@@ -144,12 +150,13 @@ class EventBridgePublisherTest {
     }
   }
 
-  @Test
-  void a_lambda_killed_after_a_transition_but_before_put_events_loses_no_event(TestDatabase tdb) {
-    try (QueueWorld w = new QueueWorld(tdb, Component.TICK)) {
+  @ParameterizedTest(name = "on {0}")
+  @ValueSource(strings = {"jdbc", "dataapi"})
+  void a_lambda_killed_after_a_transition_but_before_put_events_loses_no_event(String adapter, TestDatabase tdb) {
+    try (QueueWorld w = new QueueWorld(adapter, tdb, Component.TICK)) {
       // One invocation died between claiming its rows and PutEvents.
       long diedAfterClaim = w.submit("bob");
-      List<PendingEvent> orphaned = new OutboxTransitions(tdb.jdbc(), w.clock).claimPending(50);
+      List<PendingEvent> orphaned = new OutboxTransitions(QueueWorld.adapter(adapter, tdb), w.clock).claimPending(50);
       assertThat(orphaned).extracting(PendingEvent::jobId).containsOnly(diedAfterClaim);
       // Another died right after its transition committed: nothing was claimed or sent.
       long diedBeforeClaim = w.submit("alice");

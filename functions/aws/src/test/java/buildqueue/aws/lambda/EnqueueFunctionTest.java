@@ -17,6 +17,8 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Base64;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 import org.junit.jupiter.api.extension.ExtendWith;
 
 @ExtendWith(PostgresExtension.class)
@@ -52,9 +54,10 @@ class EnqueueFunctionTest {
     return JSON.readTree(r.getBody());
   }
 
-  @Test
-  void a_post_with_jwt_claims_enqueues_for_the_sub_and_dispatches(TestDatabase tdb) throws Exception {
-    try (QueueWorld w = new QueueWorld(tdb, Component.ENQUEUE)) {
+  @ParameterizedTest(name = "on {0}")
+  @ValueSource(strings = {"jdbc", "dataapi"})
+  void a_post_with_jwt_claims_enqueues_for_the_sub_and_dispatches(String adapter, TestDatabase tdb) throws Exception {
+    try (QueueWorld w = new QueueWorld(adapter, tdb, Component.ENQUEUE)) {
       APIGatewayV2HTTPResponse r = invoke(w, sample());
 
       assertThat(r.getStatusCode()).isEqualTo(201);
@@ -82,9 +85,10 @@ class EnqueueFunctionTest {
     }
   }
 
-  @Test
-  void the_jobs_events_are_published_after_the_request(TestDatabase tdb) throws Exception {
-    try (QueueWorld w = new QueueWorld(tdb, Component.ENQUEUE)) {
+  @ParameterizedTest(name = "on {0}")
+  @ValueSource(strings = {"jdbc", "dataapi"})
+  void the_jobs_events_are_published_after_the_request(String adapter, TestDatabase tdb) throws Exception {
+    try (QueueWorld w = new QueueWorld(adapter, tdb, Component.ENQUEUE)) {
       long id = body(invoke(w, sample())).get("id").asLong();
 
       assertThat(w.unpublishedEvents()).isZero();

@@ -2,6 +2,7 @@ package buildqueue.aws.lambda;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import buildqueue.aws.testing.QueueWorld;
 import buildqueue.aws.testing.SampleEvents;
 import buildqueue.aws.testing.TestContext;
 import buildqueue.db.Database;
@@ -27,6 +28,8 @@ import java.util.function.Supplier;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 import org.junit.jupiter.api.extension.ExtendWith;
 
 @ExtendWith(PostgresExtension.class)
@@ -84,10 +87,12 @@ class MigrateFunctionTest {
         .map(r -> r.string("tablename")).toList();
   }
 
-  @Test
-  void create_migrates_an_empty_database_and_answers_success() throws Exception {
+  @ParameterizedTest(name = "on {0}")
+  @ValueSource(strings = {"jdbc", "dataapi"})
+  void create_migrates_an_empty_database_and_answers_success(String adapter) throws Exception {
     try (TestDatabase empty = TestDatabases.createEmpty()) {
-      invoke(new MigrateFunction(empty::jdbc), request("Create"), Duration.ofMinutes(5));
+      Database db = QueueWorld.adapter(adapter, empty);
+      invoke(new MigrateFunction(() -> db), request("Create"), Duration.ofMinutes(5));
 
       assertThat(tables(empty)).contains("build_job", "build_worker", "build_job_event", "build_schema_migration");
       assertThat(answers).hasSize(1);

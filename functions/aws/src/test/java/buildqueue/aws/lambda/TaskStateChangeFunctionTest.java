@@ -29,6 +29,8 @@ import java.util.List;
 import java.util.UUID;
 import java.util.function.Function;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 import org.junit.jupiter.api.extension.ExtendWith;
 
 @ExtendWith(PostgresExtension.class)
@@ -79,9 +81,10 @@ class TaskStateChangeFunctionTest {
     return w.lastLaunch();
   }
 
-  @Test
-  void a_normal_exit_frees_the_slot_and_dispatches_the_next_job(TestDatabase tdb) {
-    try (QueueWorld w = new QueueWorld(tdb, Component.TASK_STATE_CHANGE)) {
+  @ParameterizedTest(name = "on {0}")
+  @ValueSource(strings = {"jdbc", "dataapi"})
+  void a_normal_exit_frees_the_slot_and_dispatches_the_next_job(String adapter, TestDatabase tdb) {
+    try (QueueWorld w = new QueueWorld(adapter, tdb, Component.TASK_STATE_CHANGE)) {
       String arn = newTaskArn();
       WorkerLaunch first = launchedWorker(w, arn);
       long firstJob = w.job(1).longValue("id");
@@ -104,9 +107,10 @@ class TaskStateChangeFunctionTest {
     }
   }
 
-  @Test
-  void the_exit_is_published_and_measured(TestDatabase tdb) {
-    try (QueueWorld w = new QueueWorld(tdb, Component.TASK_STATE_CHANGE)) {
+  @ParameterizedTest(name = "on {0}")
+  @ValueSource(strings = {"jdbc", "dataapi"})
+  void the_exit_is_published_and_measured(String adapter, TestDatabase tdb) {
+    try (QueueWorld w = new QueueWorld(adapter, tdb, Component.TASK_STATE_CHANGE)) {
       String arn = newTaskArn();
       WorkerLaunch launch = launchedWorker(w, arn);
       w.services.flush(w.services.newMetrics()); // the end of the invocation that launched it
@@ -126,9 +130,10 @@ class TaskStateChangeFunctionTest {
     }
   }
 
-  @Test
-  void a_task_that_failed_to_start_with_no_containers_requeues_its_job_and_relaunches(TestDatabase tdb) {
-    try (QueueWorld w = new QueueWorld(tdb, Component.TASK_STATE_CHANGE)) {
+  @ParameterizedTest(name = "on {0}")
+  @ValueSource(strings = {"jdbc", "dataapi"})
+  void a_task_that_failed_to_start_with_no_containers_requeues_its_job_and_relaunches(String adapter, TestDatabase tdb) {
+    try (QueueWorld w = new QueueWorld(adapter, tdb, Component.TASK_STATE_CHANGE)) {
       String arn = newTaskArn();
       WorkerLaunch launch = launchedWorker(w, arn);
       long job = w.job(1).longValue("id");
@@ -148,9 +153,10 @@ class TaskStateChangeFunctionTest {
     }
   }
 
-  @Test
-  void a_duplicate_event_changes_nothing(TestDatabase tdb) {
-    try (QueueWorld w = new QueueWorld(tdb, Component.TASK_STATE_CHANGE)) {
+  @ParameterizedTest(name = "on {0}")
+  @ValueSource(strings = {"jdbc", "dataapi"})
+  void a_duplicate_event_changes_nothing(String adapter, TestDatabase tdb) {
+    try (QueueWorld w = new QueueWorld(adapter, tdb, Component.TASK_STATE_CHANGE)) {
       String arn = newTaskArn();
       WorkerLaunch launch = launchedWorker(w, arn);
       TaskStateChangeFunction handler = new TaskStateChangeFunction(() -> w.services);
@@ -166,9 +172,10 @@ class TaskStateChangeFunctionTest {
     }
   }
 
-  @Test
-  void an_older_version_after_a_newer_one_changes_nothing(TestDatabase tdb) {
-    try (QueueWorld w = new QueueWorld(tdb, Component.TASK_STATE_CHANGE)) {
+  @ParameterizedTest(name = "on {0}")
+  @ValueSource(strings = {"jdbc", "dataapi"})
+  void an_older_version_after_a_newer_one_changes_nothing(String adapter, TestDatabase tdb) {
+    try (QueueWorld w = new QueueWorld(adapter, tdb, Component.TASK_STATE_CHANGE)) {
       String arn = newTaskArn();
       WorkerLaunch launch = launchedWorker(w, arn);
       TaskStateChangeFunction handler = new TaskStateChangeFunction(() -> w.services);
@@ -205,9 +212,10 @@ class TaskStateChangeFunctionTest {
     }
   }
 
-  @Test
-  void an_event_for_a_task_we_never_launched_changes_nothing(TestDatabase tdb) {
-    try (QueueWorld w = new QueueWorld(tdb, Component.TASK_STATE_CHANGE)) {
+  @ParameterizedTest(name = "on {0}")
+  @ValueSource(strings = {"jdbc", "dataapi"})
+  void an_event_for_a_task_we_never_launched_changes_nothing(String adapter, TestDatabase tdb) {
+    try (QueueWorld w = new QueueWorld(adapter, tdb, Component.TASK_STATE_CHANGE)) {
       String ours = newTaskArn();
       WorkerLaunch launch = launchedWorker(w, ours);
       String before = w.snapshot();
@@ -225,9 +233,10 @@ class TaskStateChangeFunctionTest {
     }
   }
 
-  @Test
-  void a_stop_event_that_overtakes_the_recorded_launch_still_frees_the_slot(TestDatabase tdb) {
-    try (QueueWorld w = new QueueWorld(tdb, Component.TASK_STATE_CHANGE)) {
+  @ParameterizedTest(name = "on {0}")
+  @ValueSource(strings = {"jdbc", "dataapi"})
+  void a_stop_event_that_overtakes_the_recorded_launch_still_frees_the_slot(String adapter, TestDatabase tdb) {
+    try (QueueWorld w = new QueueWorld(adapter, tdb, Component.TASK_STATE_CHANGE)) {
       // RunTask timed out: the task exists, but the queue has no ARN for it yet.
       w.platform.nextOutcomes(new LaunchOutcome.Unknown("read timed out"));
       w.submit("alice");

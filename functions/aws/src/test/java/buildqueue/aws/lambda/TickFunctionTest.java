@@ -17,6 +17,8 @@ import com.amazonaws.services.lambda.runtime.events.ScheduledEvent;
 import com.fasterxml.jackson.databind.JsonNode;
 import java.time.Duration;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 import org.junit.jupiter.api.extension.ExtendWith;
 
 @ExtendWith(PostgresExtension.class)
@@ -31,9 +33,10 @@ class TickFunctionTest {
     assertThat(SCHEDULE.getTime().getMillis()).isPositive();
   }
 
-  @Test
-  void a_tick_finds_a_stopped_task_recovers_its_job_dispatches_and_reports(TestDatabase tdb) {
-    try (QueueWorld w = new QueueWorld(tdb, Component.TICK)) {
+  @ParameterizedTest(name = "on {0}")
+  @ValueSource(strings = {"jdbc", "dataapi"})
+  void a_tick_finds_a_stopped_task_recovers_its_job_dispatches_and_reports(String adapter, TestDatabase tdb) {
+    try (QueueWorld w = new QueueWorld(adapter, tdb, Component.TICK)) {
       long job = w.submit("alice");
       WorkerLaunch first = w.lastLaunch();
       long waiting = w.submit("bob");

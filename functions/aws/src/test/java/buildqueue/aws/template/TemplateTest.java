@@ -40,6 +40,7 @@ class TemplateTest {
   private static final JsonNode STOPPED = SampleEvents.tree("ecs-task-stopped.json");
   private static final String CLUSTER_ARN = STOPPED.get("detail").get("clusterArn").asText();
   private static final String DB_CLUSTER_ARN = "arn:aws:rds:eu-west-1:111122223333:cluster:buildqueue-db";
+  private static final String SECRET_ARN = "arn:aws:secretsmanager:eu-west-1:111122223333:secret:bq-db-AbCdEf";
 
   /** Which part of the stack each function is. */
   private static final Map<Class<?>, Component> HANDLERS = Map.of(
@@ -84,6 +85,9 @@ class TemplateTest {
   private static String standIn(String resource, String attribute) {
     if (attribute == null) {
       return resource.equals("AWS::Region") ? "eu-west-1" : "stand-in-" + resource;
+    }
+    if (resource.equals("DatabaseSecret") && attribute.equals("Ref")) {
+      return SECRET_ARN;
     }
     return switch (resource + "." + attribute) {
       case "WorkerCluster.Arn" -> CLUSTER_ARN;
@@ -260,7 +264,7 @@ class TemplateTest {
         if (action.startsWith("rds-data:")) {
           assertThat(resource).as("%s %s", who, action).isEqualTo(DB_CLUSTER_ARN);
         } else if (action.equals("secretsmanager:GetSecretValue")) {
-          assertThat(resource).isEqualTo("stand-in-DatabaseSecret");
+          assertThat(resource).isEqualTo(SECRET_ARN);
         } else if (action.equals("ecs:RunTask")) {
           assertThat(resource).isEqualTo(standIn("WorkerTaskDefinition", "Ref"));
           assertThat(condition).isEqualTo(Map.of("ArnEquals", Map.of("ecs:cluster", CLUSTER_ARN)));

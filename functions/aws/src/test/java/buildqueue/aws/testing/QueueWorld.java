@@ -1,6 +1,7 @@
 package buildqueue.aws.testing;
 
 import buildqueue.aws.AwsSettings.Component;
+import buildqueue.aws.fake.DataApiTestAdapter;
 import buildqueue.aws.lambda.QueueServices;
 import buildqueue.core.QueueClock;
 import buildqueue.core.WorkerTransitions;
@@ -31,6 +32,20 @@ public final class QueueWorld implements AutoCloseable {
 
   public QueueWorld(TestDatabase tdb, Component component) {
     this(tdb, component, tdb.jdbc());
+  }
+
+  /** A world whose functions talk to the database through the named adapter (jdbc, dataapi). */
+  public QueueWorld(String adapter, TestDatabase tdb, Component component) {
+    this(tdb, component, adapter(adapter, tdb));
+  }
+
+  /** The database adapter a function would use: JDBC, or the Data API through its wire fake. */
+  public static Database adapter(String name, TestDatabase tdb) {
+    return switch (name) {
+      case "jdbc" -> tdb.jdbc();
+      case "dataapi" -> new DataApiTestAdapter().open(tdb);
+      default -> throw new IllegalArgumentException("no adapter " + name);
+    };
   }
 
   public QueueWorld(TestDatabase tdb, Component component, Database adapter) {
