@@ -34,6 +34,7 @@ public final class EnqueueFunction implements RequestHandler<APIGatewayV2HTTPEve
 
   public EnqueueFunction() {
     this(SERVICES);
+    LambdaLogging.install(Component.ENQUEUE);
   }
 
   public EnqueueFunction(Supplier<QueueServices> services) {

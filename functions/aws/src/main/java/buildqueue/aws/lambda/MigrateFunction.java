@@ -48,15 +48,14 @@ public final class MigrateFunction implements RequestStreamHandler {
       Lazy.of(() -> AwsServices.database(AwsSettings.fromEnvironment(Component.MIGRATE)));
 
   private final Supplier<Database> database;
-  private final HttpClient http;
 
   public MigrateFunction() {
     this(DATABASE);
+    LambdaLogging.install(Component.MIGRATE);
   }
 
   public MigrateFunction(Supplier<Database> database) {
     this.database = database;
-    this.http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
   }
 
   /** The answer CloudFormation gets. */
@@ -158,6 +157,8 @@ public final class MigrateFunction implements RequestStreamHandler {
    * pre-signed, and a header the signature did not cover could make S3 refuse it.
    */
   private boolean put(String url, byte[] body, Duration left) {
+    // Built per answer (a deploy makes a handful): nothing network-bound is kept in a snapshot.
+    HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
     long deadline = System.nanoTime() + Math.max(left.toNanos() - Duration.ofSeconds(1).toNanos(), 0);
     for (int attempt = 1; attempt <= 3; attempt++) {
       long remainingMs = TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime());

@@ -47,6 +47,7 @@ public final class TaskStateChangeFunction implements RequestStreamHandler {
 
   public TaskStateChangeFunction() {
     this(SERVICES);
+    LambdaLogging.install(Component.TASK_STATE_CHANGE);
   }
 
   public TaskStateChangeFunction(Supplier<QueueServices> services) {

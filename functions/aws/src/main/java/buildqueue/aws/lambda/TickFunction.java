@@ -24,6 +24,7 @@ public final class TickFunction implements RequestHandler<ScheduledEvent, String
 
   public TickFunction() {
     this(SERVICES);
+    LambdaLogging.install(Component.TICK);
   }
 
   public TickFunction(Supplier<QueueServices> services) {

@@ -148,6 +148,9 @@ class TemplateTest {
       assertThat(RequestHandler.class.isAssignableFrom(c) || RequestStreamHandler.class.isAssignableFrom(c))
           .as("%s implements a Lambda handler interface", c).isTrue();
       assertThat(Modifier.isPublic(c.getConstructor().getModifiers())).as("%s has a public no-arg constructor", c).isTrue();
+      // Lambda builds the handler at init (into the SnapStart snapshot): that must need no
+      // environment and make no client; both wait for the first invocation.
+      assertThat(c.getConstructor().newInstance()).isNotNull();
       assertThat(Stream.of(c.getMethods()).anyMatch(m -> m.getName().equals("handleRequest"))).isTrue();
     }
     Map<String, Object> g = TEMPLATE.globalFunction();
