@@ -2,8 +2,11 @@ package buildqueue.api;
 
 import buildqueue.core.BuildQueue;
 import buildqueue.core.JobQueries;
+import buildqueue.core.JobQueries.CurrentJob;
 import buildqueue.core.JobQueries.JobView;
+import buildqueue.core.JobQueries.SlotView;
 import buildqueue.core.JobQueries.Waiting;
+import buildqueue.core.JobQueries.WorkerView;
 import buildqueue.core.JobStatus;
 import buildqueue.core.JobTransitions;
 import buildqueue.db.Json;
@@ -231,7 +234,8 @@ public final class HttpApi {
     try {
       handler.validate(payload.deepCopy());
     } catch (IllegalArgumentException e) {
-      throw ApiProblem.invalid("The payload is not valid for kind \"" + kind + "\": " + e.getMessage());
+      throw ApiProblem.invalid("The payload is not valid for kind \"" + kind + "\": "
+          + (e.getMessage() == null ? "the kind's validation refused it without saying why" : e.getMessage()));
     }
 
     String key = idempotencyKey(body.get("idempotencyKey"));
@@ -252,7 +256,7 @@ public final class HttpApi {
               + "'s exact request.",
           Map.of("Location", "/jobs/" + job.id()));
     }
-    return json(enqueued.created() ? 201 : 200, jobJson(job))
+    return json(enqueued.created() ? 201 : 200, jobJson(job, call.caller))
         .withHeader("Location", "/jobs/" + job.id());
   }
 
@@ -303,12 +307,12 @@ public final class HttpApi {
     Map<Long, Waiting> waiting = queries.waiting(jobs);
     ObjectNode out = ApiJson.object();
     ArrayNode list = out.putArray("jobs");
-    jobs.forEach(j -> list.add(ApiJson.job(j, Optional.ofNullable(waiting.get(j.id())))));
+    jobs.forEach(j -> list.add(ApiJson.job(j, Optional.ofNullable(waiting.get(j.id())).map(w -> redact(w, call.caller)))));
     return json(200, out);
   }
 
   private ApiResponse getJob(Call call) {
-    return json(200, jobJson(visibleJob(call)));
+    return json(200, jobJson(visibleJob(call), call.caller));
   }
 
   private ApiResponse events(Call call) {
@@ -333,7 +337,7 @@ public final class HttpApi {
               + (job.finishedAt() == null ? "" : " (at " + ApiJson.time(job.finishedAt()) + ")")
               + "; there is nothing to cancel. Submit a new job to run it again.");
     }
-    return json(200, jobJson(job));
+    return json(200, jobJson(job, call.caller));
   }
 
   private ApiResponse lanes(Call call) {
@@ -377,8 +381,25 @@ public final class HttpApi {
         .orElseThrow(() -> jobNotFound(id));
   }
 
-  private ObjectNode jobJson(JobView job) {
-    return ApiJson.job(job, queries.waiting(job));
+  private ObjectNode jobJson(JobView job, Caller caller) {
+    return ApiJson.job(job, queries.waiting(job).map(w -> redact(w, caller)));
+  }
+
+  /**
+   * Who else is using the queue is an admin's business: a user sees which slot holds their lane,
+   * its worker and the job it runs, but another user's id only as null ("another user").
+   */
+  private static Waiting redact(Waiting w, Caller caller) {
+    if (caller.admin()) {
+      return w;
+    }
+    List<SlotView> slots = w.slots().stream()
+        .map(s -> new SlotView(s.slot(), s.worker().map(worker -> new WorkerView(worker.id(), worker.lane(),
+            worker.slot(), worker.status(), worker.taskId(), worker.leaseLeftSeconds(), worker.launchedAt(),
+            worker.startedAt(), worker.job().map(j -> j.userId().equals(caller.userId()) ? j
+                : new CurrentJob(j.id(), null, j.kind(), j.status(), j.progress(), j.payloadSteps()))))))
+        .toList();
+    return new Waiting(w.lane(), w.capacity(), w.jobsAhead(), slots, w.notBefore());
   }
 
   private static long jobId(Call call) {
@@ -404,6 +425,9 @@ public final class HttpApi {
     for (String value : values) {
       for (String name : value.split(",", -1)) {
         String trimmed = name.trim();
+        if (trimmed.isEmpty()) {
+          continue;
+        }
         JobStatus status = Arrays.stream(JobStatus.values())
             .filter(s -> s.sql().equals(trimmed))
             .findFirst()
@@ -416,9 +440,10 @@ public final class HttpApi {
     return statuses;
   }
 
+  /** A parameter's value; an empty one ({@code ?limit=}, as forms send it) counts as absent. */
   private static Optional<String> single(Map<String, List<String>> query, String name) {
     List<String> values = query.get(name);
-    return values == null || values.isEmpty() ? Optional.empty() : Optional.of(values.get(0));
+    return values == null || values.isEmpty() || values.get(0).isEmpty() ? Optional.empty() : Optional.of(values.get(0));
   }
 
   private static int wholeNumber(Map<String, List<String>> query, String name, int fallback, int min, int max) {

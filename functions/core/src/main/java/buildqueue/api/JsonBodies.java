@@ -8,6 +8,7 @@ import com.fasterxml.jackson.core.json.JsonReadFeature;
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.cfg.JsonNodeFeature;
 import com.fasterxml.jackson.databind.json.JsonMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.IOException;
@@ -37,6 +38,7 @@ final class JsonBodies {
           .enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS)
           // Keep decimals exactly as sent: a double would turn 1e400 into Infinity and 0.1000 into 0.1.
           .enable(DeserializationFeature.USE_BIG_DECIMAL_FOR_FLOATS)
+          .disable(JsonNodeFeature.STRIP_TRAILING_BIGDECIMAL_ZEROES)
           .build();
 
   private JsonBodies() {}
@@ -94,8 +96,7 @@ final class JsonBodies {
             + "; send a smaller number or a string.");
       }
     } else if (node.isObject()) {
-      for (Iterator<Map.Entry<String, JsonNode>> fields = node.fields(); fields.hasNext(); ) {
-        Map.Entry<String, JsonNode> field = fields.next();
+      for (Map.Entry<String, JsonNode> field : node.properties()) {
         requireStorableText(field.getKey(), where + " (a field name)");
         requireStorable(field.getValue(), where + "." + printable(field.getKey()));
       }

@@ -33,9 +33,13 @@ final class WaitingSummary {
       List<String> free = w.slots().stream().filter(SlotView::free).map(SlotView::slot).toList();
       s.append(' ').append(free.size() == 1 ? "Slot " + free.get(0) + " is free" : "Slots "
           + String.join(", ", free) + " are free");
-      s.append(w.jobsAhead() == 0
-          ? ", so it is dispatched shortly (at the latest by the next tick)."
-          : "; the jobs ahead of it go first.");
+      if (w.jobsAhead() > 0) {
+        s.append("; the jobs ahead of it go first.");
+      } else if (w.notBefore() != null) {
+        s.append("; it is dispatched by the first tick after its retry time.");
+      } else {
+        s.append(", so it is dispatched shortly (at the latest by the next tick).");
+      }
     }
     return s.toString();
   }
@@ -53,7 +57,7 @@ final class WaitingSummary {
       s.append(", task ").append(w.taskId());
     }
     w.job().ifPresent(j -> {
-      s.append(", job ").append(j.id()).append(" of user ").append(j.userId());
+      s.append(", job ").append(j.id()).append(j.userId() == null ? " of another user" : " of user " + j.userId());
       Integer steps = ApiJson.steps(j.payloadSteps());
       if (j.progress() > 0 || steps != null) {
         s.append(" at ").append(j.progress()).append(steps == null ? "" : "/" + steps);

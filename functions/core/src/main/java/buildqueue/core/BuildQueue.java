@@ -160,7 +160,11 @@ public final class BuildQueue {
   public Optional<ExitTransitions.Exited> taskStopped(String taskId, Long workerId, UUID token, String reason) {
     Optional<ExitTransitions.Exited> exited = exits.exited(taskId, workerId, token, reason);
     exited.ifPresent(exitListener::exited);
-    exited.filter(ExitTransitions.Exited::laneHasQueuedJobs).ifPresent(e -> dispatchLane(e.lane()));
+    // Always a fresh statement, never the exit's own view of the lane: an enqueue that saw this
+    // worker still live (and so skipped its dispatch) may commit while the exit runs, and only a
+    // statement that starts after both sees its job. The enqueue's share lock on the live workers
+    // guarantees that either it sees this exit or this dispatch sees its job.
+    exited.ifPresent(e -> dispatchLane(e.lane()));
     return exited;
   }
 

@@ -47,7 +47,11 @@ public final class JobTransitions {
         where user_id = :userId and idempotency_key = :key and not exists (select 1 from inserted)
       )
       select job.id, job.lane, job.created,
-             (select count(*) from build_worker w where w.lane = job.lane and w.status <> 'exited')
+             -- The share lock makes a concurrent worker exit wait for this insert to commit (so
+             -- its follow-up dispatch sees the job), or this count wait for the exit (so it sees
+             -- the free slot): a new job never waits for the tick because of that race.
+             (select count(*) from (
+                select 1 from build_worker w where w.lane = job.lane and w.status <> 'exited' for share of w) live)
                < case when job.lane = 'shared' then :sharedSlots else 1 end as lane_has_room
       from job
       """;

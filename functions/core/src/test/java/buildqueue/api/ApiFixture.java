@@ -3,6 +3,7 @@ package buildqueue.api;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import buildqueue.core.JobQueries;
+import buildqueue.core.QueueConfig;
 import buildqueue.db.Params;
 import buildqueue.testing.QueueHarness;
 import buildqueue.testing.TestDatabase;
@@ -27,7 +28,11 @@ final class ApiFixture implements AutoCloseable {
   final HttpApi api;
 
   ApiFixture(TestDatabase tdb) {
-    this.h = QueueHarness.open(tdb);
+    this(tdb, QueueHarness.testConfig());
+  }
+
+  ApiFixture(TestDatabase tdb, QueueConfig config) {
+    this.h = QueueHarness.open(tdb, config);
     this.queries = new JobQueries(h.db, h.config, h.clock);
     this.api = new HttpApi(h.queue, queries, h.handlers);
   }

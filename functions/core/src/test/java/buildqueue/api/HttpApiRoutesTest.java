@@ -147,6 +147,8 @@ class HttpApiRoutesTest {
     assertThat(ids(json(f.get("/jobs?status=queued&status=succeeded", ALICE)).get("jobs")))
         .containsExactly(queued2, queued1, done);
     assertThat(ids(json(f.get("/jobs?limit=1", ALICE)).get("jobs"))).containsExactly(queued2);
+    assertThat(ids(json(f.get("/jobs?status=&limit=", ALICE)).get("jobs"))).containsExactly(queued2, queued1, held, done);
+    assertThat(ids(json(f.get("/jobs?status=queued,", ALICE)).get("jobs"))).containsExactly(queued2, queued1);
     JsonNode listed = json(f.get("/jobs?status=queued", ALICE)).get("jobs");
     assertThat(listed.get(0).get("position").asInt()).isEqualTo(2);
     assertThat(listed.get(0).get("waitingFor").get("jobsAhead").asInt()).isEqualTo(1);

@@ -94,6 +94,48 @@ class ConcurrencyTest {
     }
   }
 
+  @Test
+  void a_job_enqueued_while_the_lanes_worker_exits_is_dispatched_without_waiting_for_the_tick(TestDatabase tdb)
+      throws Exception {
+    QueueHarness h = QueueHarness.manual(tdb);
+    int rounds = 60;
+    for (int round = 0; round < rounds; round++) {
+      long previous = h.queue.enqueue("u", "noop", new Json("{}"), null).jobId();
+      var w = h.manual.lastLaunch();
+      if (h.status(previous).equals("dispatched")) {
+        h.workers.start(w.workerId(), w.token());
+      }
+      h.workers.end(w.workerId(), w.token(), previous, buildqueue.core.JobStatus.SUCCEEDED, null);
+      CountDownLatch go = new CountDownLatch(1);
+      var enqueue = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+        await(go);
+        return h.queue.enqueue("v", "noop", new Json("{}"), null).jobId();
+      });
+      var exit = java.util.concurrent.CompletableFuture.runAsync(() -> {
+        await(go);
+        h.queue.taskStopped(null, w.workerId(), w.token(), "exited");
+      });
+      go.countDown();
+      long next = enqueue.get(30, TimeUnit.SECONDS);
+      exit.get(30, TimeUnit.SECONDS);
+      assertThat(h.status(next)).as("round " + round).isEqualTo("dispatched");
+      // Finish it so the next round starts from an idle lane.
+      var nw = h.manual.lastLaunch();
+      h.workers.start(nw.workerId(), nw.token());
+      h.workers.end(nw.workerId(), nw.token(), next, buildqueue.core.JobStatus.SUCCEEDED, null);
+      h.queue.taskStopped(null, nw.workerId(), nw.token(), "exited");
+    }
+  }
+
+  private static void await(CountDownLatch latch) {
+    try {
+      latch.await();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException(e);
+    }
+  }
+
   private static void operate(QueueHarness h, Random random, List<Long> jobs) {
     int op = random.nextInt(10);
     if (op < 5) {

@@ -64,8 +64,9 @@ public record DataApiSettings(
           "resourceArn must be an Aurora cluster ARN (arn:aws:rds:<region>:<account>:cluster:<name>), got " + resourceArn);
     }
     if (!secretArn.startsWith("arn:") || !secretArn.contains(":secret:")) {
+      // Not echoed: a value put here by mistake may be the password itself.
       throw new IllegalArgumentException(
-          "secretArn must be a Secrets Manager secret ARN (arn:aws:secretsmanager:...:secret:...), got " + secretArn);
+          "secretArn must be a Secrets Manager secret ARN (arn:aws:secretsmanager:<region>:<account>:secret:<name>)");
     }
     return this;
   }
