@@ -1,6 +1,7 @@
 package buildqueue.core;
 
 import buildqueue.db.Database;
+import buildqueue.db.DatabaseException;
 import buildqueue.db.Json;
 import buildqueue.db.UniqueViolationException;
 import buildqueue.platform.LaunchOutcome;
@@ -68,7 +69,7 @@ public final class BuildQueue {
   public JobTransitions.Enqueued enqueue(String userId, String kind, Json payload, String idempotencyKey) {
     JobTransitions.Enqueued enqueued = jobs.enqueue(userId, kind, payload, idempotencyKey);
     if (enqueued.created() && enqueued.laneHasRoom()) {
-      dispatchLane(enqueued.lane());
+      dispatchAfterCommit(enqueued.lane());
     }
     return enqueued;
   }
@@ -91,7 +92,7 @@ public final class BuildQueue {
   public JobTransitions.LaneChange setDedicated(String userId, boolean dedicated) {
     JobTransitions.LaneChange change = jobs.setDedicated(userId, dedicated);
     if (!change.movedJobs().isEmpty()) {
-      dispatchLane(change.lane());
+      dispatchAfterCommit(change.lane());
     }
     return change;
   }
@@ -122,6 +123,19 @@ public final class BuildQueue {
       if (!next.get().moreToDo()) {
         return done;
       }
+    }
+  }
+
+  /**
+   * Dispatches a lane after the caller's own transition committed. A failure here (a deadlock with
+   * another dispatcher, a lost connection) must not fail the caller: its job or exit is already
+   * safely recorded, and the next tick dispatches every lane with queued jobs and a free slot.
+   */
+  private void dispatchAfterCommit(String lane) {
+    try {
+      dispatchLane(lane);
+    } catch (DatabaseException e) {
+      LOG.log(Level.WARNING, "dispatch of lane {0} failed ({1}); the next tick dispatches it", lane, e.getMessage());
     }
   }
 
@@ -164,7 +178,7 @@ public final class BuildQueue {
     // worker still live (and so skipped its dispatch) may commit while the exit runs, and only a
     // statement that starts after both sees its job. The enqueue's share lock on the live workers
     // guarantees that either it sees this exit or this dispatch sees its job.
-    exited.ifPresent(e -> dispatchLane(e.lane()));
+    exited.ifPresent(e -> dispatchAfterCommit(e.lane()));
     return exited;
   }
 
