@@ -129,6 +129,11 @@ public final class WorkerLoop {
       status = JobStatus.CANCELLED;
     } else {
       JobOutcome outcome = runHandler(context);
+      if (context.queueFault != null) {
+        // The queue's own database failed under the handler: a worker fault, not the job's. The
+        // worker dies with it and the job is requeued once the exit is seen.
+        throw context.queueFault;
+      }
       if (context.fencedOff) {
         return new Ended.FencedOff();
       }
@@ -183,6 +188,7 @@ public final class WorkerLoop {
     private JsonNode payload;
     private boolean cancelled;
     private boolean fencedOff;
+    private RuntimeException queueFault;
 
     Context(long workerId, UUID token, AssignedJob job) {
       this.workerId = workerId;
@@ -229,7 +235,13 @@ public final class WorkerLoop {
 
     @Override
     public void reportProgress(int progress) {
-      ProgressAck ack = transitions.progress(workerId, token, job.id(), progress);
+      ProgressAck ack;
+      try {
+        ack = transitions.progress(workerId, token, job.id(), progress);
+      } catch (RuntimeException e) {
+        queueFault = e;
+        throw e;
+      }
       if (ack == ProgressAck.FENCED_OFF) {
         fencedOff = true;
         throw new WorkerFencedOffException(workerId, job.id());

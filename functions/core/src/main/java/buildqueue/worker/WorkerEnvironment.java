@@ -1,0 +1,101 @@
+package buildqueue.worker;
+
+import buildqueue.BuildQueueException;
+import buildqueue.core.QueueConfig;
+import java.time.Duration;
+import java.util.Map;
+import java.util.UUID;
+
+/**
+ * Everything a worker process reads from its environment, read in one place so a missing or
+ * malformed variable fails the start with a message that names it.
+ *
+ * <ul>
+ *   <li>{@value #WORKER_ID}: the worker row's id (required)
+ *   <li>{@value #WORKER_TOKEN}: the launch token, a UUID (required; never logged)
+ *   <li>{@value #DATABASE_URL}: a {@code jdbc:postgresql://} URL (required)
+ *   <li>{@value #DATABASE_USER}, {@value #DATABASE_PASSWORD}: credentials, when the URL has none
+ *   <li>{@value #CHAIN_WINDOW_MS}, {@value #DEADLINE_MARGIN_MS}: the queue's settings that the
+ *       worker applies itself, so they match the dispatcher's (default: {@link
+ *       QueueConfig#defaults()})
+ * </ul>
+ */
+public record WorkerEnvironment(
+    long workerId, UUID token, String databaseUrl, String databaseUser, String databasePassword, QueueConfig config) {
+
+  public static final String WORKER_ID = "BUILDQUEUE_WORKER_ID";
+  public static final String WORKER_TOKEN = "BUILDQUEUE_WORKER_TOKEN";
+  public static final String DATABASE_URL = "BUILDQUEUE_DATABASE_URL";
+  public static final String DATABASE_USER = "BUILDQUEUE_DATABASE_USER";
+  public static final String DATABASE_PASSWORD = "BUILDQUEUE_DATABASE_PASSWORD";
+  public static final String CHAIN_WINDOW_MS = "BUILDQUEUE_CHAIN_WINDOW_MS";
+  public static final String DEADLINE_MARGIN_MS = "BUILDQUEUE_DEADLINE_MARGIN_MS";
+
+  /** Reads and checks the variables; throws {@link BuildQueueException} naming the first bad one. */
+  public static WorkerEnvironment read(Map<String, String> env) {
+    long workerId = parse(env, WORKER_ID, "a worker id (a positive whole number)", Long::parseLong);
+    if (workerId < 1) {
+      throw new BuildQueueException(WORKER_ID + " must be a positive whole number, was " + workerId);
+    }
+    UUID token = parse(env, WORKER_TOKEN, "the launch token (a UUID)", UUID::fromString);
+    String url = required(env, DATABASE_URL, "a jdbc:postgresql:// URL");
+    if (!url.startsWith("jdbc:postgresql:")) {
+      throw new BuildQueueException(DATABASE_URL + " must be a jdbc:postgresql:// URL");
+    }
+    QueueConfig defaults = QueueConfig.defaults();
+    Duration chainWindow = optionalMillis(env, CHAIN_WINDOW_MS, defaults.chainWindow());
+    Duration margin = optionalMillis(env, DEADLINE_MARGIN_MS, defaults.deadlineMargin());
+    QueueConfig config =
+        defaults.withChainWindow(chainWindow).withLease(defaults.workerLifetime(), defaults.leaseSlack(), margin);
+    return new WorkerEnvironment(
+        workerId, token, url, blankToNull(env.get(DATABASE_USER)), blankToNull(env.get(DATABASE_PASSWORD)), config);
+  }
+
+  private static String required(Map<String, String> env, String name, String what) {
+    String value = blankToNull(env.get(name));
+    if (value == null) {
+      throw new BuildQueueException(
+          name + " is not set: a worker needs " + what + " in its environment; the platform that launches it sets it");
+    }
+    return value.strip();
+  }
+
+  private static <T> T parse(
+      Map<String, String> env, String name, String what, java.util.function.Function<String, T> parser) {
+    String value = required(env, name, what);
+    try {
+      return parser.apply(value);
+    } catch (RuntimeException e) {
+      // The value is not echoed: the token is a credential.
+      throw new BuildQueueException(name + " is malformed: it must be " + what);
+    }
+  }
+
+  private static Duration optionalMillis(Map<String, String> env, String name, Duration fallback) {
+    String value = blankToNull(env.get(name));
+    if (value == null) {
+      return fallback;
+    }
+    try {
+      long ms = Long.parseLong(value.strip());
+      if (ms < 0) {
+        throw new NumberFormatException();
+      }
+      return Duration.ofMillis(ms);
+    } catch (NumberFormatException e) {
+      throw new BuildQueueException(name + " must be a whole number of milliseconds, was \"" + value + "\"");
+    }
+  }
+
+  private static String blankToNull(String s) {
+    return s == null || s.isBlank() ? null : s;
+  }
+
+  /** Leaves out the token, the password and the URL's parameters. */
+  @Override
+  public String toString() {
+    int query = databaseUrl.indexOf('?');
+    String url = query < 0 ? databaseUrl : databaseUrl.substring(0, query) + "?…"; // may hold a password
+    return "WorkerEnvironment[workerId=" + workerId + ", databaseUrl=" + url + ", user=" + databaseUser + "]";
+  }
+}

@@ -1,0 +1,72 @@
+package buildqueue.worker;
+
+import buildqueue.BuildQueueException;
+import buildqueue.core.QueueClock;
+import buildqueue.db.JdbcDatabase;
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
+import java.lang.System.Logger.Level;
+
+/**
+ * The worker process over JDBC: reads its {@link WorkerEnvironment}, runs one {@link WorkerLoop}
+ * with the built-in job kinds, and exits. Exit 0: the loop ended as designed (drained, start
+ * refused, or fenced off). Exit 2: the environment is incomplete. Exit 1: a fault, such as an
+ * unreachable database; the job stays on this worker until the exit is seen, then is requeued.
+ * A demo crash or the hard deadline halts the process at once (137), with no cleanup.
+ */
+public final class WorkerMain {
+  private static final System.Logger LOG = System.getLogger(WorkerMain.class.getName());
+
+  static final int EXIT_DONE = 0;
+  static final int EXIT_FAULT = 1;
+  static final int EXIT_BAD_ENVIRONMENT = 2;
+
+  private WorkerMain() {}
+
+  public static void main(String[] args) {
+    System.exit(run(System.getenv()));
+  }
+
+  static int run(java.util.Map<String, String> environment) {
+    WorkerEnvironment env;
+    try {
+      env = WorkerEnvironment.read(environment);
+    } catch (BuildQueueException e) {
+      System.err.println("buildqueue worker: cannot start: " + e.getMessage());
+      return EXIT_BAD_ENVIRONMENT;
+    }
+    try (HikariDataSource pool = pool(env)) {
+      WorkerLoop loop =
+          new WorkerLoop(new JdbcDatabase(pool), env.config(), QueueClock.DATABASE, JobHandlers.builtIn(),
+              WorkerProcess.HALT, WorkerLoop.Hooks.NONE);
+      WorkerLoop.Exit exit = loop.run(env.workerId(), env.token());
+      LOG.log(Level.INFO, "worker {0}: {1}", env.workerId(), exit.name().toLowerCase(java.util.Locale.ROOT));
+      return EXIT_DONE;
+    } catch (RuntimeException e) {
+      LOG.log(Level.ERROR, "worker " + env.workerId() + " failed; its job is requeued once its exit is seen", e);
+      return EXIT_FAULT;
+    }
+  }
+
+  /**
+   * One worker runs one job at a time: two connections cover a transaction plus a stray read, and
+   * no idle connection is kept open past the process.
+   */
+  private static HikariDataSource pool(WorkerEnvironment env) {
+    HikariConfig config = new HikariConfig();
+    config.setJdbcUrl(env.databaseUrl());
+    if (env.databaseUser() != null) {
+      config.setUsername(env.databaseUser());
+    }
+    if (env.databasePassword() != null) {
+      config.setPassword(env.databasePassword());
+    }
+    config.setPoolName("worker-" + env.workerId());
+    config.setMaximumPoolSize(2);
+    config.setMinimumIdle(1);
+    // Fail the start quickly when the database is unreachable rather than wait the default 30 s.
+    config.setConnectionTimeout(10_000);
+    config.setInitializationFailTimeout(10_000);
+    return new HikariDataSource(config);
+  }
+}

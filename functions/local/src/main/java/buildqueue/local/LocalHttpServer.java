@@ -1,0 +1,122 @@
+package buildqueue.local;
+
+import buildqueue.api.ApiRequest;
+import buildqueue.api.ApiResponse;
+import buildqueue.api.Caller;
+import buildqueue.api.HttpApi;
+import com.sun.net.httpserver.Headers;
+import com.sun.net.httpserver.HttpExchange;
+import com.sun.net.httpserver.HttpServer;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.lang.System.Logger.Level;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Function;
+
+/**
+ * The API on {@code 127.0.0.1} through the JDK's built-in HTTP server: each exchange becomes an
+ * {@link ApiRequest} with the caller from its bearer token ({@link LocalTokens}), and the {@link
+ * ApiResponse} is written back unchanged. Routing, validation and errors are all the API's, so
+ * this server and the API Gateway Lambda answer alike.
+ */
+final class LocalHttpServer implements AutoCloseable {
+  private static final System.Logger LOG = System.getLogger(LocalHttpServer.class.getName());
+
+  private final HttpServer server;
+  private final ExecutorService threads;
+  private final LocalTokens tokens;
+  private final Function<ApiRequest, ApiResponse> api;
+
+  private LocalHttpServer(HttpServer server, ExecutorService threads, LocalTokens tokens,
+      Function<ApiRequest, ApiResponse> api) {
+    this.server = server;
+    this.threads = threads;
+    this.tokens = tokens;
+    this.api = api;
+  }
+
+  /** Listens on 127.0.0.1 only: the local server is for this machine's users. */
+  static LocalHttpServer start(int port, LocalTokens tokens, Function<ApiRequest, ApiResponse> api) throws IOException {
+    HttpServer server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), port), 64);
+    ExecutorService threads = Executors.newFixedThreadPool(8, r -> {
+      Thread t = new Thread(r, "buildqueue-http");
+      t.setDaemon(true);
+      return t;
+    });
+    LocalHttpServer local = new LocalHttpServer(server, threads, tokens, api);
+    server.createContext("/", local::exchange);
+    server.setExecutor(threads);
+    server.start();
+    return local;
+  }
+
+  int port() {
+    return server.getAddress().getPort();
+  }
+
+  private void exchange(HttpExchange exchange) throws IOException {
+    try (exchange) {
+      ApiResponse response = api.apply(request(exchange));
+      write(exchange, response);
+    } catch (IOException e) {
+      LOG.log(Level.DEBUG, "client went away: " + e.getMessage());
+    } catch (RuntimeException e) {
+      LOG.log(Level.ERROR, "request " + exchange.getRequestMethod() + " " + exchange.getRequestURI().getRawPath()
+          + " failed outside the API", e);
+      throw e;
+    }
+  }
+
+  private ApiRequest request(HttpExchange exchange) throws IOException {
+    Map<String, String> headers = new LinkedHashMap<>();
+    for (Map.Entry<String, List<String>> h : exchange.getRequestHeaders().entrySet()) {
+      headers.put(h.getKey(), String.join(", ", h.getValue()));
+    }
+    Caller caller = tokens.callerOf(exchange.getRequestHeaders().getFirst("Authorization")).orElse(null);
+    byte[] body;
+    try (InputStream in = exchange.getRequestBody()) {
+      // One byte past the limit is enough for the API to answer 413; the rest is never read.
+      body = in.readNBytes(HttpApi.MAX_BODY_BYTES + 1);
+    }
+    return new ApiRequest(exchange.getRequestMethod(), exchange.getRequestURI().getRawPath(),
+        exchange.getRequestURI().getRawQuery(), headers, body, caller);
+  }
+
+  private static void write(HttpExchange exchange, ApiResponse response) throws IOException {
+    Headers out = exchange.getResponseHeaders();
+    response.headers().forEach(out::set);
+    boolean noBody = response.body().length == 0 || "HEAD".equals(exchange.getRequestMethod())
+        || response.status() == 204 || response.status() == 304;
+    exchange.sendResponseHeaders(response.status(), noBody ? -1 : response.body().length);
+    if (!noBody) {
+      try (OutputStream os = exchange.getResponseBody()) {
+        os.write(response.body());
+      }
+    }
+  }
+
+  /** Stops accepting connections, lets requests in flight finish for up to {@code grace}. */
+  void close(Duration grace) {
+    server.stop((int) Math.max(0, grace.toSeconds()));
+    threads.shutdown();
+    try {
+      threads.awaitTermination(grace.toMillis() + 1000, TimeUnit.MILLISECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+
+  @Override
+  public void close() {
+    close(Duration.ofSeconds(1));
+  }
+}

@@ -1,0 +1,371 @@
+package buildqueue.local;
+
+import buildqueue.core.QueueConfig;
+import buildqueue.platform.LaunchOutcome;
+import buildqueue.platform.TaskState;
+import buildqueue.platform.WorkerLaunch;
+import buildqueue.platform.WorkerPlatform;
+import buildqueue.worker.WorkerEnvironment;
+import java.io.IOException;
+import java.lang.System.Logger.Level;
+import java.net.InetAddress;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HexFormat;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Workers as child processes on this host, each a JVM running {@link
+ * buildqueue.worker.WorkerMain} over JDBC. A task id is {@link LocalTaskId} (host, pid, start
+ * time), so a check never mistakes a reused pid for our worker, and a worker on another host is
+ * never checked from here ({@link #canCheck}): the lease decides for it.
+ *
+ * <p>A child's exit is termination evidence and goes to the {@link StopListener} (in production
+ * {@code BuildQueue#taskStopped}), the same stop path as an ECS STOPPED event. Launching is
+ * idempotent per token, across server restarts too: each child carries a label derived from its
+ * token on its command line, and the children a previous server left running are found by it.
+ */
+public final class LocalProcessPlatform implements WorkerPlatform, AutoCloseable {
+  private static final System.Logger LOG = System.getLogger(LocalProcessPlatform.class.getName());
+  static final String LABEL_PROPERTY = "-Dbuildqueue.launch=";
+  static final String WORKER_PROPERTY = "-Dbuildqueue.worker=";
+  private static final Duration KILL_AFTER_STOP = Duration.ofSeconds(10);
+
+  /** Where termination evidence goes. */
+  @FunctionalInterface
+  public interface StopListener {
+    /** {@code workerId} and {@code token} are null for a child adopted from a previous server. */
+    void stopped(String taskId, Long workerId, UUID token, String reason);
+  }
+
+  /** Where a worker's database is, as the worker process must be told. */
+  public record WorkerDatabase(String url, String user, String password) {
+    @Override
+    public String toString() {
+      return "WorkerDatabase[" + LocalDatabase.redacted(url) + ", user=" + user + "]";
+    }
+  }
+
+  /** A worker process this platform knows: launched by it, or left running by a previous server. */
+  private record Child(LocalTaskId id, Long workerId, UUID token, ProcessHandle handle) {}
+
+  private final WorkerCommand command;
+  private final WorkerDatabase database;
+  private final QueueConfig config;
+  private final Path logDir;
+  private final String host;
+  private final Map<UUID, Child> byToken = new ConcurrentHashMap<>();
+  private final Map<String, Child> adoptedByLabel;
+  private final Map<LocalTaskId, Child> live = new ConcurrentHashMap<>();
+  private final ExecutorService evidence = Executors.newSingleThreadExecutor(daemon("buildqueue-worker-exits"));
+  private final ScheduledExecutorService killer = Executors.newSingleThreadScheduledExecutor(daemon("buildqueue-worker-kill"));
+  private volatile StopListener listener = (taskId, workerId, token, reason) -> {};
+  private volatile boolean launching = true;
+
+  public LocalProcessPlatform(
+      WorkerCommand command, WorkerDatabase database, QueueConfig config, Path logDir, String host) {
+    this.command = command;
+    this.database = database;
+    this.config = config;
+    this.logDir = logDir;
+    this.host = host;
+    this.adoptedByLabel = adoptSurvivors();
+  }
+
+  /** This host's name as task ids carry it. */
+  public static String thisHost() {
+    String name;
+    try {
+      name = InetAddress.getLocalHost().getHostName();
+    } catch (IOException e) {
+      name = Optional.ofNullable(System.getenv("HOSTNAME")).orElse("localhost");
+    }
+    return name.replace(':', '_');
+  }
+
+  public void onStopped(StopListener listener) {
+    this.listener = listener;
+  }
+
+  /**
+   * From now on, launches start nothing and answer "unknown": the worker keeps its slot and the
+   * next server's tick launches it with the same token. Used while the server shuts down.
+   */
+  public void stopLaunching() {
+    launching = false;
+  }
+
+  @Override
+  public synchronized LaunchOutcome launch(WorkerLaunch launch) {
+    Child known = byToken.get(launch.token());
+    if (known == null) {
+      known = adoptedByLabel.get(label(launch.token()));
+    }
+    if (known != null) {
+      return new LaunchOutcome.Started(known.id().toString());
+    }
+    if (!launching) {
+      return new LaunchOutcome.Unknown("the local server is shutting down; its next start launches this worker");
+    }
+    Process process;
+    Path log = logDir.resolve("worker-" + launch.workerId() + ".log");
+    try {
+      Files.createDirectories(logDir);
+      ProcessBuilder builder = new ProcessBuilder(commandLine(launch))
+          .redirectErrorStream(true)
+          .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()))
+          .redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null")));
+      Map<String, String> env = builder.environment();
+      env.put(WorkerEnvironment.WORKER_ID, Long.toString(launch.workerId()));
+      env.put(WorkerEnvironment.WORKER_TOKEN, launch.token().toString());
+      env.put(WorkerEnvironment.DATABASE_URL, database.url());
+      putOrRemove(env, WorkerEnvironment.DATABASE_USER, database.user());
+      putOrRemove(env, WorkerEnvironment.DATABASE_PASSWORD, database.password());
+      env.put(WorkerEnvironment.CHAIN_WINDOW_MS, Long.toString(config.chainWindow().toMillis()));
+      env.put(WorkerEnvironment.DEADLINE_MARGIN_MS, Long.toString(config.deadlineMargin().toMillis()));
+      process = builder.start();
+    } catch (IOException | RuntimeException e) {
+      return new LaunchOutcome.NotStarted(
+          "The local worker process could not be started (" + e.getMessage() + "); check that " + command.java()
+              + " runs and that " + logDir + " is writable, then resubmit.", false);
+    }
+    Optional<Instant> start = process.info().startInstant();
+    if (start.isEmpty()) {
+      // Without a start time a reused pid could pass for this worker later: do not run it.
+      process.destroyForcibly();
+      return new LaunchOutcome.NotStarted("could not read the start time of worker process " + process.pid(), true);
+    }
+    Child child = new Child(LocalTaskId.of(host, process.toHandle(), start.get()), launch.workerId(), launch.token(),
+        process.toHandle());
+    byToken.put(launch.token(), child);
+    live.put(child.id(), child);
+    process.onExit().thenAcceptAsync(p -> exited(child, describeExit(p.exitValue())), evidence);
+    LOG.log(Level.INFO, "worker {0} started as process {1} in slot {2}; log {3}",
+        launch.workerId(), Long.toString(process.pid()), launch.slot(), log);
+    return new LaunchOutcome.Started(child.id().toString());
+  }
+
+  private List<String> commandLine(WorkerLaunch launch) {
+    List<String> cmd = new ArrayList<>();
+    cmd.add(command.java());
+    cmd.addAll(command.jvmFlags());
+    cmd.add("-Djava.util.logging.SimpleFormatter.format=%1$tF %1$tT %4$s %5$s%6$s%n");
+    // Labels for ps and for a restarted server; the token itself stays out of the command line,
+    // which every local user can read.
+    cmd.add(WORKER_PROPERTY + launch.workerId());
+    cmd.add(LABEL_PROPERTY + label(launch.token()));
+    cmd.add("-cp");
+    cmd.add(command.classpath());
+    cmd.add(command.mainClass());
+    return cmd;
+  }
+
+  private static String describeExit(int code) {
+    if (code == 0) {
+      return "worker process exited (code 0)";
+    }
+    if (code > 128) {
+      // A worker that halts itself (its deadline, a demo crash) uses 137 too, like SIGKILL.
+      return "worker process ended with code " + code + " (signal " + (code - 128) + ", or it halted itself)";
+    }
+    return "worker process failed (code " + code + "); see its log";
+  }
+
+  private void exited(Child child, String reason) {
+    try {
+      listener.stopped(child.id().toString(), child.workerId(), child.token(), reason);
+    } catch (RuntimeException e) {
+      // The tick's liveness check finds the process gone and delivers the evidence again.
+      LOG.log(Level.WARNING, "exit of " + child.id() + " not recorded yet (" + e.getMessage()
+          + "); the next tick's liveness check records it");
+    } finally {
+      if (child.token() != null) {
+        byToken.remove(child.token());
+      }
+      live.remove(child.id());
+    }
+  }
+
+  @Override
+  public Map<String, TaskState> check(Collection<String> taskIds) {
+    Map<String, TaskState> states = new LinkedHashMap<>();
+    for (String taskId : taskIds) {
+      states.put(taskId, LocalTaskId.parse(taskId)
+          .filter(id -> id.host().equals(host))
+          .map(LocalProcessPlatform::stateOf)
+          .orElse(new TaskState.Missing()));
+    }
+    return states;
+  }
+
+  static TaskState stateOf(LocalTaskId id) {
+    Optional<ProcessHandle> handle = ProcessHandle.of(id.pid());
+    if (handle.isEmpty() || !handle.get().isAlive()) {
+      return new TaskState.Stopped("worker process " + id.pid() + " is gone");
+    }
+    Optional<Instant> start = handle.get().info().startInstant();
+    if (start.isPresent() && start.get().toEpochMilli() != id.startMillis()) {
+      return new TaskState.Stopped("worker process " + id.pid() + " is gone (its pid now belongs to another process)");
+    }
+    if (isZombie(id.pid())) {
+      return new TaskState.Stopped("worker process " + id.pid() + " has exited (not yet reaped)");
+    }
+    return new TaskState.Running();
+  }
+
+  /** An exited process its parent has not reaped still has a pid: it is not running. */
+  private static boolean isZombie(long pid) {
+    try {
+      String stat = Files.readString(Path.of("/proc", Long.toString(pid), "stat"), StandardCharsets.US_ASCII);
+      int close = stat.lastIndexOf(')');
+      char state = close >= 0 && close + 2 < stat.length() ? stat.charAt(close + 2) : '?';
+      return state == 'Z' || state == 'X';
+    } catch (IOException e) {
+      return false; // no /proc (macOS): the pid and start time are the check
+    }
+  }
+
+  @Override
+  public boolean canCheck(String taskId) {
+    return LocalTaskId.parse(taskId).map(id -> id.host().equals(host)).orElse(false);
+  }
+
+  @Override
+  public void stop(String taskId, String reason) {
+    Optional<LocalTaskId> id = LocalTaskId.parse(taskId).filter(t -> t.host().equals(host));
+    if (id.isEmpty() || !(stateOf(id.get()) instanceof TaskState.Running)) {
+      return;
+    }
+    LOG.log(Level.INFO, "stopping worker process {0}: {1}", Long.toString(id.get().pid()), reason);
+    ProcessHandle.of(id.get().pid()).ifPresent(ProcessHandle::destroy);
+    killer.schedule(() -> {
+      if (stateOf(id.get()) instanceof TaskState.Running) {
+        ProcessHandle.of(id.get().pid()).ifPresent(ProcessHandle::destroyForcibly);
+      }
+    }, KILL_AFTER_STOP.toMillis(), TimeUnit.MILLISECONDS);
+  }
+
+  /** The worker processes this platform knows to be running. */
+  public List<LocalTaskId> liveWorkers() {
+    return live.values().stream().filter(c -> c.handle().isAlive()).map(Child::id).toList();
+  }
+
+  /**
+   * Waits up to {@code timeout} for every known worker process to exit and its evidence to be
+   * delivered; true if they all did.
+   */
+  public boolean awaitWorkersExited(Duration timeout) throws InterruptedException {
+    long deadline = System.nanoTime() + timeout.toNanos();
+    while (!live.isEmpty()) {
+      if (System.nanoTime() >= deadline) {
+        return false;
+      }
+      Thread.sleep(20);
+    }
+    return true;
+  }
+
+  /**
+   * Worker processes left by a previous server on this host, found by their label. A relaunch of
+   * one of their tokens answers with the running process instead of starting a second one, and
+   * their exits are evidence as soon as they happen rather than at the next liveness check.
+   */
+  private Map<String, Child> adoptSurvivors() {
+    Map<String, Child> found = new ConcurrentHashMap<>();
+    ProcessHandle.allProcesses().forEach(p -> {
+      Optional<String[]> args = arguments(p);
+      Optional<Instant> start = p.info().startInstant();
+      if (args.isEmpty() || start.isEmpty()) {
+        return;
+      }
+      String label = valueOf(args.get(), LABEL_PROPERTY);
+      String worker = valueOf(args.get(), WORKER_PROPERTY);
+      if (label == null || worker == null || !worker.matches("[0-9]{1,18}")) {
+        return;
+      }
+      Child child = new Child(LocalTaskId.of(host, p, start.get()), Long.valueOf(worker), null, p);
+      found.put(label, child);
+      live.put(child.id(), child);
+      p.onExit().thenAcceptAsync(gone -> exited(child, "worker process exited (seen after a server restart)"), evidence);
+      LOG.log(Level.INFO, "worker {0} (process {1}) is still running from before this server started",
+          worker, Long.toString(p.pid()));
+    });
+    return found;
+  }
+
+  /**
+   * A process's arguments: from {@code /proc/<pid>/cmdline} where there is one, because the JDK
+   * gives up on command lines longer than 4 KiB (a worker's classpath easily is); elsewhere from
+   * the JDK.
+   */
+  static Optional<String[]> arguments(ProcessHandle p) {
+    try {
+      byte[] raw = Files.readAllBytes(Path.of("/proc", Long.toString(p.pid()), "cmdline"));
+      if (raw.length > 0) {
+        return Optional.of(new String(raw, StandardCharsets.UTF_8).split("\0"));
+      }
+    } catch (IOException | RuntimeException e) {
+      // no /proc, or the process is gone
+    }
+    return p.info().arguments();
+  }
+
+  private static String valueOf(String[] args, String prefix) {
+    for (String a : args) {
+      if (a.startsWith(prefix)) {
+        return a.substring(prefix.length());
+      }
+    }
+    return null;
+  }
+
+  /** A label that names a launch without revealing its token. */
+  static String label(UUID token) {
+    try {
+      byte[] digest = MessageDigest.getInstance("SHA-256").digest(token.toString().getBytes(StandardCharsets.US_ASCII));
+      return HexFormat.of().formatHex(digest, 0, 16);
+    } catch (NoSuchAlgorithmException e) {
+      throw new IllegalStateException("SHA-256 is part of every JDK", e);
+    }
+  }
+
+  private static void putOrRemove(Map<String, String> env, String name, String value) {
+    if (value == null) {
+      env.remove(name);
+    } else {
+      env.put(name, value);
+    }
+  }
+
+  private static java.util.concurrent.ThreadFactory daemon(String name) {
+    return r -> {
+      Thread t = new Thread(r, name);
+      t.setDaemon(true);
+      return t;
+    };
+  }
+
+  /** Stops delivering evidence; the worker processes themselves are left running. */
+  @Override
+  public void close() {
+    stopLaunching();
+    evidence.shutdown();
+    killer.shutdownNow();
+  }
+}

@@ -1,0 +1,199 @@
+package buildqueue.local;
+
+import buildqueue.api.HttpApi;
+import buildqueue.core.BuildQueue;
+import buildqueue.core.JobQueries;
+import buildqueue.core.QueueClock;
+import buildqueue.db.Database;
+import buildqueue.db.JdbcDatabase;
+import buildqueue.db.Migrator;
+import buildqueue.worker.JobHandlers;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.lang.System.Logger.Level;
+import java.net.URI;
+import java.nio.file.Files;
+import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.Deque;
+import java.util.List;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+/**
+ * The whole system in this JVM: PostgreSQL (embedded or given), migrations, the HTTP API on
+ * 127.0.0.1, the tick on a timer, and workers as child processes. {@link #shutdown()} is what
+ * SIGTERM does: stop accepting requests and stop the tick; worker processes are left to finish and
+ * their slots stay held until their exits are seen, by this server while it waits or by the next
+ * one's liveness check.
+ */
+public final class LocalRuntime implements AutoCloseable {
+  private static final System.Logger LOG = System.getLogger(LocalRuntime.class.getName());
+
+  private final LocalSettings settings;
+  private final LocalTokens tokens;
+  private final LocalDatabase database;
+  private final Database db;
+  private final LocalProcessPlatform platform;
+  private final BuildQueue queue;
+  private final HttpApi api;
+  private final LocalHttpServer http;
+  private final ScheduledExecutorService ticker;
+  private final AtomicBoolean stopped = new AtomicBoolean();
+
+  private LocalRuntime(LocalSettings settings, LocalTokens tokens, LocalDatabase database, Database db,
+      LocalProcessPlatform platform, BuildQueue queue, HttpApi api, LocalHttpServer http,
+      ScheduledExecutorService ticker) {
+    this.settings = settings;
+    this.tokens = tokens;
+    this.database = database;
+    this.db = db;
+    this.platform = platform;
+    this.queue = queue;
+    this.api = api;
+    this.http = http;
+    this.ticker = ticker;
+  }
+
+  public static LocalRuntime start(LocalSettings settings) {
+    return start(settings, WorkerCommand.forThisJvm());
+  }
+
+  /** Starts everything, or nothing: a part that fails to start closes the parts before it. */
+  public static LocalRuntime start(LocalSettings settings, WorkerCommand workerCommand) {
+    Deque<AutoCloseable> opened = new ArrayDeque<>();
+    try {
+      Files.createDirectories(settings.dataDir());
+      LocalTokens tokens = LocalTokens.open(settings.dataDir());
+      LocalDatabase database = LocalDatabase.open(settings);
+      opened.push(database);
+      Database db = new JdbcDatabase(database.dataSource());
+      List<String> applied = new Migrator(db).migrate();
+      if (!applied.isEmpty()) {
+        LOG.log(Level.INFO, "applied migrations {0}", applied);
+      }
+      LocalProcessPlatform platform = new LocalProcessPlatform(workerCommand,
+          new LocalProcessPlatform.WorkerDatabase(database.workerUrl(), database.user(), database.password()),
+          settings.queue(), settings.dataDir().resolve("workers"), LocalProcessPlatform.thisHost());
+      opened.push(platform);
+      BuildQueue queue = new BuildQueue(db, platform, settings.queue(), QueueClock.DATABASE);
+      platform.onStopped(queue::taskStopped);
+      HttpApi api = new HttpApi(queue, new JobQueries(db, settings.queue(), QueueClock.DATABASE), JobHandlers.builtIn());
+      LocalHttpServer http = LocalHttpServer.start(settings.port(), tokens, api::handle);
+      opened.push(http);
+      ScheduledExecutorService ticker = Executors.newSingleThreadScheduledExecutor(r -> {
+        Thread t = new Thread(r, "buildqueue-tick");
+        t.setDaemon(true);
+        return t;
+      });
+      LocalRuntime runtime = new LocalRuntime(settings, tokens, database, db, platform, queue, api, http, ticker);
+      // The first tick runs at once: after a restart it re-checks the workers the last server left.
+      ticker.scheduleWithFixedDelay(runtime::tick, 0, settings.tickInterval().toMillis(), TimeUnit.MILLISECONDS);
+      return runtime;
+    } catch (IOException e) {
+      closeAll(opened);
+      throw new UncheckedIOException("could not start the local server: " + e.getMessage(), e);
+    } catch (RuntimeException e) {
+      closeAll(opened);
+      throw e;
+    }
+  }
+
+  private static void closeAll(Deque<AutoCloseable> opened) {
+    while (!opened.isEmpty()) {
+      try {
+        opened.pop().close();
+      } catch (Exception e) {
+        LOG.log(Level.WARNING, "while closing after a failed start: " + e.getMessage());
+      }
+    }
+  }
+
+  private void tick() {
+    try {
+      BuildQueue.TickReport r = queue.tick();
+      if (r.exited() + r.reclaimed() + r.relaunched() + r.stopRequests() > 0) {
+        LOG.log(Level.INFO, "tick: {0}", r);
+      }
+    } catch (RuntimeException e) {
+      // A failed tick must not end the schedule: the next one starts over from the database.
+      LOG.log(Level.WARNING, "tick failed; the next one retries: " + e);
+    }
+  }
+
+  public int port() {
+    return http.port();
+  }
+
+  public URI baseUri() {
+    return URI.create("http://127.0.0.1:" + port() + "/");
+  }
+
+  public LocalSettings settings() {
+    return settings;
+  }
+
+  public LocalTokens tokens() {
+    return tokens;
+  }
+
+  public BuildQueue queue() {
+    return queue;
+  }
+
+  public HttpApi api() {
+    return api;
+  }
+
+  public LocalProcessPlatform platform() {
+    return platform;
+  }
+
+  /** The server's own database handle. */
+  public Database database() {
+    return db;
+  }
+
+  /**
+   * What SIGTERM does. Requests and ticks stop first. With the embedded database, running workers
+   * get {@link LocalSettings#shutdownGrace()} to finish before the database stops under them (one
+   * still running then fails at its next write and is recovered after the next start); with an
+   * external database the server does not wait. Idempotent.
+   */
+  public void shutdown() {
+    if (!stopped.compareAndSet(false, true)) {
+      return;
+    }
+    http.close(Duration.ofSeconds(1));
+    ticker.shutdown();
+    try {
+      ticker.awaitTermination(30, TimeUnit.SECONDS);
+      // Exits seen from here on still free slots, but nothing new is started.
+      platform.stopLaunching();
+      List<LocalTaskId> running = platform.liveWorkers();
+      if (database.embedded() && !running.isEmpty() && !settings.shutdownGrace().isZero()) {
+        LOG.log(Level.INFO, "waiting up to {0} s for {1} running worker(s) to finish: {2}",
+            settings.shutdownGrace().toSeconds(), running.size(), running);
+        if (!platform.awaitWorkersExited(settings.shutdownGrace())) {
+          LOG.log(Level.WARNING, "workers still running {0}; the database stops now, their jobs are requeued at the"
+              + " next start", platform.liveWorkers());
+        }
+      } else if (!running.isEmpty()) {
+        LOG.log(Level.INFO, "leaving {0} worker(s) running: {1}; their exits are seen after the next start",
+            running.size(), running);
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    } finally {
+      platform.close();
+      database.close();
+    }
+  }
+
+  @Override
+  public void close() {
+    shutdown();
+  }
+}

@@ -1,0 +1,96 @@
+package buildqueue.local;
+
+import buildqueue.BuildQueueException;
+import buildqueue.core.QueueConfig;
+import java.nio.file.Path;
+import java.time.Duration;
+
+/**
+ * How the local server runs. Immutable; {@link #defaults()} documents every default.
+ *
+ * @param port the HTTP port on 127.0.0.1 (default 8080; 0 picks a free one)
+ * @param dataDir where the embedded database, the token secret and the worker logs live (default
+ *     {@code ./.buildqueue})
+ * @param databaseUrl an existing PostgreSQL ({@code jdbc:postgresql://…}) instead of the embedded
+ *     one (default: none, embedded)
+ * @param databaseUser user for {@code databaseUrl} (environment {@code BUILDQUEUE_DATABASE_USER})
+ * @param databasePassword password for {@code databaseUrl} (environment {@code
+ *     BUILDQUEUE_DATABASE_PASSWORD}; never a flag, so it stays out of {@code ps})
+ * @param tickInterval how often the tick runs (default 5 s)
+ * @param shutdownGrace on SIGTERM with the embedded database, how long running workers may go on
+ *     before the database stops under them (default 30 s); with an external database the server
+ *     does not wait: workers finish on their own and their exits are seen after the next start
+ * @param queue the queue's settings (default {@link QueueConfig#defaults()})
+ */
+public record LocalSettings(
+    int port,
+    Path dataDir,
+    String databaseUrl,
+    String databaseUser,
+    String databasePassword,
+    Duration tickInterval,
+    Duration shutdownGrace,
+    QueueConfig queue) {
+
+  public static final int DEFAULT_PORT = 8080;
+  public static final Path DEFAULT_DATA_DIR = Path.of(".buildqueue");
+
+  public static LocalSettings defaults() {
+    return new LocalSettings(DEFAULT_PORT, DEFAULT_DATA_DIR, null, null, null,
+        Duration.ofSeconds(5), Duration.ofSeconds(30), QueueConfig.defaults());
+  }
+
+  public LocalSettings {
+    if (port < 0 || port > 65535) {
+      throw new BuildQueueException("port must be from 0 to 65535, was " + port);
+    }
+    if (dataDir == null) {
+      throw new BuildQueueException("dataDir must be set");
+    }
+    if (databaseUrl != null && !databaseUrl.startsWith("jdbc:postgresql:")) {
+      throw new BuildQueueException("databaseUrl must start with jdbc:postgresql:, was " + LocalDatabase.redacted(databaseUrl));
+    }
+    if (tickInterval == null || tickInterval.toMillis() < 10) {
+      throw new BuildQueueException("tickInterval must be at least 10 ms, was " + tickInterval);
+    }
+    if (shutdownGrace == null || shutdownGrace.isNegative()) {
+      throw new BuildQueueException("shutdownGrace must not be negative, was " + shutdownGrace);
+    }
+    if (queue == null) {
+      throw new BuildQueueException("queue settings must be set");
+    }
+    dataDir = dataDir.toAbsolutePath().normalize();
+  }
+
+  public LocalSettings withPort(int p) {
+    return new LocalSettings(p, dataDir, databaseUrl, databaseUser, databasePassword, tickInterval, shutdownGrace, queue);
+  }
+
+  public LocalSettings withDataDir(Path d) {
+    return new LocalSettings(port, d, databaseUrl, databaseUser, databasePassword, tickInterval, shutdownGrace, queue);
+  }
+
+  public LocalSettings withDatabase(String url, String user, String password) {
+    return new LocalSettings(port, dataDir, url, user, password, tickInterval, shutdownGrace, queue);
+  }
+
+  public LocalSettings withTickInterval(Duration d) {
+    return new LocalSettings(port, dataDir, databaseUrl, databaseUser, databasePassword, d, shutdownGrace, queue);
+  }
+
+  public LocalSettings withShutdownGrace(Duration d) {
+    return new LocalSettings(port, dataDir, databaseUrl, databaseUser, databasePassword, tickInterval, d, queue);
+  }
+
+  public LocalSettings withQueue(QueueConfig q) {
+    return new LocalSettings(port, dataDir, databaseUrl, databaseUser, databasePassword, tickInterval, shutdownGrace, q);
+  }
+
+  /** Leaves out the password and the URL's parameters. */
+  @Override
+  public String toString() {
+    return "LocalSettings[port=" + port + ", dataDir=" + dataDir + ", database="
+        + (databaseUrl == null ? "embedded" : LocalDatabase.redacted(databaseUrl)) + ", tickInterval=" + tickInterval
+        + ", shutdownGrace=" + shutdownGrace + ", queue=" + queue + "]";
+  }
+}

@@ -1,0 +1,150 @@
+package buildqueue.local;
+
+import buildqueue.BuildQueueException;
+import buildqueue.api.Caller;
+import com.auth0.jwt.JWT;
+import com.auth0.jwt.JWTVerifier;
+import com.auth0.jwt.algorithms.Algorithm;
+import com.auth0.jwt.exceptions.JWTVerificationException;
+import com.auth0.jwt.interfaces.DecodedJWT;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.FileAlreadyExistsException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermission;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.security.SecureRandom;
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.Base64;
+import java.util.List;
+import java.util.Optional;
+import java.util.Set;
+
+/**
+ * Local authentication: HS256 tokens signed with a 256-bit secret that is generated into the data
+ * directory on first use (file mode 600) and kept there, so tokens outlive restarts and the CLI on
+ * the same machine can mint its own. The user is the {@code sub} claim; the scope {@value
+ * Caller#ADMIN_SCOPE} in the space-separated {@code scope} claim makes an admin. Stands in for API
+ * Gateway's JWT authorizer.
+ */
+public final class LocalTokens {
+  static final String SECRET_FILE = "token-secret";
+  static final String ISSUER = "buildqueue-local";
+  private static final Set<PosixFilePermission> OWNER_ONLY = PosixFilePermissions.fromString("rw-------");
+
+  private final Algorithm algorithm;
+  private final JWTVerifier verifier;
+  private final Clock clock;
+
+  private LocalTokens(byte[] secret, Clock clock) {
+    this.algorithm = Algorithm.HMAC256(secret);
+    this.clock = clock;
+    this.verifier = JWT.require(algorithm).withIssuer(ISSUER).acceptLeeway(5).build();
+  }
+
+  /** The tokens of this data directory: its secret, created on first use. */
+  public static LocalTokens open(Path dataDir) {
+    return new LocalTokens(secret(dataDir), Clock.systemUTC());
+  }
+
+  static LocalTokens withSecret(byte[] secret, Clock clock) {
+    return new LocalTokens(secret, clock);
+  }
+
+  /** A signed token for {@code userId}, an admin's if {@code admin}, valid for {@code ttl}. */
+  public String mint(String userId, boolean admin, Duration ttl) {
+    if (userId == null || userId.isBlank()) {
+      throw new BuildQueueException("a token needs a user id");
+    }
+    Instant now = clock.instant();
+    var builder = JWT.create()
+        .withIssuer(ISSUER)
+        .withSubject(userId)
+        .withIssuedAt(now)
+        .withExpiresAt(now.plus(ttl));
+    if (admin) {
+      builder.withClaim("scope", Caller.ADMIN_SCOPE);
+    }
+    return builder.sign(algorithm);
+  }
+
+  /**
+   * The caller of a request, from its {@code Authorization} header; empty when there is no bearer
+   * token or it is not one of ours (bad signature, expired, malformed): the API then answers 401.
+   */
+  public Optional<Caller> callerOf(String authorizationHeader) {
+    if (authorizationHeader == null) {
+      return Optional.empty();
+    }
+    String value = authorizationHeader.strip();
+    if (value.length() < 8 || !value.regionMatches(true, 0, "Bearer ", 0, 7)) {
+      return Optional.empty();
+    }
+    return verify(value.substring(7).strip());
+  }
+
+  /** The caller a token names, if it verifies. */
+  public Optional<Caller> verify(String token) {
+    try {
+      DecodedJWT jwt = verifier.verify(token);
+      String sub = jwt.getSubject();
+      if (sub == null || sub.isBlank()) {
+        return Optional.empty();
+      }
+      String scope = jwt.getClaim("scope").asString();
+      return Optional.of(Caller.of(sub, scope == null ? List.of() : List.of(scope)));
+    } catch (JWTVerificationException e) {
+      return Optional.empty();
+    }
+  }
+
+  private static byte[] secret(Path dataDir) {
+    Path file = dataDir.resolve(SECRET_FILE);
+    try {
+      Files.createDirectories(dataDir);
+      if (!Files.exists(file)) {
+        create(file);
+      }
+      requireOwnerOnly(file);
+      byte[] secret = Base64.getDecoder().decode(Files.readString(file, StandardCharsets.US_ASCII).strip());
+      if (secret.length < 32) {
+        throw new BuildQueueException(file + " holds a secret shorter than 256 bits; delete it to have a new one made"
+            + " (tokens signed with the old one stop working)");
+      }
+      return secret;
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot read or create the token secret " + file, e);
+    } catch (IllegalArgumentException e) {
+      throw new BuildQueueException(file + " is not a base64 secret; delete it to have a new one made", e);
+    }
+  }
+
+  private static void create(Path file) throws IOException {
+    byte[] secret = new byte[32];
+    new SecureRandom().nextBytes(secret);
+    // Written whole under a temporary name with its final mode, then linked into place: link(2)
+    // fails if another process got there first, so every process ends up reading the same secret
+    // and no one ever sees a partial or world-readable file.
+    Path tmp = Files.createTempFile(file.getParent(), SECRET_FILE, ".tmp", PosixFilePermissions.asFileAttribute(OWNER_ONLY));
+    try {
+      Files.writeString(tmp, Base64.getEncoder().encodeToString(secret) + "\n", StandardCharsets.US_ASCII);
+      Files.createLink(file, tmp);
+    } catch (FileAlreadyExistsException anotherProcessMadeIt) {
+      // keep theirs
+    } finally {
+      Files.deleteIfExists(tmp);
+    }
+  }
+
+  private static void requireOwnerOnly(Path file) throws IOException {
+    Set<PosixFilePermission> mode = Files.getPosixFilePermissions(file);
+    if (!OWNER_ONLY.containsAll(mode)) {
+      throw new BuildQueueException(file + " is readable by others (mode " + PosixFilePermissions.toString(mode)
+          + "); anyone who reads it can act as any user. Run: chmod 600 " + file);
+    }
+  }
+}

@@ -1,0 +1,373 @@
+package buildqueue.local;
+
+import buildqueue.BuildQueueException;
+import buildqueue.core.QueueConfig;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.io.PrintStream;
+import java.net.URI;
+import java.net.URLEncoder;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CountDownLatch;
+
+/**
+ * The runnable jar: {@code serve} runs the whole system; {@code token}, {@code submit}, {@code
+ * status}, {@code dedicated} and {@code cancel} talk to a running server over HTTP with a token
+ * they mint from the data directory's secret.
+ */
+public final class Main {
+  static final int OK = 0;
+  static final int API_ERROR = 1;
+  static final int USAGE = 2;
+  static final int UNREACHABLE = 3;
+
+  private static final ObjectMapper JSON = new ObjectMapper();
+  private static final Duration CLI_TOKEN_TTL = Duration.ofMinutes(5);
+
+  static final String USAGE_TEXT = """
+      usage: java -jar buildqueue-local.jar <command> [options]
+
+        serve [--demo] [--port 8080] [--data-dir .buildqueue] [--database-url jdbc:postgresql://...]
+              [--tick-interval 5s] [--shared-slots 1] [--shutdown-grace 30s]
+            Runs the queue, the HTTP API and the dashboard on http://127.0.0.1:<port>/, with
+            workers as child processes. --demo also submits a mix of jobs and shows them live.
+        token <user> [--admin] [--hours 24]
+            Prints a token for the API and the dashboard (--admin: may see every lane and job).
+        submit <kind> [payload-json] [--user <you>] [--key <idempotency-key>]
+            Submits a job, e.g.: submit demo '{"steps": 5, "stepMillis": 500}'
+        status [job-id] [--user <user>]
+            One job with its history, or the lanes and the most recent jobs.
+        dedicated <user> on|off
+            Gives a user a dedicated worker (their own lane) or takes it away.
+        cancel <job-id>
+            Cancels a job: at once if queued, at its next progress report if running.
+
+      Client commands also take --port, --data-dir (where the token secret is) and --json.
+      An existing PostgreSQL's credentials come from BUILDQUEUE_DATABASE_USER and
+      BUILDQUEUE_DATABASE_PASSWORD.
+      """;
+
+  private static final Set<String> CLIENT_FLAGS = Set.of("port", "data-dir");
+
+  private final PrintStream out;
+  private final PrintStream err;
+  private final Map<String, String> env;
+
+  Main(PrintStream out, PrintStream err, Map<String, String> env) {
+    this.out = out;
+    this.err = err;
+    this.env = env;
+  }
+
+  public static void main(String[] args) {
+    // One line per log record, before any logger exists.
+    System.setProperty("java.util.logging.SimpleFormatter.format", "%1$tT %4$s %5$s%6$s%n");
+    Main main = new Main(System.out, System.err, System.getenv());
+    System.exit(main.run(args));
+  }
+
+  /** Runs a client command (everything but {@code serve}); returns the exit code. */
+  int run(String... args) {
+    if (args.length == 0 || Set.of("help", "-h", "--help").contains(args[0])) {
+      out.print(USAGE_TEXT);
+      return args.length == 0 ? USAGE : OK;
+    }
+    List<String> rest = Arrays.asList(args).subList(1, args.length);
+    try {
+      switch (args[0]) {
+        case "token":
+          return token(rest);
+        case "submit":
+          return submit(rest);
+        case "status":
+          return status(rest);
+        case "dedicated":
+          return dedicated(rest);
+        case "cancel":
+          return cancel(rest);
+        case "serve":
+          return serve(rest);
+        default:
+          throw new CommandLine.UsageException("unknown command \"" + args[0]
+              + "\"; the commands are serve, token, submit, status, dedicated, cancel");
+      }
+    } catch (CommandLine.UsageException e) {
+      err.println("buildqueue: " + e.getMessage());
+      err.println("run with --help for usage");
+      return USAGE;
+    } catch (ApiClient.UnreachableException e) {
+      err.println("buildqueue: " + e.getMessage());
+      return UNREACHABLE;
+    } catch (BuildQueueException e) {
+      err.println("buildqueue: " + e.getMessage());
+      return API_ERROR;
+    }
+  }
+
+  // ---- serve
+
+  /**
+   * Starts the server and blocks until the JVM is asked to stop (SIGTERM, Ctrl-C), when the
+   * shutdown hook runs {@link LocalRuntime#shutdown()}.
+   */
+  int serve(List<String> args) {
+    CommandLine cl = CommandLine.parse("serve", args,
+        Set.of("port", "data-dir", "database-url", "tick-interval", "shared-slots", "shutdown-grace"), Set.of("demo"));
+    cl.atMostPositionals(0, "serve [--demo] [--port N] [--data-dir DIR] [--database-url URL]");
+    boolean demo = cl.has("demo");
+    LocalSettings defaults = LocalSettings.defaults();
+    // The demo shows two workers sharing a lane beside a dedicated one, unless told otherwise.
+    int sharedSlots = cl.intValue("shared-slots", demo ? 2 : defaults.queue().sharedSlots(), 1, 64);
+    QueueConfig queue = defaults.queue().withSharedSlots(sharedSlots);
+    LocalSettings settings = defaults
+        .withPort(cl.intValue("port", LocalSettings.DEFAULT_PORT, 0, 65535))
+        .withDataDir(Path.of(cl.get("data-dir", LocalSettings.DEFAULT_DATA_DIR.toString())))
+        .withDatabase(cl.get("database-url", null), env.get("BUILDQUEUE_DATABASE_USER"),
+            env.get("BUILDQUEUE_DATABASE_PASSWORD"))
+        .withTickInterval(cl.duration("tick-interval", defaults.tickInterval()))
+        .withShutdownGrace(cl.duration("shutdown-grace", defaults.shutdownGrace()))
+        .withQueue(queue);
+
+    LocalRuntime runtime;
+    try {
+      runtime = LocalRuntime.start(settings);
+    } catch (RuntimeException e) {
+      err.println("buildqueue: the server did not start: " + e.getMessage());
+      return API_ERROR;
+    }
+    CountDownLatch stopped = new CountDownLatch(1);
+    Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+      err.println("buildqueue: stopping: no new requests or ticks; running workers are left to finish");
+      runtime.shutdown();
+      stopped.countDown();
+    }, "buildqueue-shutdown"));
+
+    out.println("buildqueue is running: API and dashboard on " + runtime.baseUri());
+    out.println("  data in " + settings.dataDir() + (settings.databaseUrl() == null
+        ? " (embedded PostgreSQL)" : ", database " + LocalDatabase.redacted(settings.databaseUrl())));
+    out.println("  shared lane: " + sharedSlots + (sharedSlots == 1 ? " slot" : " slots")
+        + "; worker logs in " + settings.dataDir().resolve("workers"));
+    if (demo) {
+      out.println("  dashboard token (admin, valid 12 h): "
+          + runtime.tokens().mint("demo", true, Duration.ofHours(12)));
+    } else {
+      out.println("  for a dashboard token: java -jar buildqueue-local.jar token <you> --admin");
+    }
+    out.println("  stop with Ctrl-C (SIGTERM)");
+    out.flush();
+    try {
+      if (demo) {
+        runDemo(runtime);
+      }
+      stopped.await();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    return OK;
+  }
+
+  /** A demo that goes wrong says so and leaves the server serving. */
+  private void runDemo(LocalRuntime runtime) throws InterruptedException {
+    try {
+      demo(runtime);
+    } catch (RuntimeException e) {
+      err.println("buildqueue: the demo stopped: " + e.getMessage() + "; the server goes on serving");
+    }
+  }
+
+  private void demo(LocalRuntime runtime) throws InterruptedException {
+    Demo demo = new Demo(runtime.api(), out, System.console() != null && !"dumb".equals(env.get("TERM")));
+    out.println();
+    out.println("demo: " + Demo.DEDICATED_USER + " has a dedicated worker; the others share the shared lane");
+    Map<Long, String> jobs = demo.submit(Demo.mix(400), Long.toString(System.currentTimeMillis(), 36));
+    List<JsonNode> done = demo.watch(jobs, Duration.ofMillis(250));
+    long succeeded = done.stream().filter(j -> j.path("status").asText().equals("succeeded")).count();
+    out.println();
+    out.println("demo: all " + done.size() + " jobs finished (" + succeeded + " succeeded, "
+        + (done.size() - succeeded) + " failed as intended). Still serving on " + runtime.baseUri()
+        + "; Ctrl-C to stop.");
+    out.flush();
+  }
+
+  // ---- client commands
+
+  private int token(List<String> args) {
+    CommandLine cl = CommandLine.parse("token", args, Set.of("data-dir", "hours"), Set.of("admin"));
+    String user = cl.positional(0, "a user id: token <user> [--admin]");
+    cl.atMostPositionals(1, "token <user> [--admin] [--hours N]");
+    int hours = cl.intValue("hours", 24, 1, 24 * 366);
+    out.println(tokens(cl).mint(user, cl.has("admin"), Duration.ofHours(hours)));
+    return OK;
+  }
+
+  private int submit(List<String> args) {
+    CommandLine cl = CommandLine.parse("submit", args, union(CLIENT_FLAGS, "user", "key"), Set.of("json"));
+    String kind = cl.positional(0, "a job kind: submit <kind> [payload-json]");
+    cl.atMostPositionals(2, "submit <kind> [payload-json] [--user U] [--key K]");
+    ObjectNode body = JSON.createObjectNode().put("kind", kind);
+    if (cl.positionals().size() > 1) {
+      try {
+        body.set("payload", JSON.readTree(cl.positionals().get(1)));
+      } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
+        String why = e.getOriginalMessage();
+        int detail = why.indexOf(" (");
+        throw new CommandLine.UsageException("the payload is not valid JSON (" + (detail < 0 ? why : why.substring(0, detail))
+            + "); quote it, e.g. '{\"steps\": 5}'");
+      }
+    }
+    if (cl.has("key")) {
+      body.put("idempotencyKey", cl.get("key", null));
+    }
+    String user = cl.get("user", defaultUser());
+    ApiClient.Reply reply = client(cl, user, false).post("jobs", body);
+    if (!reply.ok()) {
+      return problem(reply);
+    }
+    if (cl.has("json")) {
+      out.println(reply.text());
+      return OK;
+    }
+    JsonNode job = reply.json();
+    out.println((reply.status() == 201 ? "submitted job " : "already submitted with this key: job ")
+        + job.path("id").asLong() + " (" + job.path("kind").asText() + ") for " + job.path("userId").asText()
+        + " in lane " + job.path("lane").asText() + ": " + job.path("status").asText()
+        + (job.path("position").isNull() ? "" : ", position " + job.path("position").asInt()));
+    return OK;
+  }
+
+  private int status(List<String> args) {
+    CommandLine cl = CommandLine.parse("status", args, union(CLIENT_FLAGS, "user"), Set.of("json"));
+    cl.atMostPositionals(1, "status [job-id] [--user U]");
+    ApiClient api = client(cl, "cli", true);
+    if (!cl.positionals().isEmpty()) {
+      String id = jobId(cl.positionals().get(0));
+      ApiClient.Reply job = api.get("jobs/" + id);
+      if (!job.ok()) {
+        return problem(job);
+      }
+      ApiClient.Reply events = api.get("jobs/" + id + "/events");
+      if (!events.ok()) {
+        return problem(events);
+      }
+      if (cl.has("json")) {
+        ObjectNode both = JSON.createObjectNode();
+        both.set("job", job.json());
+        both.set("events", events.json().path("events"));
+        out.println(both);
+      } else {
+        out.print(Render.jobDetail(job.json(), events.json().path("events")));
+      }
+      return OK;
+    }
+    ApiClient.Reply lanes = api.get("lanes");
+    if (!lanes.ok()) {
+      return problem(lanes);
+    }
+    String jobsPath = "jobs?limit=20" + (cl.has("user")
+        ? "&userId=" + URLEncoder.encode(cl.get("user", ""), StandardCharsets.UTF_8) : "");
+    ApiClient.Reply jobs = api.get(jobsPath);
+    if (!jobs.ok()) {
+      return problem(jobs);
+    }
+    if (cl.has("json")) {
+      ObjectNode both = JSON.createObjectNode();
+      both.set("lanes", lanes.json().path("lanes"));
+      both.set("jobs", jobs.json().path("jobs"));
+      out.println(both);
+      return OK;
+    }
+    out.print(Render.lanes(lanes.json().path("lanes")));
+    out.println();
+    JsonNode list = jobs.json().path("jobs");
+    out.println(list.isEmpty() ? "no jobs yet" : "recent jobs" + (cl.has("user") ? " of " + cl.get("user", "") : "")
+        + ", newest first:");
+    list.forEach(j -> out.println("  " + Render.jobLine(j)));
+    return OK;
+  }
+
+  private int dedicated(List<String> args) {
+    CommandLine cl = CommandLine.parse("dedicated", args, CLIENT_FLAGS, Set.of("json"));
+    String user = cl.positional(0, "a user id: dedicated <user> on|off");
+    String onOff = cl.positional(1, "on or off: dedicated <user> on|off");
+    cl.atMostPositionals(2, "dedicated <user> on|off");
+    if (!onOff.equals("on") && !onOff.equals("off")) {
+      throw new CommandLine.UsageException("say on or off, not \"" + onOff + "\": dedicated <user> on|off");
+    }
+    ObjectNode body = JSON.createObjectNode().put("dedicatedWorker", onOff.equals("on"));
+    ApiClient.Reply reply =
+        client(cl, "cli", true).put("users/" + URLEncoder.encode(user, StandardCharsets.UTF_8).replace("+", "%20"), body);
+    if (!reply.ok()) {
+      return problem(reply);
+    }
+    if (cl.has("json")) {
+      out.println(reply.text());
+      return OK;
+    }
+    JsonNode r = reply.json();
+    int moved = r.path("movedJobs").size();
+    out.println(user + (r.path("dedicatedWorker").asBoolean() ? " now has a dedicated worker" : " now shares workers")
+        + ": new jobs wait in lane " + r.path("lane").asText()
+        + (moved == 0 ? "" : "; " + moved + " queued job" + (moved == 1 ? "" : "s") + " moved there"));
+    return OK;
+  }
+
+  private int cancel(List<String> args) {
+    CommandLine cl = CommandLine.parse("cancel", args, CLIENT_FLAGS, Set.of("json"));
+    String id = jobId(cl.positional(0, "a job id: cancel <job-id>"));
+    cl.atMostPositionals(1, "cancel <job-id>");
+    ApiClient.Reply reply = client(cl, "cli", true).post("jobs/" + id + "/cancel", JSON.createObjectNode());
+    if (!reply.ok()) {
+      return problem(reply);
+    }
+    if (cl.has("json")) {
+      out.println(reply.text());
+      return OK;
+    }
+    JsonNode job = reply.json();
+    out.println("job " + id + ": " + job.path("status").asText()
+        + (job.path("cancelRequested").asBoolean() && !"cancelled".equals(job.path("status").asText())
+            ? " (cancel requested; its worker stops it at the next progress report)" : ""));
+    return OK;
+  }
+
+  private ApiClient client(CommandLine cl, String user, boolean admin) {
+    int port = cl.intValue("port", LocalSettings.DEFAULT_PORT, 1, 65535);
+    return new ApiClient(URI.create("http://127.0.0.1:" + port + "/"), tokens(cl).mint(user, admin, CLI_TOKEN_TTL));
+  }
+
+  private LocalTokens tokens(CommandLine cl) {
+    return LocalTokens.open(Path.of(cl.get("data-dir", LocalSettings.DEFAULT_DATA_DIR.toString())).toAbsolutePath());
+  }
+
+  private int problem(ApiClient.Reply reply) {
+    JsonNode p = reply.json();
+    String detail = p.path("detail").asText(reply.text());
+    String title = p.path("title").asText("");
+    err.println("buildqueue: " + (title.isEmpty() ? "" : title + " ") + "(HTTP " + reply.status() + "): " + detail);
+    return API_ERROR;
+  }
+
+  private static String jobId(String text) {
+    if (!text.matches("[0-9]{1,18}")) {
+      throw new CommandLine.UsageException("a job id is a whole number, not \"" + text + "\"");
+    }
+    return text;
+  }
+
+  private String defaultUser() {
+    return env.getOrDefault("USER", System.getProperty("user.name", "local"));
+  }
+
+  private static Set<String> union(Set<String> base, String... more) {
+    java.util.HashSet<String> all = new java.util.HashSet<>(base);
+    all.addAll(List.of(more));
+    return all;
+  }
+}

@@ -1,0 +1,160 @@
+package buildqueue.local;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import buildqueue.api.Caller;
+import buildqueue.testing.PostgresExtension;
+import buildqueue.testing.TestDatabase;
+import com.fasterxml.jackson.databind.JsonNode;
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The CLI's client commands against a running server, as a person or a script uses them. */
+@ExtendWith(PostgresExtension.class)
+class CliTest {
+  @TempDir Path dataDir;
+  private TestServer server;
+  private String out;
+  private String err;
+
+  @BeforeEach
+  void start(TestDatabase db) {
+    server = TestServer.start(db, dataDir);
+  }
+
+  @AfterEach
+  void stop() {
+    server.close();
+  }
+
+  /** Runs a command with this server's port and data directory; keeps what it printed. */
+  private int cli(String... args) {
+    List<String> all = new ArrayList<>(List.of(args));
+    all.addAll(List.of("--port", Integer.toString(server.runtime.port()), "--data-dir", dataDir.toString()));
+    return raw(all.toArray(String[]::new));
+  }
+
+  private int raw(String... args) {
+    ByteArrayOutputStream o = new ByteArrayOutputStream();
+    ByteArrayOutputStream e = new ByteArrayOutputStream();
+    int code = new Main(new PrintStream(o, true, StandardCharsets.UTF_8), new PrintStream(e, true, StandardCharsets.UTF_8),
+        Map.of("USER", "tester")).run(args);
+    out = o.toString(StandardCharsets.UTF_8);
+    err = e.toString(StandardCharsets.UTF_8);
+    return code;
+  }
+
+  private static JsonNode json(String text) throws Exception {
+    return TestServer.JSON.readTree(text);
+  }
+
+  @Test
+  void token_prints_a_token_the_server_accepts_for_that_user() {
+    assertThat(raw("token", "ada", "--admin", "--data-dir", dataDir.toString())).isZero();
+    assertThat(server.runtime.tokens().verify(out.strip())).contains(Caller.admin("ada"));
+    assertThat(raw("token", "bob", "--data-dir", dataDir.toString())).isZero();
+    assertThat(server.runtime.tokens().verify(out.strip())).contains(Caller.user("bob"));
+  }
+
+  @Test
+  void submit_says_what_happened_and_a_second_submit_with_the_key_names_the_same_job() throws Exception {
+    assertThat(cli("submit", "demo", "{\"steps\": 2, \"stepMillis\": 10}", "--user", "bob", "--key", "b-1")).isZero();
+    assertThat(out).startsWith("submitted job ").contains("for bob in lane shared");
+
+    assertThat(cli("submit", "demo", "{\"steps\": 2, \"stepMillis\": 10}", "--user", "bob", "--key", "b-1", "--json"))
+        .isZero();
+    JsonNode job = json(out);
+    assertThat(job.path("userId").asText()).isEqualTo("bob");
+    assertThat(server.db.jdbc().query("select id from build_job")).hasSize(1);
+    server.awaitStatus(job.path("id").asLong(), "succeeded");
+  }
+
+  @Test
+  void submit_without_a_user_acts_as_the_login_user() throws Exception {
+    assertThat(cli("submit", "demo", "{\"steps\": 1, \"stepMillis\": 1}", "--json")).isZero();
+    JsonNode job = json(out);
+    assertThat(job.path("userId").asText()).isEqualTo("tester");
+    server.awaitStatus(job.path("id").asLong(), "succeeded");
+  }
+
+  @Test
+  void status_shows_a_job_with_its_history_and_without_an_id_the_lanes_and_recent_jobs() throws Exception {
+    long id = server.submitDemo("bob", 2, 10);
+    server.awaitStatus(id, "succeeded");
+
+    assertThat(cli("status", Long.toString(id))).isZero();
+    assertThat(out).contains("job " + id + " (demo) of bob: succeeded in lane shared")
+        .contains("[####################] 2/2").contains("history").contains("enqueued").contains("succeeded");
+
+    assertThat(cli("status")).isZero();
+    assertThat(out).contains("lane shared: 1 slot").contains("recent jobs").contains("#" + id);
+
+    assertThat(cli("status", Long.toString(id), "--json")).isZero();
+    assertThat(json(out).path("job").path("status").asText()).isEqualTo("succeeded");
+    assertThat(json(out).path("events").size()).isGreaterThanOrEqualTo(4);
+  }
+
+  @Test
+  void dedicated_moves_a_user_to_their_own_lane_and_back() {
+    assertThat(cli("dedicated", "ada", "on")).isZero();
+    assertThat(out).contains("ada now has a dedicated worker").contains("lane user:ada");
+    long id = server.submitDemo("ada", 1, 1);
+    assertThat(server.jobRow(id).string("lane")).isEqualTo("user:ada");
+
+    assertThat(cli("dedicated", "ada", "off")).isZero();
+    assertThat(out).contains("ada now shares workers").contains("lane shared");
+    server.awaitStatus(id, "succeeded");
+  }
+
+  @Test
+  void cancel_cancels_a_queued_job() {
+    long running = server.submitDemo("bob", 50, 100);
+    long queued = server.submitDemo("cy", 1, 1);
+    server.awaitProgress(running, 1);
+
+    assertThat(cli("cancel", Long.toString(queued))).isZero();
+    assertThat(out).contains("job " + queued + ": cancelled");
+    assertThat(server.jobRow(queued).string("status")).isEqualTo("cancelled");
+
+    assertThat(cli("cancel", Long.toString(running))).isZero();
+    server.awaitStatus(running, "cancelled");
+  }
+
+  @Test
+  void mistakes_get_a_message_and_an_exit_code_scripts_can_tell_apart() {
+    assertThat(cli("submit", "nosuchkind")).isEqualTo(Main.API_ERROR);
+    assertThat(err).contains("HTTP 400").contains("nosuchkind");
+
+    assertThat(cli("submit", "demo", "{not json")).isEqualTo(Main.USAGE);
+    assertThat(err).contains("not valid JSON");
+
+    assertThat(cli("status", "abc")).isEqualTo(Main.USAGE);
+    assertThat(cli("dedicated", "ada", "maybe")).isEqualTo(Main.USAGE);
+    assertThat(cli("frobnicate")).isEqualTo(Main.USAGE);
+    assertThat(cli("status", "--colour", "red")).isEqualTo(Main.USAGE);
+    assertThat(err).contains("unknown option --colour");
+
+    assertThat(cli("status", "999999")).isEqualTo(Main.API_ERROR);
+    assertThat(err).contains("HTTP 404");
+
+    assertThat(raw("status", "--port", "1", "--data-dir", dataDir.toString())).isEqualTo(Main.UNREACHABLE);
+    assertThat(err).contains("no buildqueue server answers");
+    assertThat(server.db.jdbc().query("select id from build_job")).isEmpty();
+  }
+
+  @Test
+  void help_lists_every_command() {
+    assertThat(raw("--help")).isZero();
+    assertThat(out).contains("serve", "token", "submit", "status", "dedicated", "cancel");
+  }
+}

@@ -1,0 +1,91 @@
+package buildqueue.local;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import buildqueue.testing.PostgresExtension;
+import buildqueue.testing.TestDatabase;
+import java.io.File;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.io.TempDir;
+import org.openqa.selenium.By;
+import org.openqa.selenium.WebDriver;
+import org.openqa.selenium.WebElement;
+import org.openqa.selenium.chrome.ChromeDriver;
+import org.openqa.selenium.chrome.ChromeDriverService;
+import org.openqa.selenium.chrome.ChromeOptions;
+import org.openqa.selenium.support.ui.WebDriverWait;
+
+/**
+ * The dashboard in headless Chromium against a live local server with a worker process running a
+ * job. Uses Debian's chromium and chromedriver (.ci/run installs them); without them the test is
+ * skipped on a developer's machine and fails in CI.
+ */
+@ExtendWith(PostgresExtension.class)
+class DashboardBrowserTest {
+  private static final Path CHROMIUM = Path.of("/usr/bin/chromium");
+  private static final Path CHROMEDRIVER = Path.of("/usr/bin/chromedriver");
+
+  @TempDir Path dataDir;
+  @TempDir Path browserProfile;
+
+  private WebDriver browser() {
+    boolean present = Files.isExecutable(CHROMIUM) && Files.isExecutable(CHROMEDRIVER);
+    if (!present && "true".equals(System.getenv("CI"))) {
+      throw new AssertionError("CI must have " + CHROMIUM + " and " + CHROMEDRIVER + "; .ci/run installs them");
+    }
+    Assumptions.assumeTrue(present, "needs Debian's chromium and chromium-driver (apt-get install chromium chromium-driver)");
+    ChromeOptions options = new ChromeOptions();
+    options.setBinary(CHROMIUM.toFile());
+    options.addArguments("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync",
+        "--disable-dev-shm-usage", "--window-size=1280,900", "--user-data-dir=" + browserProfile);
+    ChromeDriverService service = new ChromeDriverService.Builder()
+        .usingDriverExecutable(new File(CHROMEDRIVER.toString()))
+        .usingAnyFreePort()
+        .build();
+    return new ChromeDriver(service, options);
+  }
+
+  @Test
+  void the_dashboard_shows_a_running_jobs_progress_in_its_lanes_slot(TestDatabase db) {
+    try (TestServer server = TestServer.start(db, dataDir)) {
+      long job = server.submitDemo("bob", 60, 150);
+      server.awaitProgress(job, 1);
+      WebDriver browser = browser();
+      try {
+        browser.get(server.runtime.baseUri().toString());
+        WebDriverWait wait = new WebDriverWait(browser, Duration.ofSeconds(30));
+        WebElement input = wait.until(d -> visible(d, By.id("token-input")));
+        input.sendKeys(server.runtime.tokens().mint("operator", true, Duration.ofMinutes(10)));
+        browser.findElement(By.id("token-save")).click();
+
+        WebElement slot = wait.until(d -> visible(d, By.cssSelector(".lane[data-lane='shared'] .slot[data-slot='shared#1']")));
+        assertThat(slot.getAttribute("data-state")).isEqualTo("held");
+        By progressBar = By.cssSelector(".slot[data-slot='shared#1'] .job[data-job-id='" + job + "'] progress.progress");
+        WebElement progress = wait.until(d -> visible(d, progressBar));
+        assertThat(progress.getAttribute("data-steps")).isEqualTo("60");
+        int first = Integer.parseInt(progress.getAttribute("data-progress"));
+        assertThat(first).isPositive();
+        // Live: a later poll shows the worker further on.
+        wait.until(d -> Integer.parseInt(d.findElement(progressBar).getAttribute("data-progress")) > first);
+        WebElement worker = browser.findElement(By.cssSelector(".slot[data-slot='shared#1'] .worker"));
+        assertThat(worker.getAttribute("data-status")).isEqualTo("running");
+        String pid = Long.toString(LocalTaskId.parse(server.workerOf(job).string("task_id")).orElseThrow().pid());
+        assertThat(worker.findElement(By.cssSelector(".worker-task")).getText()).contains(pid);
+        assertThat(browser.findElement(By.cssSelector("#jobs tr.job-row[data-job-id='" + job + "']"))
+            .getAttribute("data-status")).isEqualTo("running");
+      } finally {
+        browser.quit();
+      }
+    }
+  }
+
+  private static WebElement visible(WebDriver d, By by) {
+    return d.findElements(by).stream().filter(WebElement::isDisplayed).findFirst().orElse(null);
+  }
+}

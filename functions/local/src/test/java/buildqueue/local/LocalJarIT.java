@@ -1,0 +1,174 @@
+package buildqueue.local;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import buildqueue.testing.Await;
+import com.fasterxml.jackson.databind.JsonNode;
+import java.io.IOException;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The packaged jar as a newcomer runs it: {@code java -jar buildqueue-local.jar serve} with the
+ * embedded database, the CLI in separate processes, and SIGTERM.
+ */
+class LocalJarIT {
+  private static final String JAR = System.getProperty("buildqueue.local.jar", "target/buildqueue-local.jar");
+  @TempDir Path dir;
+  private final List<Process> servers = new ArrayList<>();
+
+  /** Servers stop as SIGTERM stops them; anything left (a killed server's PostgreSQL) is stopped too. */
+  @AfterEach
+  void stopServers() throws InterruptedException {
+    for (Process p : servers) {
+      p.destroy();
+      if (!p.waitFor(60, TimeUnit.SECONDS)) {
+        p.descendants().forEach(ProcessHandle::destroyForcibly);
+        p.destroyForcibly();
+      }
+    }
+    LocalDatabase.LeftRunning.find(dir.resolve("data").resolve("postgres")).ifPresent(LocalDatabase.LeftRunning::stop);
+  }
+
+  private static int freePort() throws IOException {
+    try (ServerSocket s = new ServerSocket(0)) {
+      return s.getLocalPort();
+    }
+  }
+
+  private static String java() {
+    return ProcessHandle.current().info().command().orElse("java");
+  }
+
+  private Process serve(int port) throws IOException {
+    Path log = dir.resolve("server-" + servers.size() + ".log");
+    Process p = new ProcessBuilder(java(), "-jar", JAR, "serve", "--port", Integer.toString(port),
+        "--data-dir", dir.resolve("data").toString(), "--tick-interval", "500ms")
+        .redirectErrorStream(true).redirectOutput(log.toFile()).start();
+    servers.add(p);
+    Await.until("the server to say it is running", Duration.ofSeconds(90),
+        () -> read(log).contains("buildqueue is running"));
+    return p;
+  }
+
+  /** Runs a CLI command in its own JVM; returns its standard output, asserting exit 0. */
+  private String cli(int port, String... args) throws Exception {
+    List<String> cmd = new ArrayList<>(List.of(java(), "-jar", JAR));
+    cmd.addAll(List.of(args));
+    cmd.addAll(List.of("--port", Integer.toString(port), "--data-dir", dir.resolve("data").toString()));
+    Process p = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.DISCARD).start();
+    String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+    assertThat(p.waitFor(60, TimeUnit.SECONDS)).isTrue();
+    assertThat(p.exitValue()).as("exit code of %s: %s", cmd, out).isZero();
+    return out;
+  }
+
+  private static boolean accepts(int port) {
+    try (Socket s = new Socket("127.0.0.1", port)) {
+      return true;
+    } catch (IOException e) {
+      return false;
+    }
+  }
+
+  private static String read(Path p) {
+    try {
+      return Files.exists(p) ? Files.readString(p) : "";
+    } catch (IOException e) {
+      return "";
+    }
+  }
+
+  @Test
+  void sigterm_stops_requests_and_ticks_and_leaves_the_running_worker_to_finish() throws Exception {
+    int port = freePort();
+    Process server = serve(port);
+    JsonNode job = TestServer.JSON.readTree(
+        cli(port, "submit", "demo", "{\"steps\": 12, \"stepMillis\": 300}", "--user", "bob", "--json"));
+    long id = job.path("id").asLong();
+    Await.until("the job to make progress", Duration.ofSeconds(60), () -> {
+      try {
+        return TestServer.JSON.readTree(cli(port, "status", Long.toString(id), "--json"))
+            .path("job").path("progress").asInt() >= 1;
+      } catch (Exception e) {
+        return false;
+      }
+    });
+    List<ProcessHandle> workers = server.descendants()
+        .filter(p -> LocalProcessPlatform.arguments(p).map(a -> String.join(" ", a).contains("buildqueue.launch="))
+            .orElse(false))
+        .toList();
+    assertThat(workers).hasSize(1);
+
+    server.destroy(); // SIGTERM
+
+    Await.until("the server to stop accepting connections", Duration.ofSeconds(10), () -> !accepts(port));
+    assertThat(server.isAlive()).as("still waiting for its worker").isTrue();
+    assertThat(workers.get(0).isAlive()).as("the worker is not killed").isTrue();
+    assertThat(server.waitFor(60, TimeUnit.SECONDS)).as("the server exits once its worker is done").isTrue();
+    assertThat(workers.get(0).isAlive()).isFalse();
+
+    serve(port);
+    JsonNode after = TestServer.JSON.readTree(cli(port, "status", Long.toString(id), "--json"));
+    assertThat(after.path("job").path("status").asText()).isEqualTo("succeeded");
+    assertThat(after.path("job").path("attempts").asInt()).as("finished by its first worker").isEqualTo(1);
+    String lanes = cli(port, "status");
+    assertThat(lanes).contains("shared#1        free");
+  }
+
+  @Test
+  void a_killed_server_loses_nothing_its_database_and_worker_are_adopted_by_the_next_start() throws Exception {
+    int port = freePort();
+    Process server = serve(port);
+    long id = TestServer.JSON.readTree(cli(port, "submit", "demo", "{\"steps\": 15, \"stepMillis\": 300}",
+        "--user", "bob", "--json")).path("id").asLong();
+    Await.until("the job to make progress", Duration.ofSeconds(60), () -> progress(port, id) >= 1);
+    List<ProcessHandle> workers = server.descendants()
+        .filter(p -> LocalProcessPlatform.arguments(p).map(a -> String.join(" ", a).contains("buildqueue.launch="))
+            .orElse(false))
+        .toList();
+    assertThat(workers).hasSize(1);
+
+    server.destroyForcibly(); // SIGKILL: no shutdown hook, PostgreSQL and the worker are orphaned
+    assertThat(server.waitFor(30, TimeUnit.SECONDS)).isTrue();
+    assertThat(workers.get(0).isAlive()).isTrue();
+
+    serve(port);
+    Await.until("the job to succeed", Duration.ofSeconds(60), () -> "succeeded".equals(status(port, id)));
+    JsonNode job = TestServer.JSON.readTree(cli(port, "status", Long.toString(id), "--json")).path("job");
+    assertThat(job.path("attempts").asInt()).as("its first worker finished it").isEqualTo(1);
+    Await.until("the adopted worker's slot to be freed", Duration.ofSeconds(30), () -> {
+      try {
+        return cli(port, "status").contains("shared#1        free");
+      } catch (Exception e) {
+        return false;
+      }
+    });
+  }
+
+  private int progress(int port, long id) {
+    try {
+      return TestServer.JSON.readTree(cli(port, "status", Long.toString(id), "--json")).path("job").path("progress").asInt();
+    } catch (Exception e) {
+      return -1;
+    }
+  }
+
+  private String status(int port, long id) {
+    try {
+      return TestServer.JSON.readTree(cli(port, "status", Long.toString(id), "--json")).path("job").path("status").asText();
+    } catch (Exception e) {
+      return "unknown";
+    }
+  }
+}

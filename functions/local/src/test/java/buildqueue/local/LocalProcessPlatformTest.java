@@ -1,0 +1,156 @@
+package buildqueue.local;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import buildqueue.core.QueueConfig;
+import buildqueue.platform.LaunchOutcome;
+import buildqueue.platform.TaskState;
+import buildqueue.platform.WorkerLaunch;
+import buildqueue.testing.Await;
+import java.nio.file.Path;
+import java.time.Instant;
+import java.util.List;
+import java.util.UUID;
+import java.util.concurrent.CopyOnWriteArrayList;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class LocalProcessPlatformTest {
+  private static final String HOST = LocalProcessPlatform.thisHost();
+  @TempDir Path logs;
+  private final List<LocalProcessPlatform> platforms = new CopyOnWriteArrayList<>();
+  private final List<String> stops = new CopyOnWriteArrayList<>();
+
+  private LocalProcessPlatform platform() {
+    LocalProcessPlatform p = new LocalProcessPlatform(
+        WorkerCommand.forThisJvm().withMainClass(Sleeper.class.getName()),
+        new LocalProcessPlatform.WorkerDatabase("jdbc:postgresql://localhost:1/none", null, null),
+        QueueConfig.defaults(), logs, HOST);
+    p.onStopped((taskId, workerId, token, reason) -> stops.add(taskId + " " + workerId + " " + token + " " + reason));
+    platforms.add(p);
+    return p;
+  }
+
+  @AfterEach
+  void killStandIns() {
+    platforms.forEach(p -> p.liveWorkers().forEach(id -> ProcessHandle.of(id.pid()).ifPresent(ProcessHandle::destroyForcibly)));
+    platforms.forEach(LocalProcessPlatform::close);
+  }
+
+  private static String started(LaunchOutcome outcome) {
+    assertThat(outcome).isInstanceOf(LaunchOutcome.Started.class);
+    return ((LaunchOutcome.Started) outcome).taskId();
+  }
+
+  private static long processesLabelled(UUID token) {
+    String label = LocalProcessPlatform.LABEL_PROPERTY + LocalProcessPlatform.label(token);
+    return ProcessHandle.allProcesses()
+        .filter(p -> LocalProcessPlatform.arguments(p).map(a -> List.of(a).contains(label)).orElse(false))
+        .count();
+  }
+
+  @Test
+  void a_live_process_with_its_start_time_is_running() {
+    ProcessHandle me = ProcessHandle.current();
+    LocalTaskId id = LocalTaskId.of(HOST, me, me.info().startInstant().orElseThrow());
+    assertThat(platform().check(List.of(id.toString()))).containsEntry(id.toString(), new TaskState.Running());
+  }
+
+  @Test
+  void a_reused_pid_is_not_our_worker() {
+    ProcessHandle me = ProcessHandle.current();
+    Instant otherStart = me.info().startInstant().orElseThrow().minusSeconds(3600);
+    String taskId = LocalTaskId.of(HOST, me, otherStart).toString();
+
+    TaskState state = platform().check(List.of(taskId)).get(taskId);
+
+    assertThat(state).isInstanceOf(TaskState.Stopped.class);
+    assertThat(((TaskState.Stopped) state).reason()).contains("another process");
+  }
+
+  @Test
+  void a_worker_on_another_host_is_left_to_its_lease() {
+    String elsewhere = new LocalTaskId("some-other-host", ProcessHandle.current().pid(), 1L).toString();
+    LocalProcessPlatform platform = platform();
+
+    assertThat(platform.canCheck(elsewhere)).isFalse();
+    assertThat(platform.check(List.of(elsewhere))).containsEntry(elsewhere, new TaskState.Missing());
+    assertThat(platform.canCheck("arn:aws:ecs:eu-west-1:123:task/c/abc")).isFalse();
+  }
+
+  @Test
+  void launching_twice_with_one_token_starts_one_process_whose_exit_is_stop_evidence() {
+    LocalProcessPlatform platform = platform();
+    WorkerLaunch launch = new WorkerLaunch(7, UUID.randomUUID(), "shared", "shared#1");
+
+    String taskId = started(platform.launch(launch));
+    String again = started(platform.launch(launch));
+
+    assertThat(again).isEqualTo(taskId);
+    assertThat(processesLabelled(launch.token())).isEqualTo(1);
+    assertThat(platform.canCheck(taskId)).isTrue();
+    assertThat(platform.check(List.of(taskId))).containsEntry(taskId, new TaskState.Running());
+
+    platform.stop(taskId, "test stops it");
+    Await.until("the exit to be delivered", () -> !stops.isEmpty());
+    assertThat(stops).singleElement().asString()
+        .startsWith(taskId + " 7 " + launch.token() + " worker process ended with code 143 (signal 15");
+    assertThat(platform.check(List.of(taskId)).get(taskId)).isInstanceOf(TaskState.Stopped.class);
+  }
+
+  @Test
+  void a_restarted_server_answers_a_relaunch_with_the_process_still_running() {
+    WorkerLaunch launch = new WorkerLaunch(9, UUID.randomUUID(), "user:ada", "user:ada#1");
+    String taskId = started(platform().launch(launch));
+
+    LocalProcessPlatform restarted = platform();
+    String relaunched = started(restarted.launch(launch));
+
+    assertThat(relaunched).isEqualTo(taskId);
+    assertThat(processesLabelled(launch.token())).isEqualTo(1);
+    assertThat(restarted.liveWorkers()).extracting(LocalTaskId::toString).contains(taskId);
+    ProcessHandle.of(LocalTaskId.parse(taskId).orElseThrow().pid()).orElseThrow().destroyForcibly();
+    Await.until("the adopted worker's exit to be delivered", () -> stops.stream().anyMatch(s -> s.contains("restart")));
+    assertThat(stops).filteredOn(s -> s.contains("restart")).singleElement().asString()
+        .startsWith(taskId + " 9 null ");
+  }
+
+  @Test
+  void a_server_that_is_shutting_down_starts_nothing_and_keeps_the_slot() {
+    LocalProcessPlatform platform = platform();
+    platform.stopLaunching();
+    WorkerLaunch launch = new WorkerLaunch(11, UUID.randomUUID(), "shared", "shared#1");
+
+    LaunchOutcome outcome = platform.launch(launch);
+
+    assertThat(outcome).isInstanceOf(LaunchOutcome.Unknown.class);
+    assertThat(processesLabelled(launch.token())).isZero();
+  }
+
+  @Test
+  void a_worker_that_cannot_be_started_fails_its_launch_with_a_reason() {
+    LocalProcessPlatform platform = new LocalProcessPlatform(
+        new WorkerCommand("/nonexistent/java", "", List.of(), WorkerCommand.WORKER_MAIN),
+        new LocalProcessPlatform.WorkerDatabase("jdbc:postgresql://localhost:1/none", null, null),
+        QueueConfig.defaults(), logs, HOST);
+    platforms.add(platform);
+
+    LaunchOutcome outcome = platform.launch(new WorkerLaunch(12, UUID.randomUUID(), "shared", "shared#1"));
+
+    assertThat(outcome).isInstanceOfSatisfying(LaunchOutcome.NotStarted.class, n -> {
+      assertThat(n.retryable()).isFalse();
+      assertThat(n.reason()).contains("/nonexistent/java");
+    });
+  }
+
+  @Test
+  void task_ids_round_trip_and_foreign_ones_are_not_parsed() {
+    LocalTaskId id = new LocalTaskId("box-1", 4242, 1_700_000_000_123L);
+    assertThat(LocalTaskId.parse(id.toString())).contains(id);
+    assertThat(id.toString()).isEqualTo("local:box-1:4242:1700000000123");
+    for (String other : new String[] {null, "inproc-1", "local:h:x:1", "local:h:1", "arn:aws:ecs:task/x"}) {
+      assertThat(LocalTaskId.parse(other)).as(String.valueOf(other)).isEmpty();
+    }
+  }
+}
