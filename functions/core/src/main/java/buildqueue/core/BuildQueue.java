@@ -1,6 +1,7 @@
 package buildqueue.core;
 
 import buildqueue.db.Database;
+import buildqueue.db.DatabaseException;
 import buildqueue.db.Json;
 import buildqueue.db.UniqueViolationException;
 import buildqueue.platform.LaunchOutcome;
@@ -25,7 +26,20 @@ public final class BuildQueue {
   private static final System.Logger LOG = System.getLogger(BuildQueue.class.getName());
   private static final int BATCH = 100;
 
+  /**
+   * Told of every worker exit this queue records, whichever caller found the evidence (a stop
+   * event, the tick's liveness check, lease expiry). Runs on the caller's thread after the exit
+   * committed; for metrics, so it must not throw.
+   */
+  @FunctionalInterface
+  public interface ExitListener {
+    void exited(ExitTransitions.Exited exited);
+
+    ExitListener NONE = exited -> {};
+  }
+
   private final WorkerPlatform platform;
+  private final ExitListener exitListener;
   private final QueueConfig config;
   private final JobTransitions jobs;
   private final DispatchTransitions dispatch;
@@ -33,7 +47,13 @@ public final class BuildQueue {
   private final TickTransitions tick;
 
   public BuildQueue(Database db, WorkerPlatform platform, QueueConfig config, QueueClock clock) {
+    this(db, platform, config, clock, ExitListener.NONE);
+  }
+
+  public BuildQueue(
+      Database db, WorkerPlatform platform, QueueConfig config, QueueClock clock, ExitListener exitListener) {
     this.platform = platform;
+    this.exitListener = exitListener;
     this.config = config;
     this.jobs = new JobTransitions(db, config, clock);
     this.dispatch = new DispatchTransitions(db, config, clock);
@@ -49,7 +69,7 @@ public final class BuildQueue {
   public JobTransitions.Enqueued enqueue(String userId, String kind, Json payload, String idempotencyKey) {
     JobTransitions.Enqueued enqueued = jobs.enqueue(userId, kind, payload, idempotencyKey);
     if (enqueued.created() && enqueued.laneHasRoom()) {
-      dispatchLane(enqueued.lane());
+      dispatchAfterCommit(enqueued.lane());
     }
     return enqueued;
   }
@@ -72,7 +92,7 @@ public final class BuildQueue {
   public JobTransitions.LaneChange setDedicated(String userId, boolean dedicated) {
     JobTransitions.LaneChange change = jobs.setDedicated(userId, dedicated);
     if (!change.movedJobs().isEmpty()) {
-      dispatchLane(change.lane());
+      dispatchAfterCommit(change.lane());
     }
     return change;
   }
@@ -103,6 +123,19 @@ public final class BuildQueue {
       if (!next.get().moreToDo()) {
         return done;
       }
+    }
+  }
+
+  /**
+   * Dispatches a lane after the caller's own transition committed. A failure here (a deadlock with
+   * another dispatcher, a lost connection) must not fail the caller: its job or exit is already
+   * safely recorded, and the next tick dispatches every lane with queued jobs and a free slot.
+   */
+  private void dispatchAfterCommit(String lane) {
+    try {
+      dispatchLane(lane);
+    } catch (DatabaseException e) {
+      LOG.log(Level.WARNING, "dispatch of lane {0} failed ({1}); the next tick dispatches it", lane, e.getMessage());
     }
   }
 
@@ -140,11 +173,12 @@ public final class BuildQueue {
    */
   public Optional<ExitTransitions.Exited> taskStopped(String taskId, Long workerId, UUID token, String reason) {
     Optional<ExitTransitions.Exited> exited = exits.exited(taskId, workerId, token, reason);
+    exited.ifPresent(exitListener::exited);
     // Always a fresh statement, never the exit's own view of the lane: an enqueue that saw this
     // worker still live (and so skipped its dispatch) may commit while the exit runs, and only a
     // statement that starts after both sees its job. The enqueue's share lock on the live workers
     // guarantees that either it sees this exit or this dispatch sees its job.
-    exited.ifPresent(e -> dispatchLane(e.lane()));
+    exited.ifPresent(e -> dispatchAfterCommit(e.lane()));
     return exited;
   }
 

@@ -108,10 +108,11 @@ class InvariantTest {
       assertThat(h.job(job).intValue("progress")).isBetween(1, 999);
       assertThat(h.platform.check(List.of("inproc-1")).get("inproc-1"))
           .isEqualTo(new TaskState.Stopped("killed: worker " + workerId + " reached its hard deadline before the lease"));
-      // Nothing it wrote can have come after its death: its progress still stands where it stopped.
-      int progressAtDeath = h.job(job).intValue("progress");
+      // Once its exit is seen the job moves on, and nothing of the dead worker can write again.
       h.platform.deliverWithheld();
-      assertThat(h.job(job).intValue("progress")).isEqualTo(progressAtDeath);
+      assertThat(h.job(job).longValue("worker_id")).isNotEqualTo(workerId);
+      var token = h.worker(workerId).uuid("token");
+      assertThat(h.workers.progress(workerId, token, job, 999)).isEqualTo(WorkerTransitions.ProgressAck.FENCED_OFF);
     }
   }
 

@@ -1,0 +1,68 @@
+package buildqueue.core;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import buildqueue.db.Database;
+import buildqueue.db.DatabaseException;
+import buildqueue.db.Json;
+import buildqueue.db.Params;
+import buildqueue.db.Row;
+import buildqueue.testing.ManualPlatform;
+import buildqueue.testing.PostgresExtension;
+import buildqueue.testing.TestAdapter;
+import buildqueue.testing.TestDatabase;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Function;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+/** A dispatch that fails after the caller's transition committed must not fail the caller. */
+@ExtendWith(PostgresExtension.class)
+class DispatchFailureTest {
+
+  /** Fails every dispatch statement (the one that inserts a worker) while {@code failing} is set. */
+  private record FailingDispatch(Database target, AtomicBoolean failing) implements Database {
+    private void maybeFail(String sql) {
+      if (failing.get() && sql.contains("insert into build_worker")) {
+        throw new DatabaseException("ERROR: deadlock detected (injected)");
+      }
+    }
+
+    @Override
+    public List<Row> query(String sql, Params params) {
+      maybeFail(sql);
+      return target.query(sql, params);
+    }
+
+    @Override
+    public int update(String sql, Params params) {
+      maybeFail(sql);
+      return target.update(sql, params);
+    }
+
+    @Override
+    public <T> T transaction(Function<Database, T> work) {
+      return target.transaction(tx -> work.apply(new FailingDispatch(tx, failing)));
+    }
+  }
+
+  @Test
+  void an_enqueue_whose_dispatch_fails_still_returns_its_job_and_the_tick_dispatches_it(TestDatabase tdb) {
+    AtomicBoolean failing = new AtomicBoolean(true);
+    ManualPlatform platform = new ManualPlatform();
+    QueueConfig config = QueueConfig.defaults();
+    BuildQueue queue = new BuildQueue(
+        new FailingDispatch(TestAdapter.selected().open(tdb), failing), platform, config, QueueClock.DATABASE);
+
+    long job = queue.enqueue("alice", "noop", new Json("{}"), null).jobId();
+
+    assertThat(tdb.jdbc().query("select status from build_job where id = :id", Params.of("id", job)))
+        .extracting(r -> r.string("status")).containsExactly("queued");
+    failing.set(false);
+    queue.tick();
+    assertThat(tdb.jdbc().query("select status from build_job where id = :id", Params.of("id", job)))
+        .extracting(r -> r.string("status")).containsExactly("dispatched");
+    assertThat(platform.launches()).hasSize(1);
+  }
+}
