@@ -35,6 +35,49 @@ final class Figures {
     run(1, F1, this::statementsPerJob);
     run(2, F2, this::physicalLimit);
     run(3, F3, this::throughput);
+    run(4, F4, this::scale);
+    run(5, F5, this::slotTurnaround);
+  }
+
+  private void scale() {
+    Scale scale = new Scale(pg);
+    int batches = plan.quick() ? 2 : 5;
+    int perBatch = plan.quick() ? 10 : 40;
+    int big = plan.quick() ? 100_000 : 1_000_000;
+    Memory.resetPeaks();
+    Scale.Result small = scale.run(1_000, batches, perBatch);
+    Scale.Result large = scale.run(big, batches, perBatch);
+    String sizes = "1,000 vs " + Report.format(big, 0) + " queued jobs, " + Report.format(Scale.USERS, 0) + " users";
+    scaleLines("dispatch of a lane (dispatch + record launch)", small.dispatchMs(), large.dispatchMs(), sizes);
+    scaleLines("tick (101 live workers checked, lanes walked, housekeeping)", small.tickMs(), large.tickMs(), sizes);
+    scaleLines("enqueue into a full lane", small.enqueueMs(), large.enqueueMs(), sizes);
+    report.add(F4, "peak JVM memory during the scale runs", Memory.peakHeapMiB() + " MiB heap", "—", "1",
+        "peak resident set of the whole benchmark JVM: " + Memory.peakRssMiB() + " MiB (VmHWM); bulk insert of "
+            + Report.format(big, 0) + " jobs took " + Report.format(large.bulkInsertSeconds(), 1) + " s");
+  }
+
+  private void scaleLines(String what, List<Double> small, List<Double> large, String sizes) {
+    Stats s = new Stats(small);
+    Stats l = new Stats(large);
+    report.add(F4, what + ", 1,000 jobs", s, " ms", 2, "median per batch of samples");
+    report.add(F4, what + ", many jobs", l, " ms", 2,
+        "ratio many ÷ 1,000 = " + Report.format(l.median() / s.median(), 2) + " (" + sizes + ")");
+  }
+
+  private void slotTurnaround() throws InterruptedException {
+    SlotTurnaround turnaround = new SlotTurnaround(pg);
+    int runs = plan.runs();
+    int jobs = plan.quick() ? 50 : 200;
+    List<Double> p50 = new ArrayList<>();
+    List<Double> p99 = new ArrayList<>();
+    for (int i = 0; i < runs; i++) {
+      Stats s = new Stats(turnaround.run(jobs));
+      p50.add(s.percentile(50));
+      p99.add(s.percentile(99));
+    }
+    report.add(F5, "stop evidence → next launch request, p50", new Stats(p50), " ms", 2,
+        jobs + " exits per run in one lane, chain window 0: the exit transition, then dispatch; in-process launch");
+    report.add(F5, "stop evidence → next launch request, p99", new Stats(p99), " ms", 2, "");
   }
 
   private interface Body {

@@ -72,6 +72,12 @@ final class QueueRig implements AutoCloseable {
   }
 
   QueueRig(BenchPostgres pg, String prefix, QueueConfig config, int poolSize) {
+    this(pg, prefix, config, poolSize, platform -> platform);
+  }
+
+  /** {@code decorate} wraps the platform the queue calls (the workers still run in-process). */
+  QueueRig(BenchPostgres pg, String prefix, QueueConfig config, int poolSize,
+      java.util.function.UnaryOperator<buildqueue.platform.WorkerPlatform> decorate) {
     this.pg = pg;
     this.database = pg.createQueueDatabase(prefix);
     this.dataSource = pg.pool(database, poolSize);
@@ -80,7 +86,7 @@ final class QueueRig implements AutoCloseable {
     this.config = config;
     JobHandlers handlers = JobHandlers.of(NOOP, gate);
     this.platform = new InProcessPlatform(db, config, QueueClock.DATABASE, handlers);
-    this.queue = new BuildQueue(db, platform, config, QueueClock.DATABASE);
+    this.queue = new BuildQueue(db, decorate.apply(platform), config, QueueClock.DATABASE);
     platform.onStopped((taskId, workerId, token, reason) -> queue.taskStopped(taskId, workerId, token, reason));
   }
 
