@@ -100,6 +100,9 @@ public final class BuildQueue {
       }
       done.add(next.get());
       launch(next.get().launch());
+      if (!next.get().moreToDo()) {
+        return done;
+      }
     }
   }
 

@@ -21,8 +21,12 @@ public final class DispatchTransitions {
     this.clock = clock;
   }
 
-  /** A worker row now holds a slot for a job; the caller must launch it next. */
-  public record Dispatched(WorkerLaunch launch, long jobId, Instant expiresAt) {}
+  /**
+   * A worker row now holds a slot for a job; the caller must launch it next. {@code moreToDo} says
+   * whether the lane had another free slot and another queued job, i.e. whether another dispatch
+   * could succeed, so the caller skips a useless round trip when it could not.
+   */
+  public record Dispatched(WorkerLaunch launch, long jobId, Instant expiresAt, boolean moreToDo) {}
 
   private static final String DISPATCH =
       """
@@ -68,7 +72,13 @@ public final class DispatchTransitions {
                t.now
         from job, t
       )
-      select job.id as job_id, job.worker_id, job.slot, job.expires_at from job
+      select job.id as job_id, job.worker_id, job.slot, job.expires_at,
+             (select count(*) from generate_series(1, :capacity::int) n
+              where not exists (
+                select 1 from build_worker w where w.slot = :lane || '#' || n and w.status <> 'exited')) > 1
+             and exists (select 1 from build_job q where q.lane = :lane and q.status = 'queued' and q.id <> job.id)
+               as more_to_do
+      from job
       """;
 
   /**
@@ -89,7 +99,8 @@ public final class DispatchTransitions {
                 new Dispatched(
                     new WorkerLaunch(r.longValue("worker_id"), token, lane, r.string("slot")),
                     r.longValue("job_id"),
-                    r.instant("expires_at")));
+                    r.instant("expires_at"),
+                    r.bool("more_to_do")));
   }
 
   private static final String RECORD_STARTED =
@@ -180,7 +191,7 @@ public final class DispatchTransitions {
       from t
       where w.id in (
         select u.id from build_worker u, t
-        where u.status = 'launching' and u.task_id is null and u.expires_at > t.now
+        where u.status <> 'exited' and u.task_id is null and u.expires_at > t.now
           and u.launched_at <= t.now - :graceMs * interval '1 millisecond'
           and (u.checked_at is null or u.checked_at <= t.now - :intervalMs * interval '1 millisecond')
         order by u.id
@@ -191,7 +202,9 @@ public final class DispatchTransitions {
 
   /**
    * Claims launches whose outcome was never recorded (a timeout, a 5xx, a caller that died between
-   * dispatch and launch) so that exactly one tick retries each with the same token.
+   * dispatch and launch) so that exactly one tick retries each with the same token. A worker that
+   * has started without its task id being recorded is included: the idempotent relaunch returns
+   * its task, which makes it checkable instead of leaving its slot to the lease.
    */
   public List<WorkerLaunch> claimUnresolvedLaunches(int limit) {
     Params params =

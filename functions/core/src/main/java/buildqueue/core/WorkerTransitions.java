@@ -112,7 +112,8 @@ public final class WorkerTransitions {
       inserted as (
         insert into build_job (user_id, kind, payload, lane, created_at)
         select fence.user_id, f.kind, coalesce(f.payload, '{}'::jsonb), build_lane_of(fence.user_id), t.now
-        from fence, t, jsonb_to_recordset(:followUps::jsonb) with ordinality as f(kind text, payload jsonb, n)
+        from fence, t,
+             rows from (jsonb_to_recordset(:followUps::jsonb) as (kind text, payload jsonb)) with ordinality as f(kind, payload, n)
         order by f.n
         returning id, lane
       ),

@@ -289,7 +289,7 @@ public final class InProcessPlatform implements WorkerPlatform {
         WorkerLoop.Exit exit = loop.run(launch.workerId(), launch.token());
         exitReason = "exited: " + exit.name().toLowerCase(java.util.Locale.ROOT);
       } catch (WorkerKilled e) {
-        exitReason = "killed: " + e.getMessage();
+        // exitReason was set by kill()
       } catch (InterruptedException e) {
         exitReason = "interrupted before start";
       } catch (RuntimeException e) {

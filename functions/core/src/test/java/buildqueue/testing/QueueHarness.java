@@ -4,6 +4,7 @@ import buildqueue.core.BuildQueue;
 import buildqueue.core.JobTransitions;
 import buildqueue.core.QueueClock;
 import buildqueue.core.QueueConfig;
+import buildqueue.core.WorkerTransitions;
 import buildqueue.db.CountingDatabase;
 import buildqueue.db.Database;
 import buildqueue.db.Json;
@@ -30,10 +31,19 @@ public final class QueueHarness implements AutoCloseable {
   public final QueueConfig config;
   public final GateHandler gates = new GateHandler();
   public final JobHandlers handlers;
+  /** The in-process platform (threads as workers); null in a {@link #manual} harness. */
   public final InProcessPlatform platform;
+  /** The manual platform (the test plays the workers); null in an in-process harness. */
+  public final ManualPlatform manual;
   public final BuildQueue queue;
+  /** Worker-side transitions over the counted adapter, for tests that play a worker by hand. */
+  public final WorkerTransitions workers;
+  /** The order in which {@code noop} jobs ran, and how many ran at once at most per job. */
+  public final List<Long> noopRuns = java.util.Collections.synchronizedList(new java.util.ArrayList<>());
+  private final java.util.Map<Long, java.util.concurrent.atomic.AtomicInteger> running = new java.util.concurrent.ConcurrentHashMap<>();
+  private final java.util.concurrent.atomic.AtomicInteger maxConcurrentRunsOfOneJob = new java.util.concurrent.atomic.AtomicInteger();
 
-  public static final JobHandler NOOP =
+  private final JobHandler noop =
       new JobHandler() {
         @Override
         public String kind() {
@@ -42,19 +52,50 @@ public final class QueueHarness implements AutoCloseable {
 
         @Override
         public JobOutcome run(JobContext context) {
+          java.util.concurrent.atomic.AtomicInteger n =
+              running.computeIfAbsent(context.jobId(), k -> new java.util.concurrent.atomic.AtomicInteger());
+          maxConcurrentRunsOfOneJob.accumulateAndGet(n.incrementAndGet(), Math::max);
+          noopRuns.add(context.jobId());
+          n.decrementAndGet();
           return JobOutcome.succeeded();
         }
       };
 
   public QueueHarness(TestDatabase testDb, Database adapter, QueueConfig config) {
+    this(testDb, adapter, config, false);
+  }
+
+  private QueueHarness(TestDatabase testDb, Database adapter, QueueConfig config, boolean manualWorkers) {
     this.testDb = testDb;
     this.db = new CountingDatabase(adapter);
     this.clock = new QueueClock.Settable(Instant.parse("2026-12-01T10:00:00Z"));
     this.config = config;
-    this.handlers = JobHandlers.builtIn().with(gates, NOOP);
-    this.platform = new InProcessPlatform(db, config, clock, handlers);
-    this.queue = new BuildQueue(db, platform, config, clock);
-    platform.onStopped((taskId, workerId, token, reason) -> queue.taskStopped(taskId, workerId, token, reason));
+    this.handlers = JobHandlers.builtIn().with(gates, noop);
+    this.workers = new WorkerTransitions(db, config, clock);
+    if (manualWorkers) {
+      this.platform = null;
+      this.manual = new ManualPlatform();
+      this.queue = new BuildQueue(db, manual, config, clock);
+    } else {
+      this.manual = null;
+      this.platform = new InProcessPlatform(db, config, clock, handlers);
+      this.queue = new BuildQueue(db, platform, config, clock);
+      platform.onStopped((taskId, workerId, token, reason) -> queue.taskStopped(taskId, workerId, token, reason));
+    }
+  }
+
+  /** A harness whose platform runs nothing: the test plays every worker through {@link #workers}. */
+  public static QueueHarness manual(TestDatabase testDb, QueueConfig config) {
+    return new QueueHarness(testDb, TestAdapter.selected().open(testDb), config, true);
+  }
+
+  public static QueueHarness manual(TestDatabase testDb) {
+    return manual(testDb, testConfig());
+  }
+
+  /** The most runs of one {@code noop} job that were ever in progress at once (must be 1). */
+  public int maxConcurrentRunsOfOneJob() {
+    return maxConcurrentRunsOfOneJob.get();
   }
 
   /** A harness on the adapter selected for this test run ({@link TestAdapter#selected()}). */
@@ -142,6 +183,9 @@ public final class QueueHarness implements AutoCloseable {
 
   @Override
   public void close() {
+    if (platform == null) {
+      return;
+    }
     for (Row w : liveWorkers()) {
       if (w.string("task_id") != null) {
         platform.kill(w.string("task_id"));

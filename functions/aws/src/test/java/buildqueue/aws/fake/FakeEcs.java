@@ -1,0 +1,772 @@
+package buildqueue.aws.fake;
+
+import buildqueue.aws.ecs.EcsClients;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import com.sun.net.httpserver.HttpExchange;
+import com.sun.net.httpserver.HttpServer;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Deque;
+import java.util.EnumMap;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.regex.Pattern;
+import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
+import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
+import software.amazon.awssdk.services.ecs.EcsClient;
+
+/**
+ * Amazon ECS at the wire level, for tests of code that uses the real SDK client: an HTTP server
+ * speaking the JSON 1.1 protocol ({@code POST /}, {@code X-Amz-Target:
+ * AmazonEC2ContainerServiceV20141113.<Operation>}, {@code application/x-amz-json-1.1}; errors as
+ * {@code {"__type": ..., "message": ...}} with the HTTP status the service model gives them: 400
+ * for client errors, 500 for {@code ServerException}).
+ *
+ * <p>It implements RunTask, DescribeTasks and StopTask for Fargate with ECS's rules that matter to
+ * callers: RunTask's {@code clientToken} idempotency per cluster (same token and parameters: the
+ * same tasks again; same token, other parameters: {@code ConflictException} with {@code
+ * resourceIds}), the parameter limits (count 10, token 64 characters, startedBy 128, overrides
+ * 8,192 characters, containers named in overrides must exist), 100 tasks per DescribeTasks with
+ * {@code MISSING} for unknown ones, 255 characters of StopTask reason.
+ *
+ * <p>Tests can read every request as received ({@link #requests(Operation)}), move tasks between
+ * statuses ({@link #setLastStatus}, {@link #stopTask}, {@link #forget}), and script answers per
+ * operation ({@link #answer}, {@link #answerAlways}): a {@code failures[]} entry, an error with a
+ * status, a late answer, a dropped connection, either before or after the operation took effect.
+ *
+ * <p>Task definitions are known by family: {@value #TASK_DEFINITION} with container {@value
+ * #CONTAINER} is registered; {@link #registerTaskDefinition} adds others.
+ */
+public final class FakeEcs implements AutoCloseable {
+  public static final String REGION = "eu-west-1";
+  public static final String ACCOUNT = "111122223333";
+  public static final String TARGET_PREFIX = "AmazonEC2ContainerServiceV20141113.";
+  public static final String CONTENT_TYPE = "application/x-amz-json-1.1";
+  public static final String TASK_DEFINITION = "buildqueue-worker";
+  public static final String CONTAINER = "worker";
+
+  private static final Pattern STARTED_BY = Pattern.compile("[A-Za-z0-9_/-]{1,128}");
+  private static final int MAX_DESCRIBE = 100;
+  private static final int MAX_COUNT = 10;
+  private static final int MAX_TOKEN = 64;
+  private static final int MAX_OVERRIDES = 8192;
+  private static final int MAX_STOP_REASON = 255;
+
+  /** The operations the fake speaks. */
+  public enum Operation {
+    RUN_TASK("RunTask"),
+    DESCRIBE_TASKS("DescribeTasks"),
+    STOP_TASK("StopTask");
+
+    public final String wireName;
+
+    Operation(String wireName) {
+      this.wireName = wireName;
+    }
+
+    static Operation ofTarget(String target) {
+      for (Operation o : values()) {
+        if ((TARGET_PREFIX + o.wireName).equals(target)) {
+          return o;
+        }
+      }
+      return null;
+    }
+  }
+
+  /** One request as received: target header, all headers (lower-case names) and parsed body. */
+  public record Request(String target, Operation operation, Map<String, List<String>> headers, JsonNode body) {
+    public String header(String name) {
+      List<String> v = headers.get(name.toLowerCase(Locale.ROOT));
+      return v == null || v.isEmpty() ? null : v.get(0);
+    }
+  }
+
+  /** One answer as sent: HTTP status and body (nothing for a dropped connection). */
+  public record Reply(Operation operation, int status, JsonNode body) {
+    /** The error's {@code __type}, or null for a success. */
+    public String errorType() {
+      return body.has("__type") ? body.get("__type").asText() : null;
+    }
+  }
+
+  /** How the fake answers one request. */
+  public static final class Answer {
+    enum Kind { NORMAL, FAILURE, ERROR, DELAY, DROP }
+
+    final Kind kind;
+    final String failureReason;
+    final String failureDetail;
+    final int status;
+    final String errorType;
+    final String errorMessage;
+    final Duration delay;
+    final boolean afterWork;
+
+    private Answer(Kind kind, String failureReason, String failureDetail, int status, String errorType,
+        String errorMessage, Duration delay, boolean afterWork) {
+      this.kind = kind;
+      this.failureReason = failureReason;
+      this.failureDetail = failureDetail;
+      this.status = status;
+      this.errorType = errorType;
+      this.errorMessage = errorMessage;
+      this.delay = delay;
+      this.afterWork = afterWork;
+    }
+
+    /** The operation as ECS does it. */
+    public static Answer normal() {
+      return new Answer(Kind.NORMAL, null, null, 200, null, null, null, false);
+    }
+
+    /** RunTask only: HTTP 200 with no task and one {@code failures[]} entry (no arn, as Fargate sends). */
+    public static Answer failure(String reason) {
+      return failure(reason, null);
+    }
+
+    public static Answer failure(String reason, String detail) {
+      return new Answer(Kind.FAILURE, reason, detail, 200, null, null, null, false);
+    }
+
+    /** An error answer, e.g. {@code error(400, "ClientException", "...")}; nothing happens first. */
+    public static Answer error(int status, String type, String message) {
+      return new Answer(Kind.ERROR, null, null, status, type, message, null, false);
+    }
+
+    /** {@code ServerException}, HTTP 500. */
+    public static Answer serverError() {
+      return error(500, "ServerException", "Service Unavailable. Please try again later.");
+    }
+
+    /** {@code ThrottlingException}, HTTP 400, as ECS sends it ("Rate exceeded"). */
+    public static Answer throttled() {
+      return error(400, "ThrottlingException", "Rate exceeded");
+    }
+
+    /** The operation takes effect, and the answer comes after {@code delay}. */
+    public static Answer delay(Duration delay) {
+      return new Answer(Kind.DELAY, null, null, 200, null, null, delay, true);
+    }
+
+    /** The connection is closed with no answer at all; nothing happens first. */
+    public static Answer drop() {
+      return new Answer(Kind.DROP, null, null, 0, null, null, null, false);
+    }
+
+    /** The same answer, given after the operation took effect (a task started, a task stopped). */
+    public Answer afterWork() {
+      return new Answer(kind, failureReason, failureDetail, status, errorType, errorMessage, delay, true);
+    }
+  }
+
+  /** A task as the fake holds it, copied out for assertions. */
+  public record TaskView(
+      String arn, String cluster, String taskDefinitionArn, String lastStatus, String desiredStatus,
+      String startedBy, String clientToken, JsonNode overrides, String stopCode, String stoppedReason,
+      long version) {
+
+    /** The environment overrides of one container, in order. */
+    public Map<String, String> environment(String container) {
+      Map<String, String> env = new LinkedHashMap<>();
+      for (JsonNode c : overrides.path("containerOverrides")) {
+        if (container.equals(c.path("name").asText())) {
+          c.path("environment").forEach(e -> env.put(e.path("name").asText(), e.path("value").asText()));
+        }
+      }
+      return env;
+    }
+  }
+
+  private final HttpServer server;
+  private final ExecutorService executor;
+  private final ObjectMapper json = new ObjectMapper();
+  private final List<Request> requests = new CopyOnWriteArrayList<>();
+  private final List<Reply> replies = new CopyOnWriteArrayList<>();
+  private final Map<Operation, Deque<Answer>> scripted = new EnumMap<>(Operation.class);
+  private final Map<Operation, Answer> always = new EnumMap<>(Operation.class);
+  private final Map<String, FakeTask> tasks = new LinkedHashMap<>();
+  private final Map<String, TokenUse> tokens = new HashMap<>();
+  private final Map<String, String> containerByFamily = new HashMap<>();
+  private final AtomicLong taskCounter = new AtomicLong();
+  private String initialStatus = "PROVISIONING";
+
+  private FakeEcs() throws IOException {
+    server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 0);
+    executor = Executors.newCachedThreadPool(r -> {
+      Thread t = new Thread(r, "fake-ecs");
+      t.setDaemon(true);
+      return t;
+    });
+    server.setExecutor(executor);
+    server.createContext("/", this::handle);
+    containerByFamily.put(TASK_DEFINITION, CONTAINER);
+    server.start();
+  }
+
+  public static FakeEcs start() {
+    try {
+      return new FakeEcs();
+    } catch (IOException e) {
+      throw new IllegalStateException("fake ECS could not start", e);
+    }
+  }
+
+  /** Where the SDK client should send its requests ({@code endpointOverride}). */
+  public URI endpoint() {
+    return URI.create("http://" + server.getAddress().getHostString() + ":" + server.getAddress().getPort());
+  }
+
+  /**
+   * Client settings for this fake: its endpoint, its region, short timeouts (1 s per attempt, 2
+   * attempts) so that timeout tests stay quick.
+   */
+  public EcsClients.Settings clientSettings() {
+    return EcsClients.Settings.defaults(REGION)
+        .withEndpoint(endpoint())
+        .withTimeouts(Duration.ofSeconds(1), Duration.ofSeconds(1), Duration.ofSeconds(5))
+        .withMaxAttempts(2);
+  }
+
+  /** A real SDK client on this fake, built the production way ({@link EcsClients}). */
+  public EcsClient newClient() {
+    return newClient(clientSettings());
+  }
+
+  public EcsClient newClient(EcsClients.Settings settings) {
+    return EcsClients.create(settings,
+        StaticCredentialsProvider.create(AwsBasicCredentials.create("AKIAFAKEFAKEFAKE", "fake-secret-key")));
+  }
+
+  /** A cluster's ARN in the fake's account and region. */
+  public static String clusterArn(String cluster) {
+    return "arn:aws:ecs:" + REGION + ":" + ACCOUNT + ":cluster/" + cluster;
+  }
+
+  // ---- scripting --------------------------------------------------------------------------
+
+  /** The next requests of {@code operation} get these answers, one each, in order; then normal ones. */
+  public synchronized FakeEcs answer(Operation operation, Answer... next) {
+    scripted.computeIfAbsent(operation, o -> new ArrayDeque<>()).addAll(List.of(next));
+    return this;
+  }
+
+  /** Every request of {@code operation} gets this answer (after scripted ones) until {@link #answerNormally}. */
+  public synchronized FakeEcs answerAlways(Operation operation, Answer answer) {
+    always.put(operation, answer);
+    return this;
+  }
+
+  public synchronized FakeEcs answerNormally(Operation operation) {
+    always.remove(operation);
+    Deque<Answer> queue = scripted.get(operation);
+    if (queue != null) {
+      queue.clear();
+    }
+    return this;
+  }
+
+  /** Adds a task definition family and its container (the default one is always there). */
+  public synchronized FakeEcs registerTaskDefinition(String family, String container) {
+    containerByFamily.put(family, container);
+    return this;
+  }
+
+  /** The lastStatus new tasks start in (default PROVISIONING, as RunTask usually answers). */
+  public synchronized FakeEcs startTasksAs(String lastStatus) {
+    initialStatus = lastStatus;
+    return this;
+  }
+
+  // ---- requests ---------------------------------------------------------------------------
+
+  public List<Request> requests() {
+    return List.copyOf(requests);
+  }
+
+  public List<Request> requests(Operation operation) {
+    return requests.stream().filter(r -> r.operation() == operation).toList();
+  }
+
+  /** Answers sent, in order; a dropped connection or an answer still delayed has none yet. */
+  public List<Reply> replies(Operation operation) {
+    return replies.stream().filter(r -> r.operation() == operation).toList();
+  }
+
+  public int count(Operation operation) {
+    return requests(operation).size();
+  }
+
+  /** The body of the last request of {@code operation}. */
+  public JsonNode last(Operation operation) {
+    List<Request> of = requests(operation);
+    if (of.isEmpty()) {
+      throw new AssertionError("no " + operation.wireName + " request was made");
+    }
+    return of.get(of.size() - 1).body();
+  }
+
+  // ---- tasks ------------------------------------------------------------------------------
+
+  public synchronized List<TaskView> tasks() {
+    return tasks.values().stream().map(FakeTask::view).toList();
+  }
+
+  public synchronized TaskView task(String arn) {
+    return taskOrFail(arn).view();
+  }
+
+  /** A task created directly (not through RunTask), e.g. for DescribeTasks tests. */
+  public synchronized String addTask(String cluster, String lastStatus) {
+    FakeTask t = newTask(cluster, TASK_DEFINITION, null, null, json.createObjectNode());
+    t.lastStatus = lastStatus;
+    return t.arn;
+  }
+
+  /** Moves a task to another lastStatus (PROVISIONING, PENDING, RUNNING, DEPROVISIONING, ...). */
+  public synchronized void setLastStatus(String arn, String lastStatus) {
+    FakeTask t = taskOrFail(arn);
+    t.lastStatus = lastStatus;
+    t.version++;
+  }
+
+  /** The task stops as ECS reports it: stop code, stopped reason, the container's exit code and reason. */
+  public synchronized void stopTask(String arn, String stopCode, String stoppedReason, Integer exitCode, String containerReason) {
+    FakeTask t = taskOrFail(arn);
+    t.lastStatus = "STOPPED";
+    t.desiredStatus = "STOPPED";
+    t.stopCode = stopCode;
+    t.stoppedReason = stoppedReason;
+    t.exitCode = exitCode;
+    t.containerReason = containerReason;
+    t.stoppedAt = Instant.now();
+    t.version++;
+  }
+
+  /** ECS forgets the task (as it does about an hour after it stopped): DescribeTasks says MISSING. */
+  public synchronized void forget(String arn) {
+    taskOrFail(arn).forgotten = true;
+  }
+
+  private FakeTask taskOrFail(String arn) {
+    FakeTask t = tasks.get(arn);
+    if (t == null) {
+      throw new AssertionError("fake ECS has no task " + arn);
+    }
+    return t;
+  }
+
+  @Override
+  public void close() {
+    server.stop(0);
+    executor.shutdownNow();
+  }
+
+  // ---- the wire ---------------------------------------------------------------------------
+
+  private void handle(HttpExchange exchange) throws IOException {
+    try (exchange) {
+      byte[] raw;
+      try (InputStream in = exchange.getRequestBody()) {
+        raw = in.readAllBytes();
+      }
+      Map<String, List<String>> headers = new LinkedHashMap<>();
+      exchange.getRequestHeaders().forEach((k, v) -> headers.put(k.toLowerCase(Locale.ROOT), List.copyOf(v)));
+      String target = exchange.getRequestHeaders().getFirst("X-Amz-Target");
+      Operation op = Operation.ofTarget(target);
+      JsonNode body;
+      try {
+        body = raw.length == 0 ? json.createObjectNode() : json.readTree(raw);
+      } catch (IOException e) {
+        requests.add(new Request(target, op, headers, json.createObjectNode()));
+        send(exchange, op, 400, error("SerializationException", "request body is not JSON"));
+        return;
+      }
+      requests.add(new Request(target, op, headers, body));
+      if (!"POST".equals(exchange.getRequestMethod()) || op == null) {
+        send(exchange, op, 400, error("UnknownOperationException", "unknown operation " + target));
+        return;
+      }
+      String contentType = exchange.getRequestHeaders().getFirst("Content-Type");
+      if (contentType == null || !contentType.startsWith(CONTENT_TYPE)) {
+        send(exchange, op, 400, error("SerializationException", "expected content type " + CONTENT_TYPE));
+        return;
+      }
+      answer(exchange, op, body, nextAnswer(op));
+    }
+  }
+
+  private synchronized Answer nextAnswer(Operation op) {
+    Deque<Answer> queue = scripted.get(op);
+    if (queue != null && !queue.isEmpty()) {
+      return queue.poll();
+    }
+    return always.getOrDefault(op, Answer.normal());
+  }
+
+  private void answer(HttpExchange exchange, Operation op, JsonNode body, Answer answer) throws IOException {
+    if (!answer.afterWork) {
+      switch (answer.kind) {
+        case ERROR:
+          send(exchange, op, answer.status, error(answer.errorType, answer.errorMessage));
+          return;
+        case DROP:
+          return; // closing the exchange with no response headers closes the connection
+        case FAILURE:
+          send(exchange, op, 200, failures(answer));
+          return;
+        default:
+          break;
+      }
+    }
+    int status;
+    ObjectNode result;
+    try {
+      result = perform(op, body);
+      status = 200;
+    } catch (Refusal r) {
+      result = r.body;
+      status = r.status;
+    }
+    switch (answer.kind) {
+      case ERROR:
+        send(exchange, op, answer.status, error(answer.errorType, answer.errorMessage));
+        return;
+      case DROP:
+        return;
+      case DELAY:
+        try {
+          Thread.sleep(answer.delay.toMillis());
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          return;
+        }
+        send(exchange, op, status, result);
+        return;
+      default:
+        send(exchange, op, status, result);
+    }
+  }
+
+  private void send(HttpExchange exchange, Operation op, int status, ObjectNode body) throws IOException {
+    replies.add(new Reply(op, status, body.deepCopy()));
+    byte[] bytes = json.writeValueAsBytes(body);
+    exchange.getResponseHeaders().set("Content-Type", CONTENT_TYPE);
+    exchange.getResponseHeaders().set("x-amzn-RequestId", UUID.randomUUID().toString());
+    try {
+      exchange.sendResponseHeaders(status, bytes.length);
+      try (OutputStream out = exchange.getResponseBody()) {
+        out.write(bytes);
+      }
+    } catch (IOException clientGone) {
+      // The client timed out and closed the connection: nothing to tell it.
+    }
+  }
+
+  private ObjectNode error(String type, String message) {
+    ObjectNode e = json.createObjectNode();
+    e.put("__type", type);
+    e.put("message", message);
+    return e;
+  }
+
+  private ObjectNode failures(Answer answer) {
+    ObjectNode r = json.createObjectNode();
+    r.putArray("tasks");
+    ObjectNode f = r.putArray("failures").addObject();
+    f.put("reason", answer.failureReason);
+    if (answer.failureDetail != null) {
+      f.put("detail", answer.failureDetail);
+    }
+    return r;
+  }
+
+  /** An error answer of the operation itself (validation, not-found, conflict). */
+  private static final class Refusal extends RuntimeException {
+    final int status;
+    final ObjectNode body;
+
+    Refusal(int status, ObjectNode body) {
+      super(body.path("message").asText(), null, false, false);
+      this.status = status;
+      this.body = body;
+    }
+  }
+
+  private Refusal refuse(String type, String message) {
+    return new Refusal(400, error(type, message));
+  }
+
+  private synchronized ObjectNode perform(Operation op, JsonNode body) {
+    switch (op) {
+      case RUN_TASK:
+        return runTask(body);
+      case DESCRIBE_TASKS:
+        return describeTasks(body);
+      default:
+        return stopTaskOperation(body);
+    }
+  }
+
+  // ---- operations -------------------------------------------------------------------------
+
+  private record TokenUse(JsonNode parameters, List<String> taskArns) {}
+
+  private ObjectNode runTask(JsonNode body) {
+    String cluster = clusterName(body.path("cluster").asText(null));
+    String taskDefinition = body.path("taskDefinition").asText(null);
+    if (taskDefinition == null || taskDefinition.isBlank()) {
+      throw refuse("InvalidParameterException", "taskDefinition can not be blank.");
+    }
+    String family = family(taskDefinition);
+    String container = containerByFamily.get(family);
+    if (container == null) {
+      throw refuse("ClientException", "TaskDefinition not found.");
+    }
+    int count = body.path("count").asInt(1);
+    if (count < 1 || count > MAX_COUNT) {
+      throw refuse("InvalidParameterException", "count must be between 1 and " + MAX_COUNT + ".");
+    }
+    JsonNode subnets = body.path("networkConfiguration").path("awsvpcConfiguration").path("subnets");
+    if (!subnets.isArray() || subnets.isEmpty()) {
+      throw refuse("InvalidParameterException",
+          "Network Configuration must be provided when networkMode 'awsvpc' is specified.");
+    }
+    String token = body.path("clientToken").asText(null);
+    if (token != null && (token.isEmpty() || token.length() > MAX_TOKEN
+        || !token.chars().allMatch(ch -> ch >= 33 && ch <= 126))) {
+      throw refuse("InvalidParameterException",
+          "clientToken must be 1 to " + MAX_TOKEN + " ASCII characters in the range 33-126.");
+    }
+    String startedBy = body.path("startedBy").asText(null);
+    if (startedBy != null && !STARTED_BY.matcher(startedBy).matches()) {
+      throw refuse("InvalidParameterException", "startedBy must be up to 128 letters, numbers, hyphens, slashes and underscores.");
+    }
+    JsonNode overrides = body.path("overrides");
+    if (overrides.isMissingNode()) {
+      overrides = json.createObjectNode();
+    }
+    if (overrides.toString().length() > MAX_OVERRIDES) {
+      throw refuse("InvalidParameterException", "Container Overrides length must be at most " + MAX_OVERRIDES);
+    }
+    for (JsonNode c : overrides.path("containerOverrides")) {
+      if (!container.equals(c.path("name").asText())) {
+        throw refuse("InvalidParameterException",
+            "Override for container named " + c.path("name").asText() + " is not a container in the TaskDefinition.");
+      }
+    }
+    ObjectNode parameters = body.deepCopy();
+    parameters.remove("clientToken");
+    if (token != null) {
+      TokenUse used = tokens.get(cluster + "|" + token);
+      if (used != null && used.parameters().equals(parameters)) {
+        return tasksResponse(used.taskArns());
+      }
+      if (used != null) {
+        ObjectNode conflict = error("ConflictException",
+            "The specified client token has already been used in a request with different parameters.");
+        ArrayNode ids = conflict.putArray("resourceIds");
+        used.taskArns().forEach(ids::add);
+        throw new Refusal(400, conflict);
+      }
+    }
+    List<String> arns = new ArrayList<>();
+    for (int i = 0; i < count; i++) {
+      arns.add(newTask(cluster, family, token, startedBy, overrides).arn);
+    }
+    if (token != null) {
+      tokens.put(cluster + "|" + token, new TokenUse(parameters, List.copyOf(arns)));
+    }
+    return tasksResponse(arns);
+  }
+
+  private ObjectNode tasksResponse(List<String> arns) {
+    ObjectNode r = json.createObjectNode();
+    ArrayNode list = r.putArray("tasks");
+    arns.forEach(a -> list.add(tasks.get(a).toJson()));
+    r.putArray("failures");
+    return r;
+  }
+
+  private ObjectNode describeTasks(JsonNode body) {
+    String cluster = clusterName(body.path("cluster").asText(null));
+    JsonNode ids = body.path("tasks");
+    if (!ids.isArray() || ids.isEmpty()) {
+      throw refuse("InvalidParameterException", "Tasks cannot be empty.");
+    }
+    if (ids.size() > MAX_DESCRIBE) {
+      throw refuse("InvalidParameterException", "Tasks cannot have more than " + MAX_DESCRIBE + " elements.");
+    }
+    ObjectNode r = json.createObjectNode();
+    ArrayNode found = r.putArray("tasks");
+    ArrayNode failures = r.putArray("failures");
+    for (JsonNode id : ids) {
+      FakeTask t = find(cluster, id.asText());
+      if (t == null) {
+        failures.addObject().put("arn", id.asText()).put("reason", "MISSING");
+      } else {
+        found.add(t.toJson());
+      }
+    }
+    return r;
+  }
+
+  private ObjectNode stopTaskOperation(JsonNode body) {
+    String cluster = clusterName(body.path("cluster").asText(null));
+    FakeTask t = find(cluster, body.path("task").asText(""));
+    if (t == null) {
+      throw refuse("InvalidParameterException", "The referenced task was not found.");
+    }
+    String reason = body.path("reason").asText(null);
+    if (reason != null && reason.length() > MAX_STOP_REASON) {
+      throw refuse("InvalidParameterException", "reason must be at most " + MAX_STOP_REASON + " characters.");
+    }
+    if (!"STOPPED".equals(t.lastStatus)) {
+      stopTask(t.arn, "UserInitiated", reason == null ? "Task stopped by user" : reason, 143, null);
+    }
+    ObjectNode r = json.createObjectNode();
+    r.set("task", t.toJson());
+    return r;
+  }
+
+  private FakeTask find(String cluster, String id) {
+    for (FakeTask t : tasks.values()) {
+      if (!t.forgotten && t.cluster.equals(cluster) && (t.arn.equals(id) || t.arn.endsWith("/" + id))) {
+        return t;
+      }
+    }
+    return null;
+  }
+
+  private FakeTask newTask(String cluster, String family, String token, String startedBy, JsonNode overrides) {
+    String id = String.format("%032x", taskCounter.incrementAndGet());
+    FakeTask t = new FakeTask(
+        "arn:aws:ecs:" + REGION + ":" + ACCOUNT + ":task/" + cluster + "/" + id, cluster, family, token, startedBy,
+        overrides.deepCopy());
+    t.lastStatus = initialStatus;
+    tasks.put(t.arn, t);
+    return t;
+  }
+
+  private static String clusterName(String cluster) {
+    if (cluster == null || cluster.isBlank()) {
+      return "default";
+    }
+    int slash = cluster.indexOf(":cluster/");
+    return slash >= 0 ? cluster.substring(slash + ":cluster/".length()) : cluster;
+  }
+
+  private static String family(String taskDefinition) {
+    String td = taskDefinition;
+    int slash = td.indexOf(":task-definition/");
+    if (slash >= 0) {
+      td = td.substring(slash + ":task-definition/".length());
+    }
+    int colon = td.indexOf(':');
+    return colon >= 0 ? td.substring(0, colon) : td;
+  }
+
+  private final class FakeTask {
+    final String arn;
+    final String cluster;
+    final String family;
+    final String clientToken;
+    final String startedBy;
+    final JsonNode overrides;
+    final Instant createdAt = Instant.now();
+    String lastStatus;
+    String desiredStatus = "RUNNING";
+    String stopCode;
+    String stoppedReason;
+    Integer exitCode;
+    String containerReason;
+    Instant stoppedAt;
+    long version = 1;
+    boolean forgotten;
+
+    FakeTask(String arn, String cluster, String family, String clientToken, String startedBy, JsonNode overrides) {
+      this.arn = arn;
+      this.cluster = cluster;
+      this.family = family;
+      this.clientToken = clientToken;
+      this.startedBy = startedBy;
+      this.overrides = overrides;
+    }
+
+    String taskDefinitionArn() {
+      return "arn:aws:ecs:" + REGION + ":" + ACCOUNT + ":task-definition/" + family + ":1";
+    }
+
+    TaskView view() {
+      return new TaskView(arn, cluster, taskDefinitionArn(), lastStatus, desiredStatus, startedBy, clientToken,
+          overrides.deepCopy(), stopCode, stoppedReason, version);
+    }
+
+    ObjectNode toJson() {
+      ObjectNode t = json.createObjectNode();
+      t.put("taskArn", arn);
+      t.put("clusterArn", clusterArn(cluster));
+      t.put("taskDefinitionArn", taskDefinitionArn());
+      t.put("lastStatus", lastStatus);
+      t.put("desiredStatus", desiredStatus);
+      t.put("launchType", "FARGATE");
+      t.put("platformVersion", "1.4.0");
+      t.put("cpu", "1024");
+      t.put("memory", "2048");
+      t.put("group", "family:" + family);
+      t.put("version", version);
+      // JSON 1.1 timestamps are epoch seconds.
+      t.put("createdAt", createdAt.toEpochMilli() / 1000.0);
+      if (startedBy != null) {
+        t.put("startedBy", startedBy);
+      }
+      t.set("overrides", overrides.deepCopy());
+      if (stopCode != null) {
+        t.put("stopCode", stopCode);
+      }
+      if (stoppedReason != null) {
+        t.put("stoppedReason", stoppedReason);
+      }
+      if (stoppedAt != null) {
+        t.put("stoppedAt", stoppedAt.toEpochMilli() / 1000.0);
+      }
+      ArrayNode containers = t.putArray("containers");
+      boolean failedToStart = "TaskFailedToStart".equals(stopCode);
+      if (!failedToStart) {
+        ObjectNode c = containers.addObject();
+        c.put("containerArn", "arn:aws:ecs:" + REGION + ":" + ACCOUNT + ":container/" + cluster + "/"
+            + arn.substring(arn.lastIndexOf('/') + 1) + "/" + UUID.nameUUIDFromBytes(arn.getBytes(StandardCharsets.UTF_8)));
+        c.put("taskArn", arn);
+        c.put("name", containerByFamily.getOrDefault(family, CONTAINER));
+        c.put("lastStatus", "STOPPED".equals(lastStatus) ? "STOPPED" : "RUNNING".equals(lastStatus) ? "RUNNING" : "PENDING");
+        if (exitCode != null) {
+          c.put("exitCode", exitCode);
+        }
+        if (containerReason != null) {
+          c.put("reason", containerReason);
+        }
+      }
+      return t;
+    }
+  }
+}

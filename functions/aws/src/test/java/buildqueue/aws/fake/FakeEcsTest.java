@@ -1,0 +1,166 @@
+package buildqueue.aws.fake;
+
+import static buildqueue.aws.fake.FakeEcs.Operation.DESCRIBE_TASKS;
+import static buildqueue.aws.fake.FakeEcs.Operation.RUN_TASK;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.within;
+
+import java.time.Instant;
+import java.time.temporal.ChronoUnit;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import software.amazon.awssdk.services.ecs.EcsClient;
+import software.amazon.awssdk.services.ecs.model.ConflictException;
+import software.amazon.awssdk.services.ecs.model.EcsException;
+import software.amazon.awssdk.services.ecs.model.InvalidParameterException;
+import software.amazon.awssdk.services.ecs.model.LaunchType;
+import software.amazon.awssdk.services.ecs.model.RunTaskRequest;
+import software.amazon.awssdk.services.ecs.model.RunTaskResponse;
+import software.amazon.awssdk.services.ecs.model.Task;
+import software.amazon.awssdk.services.ecs.model.TaskStopCode;
+
+/** The fake's wire behaviour as the plain SDK client sees it, so other tests can rely on it. */
+class FakeEcsTest {
+  FakeEcs fake;
+  EcsClient ecs;
+
+  @BeforeEach
+  void start() {
+    fake = FakeEcs.start();
+    ecs = fake.newClient();
+  }
+
+  @AfterEach
+  void stop() {
+    ecs.close();
+    fake.close();
+  }
+
+  RunTaskRequest.Builder runTask(String token) {
+    return RunTaskRequest.builder()
+        .cluster("c")
+        .taskDefinition(FakeEcs.TASK_DEFINITION)
+        .launchType(LaunchType.FARGATE)
+        .clientToken(token)
+        .networkConfiguration(n -> n.awsvpcConfiguration(v -> v.subnets("subnet-1")));
+  }
+
+  @Test
+  void requests_are_signed_json_1_1_posts_to_the_root() {
+    ecs.runTask(runTask("t1").build());
+
+    FakeEcs.Request r = fake.requests(RUN_TASK).get(0);
+    assertThat(r.header("X-Amz-Target")).isEqualTo(FakeEcs.TARGET_PREFIX + "RunTask");
+    assertThat(r.header("Content-Type")).isEqualTo(FakeEcs.CONTENT_TYPE);
+    assertThat(r.header("Authorization")).startsWith("AWS4-HMAC-SHA256 Credential=AKIAFAKEFAKEFAKE/")
+        .contains("/eu-west-1/ecs/aws4_request");
+  }
+
+  @Test
+  void run_task_answers_a_provisioning_task_the_sdk_parses() {
+    RunTaskResponse response = ecs.runTask(runTask("t1").startedBy("bq-1").build());
+
+    Task task = response.tasks().get(0);
+    assertThat(task.lastStatus()).isEqualTo("PROVISIONING");
+    assertThat(task.startedBy()).isEqualTo("bq-1");
+    assertThat(task.clusterArn()).isEqualTo(FakeEcs.clusterArn("c"));
+    assertThat(task.createdAt()).isCloseTo(Instant.now(), within(5, ChronoUnit.SECONDS));
+    assertThat(task.containers()).extracting(c -> c.name()).containsExactly(FakeEcs.CONTAINER);
+    assertThat(response.failures()).isEmpty();
+  }
+
+  @Test
+  void the_same_token_with_other_parameters_is_a_conflict_naming_the_first_task() {
+    String arn = ecs.runTask(runTask("t1").build()).tasks().get(0).taskArn();
+
+    assertThatThrownBy(() -> ecs.runTask(runTask("t1").startedBy("someone-else").build()))
+        .isInstanceOfSatisfying(ConflictException.class, e -> {
+          assertThat(e.statusCode()).isEqualTo(400);
+          assertThat(e.resourceIds()).containsExactly(arn);
+        });
+    assertThat(ecs.runTask(runTask("t1").build()).tasks().get(0).taskArn()).isEqualTo(arn);
+    assertThat(fake.tasks()).hasSize(1);
+  }
+
+  @Test
+  void tokens_are_scoped_to_the_cluster() {
+    ecs.runTask(runTask("t1").build());
+    ecs.runTask(runTask("t1").cluster("other").build());
+
+    assertThat(fake.tasks()).extracting(FakeEcs.TaskView::cluster).containsExactly("c", "other");
+  }
+
+  @Test
+  void describe_tasks_refuses_more_than_100_tasks() {
+    List<String> arns = new ArrayList<>(Collections.nCopies(101, fake.addTask("c", "RUNNING")));
+
+    assertThatThrownBy(() -> ecs.describeTasks(b -> b.cluster("c").tasks(arns)))
+        .isInstanceOf(InvalidParameterException.class);
+  }
+
+  @Test
+  void describe_tasks_only_finds_tasks_of_the_given_cluster() {
+    String arn = fake.addTask("c", "RUNNING");
+
+    var response = ecs.describeTasks(b -> b.cluster("other").tasks(arn));
+
+    assertThat(response.tasks()).isEmpty();
+    assertThat(response.failures()).singleElement()
+        .satisfies(f -> assertThat(f.reason()).isEqualTo("MISSING"))
+        .satisfies(f -> assertThat(f.arn()).isEqualTo(arn));
+  }
+
+  @Test
+  void stop_task_stops_the_task_as_user_initiated() {
+    String arn = fake.addTask("c", "RUNNING");
+
+    Task task = ecs.stopTask(b -> b.cluster("c").task(arn).reason("enough")).task();
+
+    assertThat(task.lastStatus()).isEqualTo("STOPPED");
+    assertThat(task.stopCode()).isEqualTo(TaskStopCode.USER_INITIATED);
+    assertThat(task.stoppedReason()).isEqualTo("enough");
+    assertThat(ecs.describeTasks(b -> b.cluster("c").tasks(arn)).tasks().get(0).lastStatus()).isEqualTo("STOPPED");
+  }
+
+  @Test
+  void the_limits_ecs_enforces_are_refused_as_invalid_parameters() {
+    String arn = fake.addTask("c", "RUNNING");
+
+    assertThatThrownBy(() -> ecs.stopTask(b -> b.cluster("c").task(arn).reason("x".repeat(256))))
+        .isInstanceOf(InvalidParameterException.class);
+    assertThatThrownBy(() -> ecs.runTask(runTask("t".repeat(65)).build()))
+        .isInstanceOf(InvalidParameterException.class);
+    assertThatThrownBy(() -> ecs.runTask(runTask("t2").startedBy("has spaces").build()))
+        .isInstanceOf(InvalidParameterException.class);
+    assertThatThrownBy(() -> ecs.runTask(runTask("t3").overrides(o -> o.containerOverrides(
+        c -> c.name(FakeEcs.CONTAINER).command("x".repeat(9000)))).build()))
+        .isInstanceOf(InvalidParameterException.class)
+        .hasMessageContaining("8192");
+    assertThat(fake.tasks()).hasSize(1);
+  }
+
+  @Test
+  void scripted_answers_are_used_in_order_then_normal_ones() {
+    fake.answer(DESCRIBE_TASKS, FakeEcs.Answer.error(400, "AccessDeniedException", "denied"));
+    String arn = fake.addTask("c", "RUNNING");
+
+    assertThatThrownBy(() -> ecs.describeTasks(b -> b.cluster("c").tasks(arn)))
+        .isInstanceOfSatisfying(EcsException.class, e -> assertThat(e.awsErrorDetails().errorCode()).isEqualTo("AccessDeniedException"));
+    assertThat(ecs.describeTasks(b -> b.cluster("c").tasks(arn)).tasks()).hasSize(1);
+    assertThat(fake.replies(DESCRIBE_TASKS)).extracting(FakeEcs.Reply::status).containsExactly(400, 200);
+  }
+
+  @Test
+  void an_operation_the_fake_does_not_speak_is_refused() {
+    assertThatThrownBy(() -> ecs.listTasks(b -> b.cluster("c")))
+        .isInstanceOfSatisfying(EcsException.class, e -> {
+          assertThat(e.statusCode()).isEqualTo(400);
+          assertThat(e.awsErrorDetails().errorCode()).isEqualTo("UnknownOperationException");
+        });
+  }
+}

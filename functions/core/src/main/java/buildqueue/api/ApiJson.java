@@ -1,0 +1,174 @@
+package buildqueue.api;
+
+import buildqueue.core.JobQueries.CurrentJob;
+import buildqueue.core.JobQueries.EventView;
+import buildqueue.core.JobQueries.JobView;
+import buildqueue.core.JobQueries.LaneView;
+import buildqueue.core.JobQueries.QueuedJob;
+import buildqueue.core.JobQueries.SlotView;
+import buildqueue.core.JobQueries.Waiting;
+import buildqueue.core.JobQueries.WorkerView;
+import buildqueue.db.Json;
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.DeserializationFeature;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.cfg.JsonNodeFeature;
+import com.fasterxml.jackson.databind.json.JsonMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.time.Instant;
+import java.util.List;
+import java.util.Optional;
+
+/** The API's JSON shapes (design.md §8). Field names here are the contract with clients. */
+final class ApiJson {
+  static final ObjectMapper MAPPER =
+      JsonMapper.builder()
+          .enable(DeserializationFeature.USE_BIG_DECIMAL_FOR_FLOATS)
+          .disable(JsonNodeFeature.STRIP_TRAILING_BIGDECIMAL_ZEROES)
+          .build();
+  private static final JsonNodeFactory NODES = JsonNodeFactory.instance;
+
+  private ApiJson() {}
+
+  static ObjectNode object() {
+    return NODES.objectNode();
+  }
+
+  static ArrayNode array() {
+    return NODES.arrayNode();
+  }
+
+  static byte[] bytes(JsonNode node) {
+    try {
+      return MAPPER.writeValueAsBytes(node);
+    } catch (JsonProcessingException e) {
+      throw new IllegalStateException("could not write JSON", e);
+    }
+  }
+
+  /** A stored JSON document (read from {@code jsonb}, so known to be valid). */
+  static JsonNode parse(Json json) {
+    if (json == null) {
+      return NODES.nullNode();
+    }
+    try {
+      return MAPPER.readTree(json.text());
+    } catch (JsonProcessingException e) {
+      throw new IllegalStateException("stored JSON could not be parsed", e);
+    }
+  }
+
+  /** The job (design.md §8) plus {@code waitingFor} while it is queued. */
+  static ObjectNode job(JobView j, Optional<Waiting> waiting) {
+    ObjectNode o = object();
+    o.put("id", j.id());
+    o.put("userId", j.userId());
+    o.put("kind", j.kind());
+    o.set("payload", parse(j.payload()));
+    o.put("status", j.status().sql());
+    o.put("lane", j.lane());
+    o.put("position", j.position());
+    o.put("progress", j.progress());
+    o.put("attempts", j.attempts());
+    o.put("recoveries", j.recoveries());
+    o.put("cancelRequested", j.cancelRequested());
+    o.put("error", j.error());
+    o.put("workerId", j.workerId());
+    o.put("createdAt", time(j.createdAt()));
+    o.put("dispatchedAt", time(j.dispatchedAt()));
+    o.put("startedAt", time(j.startedAt()));
+    o.put("finishedAt", time(j.finishedAt()));
+    o.set("waitingFor", waiting.map(w -> (JsonNode) waiting(w)).orElse(NODES.nullNode()));
+    return o;
+  }
+
+  static ObjectNode waiting(Waiting w) {
+    ObjectNode o = object();
+    o.put("summary", WaitingSummary.of(w));
+    o.put("lane", w.lane());
+    o.put("capacity", w.capacity());
+    o.put("jobsAhead", w.jobsAhead());
+    o.put("notBefore", time(w.notBefore()));
+    o.set("slots", slots(w.slots()));
+    return o;
+  }
+
+  static ArrayNode slots(List<SlotView> slots) {
+    ArrayNode a = array();
+    for (SlotView s : slots) {
+      ObjectNode o = a.addObject();
+      o.put("slot", s.slot());
+      o.set("worker", s.worker().map(w -> (JsonNode) worker(w)).orElse(NODES.nullNode()));
+    }
+    return a;
+  }
+
+  static ObjectNode worker(WorkerView w) {
+    ObjectNode o = object();
+    o.put("id", w.id());
+    o.put("status", w.status().name().toLowerCase(java.util.Locale.ROOT));
+    o.put("taskId", w.taskId());
+    o.put("leaseLeftSeconds", w.leaseLeftSeconds());
+    o.put("launchedAt", time(w.launchedAt()));
+    o.put("startedAt", time(w.startedAt()));
+    o.set("job", w.job().map(j -> (JsonNode) currentJob(j)).orElse(NODES.nullNode()));
+    return o;
+  }
+
+  static ObjectNode currentJob(CurrentJob j) {
+    ObjectNode o = object();
+    o.put("id", j.id());
+    o.put("userId", j.userId());
+    o.put("kind", j.kind());
+    o.put("status", j.status().sql());
+    o.put("progress", j.progress());
+    o.put("steps", steps(j.payloadSteps()));
+    return o;
+  }
+
+  /** {@code payload.steps} when it is a whole number above zero: the end of a progress bar. */
+  static Integer steps(Json payloadSteps) {
+    if (payloadSteps == null) {
+      return null;
+    }
+    JsonNode n = parse(payloadSteps);
+    return n.isIntegralNumber() && n.canConvertToInt() && n.intValue() > 0 ? n.intValue() : null;
+  }
+
+  static ObjectNode event(EventView e) {
+    ObjectNode o = object();
+    o.put("id", e.id());
+    o.put("type", e.type());
+    o.put("message", e.message());
+    o.set("detail", parse(e.detail()));
+    o.put("at", time(e.at()));
+    return o;
+  }
+
+  static ObjectNode lane(LaneView l) {
+    ObjectNode o = object();
+    o.put("lane", l.lane());
+    o.put("capacity", l.capacity());
+    o.put("queued", l.queued());
+    o.set("slots", slots(l.slots()));
+    ArrayNode head = o.putArray("queuedJobs");
+    for (QueuedJob q : l.head()) {
+      ObjectNode j = head.addObject();
+      j.put("id", q.id());
+      j.put("userId", q.userId());
+      j.put("kind", q.kind());
+      j.put("position", q.position());
+      j.put("createdAt", time(q.createdAt()));
+      j.put("notBefore", time(q.notBefore()));
+    }
+    return o;
+  }
+
+  /** ISO-8601 in UTC, e.g. {@code 2026-12-01T10:00:00Z}; null stays null. */
+  static String time(Instant t) {
+    return t == null ? null : t.toString();
+  }
+}

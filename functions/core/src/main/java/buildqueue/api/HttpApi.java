@@ -1,0 +1,563 @@
+package buildqueue.api;
+
+import buildqueue.core.BuildQueue;
+import buildqueue.core.JobQueries;
+import buildqueue.core.JobQueries.CurrentJob;
+import buildqueue.core.JobQueries.JobView;
+import buildqueue.core.JobQueries.SlotView;
+import buildqueue.core.JobQueries.Waiting;
+import buildqueue.core.JobQueries.WorkerView;
+import buildqueue.core.JobStatus;
+import buildqueue.core.JobTransitions;
+import buildqueue.db.Json;
+import buildqueue.worker.JobHandler;
+import buildqueue.worker.JobHandlers;
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.lang.System.Logger.Level;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.EnumSet;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.Set;
+import java.util.UUID;
+import java.util.regex.Pattern;
+import java.util.stream.Collectors;
+
+/**
+ * The HTTP API of design.md §8 as plain code: a request in, a response out, no server. The API
+ * Gateway Lambda and the local server both call {@link #handle}, so they share every route, every
+ * validation and every error.
+ *
+ * <p>Guarantees: bad input is answered with a 4xx {@code application/problem+json} whose {@code
+ * detail} says what to change, and writes nothing; authentication is the caller's job (a null
+ * {@link Caller} is an unauthenticated request); another user's job is "not found", never
+ * "forbidden", so ids leak nothing; an unexpected failure is a 500 whose body carries an incident
+ * id that is also logged, and never the exception's text. Thread-safe and stateless.
+ *
+ * <p>Routes: {@code GET /} (the dashboard page, no token needed), {@code GET /health}, {@code POST
+ * /jobs}, {@code GET /jobs}, {@code GET /jobs/{id}}, {@code GET /jobs/{id}/events}, {@code POST
+ * /jobs/{id}/cancel}, {@code GET /lanes} (admin), {@code PUT /users/{userId}} (admin).
+ */
+public final class HttpApi {
+  private static final System.Logger LOG = System.getLogger(HttpApi.class.getName());
+
+  /** The largest request body accepted (256 KiB); longer ones get 413. */
+  public static final int MAX_BODY_BYTES = 256 * 1024;
+  /** The longest idempotency key or user id, in characters. */
+  public static final int MAX_KEY_CHARS = 200;
+  public static final int DEFAULT_LIST_LIMIT = 50;
+  public static final int MAX_LIST_LIMIT = 200;
+  public static final int DEFAULT_QUEUED_LIMIT = 20;
+
+  static final String JSON = "application/json";
+  static final String PROBLEM_JSON = "application/problem+json";
+  private static final String SUBMIT_EXAMPLE =
+      "{\"kind\": \"demo\", \"payload\": {\"steps\": 5}, \"idempotencyKey\": \"build-1234\"}";
+  private static final String USER_EXAMPLE = "{\"dedicatedWorker\": true}";
+  private static final Pattern JOB_ID = Pattern.compile("[0-9]{1,18}");
+  private static final Pattern WHOLE_NUMBER = Pattern.compile("[0-9]{1,9}");
+
+  private final BuildQueue queue;
+  private final JobQueries queries;
+  private final JobHandlers handlers;
+  private final List<Route> routes;
+
+  /**
+   * @param queue the writes: enqueue, cancel, dedicated workers
+   * @param queries the reads: jobs, events, lanes, the health check
+   * @param handlers the job kinds {@code POST /jobs} accepts, and their payload validation
+   */
+  public HttpApi(BuildQueue queue, JobQueries queries, JobHandlers handlers) {
+    this.queue = Objects.requireNonNull(queue, "queue");
+    this.queries = Objects.requireNonNull(queries, "queries");
+    this.handlers = Objects.requireNonNull(handlers, "handlers");
+    this.routes = List.of(
+        new Route("GET", "/", Access.ANYONE, null, c -> Dashboard.page()),
+        new Route("GET", "/health", Access.ANYONE, Set.of(), c -> health()),
+        new Route("POST", "/jobs", Access.USER, Set.of(), this::submit),
+        new Route("GET", "/jobs", Access.USER, Set.of("status", "limit", "userId"), this::listJobs),
+        new Route("GET", "/jobs/{id}", Access.USER, Set.of(), this::getJob),
+        new Route("GET", "/jobs/{id}/events", Access.USER, Set.of(), this::events),
+        new Route("POST", "/jobs/{id}/cancel", Access.USER, Set.of(), this::cancel),
+        new Route("GET", "/lanes", Access.ADMIN, Set.of("queuedLimit"), this::lanes),
+        new Route("PUT", "/users/{userId}", Access.ADMIN, Set.of(), this::putUser));
+  }
+
+  /** Answers one request. Never throws: every failure becomes a problem response. */
+  public ApiResponse handle(ApiRequest request) {
+    try {
+      return route(request);
+    } catch (ApiProblem p) {
+      return problem(p, request.path());
+    } catch (RuntimeException e) {
+      String incident = UUID.randomUUID().toString();
+      LOG.log(Level.ERROR, "incident " + incident + ": " + request + " failed", e);
+      return problem(new ApiProblem(ApiProblem.Type.INTERNAL,
+          "The server failed to answer this request (incident " + incident + "). Retry it; if it fails again, "
+              + "report the incident id to the operator."), request.path());
+    }
+  }
+
+  private ApiResponse route(ApiRequest request) {
+    List<String> segments = segments(request.path());
+    Map<String, String> params = new LinkedHashMap<>();
+    Route matched = null;
+    Set<String> allowed = new LinkedHashSet<>();
+    for (Route r : routes) {
+      Map<String, String> p = r.match(segments);
+      if (p != null) {
+        allowed.add(r.method);
+        if (r.method.equals(request.method())) {
+          matched = r;
+          params = p;
+        }
+      }
+    }
+    if (matched == null && allowed.isEmpty()) {
+      throw ApiProblem.notFound("There is no route " + JsonBodies.printable(request.path()) + ". The routes are: "
+          + routes.stream().map(r -> r.method + " " + r.template).collect(Collectors.joining(", ")) + ".");
+    }
+    if (matched == null) {
+      String allow = String.join(", ", allowed);
+      throw new ApiProblem(ApiProblem.Type.METHOD_NOT_ALLOWED,
+          JsonBodies.printable(request.method()) + " is not allowed on " + JsonBodies.printable(request.path())
+              + "; use " + allow + ".",
+          Map.of("Allow", allow));
+    }
+    Caller caller = authorize(matched.access, request.caller());
+    Map<String, List<String>> query = query(request, matched);
+    if (request.body().length > MAX_BODY_BYTES) {
+      throw new ApiProblem(ApiProblem.Type.PAYLOAD_TOO_LARGE,
+          "The request body is " + request.body().length + " bytes; the limit is " + MAX_BODY_BYTES
+              + " bytes (256 KiB). Keep large inputs elsewhere (e.g. object storage) and pass a reference in the "
+              + "payload.");
+    }
+    return matched.handler.handle(new Call(request, caller, params, query));
+  }
+
+  private static Caller authorize(Access access, Caller caller) {
+    if (access == Access.ANYONE) {
+      return caller;
+    }
+    if (caller == null) {
+      throw new ApiProblem(ApiProblem.Type.UNAUTHORIZED,
+          "This route needs a token: send the header Authorization: Bearer <JWT>.",
+          Map.of("WWW-Authenticate", "Bearer realm=\"buildqueue\""));
+    }
+    if (!isUsableId(caller.userId())) {
+      throw new ApiProblem(ApiProblem.Type.UNAUTHORIZED,
+          "The token's sub claim is not a usable user id (1 to " + MAX_KEY_CHARS
+              + " characters, no control characters); get a token for a proper user.",
+          Map.of("WWW-Authenticate", "Bearer realm=\"buildqueue\", error=\"invalid_token\""));
+    }
+    if (access == Access.ADMIN && !caller.admin()) {
+      throw new ApiProblem(ApiProblem.Type.FORBIDDEN,
+          "This route is for admins: it needs a token with the scope " + Caller.ADMIN_SCOPE + ".");
+    }
+    return caller;
+  }
+
+  private static Map<String, List<String>> query(ApiRequest request, Route route) {
+    Map<String, List<String>> query;
+    try {
+      query = request.queryParameters();
+    } catch (IllegalArgumentException e) {
+      throw ApiProblem.invalid("The query string is malformed: " + e.getMessage() + ".");
+    }
+    if (route.queryParams == null) {
+      return query;
+    }
+    for (Map.Entry<String, List<String>> p : query.entrySet()) {
+      if (!route.queryParams.contains(p.getKey())) {
+        throw ApiProblem.invalid("Unknown query parameter \"" + JsonBodies.printable(p.getKey()) + "\" for "
+            + route.method + " " + route.template + (route.queryParams.isEmpty()
+                ? "; it takes none."
+                : "; it takes: " + String.join(", ", new java.util.TreeSet<>(route.queryParams)) + "."));
+      }
+      if (p.getValue().size() > 1 && !p.getKey().equals("status")) {
+        throw ApiProblem.invalid("Query parameter \"" + p.getKey() + "\" is given " + p.getValue().size()
+            + " times; give it once.");
+      }
+    }
+    return query;
+  }
+
+  // ---- routes
+
+  private ApiResponse health() {
+    try {
+      queries.ping();
+    } catch (RuntimeException e) {
+      LOG.log(Level.WARNING, "health check: the database did not answer: " + e.getClass().getName());
+      throw new ApiProblem(ApiProblem.Type.UNAVAILABLE,
+          "The database did not answer \"select 1\"; check that it is running and reachable.",
+          Map.of("Retry-After", "5"));
+    }
+    ObjectNode up = ApiJson.object();
+    up.put("status", "up");
+    return json(200, up);
+  }
+
+  private ApiResponse submit(Call call) {
+    ObjectNode body = JsonBodies.object(call.request, SUBMIT_EXAMPLE);
+    JsonBodies.onlyFields(body, new LinkedHashSet<>(List.of("kind", "payload", "idempotencyKey")), "POST /jobs");
+    JsonNode kindNode = body.get("kind");
+    if (kindNode == null || kindNode.isNull()) {
+      throw ApiProblem.invalid("The field \"kind\" is missing; send one of the known kinds ("
+          + knownKinds() + "), e.g. " + SUBMIT_EXAMPLE + ".");
+    }
+    if (!kindNode.isTextual()) {
+      throw ApiProblem.invalid("The field \"kind\" must be a string naming a job kind (" + knownKinds()
+          + "), not " + JsonBodies.kindOf(kindNode) + ".");
+    }
+    String kind = kindNode.textValue();
+    JobHandler handler = handlers.get(kind).orElseThrow(() -> ApiProblem.invalid(
+        "Unknown kind \"" + JsonBodies.printable(kind) + "\"; the known kinds are: " + knownKinds() + "."));
+
+    JsonNode payload = body.get("payload");
+    if (payload == null || payload.isNull()) {
+      payload = ApiJson.object();
+    } else if (!payload.isObject()) {
+      throw ApiProblem.invalid("The field \"payload\" must be a JSON object (or left out), not "
+          + JsonBodies.kindOf(payload) + ".");
+    }
+    JsonBodies.requireStorable(payload, "payload");
+    try {
+      handler.validate(payload.deepCopy());
+    } catch (IllegalArgumentException e) {
+      throw ApiProblem.invalid("The payload is not valid for kind \"" + kind + "\": "
+          + (e.getMessage() == null ? "the kind's validation refused it without saying why" : e.getMessage()));
+    }
+
+    String key = idempotencyKey(body.get("idempotencyKey"));
+    String payloadText;
+    try {
+      payloadText = ApiJson.MAPPER.writeValueAsString(payload);
+    } catch (JsonProcessingException e) {
+      throw ApiProblem.invalid("The payload could not be stored as JSON: " + e.getOriginalMessage());
+    }
+
+    JobTransitions.Enqueued enqueued = queue.enqueue(call.caller.userId(), kind, new Json(payloadText), key);
+    JobView job = queries.job(enqueued.jobId()).orElseThrow(() -> new IllegalStateException(
+        "job " + enqueued.jobId() + " was enqueued but cannot be read back"));
+    if (!enqueued.created() && !sameRequest(job, kind, payload)) {
+      throw new ApiProblem(ApiProblem.Type.CONFLICT,
+          "The idempotency key \"" + JsonBodies.printable(key) + "\" was already used for job " + job.id()
+              + " with a different kind or payload; use a new key for a new job, or resend job " + job.id()
+              + "'s exact request.",
+          Map.of("Location", "/jobs/" + job.id()));
+    }
+    return json(enqueued.created() ? 201 : 200, jobJson(job, call.caller))
+        .withHeader("Location", "/jobs/" + job.id());
+  }
+
+  private static String idempotencyKey(JsonNode node) {
+    if (node == null || node.isNull()) {
+      return null;
+    }
+    if (!node.isTextual()) {
+      throw ApiProblem.invalid("The field \"idempotencyKey\" must be a string of 1 to " + MAX_KEY_CHARS
+          + " characters, not " + JsonBodies.kindOf(node) + ".");
+    }
+    String key = node.textValue();
+    if (!isUsableId(key)) {
+      throw ApiProblem.invalid("The field \"idempotencyKey\" must be 1 to " + MAX_KEY_CHARS
+          + " characters without control characters; it has " + key.codePointCount(0, key.length())
+          + " characters" + (hasControl(key) ? ", some of them control characters" : "") + ".");
+    }
+    return key;
+  }
+
+  private static boolean sameRequest(JobView job, String kind, JsonNode payload) {
+    return job.kind().equals(kind) && ApiJson.parse(job.payload()).equals(NUMBERS_BY_VALUE, payload);
+  }
+
+  /** Compares numbers by value, as {@code jsonb} does: 1.0, 1.00 and 1E+0 are one number. */
+  private static final java.util.Comparator<JsonNode> NUMBERS_BY_VALUE = (a, b) -> {
+    if (a.isNumber() && b.isNumber()) {
+      return a.decimalValue().compareTo(b.decimalValue());
+    }
+    return a.equals(b) ? 0 : 1;
+  };
+
+  private ApiResponse listJobs(Call call) {
+    String userId = call.caller.userId();
+    Optional<String> asked = single(call.query, "userId");
+    if (asked.isPresent()) {
+      if (!call.caller.admin() && !asked.get().equals(userId)) {
+        throw new ApiProblem(ApiProblem.Type.FORBIDDEN,
+            "Only admins may list another user's jobs; leave out userId to list yours.");
+      }
+      userId = asked.get();
+    } else if (call.caller.admin()) {
+      userId = null;
+    }
+    Set<JobStatus> statuses = statuses(call.query.getOrDefault("status", List.of()));
+    int limit = wholeNumber(call.query, "limit", DEFAULT_LIST_LIMIT, 1, MAX_LIST_LIMIT);
+    List<JobView> jobs = queries.jobs(userId, statuses, limit);
+    Map<Long, Waiting> waiting = queries.waiting(jobs);
+    ObjectNode out = ApiJson.object();
+    ArrayNode list = out.putArray("jobs");
+    jobs.forEach(j -> list.add(ApiJson.job(j, Optional.ofNullable(waiting.get(j.id())).map(w -> redact(w, call.caller)))));
+    return json(200, out);
+  }
+
+  private ApiResponse getJob(Call call) {
+    return json(200, jobJson(visibleJob(call), call.caller));
+  }
+
+  private ApiResponse events(Call call) {
+    JobView job = visibleJob(call);
+    ObjectNode out = ApiJson.object();
+    out.put("jobId", job.id());
+    ArrayNode list = out.putArray("events");
+    queries.events(job.id()).forEach(e -> list.add(ApiJson.event(e)));
+    return json(200, out);
+  }
+
+  private ApiResponse cancel(Call call) {
+    long id = jobId(call);
+    JobTransitions.Cancelled result = queue.cancel(id, call.caller.admin() ? null : call.caller.userId());
+    if (result instanceof JobTransitions.Cancelled.NotFound) {
+      throw jobNotFound(id);
+    }
+    JobView job = queries.job(id).orElseThrow(() -> jobNotFound(id));
+    if (result instanceof JobTransitions.Cancelled.Unchanged u && u.status().finished()) {
+      throw new ApiProblem(ApiProblem.Type.CONFLICT,
+          "Job " + id + " has already " + (u.status() == JobStatus.CANCELLED ? "been cancelled" : u.status().sql())
+              + (job.finishedAt() == null ? "" : " (at " + ApiJson.time(job.finishedAt()) + ")")
+              + "; there is nothing to cancel. Submit a new job to run it again.");
+    }
+    return json(200, jobJson(job, call.caller));
+  }
+
+  private ApiResponse lanes(Call call) {
+    int limit = wholeNumber(call.query, "queuedLimit", DEFAULT_QUEUED_LIMIT, 0, MAX_LIST_LIMIT);
+    ObjectNode out = ApiJson.object();
+    ArrayNode list = out.putArray("lanes");
+    queries.lanes(limit).forEach(l -> list.add(ApiJson.lane(l)));
+    return json(200, out);
+  }
+
+  private ApiResponse putUser(Call call) {
+    String userId = call.params.get("userId");
+    if (!isUsableId(userId)) {
+      throw ApiProblem.invalid("The user id in the path must be 1 to " + MAX_KEY_CHARS
+          + " characters without control characters.");
+    }
+    ObjectNode body = JsonBodies.object(call.request, USER_EXAMPLE);
+    JsonBodies.onlyFields(body, Set.of("dedicatedWorker"), "PUT /users/{userId}");
+    JsonNode dedicated = body.get("dedicatedWorker");
+    if (dedicated == null || !dedicated.isBoolean()) {
+      throw ApiProblem.invalid("The field \"dedicatedWorker\" must be true or false"
+          + (dedicated == null ? " and is missing" : ", not " + JsonBodies.kindOf(dedicated))
+          + "; send e.g. " + USER_EXAMPLE + ".");
+    }
+    JobTransitions.LaneChange change = queue.setDedicated(userId, dedicated.booleanValue());
+    ObjectNode out = ApiJson.object();
+    out.put("userId", change.userId());
+    out.put("dedicatedWorker", change.dedicatedWorker());
+    out.put("lane", change.lane());
+    ArrayNode moved = out.putArray("movedJobs");
+    change.movedJobs().forEach(moved::add);
+    return json(200, out);
+  }
+
+  // ---- helpers
+
+  private JobView visibleJob(Call call) {
+    long id = jobId(call);
+    return queries.job(id)
+        .filter(j -> call.caller.admin() || j.userId().equals(call.caller.userId()))
+        .orElseThrow(() -> jobNotFound(id));
+  }
+
+  private ObjectNode jobJson(JobView job, Caller caller) {
+    return ApiJson.job(job, queries.waiting(job).map(w -> redact(w, caller)));
+  }
+
+  /**
+   * Who else is using the queue is an admin's business: a user sees which slot holds their lane,
+   * its worker and the job it runs, but another user's id only as null ("another user").
+   */
+  private static Waiting redact(Waiting w, Caller caller) {
+    if (caller.admin()) {
+      return w;
+    }
+    List<SlotView> slots = w.slots().stream()
+        .map(s -> new SlotView(s.slot(), s.worker().map(worker -> new WorkerView(worker.id(), worker.lane(),
+            worker.slot(), worker.status(), worker.taskId(), worker.leaseLeftSeconds(), worker.launchedAt(),
+            worker.startedAt(), worker.job().map(j -> j.userId().equals(caller.userId()) ? j
+                : new CurrentJob(j.id(), null, j.kind(), j.status(), j.progress(), j.payloadSteps()))))))
+        .toList();
+    return new Waiting(w.lane(), w.capacity(), w.jobsAhead(), slots, w.notBefore());
+  }
+
+  private static long jobId(Call call) {
+    String raw = call.params.get("id");
+    if (!JOB_ID.matcher(raw).matches()) {
+      throw ApiProblem.notFound("There is no job \"" + JsonBodies.printable(raw)
+          + "\": job ids are whole numbers, as returned by POST /jobs.");
+    }
+    return Long.parseLong(raw);
+  }
+
+  private static ApiProblem jobNotFound(long id) {
+    return ApiProblem.notFound("There is no job " + id + " of yours: it does not exist, was deleted after its "
+        + "retention period, or belongs to another user. List yours with GET /jobs.");
+  }
+
+  private String knownKinds() {
+    return String.join(", ", handlers.kinds());
+  }
+
+  private static Set<JobStatus> statuses(List<String> values) {
+    Set<JobStatus> statuses = EnumSet.noneOf(JobStatus.class);
+    for (String value : values) {
+      for (String name : value.split(",", -1)) {
+        String trimmed = name.trim();
+        if (trimmed.isEmpty()) {
+          continue;
+        }
+        JobStatus status = Arrays.stream(JobStatus.values())
+            .filter(s -> s.sql().equals(trimmed))
+            .findFirst()
+            .orElseThrow(() -> ApiProblem.invalid("Unknown status \"" + JsonBodies.printable(trimmed)
+                + "\"; use one or more (comma-separated) of: " + Arrays.stream(JobStatus.values())
+                    .map(JobStatus::sql).collect(Collectors.joining(", ")) + "."));
+        statuses.add(status);
+      }
+    }
+    return statuses;
+  }
+
+  /** A parameter's value; an empty one ({@code ?limit=}, as forms send it) counts as absent. */
+  private static Optional<String> single(Map<String, List<String>> query, String name) {
+    List<String> values = query.get(name);
+    return values == null || values.isEmpty() || values.get(0).isEmpty() ? Optional.empty() : Optional.of(values.get(0));
+  }
+
+  private static int wholeNumber(Map<String, List<String>> query, String name, int fallback, int min, int max) {
+    Optional<String> raw = single(query, name);
+    if (raw.isEmpty()) {
+      return fallback;
+    }
+    if (!WHOLE_NUMBER.matcher(raw.get()).matches()
+        || Integer.parseInt(raw.get()) < min || Integer.parseInt(raw.get()) > max) {
+      throw ApiProblem.invalid("Query parameter \"" + name + "\" must be a whole number from " + min + " to " + max
+          + ", not \"" + JsonBodies.printable(raw.get()) + "\" (default " + fallback + ").");
+    }
+    return Integer.parseInt(raw.get());
+  }
+
+  static boolean isUsableId(String id) {
+    if (id == null || id.isEmpty() || id.codePointCount(0, id.length()) > MAX_KEY_CHARS || hasControl(id)) {
+      return false;
+    }
+    try {
+      JsonBodies.requireStorableText(id, "id");
+      return true;
+    } catch (ApiProblem p) {
+      return false;
+    }
+  }
+
+  private static boolean hasControl(String s) {
+    return s.codePoints().anyMatch(Character::isISOControl);
+  }
+
+  /**
+   * The path's segments, percent-decoded: {@code /jobs/42} → [jobs, 42], {@code /} → []. An empty
+   * segment ({@code //}, a trailing slash) is kept, so such paths match no route.
+   */
+  private static List<String> segments(String path) {
+    if (!path.startsWith("/")) {
+      throw ApiProblem.notFound("The path must start with /.");
+    }
+    if (path.equals("/")) {
+      return List.of();
+    }
+    List<String> segments = new ArrayList<>();
+    for (String raw : path.substring(1).split("/", -1)) {
+      try {
+        segments.add(QueryString.decodeSegment(raw));
+      } catch (IllegalArgumentException e) {
+        throw ApiProblem.invalid("The path is malformed: " + e.getMessage() + ".");
+      }
+    }
+    return segments;
+  }
+
+  static ApiResponse json(int status, JsonNode body) {
+    Map<String, String> headers = new LinkedHashMap<>();
+    headers.put("Content-Type", JSON);
+    headers.put("Cache-Control", "no-store");
+    headers.put("X-Content-Type-Options", "nosniff");
+    return new ApiResponse(status, headers, ApiJson.bytes(body));
+  }
+
+  static ApiResponse problem(ApiProblem p, String instance) {
+    ObjectNode body = ApiJson.object();
+    body.put("type", p.type().uri());
+    body.put("title", p.type().title());
+    body.put("status", p.type().status());
+    body.put("detail", p.detail());
+    body.put("instance", instance);
+    Map<String, String> headers = new LinkedHashMap<>();
+    headers.put("Content-Type", PROBLEM_JSON);
+    headers.put("Cache-Control", "no-store");
+    headers.put("X-Content-Type-Options", "nosniff");
+    headers.putAll(p.headers());
+    return new ApiResponse(p.type().status(), headers, ApiJson.bytes(body));
+  }
+
+  private enum Access {
+    ANYONE,
+    USER,
+    ADMIN
+  }
+
+  /** What a route handler gets: the request, its authorized caller, path and query parameters. */
+  private record Call(
+      ApiRequest request, Caller caller, Map<String, String> params, Map<String, List<String>> query) {}
+
+  @FunctionalInterface
+  private interface Handler {
+    ApiResponse handle(Call call);
+  }
+
+  /**
+   * @param queryParams the query parameters the route takes; null takes any (the static page)
+   */
+  private record Route(String method, String template, Access access, Set<String> queryParams, Handler handler) {
+    /** The path parameters when {@code segments} fit this route's template, else null. */
+    Map<String, String> match(List<String> segments) {
+      List<String> parts = template.equals("/") ? List.of() : List.of(template.substring(1).split("/"));
+      if (parts.size() != segments.size()) {
+        return null;
+      }
+      Map<String, String> params = new LinkedHashMap<>();
+      for (int i = 0; i < parts.size(); i++) {
+        String part = parts.get(i);
+        if (part.startsWith("{") && part.endsWith("}")) {
+          if (segments.get(i).isEmpty()) {
+            return null;
+          }
+          params.put(part.substring(1, part.length() - 1), segments.get(i));
+        } else if (!part.equals(segments.get(i))) {
+          return null;
+        }
+      }
+      return params;
+    }
+  }
+}

@@ -1,0 +1,46 @@
+package buildqueue.core;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import buildqueue.testing.PostgresExtension;
+import buildqueue.testing.QueueHarness;
+import buildqueue.testing.TestDatabase;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+/**
+ * Pins the round trips of a job's whole life, counted at the {@code Database} port, so that a
+ * regression shows. Over the Data API every statement is an HTTPS call, so this is the cost.
+ */
+@ExtendWith(PostgresExtension.class)
+class StatementCountTest {
+
+  @Test
+  void one_job_on_a_fresh_worker_costs_six_statements(TestDatabase tdb) {
+    try (QueueHarness h = QueueHarness.open(tdb)) {
+      long job = h.submit("alice", "noop", "{}");
+      h.awaitStatus(job, "succeeded");
+      h.awaitQuiet();
+      // enqueue, dispatch, record the task, worker start (+ job start), job end (+ drain), worker exited
+      assertThat(h.db.statements()).isEqualTo(6).isLessThanOrEqualTo(7);
+      assertThat(h.db.transactions()).isZero();
+    }
+  }
+
+  @Test
+  void a_job_chained_onto_a_running_worker_costs_two_more(TestDatabase tdb) throws Exception {
+    try (QueueHarness h = QueueHarness.open(tdb)) {
+      long first = h.submitGate("alice");
+      h.gates.awaitEntered(first);
+      long before = h.db.statements();
+      long chained = h.submit("bob", "noop", "{}");
+      h.gates.open(first);
+      h.awaitStatus(chained, "succeeded");
+      h.awaitQuiet();
+      // Without the chained job the first job's life is 6 statements; the chained one adds its
+      // enqueue (which sees the lane full and skips the dispatch) and its own end.
+      long firstJobAfterGate = 2; // its end (which takes the chained job) and the worker's exit
+      assertThat(h.db.statements() - before - firstJobAfterGate).isEqualTo(2);
+    }
+  }
+}
