@@ -37,6 +37,38 @@ final class Figures {
     run(3, F3, this::throughput);
     run(4, F4, this::scale);
     run(5, F5, this::slotTurnaround);
+    run(6, F6, this::trafficCost);
+  }
+
+  private void trafficCost() throws InterruptedException {
+    TrafficCost cost = new TrafficCost(pg);
+    int runs = plan.quick() ? 1 : 3;
+    double hours = plan.quick() ? 0.34 : 1;
+    for (TrafficCost.Trace trace : TrafficCost.traces(hours, 42)) {
+      for (TrafficCost.Policy policy : TrafficCost.policies()) {
+        List<TrafficCost.Result> results = new ArrayList<>();
+        for (int i = 0; i < runs; i++) {
+          results.add(cost.replay(trace, policy, 7 + i));
+        }
+        Stats billed = stats(results, TrafficCost.Result::billedPerJobSecond);
+        report.add(F6, trace.name() + " (" + trace.arrivals().size() + " jobs), " + policy.name()
+                + ": billed worker-s per job-s", billed, "", 2,
+            "launches/job " + Report.format(stats(results, TrafficCost.Result::launchesPerJob).median(), 2)
+                + "; wait p50 " + Report.format(stats(results, TrafficCost.Result::waitP50).median(), 0)
+                + " s, p99 " + Report.format(stats(results, TrafficCost.Result::waitP99).median(), 0) + " s");
+      }
+      report.note("- Trace **" + trace.name() + "**: " + trace.description() + ".");
+    }
+    report.note("""
+        ### How the cost figure is modelled (figure 6)
+
+        Each trace is replayed at 1/%d of real time (%s model hour%s per run) on the real queue and worker loop; workers are threads
+        that start after a Fargate start delay drawn from %.0f–%.0f s, are billed from the launch request to their exit, rounded up to
+        the second with a %.0f s minimum, and whose STOPPED evidence reaches the queue %.0f s after the exit. The shared lane has %d
+        slots; the tick runs every model minute. Builds take 1–3 min. Wait is arrival → job start, in model seconds. Billed worker-s per
+        job-s is the sum of billed task seconds over the sum of build seconds: 1.00 would mean paying only for builds.
+        """.formatted((int) TrafficCost.SCALE, Report.format(hours, 2), hours == 1 ? "" : "s", FargateModel.START_MIN_S,
+            FargateModel.START_MAX_S, FargateModel.MIN_BILLED_S, FargateModel.STOP_EVIDENCE_S, TrafficCost.SHARED_SLOTS));
   }
 
   private void scale() {
