@@ -25,7 +25,20 @@ public final class BuildQueue {
   private static final System.Logger LOG = System.getLogger(BuildQueue.class.getName());
   private static final int BATCH = 100;
 
+  /**
+   * Told of every worker exit this queue records, whichever caller found the evidence (a stop
+   * event, the tick's liveness check, lease expiry). Runs on the caller's thread after the exit
+   * committed; for metrics, so it must not throw.
+   */
+  @FunctionalInterface
+  public interface ExitListener {
+    void exited(ExitTransitions.Exited exited);
+
+    ExitListener NONE = exited -> {};
+  }
+
   private final WorkerPlatform platform;
+  private final ExitListener exitListener;
   private final QueueConfig config;
   private final JobTransitions jobs;
   private final DispatchTransitions dispatch;
@@ -33,7 +46,13 @@ public final class BuildQueue {
   private final TickTransitions tick;
 
   public BuildQueue(Database db, WorkerPlatform platform, QueueConfig config, QueueClock clock) {
+    this(db, platform, config, clock, ExitListener.NONE);
+  }
+
+  public BuildQueue(
+      Database db, WorkerPlatform platform, QueueConfig config, QueueClock clock, ExitListener exitListener) {
     this.platform = platform;
+    this.exitListener = exitListener;
     this.config = config;
     this.jobs = new JobTransitions(db, config, clock);
     this.dispatch = new DispatchTransitions(db, config, clock);
@@ -140,6 +159,7 @@ public final class BuildQueue {
    */
   public Optional<ExitTransitions.Exited> taskStopped(String taskId, Long workerId, UUID token, String reason) {
     Optional<ExitTransitions.Exited> exited = exits.exited(taskId, workerId, token, reason);
+    exited.ifPresent(exitListener::exited);
     exited.filter(ExitTransitions.Exited::laneHasQueuedJobs).ifPresent(e -> dispatchLane(e.lane()));
     return exited;
   }

@@ -3,6 +3,7 @@ package buildqueue.core;
 import buildqueue.db.Database;
 import buildqueue.db.Params;
 import buildqueue.db.Row;
+import java.time.Duration;
 import java.util.Optional;
 import java.util.UUID;
 
@@ -30,10 +31,22 @@ public final class ExitTransitions {
   /**
    * The worker that exited, and what became of the job it had: {@code queued} again at the head of
    * its lane, {@code failed}, {@code cancelled}, or none. {@code laneHasQueuedJobs} tells the caller
-   * whether to dispatch the lane.
+   * whether to dispatch the lane; {@code slotHeld} is how long the worker held its slot, from
+   * dispatch to this exit (what a slot costs, for metrics).
    */
   public record Exited(
-      long workerId, String lane, Optional<Long> jobId, Optional<JobStatus> jobStatus, boolean laneHasQueuedJobs) {}
+      long workerId,
+      String lane,
+      Optional<Long> jobId,
+      Optional<JobStatus> jobStatus,
+      boolean laneHasQueuedJobs,
+      Duration slotHeld) {
+
+    public Exited(
+        long workerId, String lane, Optional<Long> jobId, Optional<JobStatus> jobStatus, boolean laneHasQueuedJobs) {
+      this(workerId, lane, jobId, jobStatus, laneHasQueuedJobs, Duration.ZERO);
+    }
+  }
 
   private static final String EXITED =
       """
@@ -52,7 +65,7 @@ public final class ExitTransitions {
         from target, t
         where w.id = target.id and w.status <> 'exited'
           and (:token::uuid is null or w.token = :token::uuid)
-        returning w.id, w.lane
+        returning w.id, w.lane, (extract(epoch from w.exited_at - w.launched_at) * 1000)::bigint as slot_held_ms
       ),
       job as (
         update build_job j set
@@ -89,7 +102,7 @@ public final class ExitTransitions {
                t.now
         from job, t
       )
-      select worker.id as worker_id, worker.lane, job.id as job_id, job.status as job_status,
+      select worker.id as worker_id, worker.lane, worker.slot_held_ms, job.id as job_id, job.status as job_status,
              (coalesce(job.status = 'queued', false)
               or exists (select 1 from build_job q where q.lane = worker.lane and q.status = 'queued'))
                as lane_has_queued
@@ -126,6 +139,7 @@ public final class ExitTransitions {
         r.string("lane"),
         Optional.ofNullable(r.longValue("job_id")),
         Optional.ofNullable(jobStatus).map(JobStatus::of),
-        r.bool("lane_has_queued"));
+        r.bool("lane_has_queued"),
+        Duration.ofMillis(r.longOr("slot_held_ms", 0)));
   }
 }

@@ -6,10 +6,12 @@ import java.util.List;
 /**
  * A statement with {@code :name} parameters rewritten to JDBC's positional {@code ?}. String
  * literals, quoted identifiers, comments, dollar-quoted bodies and {@code ::} casts are left alone.
+ * Public so that every adapter agrees on which names a statement uses (the Data API adapter sends
+ * exactly those).
  */
-record NamedSql(String jdbcSql, List<String> names) {
+public record NamedSql(String jdbcSql, List<String> names) {
 
-  static NamedSql parse(String sql) {
+  public static NamedSql parse(String sql) {
     StringBuilder out = new StringBuilder(sql.length());
     List<String> names = new ArrayList<>();
     int i = 0;

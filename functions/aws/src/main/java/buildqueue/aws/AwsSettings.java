@@ -1,0 +1,340 @@
+package buildqueue.aws;
+
+import buildqueue.BuildQueueException;
+import buildqueue.aws.db.DataApiSettings;
+import buildqueue.aws.ecs.EcsSettings;
+import buildqueue.aws.ecs.EcsWorkerPlatform;
+import buildqueue.core.QueueConfig;
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+import java.util.Optional;
+import java.util.UUID;
+import java.util.function.Function;
+
+/**
+ * Every environment variable the AWS code reads, read in one place, once, when a component starts.
+ * Each {@link Component} reads only what it uses; a missing or malformed variable fails at once
+ * with a message that names it. Immutable. The SAM template sets these (a test checks that every
+ * variable a function reads is set for it).
+ *
+ * <table>
+ *   <caption>Variables</caption>
+ *   <tr><th>variable</th><th>read by</th><th>default</th></tr>
+ *   <tr><td>{@value #DB_CLUSTER_ARN}, {@value #DB_SECRET_ARN}</td><td>all (worker: unless
+ *       {@value #JDBC_URL})</td><td>required</td></tr>
+ *   <tr><td>{@value #DB_NAME}</td><td>as above</td><td>{@code buildqueue}</td></tr>
+ *   <tr><td>{@value #JDBC_URL}</td><td>worker</td><td>unset: the Data API</td></tr>
+ *   <tr><td>{@value #ECS_CLUSTER}, {@value #TASK_DEFINITION}, {@value #SUBNETS}</td><td>the
+ *       three queue functions</td><td>required</td></tr>
+ *   <tr><td>{@value #SECURITY_GROUPS}</td><td>as above</td><td>none</td></tr>
+ *   <tr><td>{@value #ASSIGN_PUBLIC_IP}</td><td>as above</td><td>{@code false}</td></tr>
+ *   <tr><td>{@value #CONTAINER_NAME}</td><td>as above</td><td>{@code worker}</td></tr>
+ *   <tr><td>{@value #EVENT_BUS}</td><td>as above</td><td>{@code default}</td></tr>
+ *   <tr><td>{@value #SHARED_SLOTS}</td><td>queue functions, worker</td><td>1</td></tr>
+ *   <tr><td>{@value #WORKER_LIFETIME_MINUTES}</td><td>as above</td><td>60</td></tr>
+ *   <tr><td>{@value #CHAIN_WINDOW_SECONDS}</td><td>as above</td><td>300 (0: one job per
+ *       worker)</td></tr>
+ *   <tr><td>{@value #METRICS_NAMESPACE}</td><td>all but migrate</td><td>{@code buildqueue}</td></tr>
+ *   <tr><td>{@value #WORKER_ID}, {@value #WORKER_TOKEN}</td><td>worker (set per task by the
+ *       launch's container overrides)</td><td>required</td></tr>
+ *   <tr><td>{@value #AWS_REGION}</td><td>all that call AWS (set by Lambda and ECS)</td>
+ *       <td>required</td></tr>
+ * </table>
+ *
+ * Credentials come from the SDK's default chain (the function's or the task's role).
+ */
+public final class AwsSettings {
+  public static final String DB_CLUSTER_ARN = "BUILDQUEUE_DB_CLUSTER_ARN";
+  public static final String DB_SECRET_ARN = "BUILDQUEUE_DB_SECRET_ARN";
+  public static final String DB_NAME = "BUILDQUEUE_DB_NAME";
+  public static final String JDBC_URL = "BUILDQUEUE_JDBC_URL";
+  public static final String ECS_CLUSTER = "BUILDQUEUE_ECS_CLUSTER";
+  public static final String TASK_DEFINITION = "BUILDQUEUE_TASK_DEFINITION";
+  public static final String SUBNETS = "BUILDQUEUE_SUBNETS";
+  public static final String SECURITY_GROUPS = "BUILDQUEUE_SECURITY_GROUPS";
+  public static final String ASSIGN_PUBLIC_IP = "BUILDQUEUE_ASSIGN_PUBLIC_IP";
+  public static final String CONTAINER_NAME = "BUILDQUEUE_CONTAINER_NAME";
+  public static final String EVENT_BUS = "BUILDQUEUE_EVENT_BUS";
+  public static final String SHARED_SLOTS = "BUILDQUEUE_SHARED_SLOTS";
+  public static final String WORKER_LIFETIME_MINUTES = "BUILDQUEUE_WORKER_LIFETIME_MINUTES";
+  public static final String CHAIN_WINDOW_SECONDS = "BUILDQUEUE_CHAIN_WINDOW_SECONDS";
+  public static final String METRICS_NAMESPACE = "BUILDQUEUE_METRICS_NAMESPACE";
+  /** Set per task by the launch ({@link EcsWorkerPlatform} writes the container overrides). */
+  public static final String WORKER_ID = EcsWorkerPlatform.WORKER_ID_VARIABLE;
+  public static final String WORKER_TOKEN = EcsWorkerPlatform.WORKER_TOKEN_VARIABLE;
+  /** Set by Lambda and by ECS on Fargate; never by the template. */
+  public static final String AWS_REGION = "AWS_REGION";
+
+  /** The parts of the stack, each with its own needs. */
+  public enum Component {
+    /** The HTTP API function: enqueues and dispatches. */
+    ENQUEUE,
+    /** The scheduled tick. */
+    TICK,
+    /** The ECS STOPPED event handler. */
+    TASK_STATE_CHANGE,
+    /** The deploy-time schema migration (a CloudFormation custom resource). */
+    MIGRATE,
+    /** The Fargate task. */
+    WORKER;
+
+    /** The name metrics and logs carry, e.g. {@code task-state-change}. */
+    public String label() {
+      return name().toLowerCase(Locale.ROOT).replace('_', '-');
+    }
+
+    boolean runsTheQueue() {
+      return this == ENQUEUE || this == TICK || this == TASK_STATE_CHANGE;
+    }
+  }
+
+  /** Where the queue's PostgreSQL is. */
+  public sealed interface DatabaseSettings {}
+
+  /** Aurora through the RDS Data API. */
+  public record DataApi(String clusterArn, String secretArn, String database) implements DatabaseSettings {}
+
+  /** A PostgreSQL reached over JDBC (a self-hosted worker). The URL may hold credentials: never log it. */
+  public record Jdbc(String url) implements DatabaseSettings {
+    @Override
+    public String toString() {
+      return "Jdbc[url=<redacted>]";
+    }
+  }
+
+  /** The worker this Fargate task is, from its launch's container overrides. */
+  public record WorkerIdentity(long workerId, UUID token) {
+    @Override
+    public String toString() {
+      return "WorkerIdentity[workerId=" + workerId + ", token=<redacted>]";
+    }
+  }
+
+  private final Component component;
+  private final DatabaseSettings database;
+  private final Optional<String> region;
+  private final Optional<EcsSettings> ecs;
+  private final Optional<String> eventBus;
+  private final Optional<QueueConfig> queue;
+  private final Optional<String> metricsNamespace;
+  private final Optional<WorkerIdentity> worker;
+
+  private AwsSettings(Component component, Function<String, String> env) {
+    Reader r = new Reader(env);
+    this.component = component;
+    this.database = component == Component.WORKER && r.optional(JDBC_URL).isPresent()
+        ? new Jdbc(r.required(JDBC_URL))
+        : new DataApi(r.required(DB_CLUSTER_ARN), r.required(DB_SECRET_ARN), r.or(DB_NAME, "buildqueue"));
+    this.region = database instanceof DataApi || component != Component.WORKER
+        ? Optional.of(r.required(AWS_REGION))
+        : Optional.empty();
+    if (database instanceof DataApi) {
+      dataApiSettings(); // fails now, not at the first statement
+    }
+    boolean queueFunction = component.runsTheQueue();
+    this.ecs = queueFunction ? Optional.of(ecs(r)) : Optional.empty();
+    this.eventBus = queueFunction ? Optional.of(r.or(EVENT_BUS, "default")) : Optional.empty();
+    this.queue = component == Component.MIGRATE ? Optional.empty() : Optional.of(queueConfig(r));
+    this.metricsNamespace =
+        component == Component.MIGRATE ? Optional.empty() : Optional.of(r.or(METRICS_NAMESPACE, "buildqueue"));
+    this.worker = component == Component.WORKER
+        ? Optional.of(new WorkerIdentity(r.positiveLong(WORKER_ID), r.uuid(WORKER_TOKEN)))
+        : Optional.empty();
+  }
+
+  /** Reads the variables {@code component} needs from the process environment. */
+  public static AwsSettings fromEnvironment(Component component) {
+    return load(component, System::getenv);
+  }
+
+  /** Reads the variables {@code component} needs; {@code env} returns null for an unset one. */
+  public static AwsSettings load(Component component, Function<String, String> env) {
+    return new AwsSettings(component, env);
+  }
+
+  public Component component() {
+    return component;
+  }
+
+  public DatabaseSettings database() {
+    return database;
+  }
+
+  /** The Data API settings; only a worker configured with a JDBC URL has none. */
+  public DataApi dataApi() {
+    if (database instanceof DataApi d) {
+      return d;
+    }
+    throw new BuildQueueException(component.label() + " is configured with " + JDBC_URL + ", not the Data API");
+  }
+
+  /** The Data API adapter's settings, checked. */
+  public DataApiSettings dataApiSettings() {
+    DataApi d = dataApi();
+    try {
+      return DataApiSettings.of(region(), d.clusterArn(), d.secretArn(), d.database()).validate();
+    } catch (IllegalArgumentException e) {
+      throw new BuildQueueException(e.getMessage() + " (from " + DB_CLUSTER_ARN + ", " + DB_SECRET_ARN + ", "
+          + DB_NAME + ")", e);
+    }
+  }
+
+  public EcsSettings ecs() {
+    return ecs.orElseThrow(() -> notRead("the ECS settings"));
+  }
+
+  /** The AWS region the SDK clients talk to. */
+  public String region() {
+    return region.orElseThrow(() -> notRead(AWS_REGION));
+  }
+
+  public String eventBus() {
+    return eventBus.orElseThrow(() -> notRead(EVENT_BUS));
+  }
+
+  public QueueConfig queue() {
+    return queue.orElseThrow(() -> notRead("the queue settings"));
+  }
+
+  public String metricsNamespace() {
+    return metricsNamespace.orElseThrow(() -> notRead(METRICS_NAMESPACE));
+  }
+
+  public WorkerIdentity worker() {
+    return worker.orElseThrow(() -> notRead(WORKER_ID + "/" + WORKER_TOKEN));
+  }
+
+  private IllegalStateException notRead(String what) {
+    return new IllegalStateException(component.label() + " does not read " + what);
+  }
+
+  private static EcsSettings ecs(Reader r) {
+    String cluster = r.required(ECS_CLUSTER);
+    String taskDefinition = r.required(TASK_DEFINITION);
+    List<String> subnets = r.list(SUBNETS, true);
+    List<String> securityGroups = r.list(SECURITY_GROUPS, false);
+    boolean publicIp = r.bool(ASSIGN_PUBLIC_IP, false);
+    String container = r.or(CONTAINER_NAME, "worker");
+    try {
+      return new EcsSettings(cluster, taskDefinition, subnets, securityGroups, publicIp, container);
+    } catch (BuildQueueException e) {
+      throw new BuildQueueException(e.getMessage() + " (from " + ECS_CLUSTER + ", " + TASK_DEFINITION + ", "
+          + SUBNETS + ", " + SECURITY_GROUPS + ", " + CONTAINER_NAME + ")", e);
+    }
+  }
+
+  private static QueueConfig queueConfig(Reader r) {
+    QueueConfig defaults = QueueConfig.defaults();
+    int sharedSlots = (int) r.positiveLong(SHARED_SLOTS, defaults.sharedSlots());
+    Duration lifetime = Duration.ofMinutes(r.positiveLong(WORKER_LIFETIME_MINUTES, defaults.workerLifetime().toMinutes()));
+    Duration chainWindow = Duration.ofSeconds(r.nonNegativeLong(CHAIN_WINDOW_SECONDS, defaults.chainWindow().toSeconds()));
+    try {
+      return defaults
+          .withSharedSlots(sharedSlots)
+          .withLease(lifetime, defaults.leaseSlack(), defaults.deadlineMargin())
+          .withChainWindow(chainWindow);
+    } catch (BuildQueueException e) {
+      throw new BuildQueueException(
+          "the queue settings (" + SHARED_SLOTS + ", " + WORKER_LIFETIME_MINUTES + ", " + CHAIN_WINDOW_SECONDS
+              + ") do not fit together: " + e.getMessage(), e);
+    }
+  }
+
+  @Override
+  public String toString() {
+    return "AwsSettings[" + component.label() + ", " + region + ", " + database + ", " + ecs + ", eventBus=" + eventBus + ", "
+        + queue + ", " + worker + "]";
+  }
+
+  /** Reads and checks single variables; every failure names the variable and says what it needs. */
+  private static final class Reader {
+    private final Function<String, String> env;
+
+    Reader(Function<String, String> env) {
+      this.env = env;
+    }
+
+    Optional<String> optional(String name) {
+      String v = env.apply(name);
+      return v == null || v.isBlank() ? Optional.empty() : Optional.of(v.trim());
+    }
+
+    String required(String name) {
+      return optional(name).orElseThrow(() -> new BuildQueueException(
+          "environment variable " + name + " is not set; template.yaml sets it (README: Deploy)"));
+    }
+
+    String or(String name, String fallback) {
+      return optional(name).orElse(fallback);
+    }
+
+    long positiveLong(String name) {
+      return checkPositive(name, parseLong(name, required(name)));
+    }
+
+    long positiveLong(String name, long fallback) {
+      return optional(name).map(v -> checkPositive(name, parseLong(name, v))).orElse(fallback);
+    }
+
+    long nonNegativeLong(String name, long fallback) {
+      long v = optional(name).map(s -> parseLong(name, s)).orElse(fallback);
+      if (v < 0) {
+        throw new BuildQueueException("environment variable " + name + " must not be negative, was " + v);
+      }
+      return v;
+    }
+
+    boolean bool(String name, boolean fallback) {
+      Optional<String> v = optional(name);
+      if (v.isEmpty()) {
+        return fallback;
+      }
+      String s = v.get().toLowerCase(Locale.ROOT);
+      if (s.equals("true") || s.equals("enabled")) {
+        return true;
+      }
+      if (s.equals("false") || s.equals("disabled")) {
+        return false;
+      }
+      throw new BuildQueueException("environment variable " + name + " must be true or false, was \"" + v.get() + "\"");
+    }
+
+    List<String> list(String name, boolean required) {
+      Optional<String> v = required ? Optional.of(required(name)) : optional(name);
+      List<String> items =
+          v.map(s -> Arrays.stream(s.split(",")).map(String::trim).filter(x -> !x.isEmpty()).toList())
+              .orElse(List.of());
+      if (required && items.isEmpty()) {
+        throw new BuildQueueException("environment variable " + name + " must list at least one value, comma-separated");
+      }
+      return items;
+    }
+
+    UUID uuid(String name) {
+      String v = required(name);
+      try {
+        return UUID.fromString(v);
+      } catch (IllegalArgumentException e) {
+        // The value is a credential of sorts: say what is wrong, not what it is.
+        throw new BuildQueueException("environment variable " + name + " must be a UUID", e);
+      }
+    }
+
+    private static long parseLong(String name, String v) {
+      try {
+        return Long.parseLong(v);
+      } catch (NumberFormatException e) {
+        throw new BuildQueueException("environment variable " + name + " must be a whole number, was \"" + v + "\"", e);
+      }
+    }
+
+    private static long checkPositive(String name, long v) {
+      if (v < 1) {
+        throw new BuildQueueException("environment variable " + name + " must be at least 1, was " + v);
+      }
+      return v;
+    }
+  }
+}

@@ -1,0 +1,66 @@
+package buildqueue.aws.lambda;
+
+import buildqueue.aws.AwsSettings;
+import buildqueue.aws.AwsSettings.Component;
+import buildqueue.core.QueueClock;
+import buildqueue.aws.db.DataApiDatabase;
+import buildqueue.db.Database;
+import buildqueue.db.JdbcDatabase;
+import buildqueue.platform.WorkerPlatform;
+import buildqueue.aws.ecs.EcsClients;
+import buildqueue.aws.ecs.EcsWorkerPlatform;
+import java.time.Duration;
+import org.postgresql.ds.PGSimpleDataSource;
+import software.amazon.awssdk.regions.Region;
+import software.amazon.awssdk.http.urlconnection.UrlConnectionHttpClient;
+import software.amazon.awssdk.services.eventbridge.EventBridgeClient;
+
+/**
+ * Builds the production wiring from the environment: the RDS Data API database, the ECS platform
+ * and the EventBridge client, all on the URL-connection HTTP client (no extra threads or native
+ * code to restore after a SnapStart snapshot). Called lazily, once per container.
+ */
+public final class AwsServices {
+  private AwsServices() {}
+
+  public static QueueServices queueServices(Component component) {
+    AwsSettings settings = AwsSettings.fromEnvironment(component);
+    return new QueueServices(
+        component,
+        database(settings),
+        platform(settings),
+        eventBridge(settings.region()),
+        settings.eventBus(),
+        settings.queue(),
+        QueueClock.DATABASE,
+        settings.metricsNamespace(),
+        System.out);
+  }
+
+  /** The queue's database: the Data API, or (a self-hosted worker) JDBC without a pool. */
+  public static Database database(AwsSettings settings) {
+    if (settings.database() instanceof AwsSettings.Jdbc jdbc) {
+      // One statement at a time, a few per job: a pool would only add threads.
+      PGSimpleDataSource ds = new PGSimpleDataSource();
+      ds.setURL(jdbc.url());
+      return new JdbcDatabase(ds);
+    }
+    return DataApiDatabase.create(settings.dataApiSettings());
+  }
+
+  static WorkerPlatform platform(AwsSettings settings) {
+    return new EcsWorkerPlatform(EcsClients.create(EcsClients.Settings.defaults(settings.region())), settings.ecs());
+  }
+
+  static EventBridgeClient eventBridge(String region) {
+    return EventBridgeClient.builder()
+        .region(Region.of(region))
+        .httpClient(
+            UrlConnectionHttpClient.builder()
+                .connectionTimeout(Duration.ofSeconds(5))
+                .socketTimeout(Duration.ofSeconds(10))
+                .build())
+        .overrideConfiguration(c -> c.apiCallTimeout(Duration.ofSeconds(20)))
+        .build();
+  }
+}

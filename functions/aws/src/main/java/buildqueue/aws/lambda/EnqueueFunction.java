@@ -1,0 +1,138 @@
+package buildqueue.aws.lambda;
+
+import buildqueue.api.ApiRequest;
+import buildqueue.api.ApiResponse;
+import buildqueue.api.Caller;
+import buildqueue.aws.AwsSettings.Component;
+import buildqueue.aws.metrics.Metrics;
+import com.amazonaws.services.lambda.runtime.Context;
+import com.amazonaws.services.lambda.runtime.RequestHandler;
+import com.amazonaws.services.lambda.runtime.events.APIGatewayV2HTTPEvent;
+import com.amazonaws.services.lambda.runtime.events.APIGatewayV2HTTPResponse;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Base64;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.function.Supplier;
+
+/**
+ * The HTTP API behind API Gateway (HTTP API, payload format 2.0): turns the event into an {@link
+ * ApiRequest} for the shared {@code HttpApi} and its answer into the Lambda response. API Gateway's
+ * JWT authorizer has already verified the token; the caller is its {@code sub} claim, an admin when
+ * the scope {@value Caller#ADMIN_SCOPE} appears in the {@code scope} or {@code scp} claim or in the
+ * authorizer's scopes. Routes without an authorizer ({@code /health}) arrive without a caller.
+ *
+ * <p>After a request that may have written (anything but GET and HEAD), the job events it wrote are
+ * published to EventBridge; if that fails, the tick publishes them.
+ */
+public final class EnqueueFunction implements RequestHandler<APIGatewayV2HTTPEvent, APIGatewayV2HTTPResponse> {
+  private static final Lazy<QueueServices> SERVICES = Lazy.of(() -> AwsServices.queueServices(Component.ENQUEUE));
+
+  private final Supplier<QueueServices> services;
+
+  public EnqueueFunction() {
+    this(SERVICES);
+  }
+
+  public EnqueueFunction(Supplier<QueueServices> services) {
+    this.services = services;
+  }
+
+  @Override
+  public APIGatewayV2HTTPResponse handleRequest(APIGatewayV2HTTPEvent event, Context context) {
+    QueueServices s = services.get();
+    Metrics metrics = s.newMetrics();
+    try {
+      ApiRequest request = toApiRequest(event);
+      if (event.getRequestContext() != null && event.getRequestContext().getRequestId() != null) {
+        metrics.property("requestId", event.getRequestContext().getRequestId());
+      }
+      ApiResponse response = s.api().handle(request);
+      if (mayWrite(request.method()) && response.status() < 500) {
+        s.publishQuietly(metrics);
+      }
+      return toLambdaResponse(response);
+    } finally {
+      s.flush(metrics);
+    }
+  }
+
+  static ApiRequest toApiRequest(APIGatewayV2HTTPEvent event) {
+    APIGatewayV2HTTPEvent.RequestContext rc = event.getRequestContext();
+    String method = rc != null && rc.getHttp() != null && rc.getHttp().getMethod() != null
+        ? rc.getHttp().getMethod().toUpperCase(Locale.ROOT)
+        : "GET";
+    String path = event.getRawPath() == null || event.getRawPath().isEmpty() ? "/" : event.getRawPath();
+    return new ApiRequest(method, path, event.getRawQueryString(), event.getHeaders(), body(event), caller(rc));
+  }
+
+  private static byte[] body(APIGatewayV2HTTPEvent event) {
+    if (event.getBody() == null) {
+      return new byte[0];
+    }
+    if (event.getIsBase64Encoded()) {
+      try {
+        return Base64.getDecoder().decode(event.getBody());
+      } catch (IllegalArgumentException e) {
+        // API Gateway encodes correctly; a broken body reaches the API as bytes it will refuse.
+        return event.getBody().getBytes(StandardCharsets.UTF_8);
+      }
+    }
+    return event.getBody().getBytes(StandardCharsets.UTF_8);
+  }
+
+  /** The caller from the JWT authorizer's context, or null when the route has none. */
+  static Caller caller(APIGatewayV2HTTPEvent.RequestContext rc) {
+    if (rc == null || rc.getAuthorizer() == null || rc.getAuthorizer().getJwt() == null) {
+      return null;
+    }
+    APIGatewayV2HTTPEvent.RequestContext.Authorizer.JWT jwt = rc.getAuthorizer().getJwt();
+    Map<String, String> claims = jwt.getClaims() == null ? Map.of() : jwt.getClaims();
+    String sub = claims.get("sub");
+    if (sub == null || sub.isBlank()) {
+      return null;
+    }
+    List<String> scopes = new ArrayList<>();
+    if (jwt.getScopes() != null) {
+      scopes.addAll(jwt.getScopes());
+    }
+    scopes.add(scopeClaim(claims.get("scope")));
+    scopes.add(scopeClaim(claims.get("scp")));
+    return Caller.of(sub, scopes);
+  }
+
+  /**
+   * A scope claim as API Gateway passes it: a space-separated string, or (for a JSON array claim
+   * such as Entra ID's {@code scp}) the array flattened to {@code [a b]}.
+   */
+  private static String scopeClaim(String value) {
+    if (value == null) {
+      return "";
+    }
+    String v = value.trim();
+    if (v.startsWith("[") && v.endsWith("]")) {
+      v = v.substring(1, v.length() - 1);
+    }
+    return v.replace(',', ' ').replace('"', ' ');
+  }
+
+  private static boolean mayWrite(String method) {
+    return !method.equals("GET") && !method.equals("HEAD");
+  }
+
+  static APIGatewayV2HTTPResponse toLambdaResponse(ApiResponse response) {
+    String type = response.header("Content-Type").orElse("").toLowerCase(Locale.ROOT);
+    boolean text = type.startsWith("text/") || type.contains("json") || type.contains("xml") || type.contains("javascript");
+    APIGatewayV2HTTPResponse.APIGatewayV2HTTPResponseBuilder b = APIGatewayV2HTTPResponse.builder()
+        .withStatusCode(response.status())
+        .withHeaders(Map.copyOf(response.headers()));
+    if (response.body().length == 0) {
+      return b.withBody("").withIsBase64Encoded(false).build();
+    }
+    return text
+        ? b.withBody(new String(response.body(), StandardCharsets.UTF_8)).withIsBase64Encoded(false).build()
+        : b.withBody(Base64.getEncoder().encodeToString(response.body())).withIsBase64Encoded(true).build();
+  }
+}

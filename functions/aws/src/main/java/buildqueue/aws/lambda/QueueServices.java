@@ -1,0 +1,119 @@
+package buildqueue.aws.lambda;
+
+import buildqueue.api.HttpApi;
+import buildqueue.aws.AwsSettings;
+import buildqueue.aws.events.EventBridgePublisher;
+import buildqueue.aws.metrics.ExitMeter;
+import buildqueue.aws.metrics.MeteredPlatform;
+import buildqueue.aws.metrics.Metrics;
+import buildqueue.aws.metrics.QueueGauges;
+import buildqueue.core.BuildQueue;
+import buildqueue.core.JobQueries;
+import buildqueue.core.OutboxTransitions;
+import buildqueue.core.QueueClock;
+import buildqueue.core.QueueConfig;
+import buildqueue.db.Database;
+import buildqueue.platform.WorkerPlatform;
+import buildqueue.worker.JobHandlers;
+import java.io.PrintStream;
+import java.lang.System.Logger.Level;
+import software.amazon.awssdk.services.eventbridge.EventBridgeClient;
+
+/**
+ * What a queue function holds for the life of its container: the database, the worker platform,
+ * the queue, the event publisher and the metric collectors. Built once, on the first invocation
+ * ({@link Lazy}); nothing in it depends on the invocation, and nothing random is made at build time
+ * (each dispatch makes its own token).
+ */
+public final class QueueServices {
+  private static final System.Logger LOG = System.getLogger(QueueServices.class.getName());
+
+  private final AwsSettings.Component component;
+  private final Database db;
+  private final MeteredPlatform platform;
+  private final ExitMeter exits;
+  private final BuildQueue queue;
+  private final EventBridgePublisher publisher;
+  private final QueueGauges gauges;
+  private final HttpApi api;
+  private final String metricsNamespace;
+  private final PrintStream metricsOut;
+
+  public QueueServices(
+      AwsSettings.Component component,
+      Database db,
+      WorkerPlatform platform,
+      EventBridgeClient eventBridge,
+      String eventBus,
+      QueueConfig config,
+      QueueClock clock,
+      String metricsNamespace,
+      PrintStream metricsOut) {
+    this.component = component;
+    this.db = db;
+    this.platform = new MeteredPlatform(platform);
+    this.exits = new ExitMeter();
+    this.queue = new BuildQueue(db, this.platform, config, clock, exits);
+    this.publisher = new EventBridgePublisher(eventBridge, eventBus, new OutboxTransitions(db, clock));
+    this.gauges = new QueueGauges(db, clock);
+    this.api = new HttpApi(queue, new JobQueries(db, config, clock), JobHandlers.builtIn());
+    this.metricsNamespace = metricsNamespace;
+    this.metricsOut = metricsOut;
+  }
+
+  public AwsSettings.Component component() {
+    return component;
+  }
+
+  public Database db() {
+    return db;
+  }
+
+  public BuildQueue queue() {
+    return queue;
+  }
+
+  public EventBridgePublisher publisher() {
+    return publisher;
+  }
+
+  /** The HTTP API over this queue; it accepts the job kinds the worker image ships. */
+  public HttpApi api() {
+    return api;
+  }
+
+  public QueueGauges gauges() {
+    return gauges;
+  }
+
+  /** A fresh metrics line for one invocation. */
+  public Metrics newMetrics() {
+    return new Metrics(metricsNamespace, component.label());
+  }
+
+  /**
+   * Publishes pending job events after the invocation's own work has committed. A failure here is
+   * logged, not thrown: the work is done, retrying the invocation would not help, and the tick
+   * publishes whatever is left.
+   */
+  public void publishQuietly(Metrics metrics) {
+    try {
+      EventBridgePublisher.Published p = publisher.publishPending();
+      if (p.published() > 0) {
+        metrics.count(Metrics.EVENTS_PUBLISHED, p.published());
+      }
+      if (p.refused() > 0) {
+        metrics.count(Metrics.EVENTS_REFUSED, p.refused());
+      }
+    } catch (RuntimeException e) {
+      LOG.log(Level.WARNING, "publishing job events failed; the tick publishes them", e);
+    }
+  }
+
+  /** Adds what the container-level collectors saw during this invocation, then writes the line. */
+  public void flush(Metrics metrics) {
+    platform.drainInto(metrics);
+    exits.drainInto(metrics);
+    metrics.flush(metricsOut);
+  }
+}

@@ -1,0 +1,97 @@
+package buildqueue.aws.lambda;
+
+import buildqueue.aws.AwsSettings.Component;
+import buildqueue.aws.lambda.EcsTaskStateChange.StopEvidence;
+import buildqueue.aws.lambda.EcsTaskStateChange.UnreadableEventException;
+import buildqueue.aws.metrics.Metrics;
+import buildqueue.core.ExitTransitions;
+import com.amazonaws.services.lambda.runtime.Context;
+import com.amazonaws.services.lambda.runtime.RequestStreamHandler;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.lang.System.Logger.Level;
+import java.nio.charset.StandardCharsets;
+import java.util.Optional;
+import java.util.function.Supplier;
+
+/**
+ * Receives "ECS Task State Change" events for the worker cluster from an EventBridge rule. A
+ * STOPPED task is termination evidence: its worker exits, its unfinished job is recovered, and its
+ * lane is dispatched ({@code BuildQueue.taskStopped}). The exit statement only acts on a worker
+ * that has not exited, so a duplicate, a late or an out-of-order event changes nothing, and an
+ * event for a task the queue never launched matches no worker.
+ *
+ * <p>An event that cannot be read is logged and acknowledged: redelivering it cannot fix it. A
+ * database failure fails the invocation, so Lambda retries it and then the dead-letter queue keeps
+ * it.
+ */
+public final class TaskStateChangeFunction implements RequestStreamHandler {
+  private static final System.Logger LOG = System.getLogger(TaskStateChangeFunction.class.getName());
+  private static final Lazy<QueueServices> SERVICES =
+      Lazy.of(() -> AwsServices.queueServices(Component.TASK_STATE_CHANGE));
+
+  /** What one event did. */
+  public enum Outcome {
+    /** Not an ECS task state change we can read; acknowledged and dropped. */
+    UNREADABLE,
+    /** The task has not stopped yet (or the event is an earlier state): nothing to do. */
+    NOT_STOPPED,
+    /** STOPPED, but no live worker matched: a duplicate, a late event, or not our task. */
+    NO_CHANGE,
+    /** A worker exited on this evidence. */
+    WORKER_EXITED
+  }
+
+  private final Supplier<QueueServices> services;
+
+  public TaskStateChangeFunction() {
+    this(SERVICES);
+  }
+
+  public TaskStateChangeFunction(Supplier<QueueServices> services) {
+    this.services = services;
+  }
+
+  @Override
+  public void handleRequest(InputStream input, OutputStream output, Context context) throws IOException {
+    Outcome outcome = handle(input.readAllBytes());
+    output.write(("{\"outcome\":\"" + outcome + "\"}").getBytes(StandardCharsets.UTF_8));
+  }
+
+  public Outcome handle(byte[] eventJson) {
+    EcsTaskStateChange event;
+    try {
+      event = EcsTaskStateChange.parse(eventJson);
+    } catch (UnreadableEventException e) {
+      // The body may hold anything, a token included: log its size, not its content.
+      LOG.log(Level.WARNING, "acknowledging an event that cannot be read ({0} bytes): {1}",
+          eventJson.length, e.getMessage());
+      return Outcome.UNREADABLE;
+    }
+    Optional<StopEvidence> evidence = event.stopEvidence();
+    if (evidence.isEmpty()) {
+      LOG.log(Level.INFO, "task {0} is {1} (version {2}); not stopped yet, nothing to do",
+          event.detail().taskArn(), event.detail().lastStatus(), event.detail().version());
+      return Outcome.NOT_STOPPED;
+    }
+    StopEvidence stop = evidence.get();
+    QueueServices s = services.get();
+    Metrics metrics = s.newMetrics().property("taskArn", stop.taskArn());
+    try {
+      Optional<ExitTransitions.Exited> exited =
+          s.queue().taskStopped(stop.taskArn(), stop.workerId().orElse(null), stop.token().orElse(null), stop.reason());
+      if (exited.isEmpty()) {
+        LOG.log(Level.INFO, "{0}: no live worker matched (a duplicate, a late event, or not our task)", stop);
+        return Outcome.NO_CHANGE;
+      }
+      ExitTransitions.Exited e = exited.get();
+      LOG.log(Level.INFO, "{0}: worker {1} in lane {2} exited; its job: {3}", stop, e.workerId(), e.lane(),
+          e.jobId().map(id -> id + " now " + e.jobStatus().map(Enum::name).orElse("?")).orElse("none"));
+      s.publishQuietly(metrics);
+      return Outcome.WORKER_EXITED;
+    } finally {
+      s.flush(metrics);
+    }
+  }
+}

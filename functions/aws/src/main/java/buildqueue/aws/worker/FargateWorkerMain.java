@@ -1,0 +1,70 @@
+package buildqueue.aws.worker;
+
+import buildqueue.aws.AwsSettings;
+import buildqueue.aws.AwsSettings.Component;
+import buildqueue.aws.lambda.AwsServices;
+import buildqueue.aws.logging.JsonLogging;
+import buildqueue.aws.metrics.Metrics;
+import buildqueue.core.QueueClock;
+import buildqueue.db.Database;
+import buildqueue.worker.JobHandlers;
+import buildqueue.worker.WorkerLoop;
+import buildqueue.worker.WorkerProcess;
+import java.io.PrintStream;
+import java.lang.System.Logger.Level;
+import java.util.Map;
+import java.util.function.Function;
+
+/**
+ * The Fargate task's entry point: one worker, one life. Reads its identity (set per task by the
+ * launch's container overrides) and the database settings from the environment, runs the {@link
+ * WorkerLoop} with the built-in job handlers, and exits 0 when the loop is done, whatever it found
+ * (a refused start or being fenced off are outcomes, not faults); 1 on a fault, 2 on bad settings.
+ * The slot is freed by the ECS STOPPED event of this exit, never by the worker itself.
+ */
+public final class FargateWorkerMain {
+  static final int OK = 0;
+  static final int FAULT = 1;
+  static final int BAD_SETTINGS = 2;
+
+  private static final System.Logger LOG = System.getLogger(FargateWorkerMain.class.getName());
+
+  private FargateWorkerMain() {}
+
+  public static void main(String[] args) {
+    String workerId = System.getenv(AwsSettings.WORKER_ID);
+    JsonLogging.install(Map.of("component", "worker", "workerId", workerId == null ? "?" : workerId));
+    int code = run(System::getenv, WorkerProcess.HALT, JobHandlers.builtIn(), System.out);
+    System.exit(code);
+  }
+
+  /** The worker's life; returns the exit code. {@code process} is how the deadline kills it. */
+  static int run(Function<String, String> env, WorkerProcess process, JobHandlers handlers, PrintStream metricsOut) {
+    long startNanos = System.nanoTime();
+    AwsSettings settings;
+    try {
+      settings = AwsSettings.load(Component.WORKER, env);
+    } catch (RuntimeException e) {
+      LOG.log(Level.ERROR, "cannot start: " + e.getMessage());
+      return BAD_SETTINGS;
+    }
+    AwsSettings.WorkerIdentity me = settings.worker();
+    Metrics metrics = new Metrics(settings.metricsNamespace(), Component.WORKER.label())
+        .property("workerId", me.workerId());
+    try {
+      Database db = AwsServices.database(settings);
+      WorkerLoop loop = new WorkerLoop(db, settings.queue(), QueueClock.DATABASE, handlers, process, WorkerLoop.Hooks.NONE);
+      WorkerLoop.Exit exit = loop.run(me.workerId(), me.token());
+      LOG.log(Level.INFO, "worker {0} done: {1}", me.workerId(), exit);
+      metrics.property("exit", exit.name());
+      return OK;
+    } catch (RuntimeException | Error e) {
+      LOG.log(Level.ERROR, "worker " + me.workerId() + " failed; its job is recovered when the stop event arrives", e);
+      metrics.property("exit", "FAULT");
+      return FAULT;
+    } finally {
+      metrics.observe(Metrics.WORKER_RUN_SECONDS, (System.nanoTime() - startNanos) / 1e9, Metrics.Unit.SECONDS);
+      metrics.flush(metricsOut);
+    }
+  }
+}

@@ -1,0 +1,113 @@
+package buildqueue.aws;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import buildqueue.BuildQueueException;
+import buildqueue.aws.AwsSettings.Component;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import org.junit.jupiter.api.Test;
+
+class AwsSettingsTest {
+  private static Map<String, String> queueFunctionEnv() {
+    Map<String, String> env = new HashMap<>();
+    env.put("AWS_REGION", "eu-west-1");
+    env.put(AwsSettings.DB_CLUSTER_ARN, "arn:aws:rds:eu-west-1:111122223333:cluster:buildqueue");
+    env.put(AwsSettings.DB_SECRET_ARN, "arn:aws:secretsmanager:eu-west-1:111122223333:secret:bq-AbCdEf");
+    env.put(AwsSettings.ECS_CLUSTER, "buildqueue-workers");
+    env.put(AwsSettings.TASK_DEFINITION, "buildqueue-worker:7");
+    env.put(AwsSettings.SUBNETS, "subnet-1, subnet-2");
+    return env;
+  }
+
+  @Test
+  void a_queue_function_reads_its_settings_with_documented_defaults() {
+    AwsSettings s = AwsSettings.load(Component.TICK, queueFunctionEnv()::get);
+
+    assertThat(s.dataApi().database()).isEqualTo("buildqueue");
+    assertThat(s.ecs().subnets()).containsExactly("subnet-1", "subnet-2");
+    assertThat(s.ecs().securityGroups()).isEmpty();
+    assertThat(s.ecs().assignPublicIp()).isFalse();
+    assertThat(s.ecs().containerName()).isEqualTo("worker");
+    assertThat(s.eventBus()).isEqualTo("default");
+    assertThat(s.metricsNamespace()).isEqualTo("buildqueue");
+    assertThat(s.queue().sharedSlots()).isEqualTo(1);
+    assertThat(s.queue().workerLifetime()).isEqualTo(Duration.ofMinutes(60));
+    assertThat(s.queue().chainWindow()).isEqualTo(Duration.ofMinutes(5));
+  }
+
+  @Test
+  void every_missing_required_variable_is_named() {
+    for (String name : List.of("AWS_REGION", AwsSettings.DB_CLUSTER_ARN, AwsSettings.DB_SECRET_ARN,
+        AwsSettings.ECS_CLUSTER, AwsSettings.TASK_DEFINITION, AwsSettings.SUBNETS)) {
+      Map<String, String> env = queueFunctionEnv();
+      env.remove(name);
+      assertThatThrownBy(() -> AwsSettings.load(Component.ENQUEUE, env::get))
+          .isInstanceOf(BuildQueueException.class)
+          .hasMessageContaining(name);
+    }
+  }
+
+  @Test
+  void malformed_values_are_refused_with_the_variable_named() {
+    Map<String, String> slots = queueFunctionEnv();
+    slots.put(AwsSettings.SHARED_SLOTS, "two");
+    Map<String, String> zero = queueFunctionEnv();
+    zero.put(AwsSettings.SHARED_SLOTS, "0");
+    Map<String, String> ip = queueFunctionEnv();
+    ip.put(AwsSettings.ASSIGN_PUBLIC_IP, "maybe");
+    Map<String, String> subnets = queueFunctionEnv();
+    subnets.put(AwsSettings.SUBNETS, " , ");
+
+    assertThatThrownBy(() -> AwsSettings.load(Component.TICK, slots::get)).hasMessageContaining(AwsSettings.SHARED_SLOTS);
+    assertThatThrownBy(() -> AwsSettings.load(Component.TICK, zero::get)).hasMessageContaining(AwsSettings.SHARED_SLOTS);
+    assertThatThrownBy(() -> AwsSettings.load(Component.TICK, ip::get)).hasMessageContaining(AwsSettings.ASSIGN_PUBLIC_IP);
+    assertThatThrownBy(() -> AwsSettings.load(Component.TICK, subnets::get)).hasMessageContaining(AwsSettings.SUBNETS);
+  }
+
+  @Test
+  void migrate_needs_only_the_database() {
+    Map<String, String> env = new HashMap<>();
+    env.put("AWS_REGION", "eu-west-1");
+    env.put(AwsSettings.DB_CLUSTER_ARN, "arn:aws:rds:eu-west-1:111122223333:cluster:buildqueue");
+    env.put(AwsSettings.DB_SECRET_ARN, "arn:aws:secretsmanager:eu-west-1:111122223333:secret:bq-AbCdEf");
+
+    AwsSettings s = AwsSettings.load(Component.MIGRATE, env::get);
+
+    assertThat(s.dataApi().clusterArn()).endsWith(":cluster:buildqueue");
+    assertThatThrownBy(s::ecs).hasMessageContaining("migrate does not read");
+  }
+
+  @Test
+  void a_worker_uses_a_jdbc_url_when_given_and_the_data_api_otherwise() {
+    UUID token = UUID.randomUUID();
+    Map<String, String> jdbc = Map.of(AwsSettings.JDBC_URL, "jdbc:postgresql://db/bq?password=secret",
+        AwsSettings.WORKER_ID, "42", AwsSettings.WORKER_TOKEN, token.toString());
+    Map<String, String> dataApi = new HashMap<>(queueFunctionEnv());
+    dataApi.put(AwsSettings.WORKER_ID, "42");
+    dataApi.put(AwsSettings.WORKER_TOKEN, token.toString());
+
+    AwsSettings viaJdbc = AwsSettings.load(Component.WORKER, jdbc::get);
+    AwsSettings viaDataApi = AwsSettings.load(Component.WORKER, dataApi::get);
+
+    assertThat(viaJdbc.database()).isInstanceOf(AwsSettings.Jdbc.class);
+    assertThat(viaJdbc.worker()).isEqualTo(new AwsSettings.WorkerIdentity(42, token));
+    assertThat(viaDataApi.database()).isInstanceOf(AwsSettings.DataApi.class);
+    // Neither the URL's password nor the token reaches a log line through toString.
+    assertThat(viaJdbc.toString()).doesNotContain("secret").doesNotContain(token.toString());
+  }
+
+  @Test
+  void a_malformed_token_is_refused_without_repeating_it() {
+    Map<String, String> env = Map.of(AwsSettings.JDBC_URL, "jdbc:postgresql://db/bq",
+        AwsSettings.WORKER_ID, "42", AwsSettings.WORKER_TOKEN, "not-a-uuid-but-secret");
+
+    assertThatThrownBy(() -> AwsSettings.load(Component.WORKER, env::get))
+        .hasMessageContaining(AwsSettings.WORKER_TOKEN)
+        .message().doesNotContain("not-a-uuid-but-secret");
+  }
+}

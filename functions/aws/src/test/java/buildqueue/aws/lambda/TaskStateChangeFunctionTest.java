@@ -1,0 +1,316 @@
+package buildqueue.aws.lambda;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import buildqueue.aws.AwsSettings;
+import buildqueue.aws.AwsSettings.Component;
+import buildqueue.aws.lambda.TaskStateChangeFunction.Outcome;
+import buildqueue.aws.testing.QueueWorld;
+import buildqueue.aws.testing.SampleEvents;
+import buildqueue.core.JobStatus;
+import buildqueue.db.Database;
+import buildqueue.db.DatabaseException;
+import buildqueue.db.Params;
+import buildqueue.db.Row;
+import buildqueue.platform.LaunchOutcome;
+import buildqueue.platform.WorkerLaunch;
+import buildqueue.testing.PostgresExtension;
+import buildqueue.testing.TestDatabase;
+import buildqueue.aws.testing.TestContext;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.io.ByteArrayInputStream;
+import java.io.ByteArrayOutputStream;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.List;
+import java.util.UUID;
+import java.util.function.Function;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+@ExtendWith(PostgresExtension.class)
+class TaskStateChangeFunctionTest {
+  private static final String TASK_ARN = "arn:aws:ecs:eu-west-1:111122223333:task/buildqueue-workers/";
+
+  /** The sample event re-addressed to one of our launches (or to anything else). */
+  static byte[] event(String sample, String taskArn, String startedBy, UUID token, long version, String lastStatus) {
+    ObjectNode e = SampleEvents.tree(sample);
+    ObjectNode d = (ObjectNode) e.get("detail");
+    d.put("taskArn", taskArn);
+    ((ArrayNode) e.get("resources")).removeAll().add(taskArn);
+    d.get("containers").forEach(c -> ((ObjectNode) c).put("taskArn", taskArn));
+    if (startedBy == null) {
+      d.remove("startedBy");
+    } else {
+      d.put("startedBy", startedBy);
+    }
+    for (JsonNode v : d.get("overrides").get("containerOverrides").get(0).get("environment")) {
+      if (v.get("name").asText().equals(AwsSettings.WORKER_TOKEN)) {
+        if (token == null) {
+          ((ObjectNode) v).put("name", "SOMETHING_ELSE");
+        } else {
+          ((ObjectNode) v).put("value", token.toString());
+        }
+      }
+      if (v.get("name").asText().equals(AwsSettings.WORKER_ID) && startedBy != null) {
+        ((ObjectNode) v).put("value", startedBy.replace("bq-", ""));
+      }
+    }
+    d.put("version", version);
+    d.put("lastStatus", lastStatus);
+    return SampleEvents.bytes(e);
+  }
+
+  static byte[] stopped(WorkerLaunch launch, String taskArn) {
+    return event("ecs-task-stopped.json", taskArn, launch.startedBy(), launch.token(), 5, "STOPPED");
+  }
+
+  private static String newTaskArn() {
+    return TASK_ARN + UUID.randomUUID().toString().replace("-", "");
+  }
+
+  /** Enqueues a job whose launch starts a task with a real-shaped ARN; returns the launch. */
+  private static WorkerLaunch launchedWorker(QueueWorld w, String taskArn) {
+    w.platform.nextOutcomes(new LaunchOutcome.Started(taskArn));
+    w.submit("alice");
+    return w.lastLaunch();
+  }
+
+  @ParameterizedTest(name = "on {0}")
+  @ValueSource(strings = {"jdbc", "dataapi"})
+  void a_normal_exit_frees_the_slot_and_dispatches_the_next_job(String adapter, TestDatabase tdb) {
+    try (QueueWorld w = new QueueWorld(adapter, tdb, Component.TASK_STATE_CHANGE)) {
+      String arn = newTaskArn();
+      WorkerLaunch first = launchedWorker(w, arn);
+      long firstJob = w.job(1).longValue("id");
+      // The worker runs its job and drains, as the Fargate task would, then exits 0.
+      var started = w.workers.start(first.workerId(), first.token()).orElseThrow();
+      w.workers.end(first.workerId(), first.token(), started.job().orElseThrow().id(), JobStatus.SUCCEEDED, null);
+      long second = w.submit("bob"); // waits: the slot is still held by the draining worker
+      assertThat(w.job(second).string("status")).isEqualTo("queued");
+
+      Outcome outcome = new TaskStateChangeFunction(() -> w.services).handle(stopped(first, arn));
+
+      assertThat(outcome).isEqualTo(Outcome.WORKER_EXITED);
+      Row worker = w.worker(first.workerId());
+      assertThat(worker.string("status")).isEqualTo("exited");
+      assertThat(worker.string("exit_reason"))
+          .contains("EssentialContainerExited").contains("container worker exit code 0");
+      assertThat(w.job(firstJob).string("status")).isEqualTo("succeeded");
+      assertThat(w.job(second).string("status")).isEqualTo("dispatched");
+      assertThat(w.lastLaunch().workerId()).isNotEqualTo(first.workerId());
+    }
+  }
+
+  @ParameterizedTest(name = "on {0}")
+  @ValueSource(strings = {"jdbc", "dataapi"})
+  void the_exit_is_published_and_measured(String adapter, TestDatabase tdb) {
+    try (QueueWorld w = new QueueWorld(adapter, tdb, Component.TASK_STATE_CHANGE)) {
+      String arn = newTaskArn();
+      WorkerLaunch launch = launchedWorker(w, arn);
+      w.services.flush(w.services.newMetrics()); // the end of the invocation that launched it
+      w.clock.advance(Duration.ofSeconds(90));
+
+      new TaskStateChangeFunction(() -> w.services).handle(stopped(launch, arn));
+
+      assertThat(w.unpublishedEvents()).isZero();
+      assertThat(w.eventBridge.accepted()).extracting(r -> r.detail().get("type").asText())
+          .containsExactly("enqueued", "dispatched", "interrupted", "dispatched");
+      JsonNode line = w.metrics.last("task-state-change");
+      assertThat(line.get("WorkersExited").asLong()).isEqualTo(1);
+      assertThat(line.get("Recoveries").asLong()).isEqualTo(1);
+      assertThat(line.get("SlotHeldSeconds").asDouble()).isEqualTo(90.0);
+      assertThat(line.get("Launches").asLong()).isEqualTo(1);
+      assertThat(line.get("EventsPublished").asLong()).isEqualTo(4);
+    }
+  }
+
+  @ParameterizedTest(name = "on {0}")
+  @ValueSource(strings = {"jdbc", "dataapi"})
+  void a_task_that_failed_to_start_with_no_containers_requeues_its_job_and_relaunches(String adapter, TestDatabase tdb) {
+    try (QueueWorld w = new QueueWorld(adapter, tdb, Component.TASK_STATE_CHANGE)) {
+      String arn = newTaskArn();
+      WorkerLaunch launch = launchedWorker(w, arn);
+      long job = w.job(1).longValue("id");
+      byte[] failedToStart =
+          event("ecs-task-failed-to-start.json", arn, launch.startedBy(), launch.token(), 3, "STOPPED");
+
+      Outcome outcome = new TaskStateChangeFunction(() -> w.services).handle(failedToStart);
+
+      assertThat(outcome).isEqualTo(Outcome.WORKER_EXITED);
+      assertThat(w.worker(launch.workerId()).string("exit_reason"))
+          .startsWith("TaskFailedToStart: CannotPullContainerError");
+      Row j = w.job(job);
+      assertThat(j.string("status")).isEqualTo("dispatched");
+      assertThat(j.intValue("recoveries")).isEqualTo(1);
+      assertThat(j.intValue("attempts")).isEqualTo(2);
+      assertThat(j.longValue("worker_id")).isEqualTo(w.lastLaunch().workerId()).isNotEqualTo(launch.workerId());
+    }
+  }
+
+  @ParameterizedTest(name = "on {0}")
+  @ValueSource(strings = {"jdbc", "dataapi"})
+  void a_duplicate_event_changes_nothing(String adapter, TestDatabase tdb) {
+    try (QueueWorld w = new QueueWorld(adapter, tdb, Component.TASK_STATE_CHANGE)) {
+      String arn = newTaskArn();
+      WorkerLaunch launch = launchedWorker(w, arn);
+      TaskStateChangeFunction handler = new TaskStateChangeFunction(() -> w.services);
+      assertThat(handler.handle(stopped(launch, arn))).isEqualTo(Outcome.WORKER_EXITED);
+      String after = w.snapshot();
+      int launches = w.platform.launches().size();
+
+      Outcome again = handler.handle(stopped(launch, arn));
+
+      assertThat(again).isEqualTo(Outcome.NO_CHANGE);
+      assertThat(w.snapshot()).isEqualTo(after);
+      assertThat(w.platform.launches()).hasSize(launches);
+    }
+  }
+
+  @ParameterizedTest(name = "on {0}")
+  @ValueSource(strings = {"jdbc", "dataapi"})
+  void an_older_version_after_a_newer_one_changes_nothing(String adapter, TestDatabase tdb) {
+    try (QueueWorld w = new QueueWorld(adapter, tdb, Component.TASK_STATE_CHANGE)) {
+      String arn = newTaskArn();
+      WorkerLaunch launch = launchedWorker(w, arn);
+      TaskStateChangeFunction handler = new TaskStateChangeFunction(() -> w.services);
+      assertThat(handler.handle(event("ecs-task-stopped.json", arn, launch.startedBy(), launch.token(), 6, "STOPPED")))
+          .isEqualTo(Outcome.WORKER_EXITED);
+      String after = w.snapshot();
+
+      // Delivered late: the DEPROVISIONING (v5) and RUNNING (v3) events, and a stale STOPPED copy (v4).
+      Outcome deprovisioning =
+          handler.handle(event("ecs-task-stopped.json", arn, launch.startedBy(), launch.token(), 5, "DEPROVISIONING"));
+      Outcome running = handler.handle(event("ecs-task-stopped.json", arn, launch.startedBy(), launch.token(), 3, "RUNNING"));
+      Outcome staleStopped =
+          handler.handle(event("ecs-task-stopped.json", arn, launch.startedBy(), launch.token(), 4, "STOPPED"));
+
+      assertThat(List.of(deprovisioning, running, staleStopped))
+          .containsExactly(Outcome.NOT_STOPPED, Outcome.NOT_STOPPED, Outcome.NO_CHANGE);
+      assertThat(w.snapshot()).isEqualTo(after);
+    }
+  }
+
+  @Test
+  void events_before_stopped_leave_the_worker_holding_its_slot(TestDatabase tdb) {
+    try (QueueWorld w = new QueueWorld(tdb, Component.TASK_STATE_CHANGE)) {
+      String arn = newTaskArn();
+      WorkerLaunch launch = launchedWorker(w, arn);
+      String before = w.snapshot();
+
+      Outcome outcome = new TaskStateChangeFunction(() -> w.services)
+          .handle(event("ecs-task-stopped.json", arn, launch.startedBy(), launch.token(), 4, "DEPROVISIONING"));
+
+      assertThat(outcome).isEqualTo(Outcome.NOT_STOPPED);
+      assertThat(w.snapshot()).isEqualTo(before);
+      assertThat(w.worker(launch.workerId()).string("status")).isEqualTo("launching");
+    }
+  }
+
+  @ParameterizedTest(name = "on {0}")
+  @ValueSource(strings = {"jdbc", "dataapi"})
+  void an_event_for_a_task_we_never_launched_changes_nothing(String adapter, TestDatabase tdb) {
+    try (QueueWorld w = new QueueWorld(adapter, tdb, Component.TASK_STATE_CHANGE)) {
+      String ours = newTaskArn();
+      WorkerLaunch launch = launchedWorker(w, ours);
+      String before = w.snapshot();
+      TaskStateChangeFunction handler = new TaskStateChangeFunction(() -> w.services);
+
+      Outcome foreign = handler.handle(event("ecs-task-stopped.json", newTaskArn(), "ecs-svc/1234567890", null, 5, "STOPPED"));
+      // Someone else's task that claims to be our worker, without its token, or with a wrong one.
+      Outcome noToken = handler.handle(event("ecs-task-stopped.json", newTaskArn(), launch.startedBy(), null, 5, "STOPPED"));
+      Outcome wrongToken =
+          handler.handle(event("ecs-task-stopped.json", newTaskArn(), launch.startedBy(), UUID.randomUUID(), 5, "STOPPED"));
+
+      assertThat(List.of(foreign, noToken, wrongToken)).containsOnly(Outcome.NO_CHANGE);
+      assertThat(w.snapshot()).isEqualTo(before);
+      assertThat(w.liveWorkers()).extracting(r -> r.longValue("id")).containsExactly(launch.workerId());
+    }
+  }
+
+  @ParameterizedTest(name = "on {0}")
+  @ValueSource(strings = {"jdbc", "dataapi"})
+  void a_stop_event_that_overtakes_the_recorded_launch_still_frees_the_slot(String adapter, TestDatabase tdb) {
+    try (QueueWorld w = new QueueWorld(adapter, tdb, Component.TASK_STATE_CHANGE)) {
+      // RunTask timed out: the task exists, but the queue has no ARN for it yet.
+      w.platform.nextOutcomes(new LaunchOutcome.Unknown("read timed out"));
+      w.submit("alice");
+      WorkerLaunch launch = w.lastLaunch();
+      assertThat(w.worker(launch.workerId()).string("task_id")).isNull();
+
+      Outcome outcome = new TaskStateChangeFunction(() -> w.services).handle(stopped(launch, newTaskArn()));
+
+      assertThat(outcome).isEqualTo(Outcome.WORKER_EXITED);
+      assertThat(w.worker(launch.workerId()).string("status")).isEqualTo("exited");
+    }
+  }
+
+  @Test
+  void an_unreadable_event_is_acknowledged_and_changes_nothing(TestDatabase tdb) throws Exception {
+    try (QueueWorld w = new QueueWorld(tdb, Component.TASK_STATE_CHANGE)) {
+      launchedWorker(w, newTaskArn());
+      String before = w.snapshot();
+      TaskStateChangeFunction handler = new TaskStateChangeFunction(() -> w.services);
+      ObjectNode otherType = SampleEvents.tree("schedule-tick.json");
+      ObjectNode noArn = SampleEvents.tree("ecs-task-stopped.json");
+      ((ObjectNode) noArn.get("detail")).remove("taskArn");
+
+      List<Outcome> outcomes = List.of(
+          handler.handle("not json {".getBytes(StandardCharsets.UTF_8)),
+          handler.handle("[1, 2]".getBytes(StandardCharsets.UTF_8)),
+          handler.handle(SampleEvents.bytes(otherType)),
+          handler.handle(SampleEvents.bytes(noArn)));
+      ByteArrayOutputStream out = new ByteArrayOutputStream();
+      handler.handleRequest(new ByteArrayInputStream("{".getBytes(StandardCharsets.UTF_8)), out,
+          TestContext.withTimeLeft(Duration.ofSeconds(30)));
+
+      assertThat(outcomes).containsOnly(Outcome.UNREADABLE);
+      assertThat(out.toString(StandardCharsets.UTF_8)).contains("UNREADABLE");
+      assertThat(w.snapshot()).isEqualTo(before);
+    }
+  }
+
+  @Test
+  void a_database_failure_fails_the_invocation_so_lambda_retries_it(TestDatabase tdb) {
+    Database broken = new FailingDatabase(tdb.jdbc(), sql -> sql.contains("update build_worker w set status = 'exited'"));
+    try (QueueWorld w = new QueueWorld(tdb, Component.TASK_STATE_CHANGE, broken)) {
+      String arn = newTaskArn();
+      WorkerLaunch launch = launchedWorker(w, arn);
+      TaskStateChangeFunction handler = new TaskStateChangeFunction(() -> w.services);
+
+      assertThatThrownBy(() -> handler.handle(stopped(launch, arn))).isInstanceOf(DatabaseException.class);
+      assertThat(w.worker(launch.workerId()).string("status")).isEqualTo("launching");
+    }
+  }
+
+  /** Fails statements that match, as an unreachable database would. */
+  record FailingDatabase(Database delegate, java.util.function.Predicate<String> fails) implements Database {
+    @Override
+    public List<Row> query(String sql, Params params) {
+      check(sql);
+      return delegate.query(sql, params);
+    }
+
+    @Override
+    public int update(String sql, Params params) {
+      check(sql);
+      return delegate.update(sql, params);
+    }
+
+    @Override
+    public <T> T transaction(Function<Database, T> work) {
+      return delegate.transaction(tx -> work.apply(new FailingDatabase(tx, fails)));
+    }
+
+    private void check(String sql) {
+      if (fails.test(sql)) {
+        throw new DatabaseException("connection refused (injected)");
+      }
+    }
+  }
+}

@@ -1,0 +1,88 @@
+package buildqueue.aws.lambda;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import buildqueue.aws.AwsSettings.Component;
+import buildqueue.aws.testing.QueueWorld;
+import buildqueue.aws.testing.SampleEvents;
+import buildqueue.aws.testing.TestContext;
+import buildqueue.db.DatabaseException;
+import buildqueue.platform.TaskState;
+import buildqueue.platform.WorkerLaunch;
+import buildqueue.testing.ManualPlatform;
+import buildqueue.testing.PostgresExtension;
+import buildqueue.testing.TestDatabase;
+import com.amazonaws.services.lambda.runtime.events.ScheduledEvent;
+import com.fasterxml.jackson.databind.JsonNode;
+import java.time.Duration;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+@ExtendWith(PostgresExtension.class)
+class TickFunctionTest {
+  private static final ScheduledEvent SCHEDULE =
+      SampleEvents.asLambdaEvent(SampleEvents.bytes("schedule-tick.json"), ScheduledEvent.class);
+
+  @Test
+  void the_sample_schedule_event_reads_as_the_runtime_delivers_it() {
+    assertThat(SCHEDULE.getDetailType()).isEqualTo("Scheduled Event");
+    assertThat(SCHEDULE.getSource()).isEqualTo("aws.events");
+    assertThat(SCHEDULE.getTime().getMillis()).isPositive();
+  }
+
+  @ParameterizedTest(name = "on {0}")
+  @ValueSource(strings = {"jdbc", "dataapi"})
+  void a_tick_finds_a_stopped_task_recovers_its_job_dispatches_and_reports(String adapter, TestDatabase tdb) {
+    try (QueueWorld w = new QueueWorld(adapter, tdb, Component.TICK)) {
+      long job = w.submit("alice");
+      WorkerLaunch first = w.lastLaunch();
+      long waiting = w.submit("bob");
+      w.services.flush(w.services.newMetrics());
+      w.clock.advance(Duration.ofMinutes(2));
+      w.platform.setState(ManualPlatform.taskIdOf(first.workerId()), new TaskState.Stopped("EssentialContainerExited"));
+
+      String report = new TickFunction(() -> w.services).handleRequest(SCHEDULE, TestContext.withTimeLeft(Duration.ofSeconds(60)));
+
+      assertThat(report).contains("exited=1");
+      assertThat(w.worker(first.workerId()).string("status")).isEqualTo("exited");
+      assertThat(w.job(job).string("status")).isEqualTo("dispatched"); // back at the head, relaunched
+      assertThat(w.job(waiting).string("status")).isEqualTo("queued");
+      assertThat(w.unpublishedEvents()).isZero();
+      JsonNode line = w.metrics.last("tick");
+      assertThat(line.get("QueueDepth").asLong()).isEqualTo(1);
+      assertThat(line.get("QueueWaitSeconds").asLong()).isEqualTo(120);
+      assertThat(line.get("WorkersExited").asLong()).isEqualTo(1);
+      assertThat(line.get("Recoveries").asLong()).isEqualTo(1);
+      assertThat(line.get("SlotHeldSeconds").asDouble()).isEqualTo(120.0);
+      assertThat(line.get("Launches").asLong()).isEqualTo(1);
+      assertThat(line.get("scheduleEventId").asText()).isEqualTo("89d1a02d-5ec7-412e-82f5-13505f849b41");
+      assertThat(line.get("_aws").get("CloudWatchMetrics").get(0).get("Namespace").asText()).isEqualTo("buildqueue-test");
+    }
+  }
+
+  @Test
+  void an_idle_tick_reports_an_empty_queue(TestDatabase tdb) {
+    try (QueueWorld w = new QueueWorld(tdb, Component.TICK)) {
+      new TickFunction(() -> w.services).handleRequest(SCHEDULE, TestContext.withTimeLeft(Duration.ofSeconds(60)));
+
+      JsonNode line = w.metrics.last("tick");
+      assertThat(line.get("QueueDepth").asLong()).isZero();
+      assertThat(line.get("QueueWaitSeconds").asLong()).isZero();
+      assertThat(w.eventBridge.received()).isEmpty();
+    }
+  }
+
+  @Test
+  void a_database_failure_fails_the_tick(TestDatabase tdb) {
+    var broken = new TaskStateChangeFunctionTest.FailingDatabase(tdb.jdbc(), sql -> true);
+    try (QueueWorld w = new QueueWorld(tdb, Component.TICK, broken)) {
+      TickFunction tick = new TickFunction(() -> w.services);
+
+      assertThatThrownBy(() -> tick.handleRequest(SCHEDULE, TestContext.withTimeLeft(Duration.ofSeconds(60))))
+          .isInstanceOf(DatabaseException.class);
+    }
+  }
+}

@@ -1,0 +1,294 @@
+package buildqueue.aws.template;
+
+import static buildqueue.aws.template.CfnTemplate.list;
+import static buildqueue.aws.template.CfnTemplate.map;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import buildqueue.aws.AwsSettings;
+import buildqueue.aws.AwsSettings.Component;
+import buildqueue.aws.lambda.EnqueueFunction;
+import buildqueue.aws.lambda.MigrateFunction;
+import buildqueue.aws.lambda.TaskStateChangeFunction;
+import buildqueue.aws.lambda.TickFunction;
+import buildqueue.aws.testing.SampleEvents;
+import com.amazonaws.services.lambda.runtime.RequestHandler;
+import com.amazonaws.services.lambda.runtime.RequestStreamHandler;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.lang.reflect.Modifier;
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.UUID;
+import java.util.stream.Collectors;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Checks template.yaml against the code, so a deploy cannot be the first to find a mismatch: the
+ * handlers exist, each function (and the worker task) gets every variable its code reads and none
+ * it does not, the stop-event rule matches the stop events, and each function's IAM policy allows
+ * the AWS calls its code makes, and not much more.
+ */
+class TemplateTest {
+  private static final CfnTemplate TEMPLATE = CfnTemplate.load(SampleEvents.repoFile("template.yaml"));
+  private static final JsonNode STOPPED = SampleEvents.tree("ecs-task-stopped.json");
+  private static final String CLUSTER_ARN = STOPPED.get("detail").get("clusterArn").asText();
+  private static final String DB_CLUSTER_ARN = "arn:aws:rds:eu-west-1:111122223333:cluster:buildqueue-db";
+  private static final String SECRET_ARN = "arn:aws:secretsmanager:eu-west-1:111122223333:secret:bq-db-AbCdEf";
+
+  /** Which part of the stack each function is. */
+  private static final Map<Class<?>, Component> HANDLERS = Map.of(
+      EnqueueFunction.class, Component.ENQUEUE,
+      TickFunction.class, Component.TICK,
+      TaskStateChangeFunction.class, Component.TASK_STATE_CHANGE,
+      MigrateFunction.class, Component.MIGRATE);
+
+  /**
+   * The AWS calls each part makes through the ports, beyond the database: launching (every queue
+   * function dispatches), StopTask (a cancel before the worker starts, a worker past its lease),
+   * DescribeTasks (the tick's liveness check), PutEvents (publishing after writes, and the tick).
+   * Every SDK call in the code must be attributed here ({@link #every_aws_call_in_the_code_is_attributed}).
+   */
+  private static final Map<Component, Set<String>> CALLS = Map.of(
+      Component.ENQUEUE, Set.of("ecs:RunTask", "ecs:StopTask", "events:PutEvents"),
+      Component.TICK, Set.of("ecs:RunTask", "ecs:DescribeTasks", "ecs:StopTask", "events:PutEvents"),
+      Component.TASK_STATE_CHANGE, Set.of("ecs:RunTask", "events:PutEvents"),
+      Component.MIGRATE, Set.of(),
+      Component.WORKER, Set.of());
+
+  private static final Map<String, Set<String>> SDK_CALLS =
+      SdkCalls.in(Path.of(AwsSettings.class.getProtectionDomain().getCodeSource().getLocation().getPath()));
+
+  /** Everything a part may call: its own calls, the database's, and what those imply. */
+  private static Set<String> needed(Component c) {
+    Set<String> needed = new TreeSet<>(CALLS.get(c));
+    SDK_CALLS.keySet().stream().filter(a -> a.startsWith("rds-data:")).forEach(needed::add);
+    needed.add("secretsmanager:GetSecretValue"); // the Data API reads the secret as the caller
+    if (needed.contains("ecs:RunTask")) {
+      needed.add("iam:PassRole"); // the task's execution and task roles
+    }
+    return needed;
+  }
+
+  private static Object resolve(Object value) {
+    return TEMPLATE.resolve(value, TemplateTest::standIn,
+        p -> p.equals("SubnetIds") ? "subnet-0aaa1111,subnet-0bbb2222" : "param-" + p);
+  }
+
+  /** What a deploy would put where the template refers to a resource. */
+  private static String standIn(String resource, String attribute) {
+    if (attribute == null) {
+      return resource.equals("AWS::Region") ? "eu-west-1" : "stand-in-" + resource;
+    }
+    if (resource.equals("DatabaseSecret") && attribute.equals("Ref")) {
+      return SECRET_ARN;
+    }
+    return switch (resource + "." + attribute) {
+      case "WorkerCluster.Arn" -> CLUSTER_ARN;
+      case "DatabaseCluster.DBClusterArn" -> DB_CLUSTER_ARN;
+      case "WorkerTaskDefinition.Ref" -> "arn:aws:ecs:eu-west-1:111122223333:task-definition/buildqueue-worker:1";
+      default -> "stand-in-" + resource + "-" + attribute;
+    };
+  }
+
+  private static List<String> functions() {
+    return TEMPLATE.resourcesOfType("AWS::Serverless::Function");
+  }
+
+  private static Class<?> handlerClass(String function) throws ClassNotFoundException {
+    String handler = String.valueOf(TEMPLATE.properties(function).get("Handler"));
+    return Class.forName(handler.split("::")[0]);
+  }
+
+  private static Map<String, String> environment(String function) {
+    Map<String, String> env = new LinkedHashMap<>();
+    for (Map<String, Object> source : List.of(TEMPLATE.globalFunction(), TEMPLATE.properties(function))) {
+      Object vars = map(source.getOrDefault("Environment", Map.of("Variables", Map.of()))).get("Variables");
+      map(resolve(vars)).forEach((k, v) -> env.put(k, String.valueOf(v)));
+    }
+    return env;
+  }
+
+  private static Map<String, String> workerEnvironment() {
+    Map<String, Object> container = workerContainer();
+    Map<String, String> env = new LinkedHashMap<>();
+    for (Object kv : list(container.get("Environment"))) {
+      Map<String, Object> pair = map(resolve(kv));
+      env.put(String.valueOf(pair.get("Name")), String.valueOf(pair.get("Value")));
+    }
+    return env;
+  }
+
+  private static Map<String, Object> workerContainer() {
+    return map(list(TEMPLATE.properties("WorkerTaskDefinition").get("ContainerDefinitions")).get(0));
+  }
+
+  /** Loads a part's settings from {@code env}; returns the names its code asked for. */
+  private static Set<String> readBy(Component c, Map<String, String> env) {
+    Set<String> read = new HashSet<>();
+    AwsSettings.load(c, name -> {
+      read.add(name);
+      return env.get(name);
+    });
+    return read;
+  }
+
+  @Test
+  void every_handler_is_a_class_lambda_can_build_and_call() throws Exception {
+    assertThat(functions()).hasSize(HANDLERS.size());
+    for (String f : functions()) {
+      Class<?> c = handlerClass(f);
+      assertThat(HANDLERS).as("handler of %s", f).containsKey(c);
+      assertThat(RequestHandler.class.isAssignableFrom(c) || RequestStreamHandler.class.isAssignableFrom(c))
+          .as("%s implements a Lambda handler interface", c).isTrue();
+      assertThat(Modifier.isPublic(c.getConstructor().getModifiers())).as("%s has a public no-arg constructor", c).isTrue();
+      assertThat(Stream.of(c.getMethods()).anyMatch(m -> m.getName().equals("handleRequest"))).isTrue();
+    }
+    Map<String, Object> g = TEMPLATE.globalFunction();
+    assertThat(g.get("Runtime")).isEqualTo("java21");
+    assertThat(map(g.get("SnapStart")).get("ApplyOn")).isEqualTo("PublishedVersions");
+    assertThat(g.get("AutoPublishAlias")).isNotNull();
+  }
+
+  @Test
+  void every_function_gets_the_variables_its_code_reads_and_no_others() throws Exception {
+    for (String f : functions()) {
+      Component c = HANDLERS.get(handlerClass(f));
+      Map<String, String> env = environment(f);
+      env.put(AwsSettings.AWS_REGION, "eu-west-1"); // set by Lambda itself
+
+      Set<String> read = readBy(c, env); // throws, naming the variable, if one is missing
+
+      assertThat(read).as("variables %s sets that its code never reads", f).containsAll(env.keySet());
+    }
+  }
+
+  @Test
+  void the_worker_task_gets_the_variables_the_worker_reads_and_no_others() {
+    Map<String, String> env = workerEnvironment();
+    // Set per task by RunTask's container overrides, not by the task definition.
+    assertThat(env).doesNotContainKeys(AwsSettings.WORKER_ID, AwsSettings.WORKER_TOKEN);
+    env.put(AwsSettings.WORKER_ID, "42");
+    env.put(AwsSettings.WORKER_TOKEN, UUID.randomUUID().toString());
+
+    Set<String> read = readBy(Component.WORKER, env);
+
+    assertThat(read).containsAll(env.keySet());
+  }
+
+  @Test
+  void the_functions_launch_into_the_container_the_task_definition_has() throws Exception {
+    for (String f : functions()) {
+      Component c = HANDLERS.get(handlerClass(f));
+      if (c == Component.MIGRATE) {
+        continue;
+      }
+      Map<String, String> env = environment(f);
+      env.put(AwsSettings.AWS_REGION, "eu-west-1");
+      AwsSettings s = AwsSettings.load(c, env::get);
+      assertThat(s.ecs().containerName()).isEqualTo(workerContainer().get("Name"));
+      assertThat(s.ecs().ownsTask(STOPPED.get("detail").get("taskArn").asText())).isTrue();
+    }
+  }
+
+  @Test
+  void the_stop_rule_matches_stopped_tasks_of_the_worker_cluster_and_nothing_else() {
+    Map<String, Object> events = map(TEMPLATE.properties("TaskStateChangeFunction").get("Events"));
+    Map<String, Object> rule = map(map(events.get("WorkerStopped")).get("Properties"));
+    Map<String, Object> pattern = map(resolve(rule.get("Pattern")));
+    ObjectNode running = STOPPED.deepCopy();
+    ((ObjectNode) running.get("detail")).put("lastStatus", "RUNNING");
+    ObjectNode otherCluster = STOPPED.deepCopy();
+    ((ObjectNode) otherCluster.get("detail")).put("clusterArn", CLUSTER_ARN.replace("buildqueue-workers", "other"));
+
+    assertThat(EventPatterns.matches(pattern, STOPPED)).isTrue();
+    assertThat(EventPatterns.matches(pattern, SampleEvents.tree("ecs-task-failed-to-start.json"))).isTrue();
+    assertThat(EventPatterns.matches(pattern, running)).isFalse();
+    assertThat(EventPatterns.matches(pattern, otherCluster)).isFalse();
+    assertThat(EventPatterns.matches(pattern, SampleEvents.tree("schedule-tick.json"))).isFalse();
+    assertThat(map(rule.get("DeadLetterConfig"))).isNotEmpty();
+    assertThat(TEMPLATE.properties("TaskStateChangeFunction")).containsKey("DeadLetterQueue");
+  }
+
+  @Test
+  void every_aws_call_in_the_code_is_attributed() {
+    Set<String> attributed = new TreeSet<>();
+    CALLS.values().forEach(attributed::addAll);
+    Set<String> calledByCode = SDK_CALLS.keySet().stream()
+        .filter(a -> !a.startsWith("rds-data:")).collect(Collectors.toCollection(TreeSet::new));
+
+    assertThat(attributed).as("calls the code makes, found in its classes: %s", SDK_CALLS).isEqualTo(calledByCode);
+  }
+
+  @Test
+  void each_function_may_make_the_calls_its_code_makes_and_not_much_more() throws Exception {
+    for (String f : functions()) {
+      Component c = HANDLERS.get(handlerClass(f));
+      List<Map<String, Object>> statements = statements(TEMPLATE.properties(f).get("Policies"));
+      assertPolicy(f, c, statements);
+    }
+  }
+
+  @Test
+  void the_worker_task_role_may_make_the_calls_the_worker_makes_and_not_much_more() {
+    List<Map<String, Object>> statements = new java.util.ArrayList<>();
+    for (Object p : list(TEMPLATE.properties("WorkerTaskRole").get("Policies"))) {
+      statements.addAll(statements(List.of(map(p).get("PolicyDocument"))));
+    }
+    assertPolicy("WorkerTaskRole", Component.WORKER, statements);
+  }
+
+  private static void assertPolicy(String who, Component c, List<Map<String, Object>> statements) {
+    Map<String, List<Map<String, Object>>> allowing = new HashMap<>();
+    for (Map<String, Object> s : statements) {
+      assertThat(s.get("Effect")).isEqualTo("Allow");
+      for (Object a : list(s.get("Action"))) {
+        allowing.computeIfAbsent(String.valueOf(a), k -> new java.util.ArrayList<>()).add(s);
+      }
+      if (list(s.get("Resource")).contains("*")) {
+        assertThat(s).as("%s: a statement on every resource must be narrowed by a condition", who).containsKey("Condition");
+      }
+    }
+    Set<String> needed = needed(c);
+    assertThat(allowing.keySet()).as("%s allows exactly the calls of %s", who, c).isEqualTo(needed);
+    allowing.forEach((action, ss) -> {
+      for (Map<String, Object> s : ss) {
+        Object resource = resolve(s.get("Resource"));
+        Map<String, Object> condition = s.containsKey("Condition") ? map(resolve(s.get("Condition"))) : Map.of();
+        if (action.startsWith("rds-data:")) {
+          assertThat(resource).as("%s %s", who, action).isEqualTo(DB_CLUSTER_ARN);
+        } else if (action.equals("secretsmanager:GetSecretValue")) {
+          assertThat(resource).isEqualTo(SECRET_ARN);
+        } else if (action.equals("ecs:RunTask")) {
+          assertThat(resource).isEqualTo(standIn("WorkerTaskDefinition", "Ref"));
+          assertThat(condition).isEqualTo(Map.of("ArnEquals", Map.of("ecs:cluster", CLUSTER_ARN)));
+        } else if (action.equals("ecs:DescribeTasks") || action.equals("ecs:StopTask")) {
+          assertThat(condition).isEqualTo(Map.of("ArnEquals", Map.of("ecs:cluster", CLUSTER_ARN)));
+        } else if (action.equals("iam:PassRole")) {
+          assertThat(list(resource)).containsExactlyInAnyOrder(
+              standIn("WorkerExecutionRole", "Arn"), standIn("WorkerTaskRole", "Arn"));
+          assertThat(condition).isEqualTo(Map.of("StringEquals", Map.of("iam:PassedToService", "ecs-tasks.amazonaws.com")));
+        } else if (action.equals("events:PutEvents")) {
+          assertThat(String.valueOf(resource)).endsWith(":event-bus/default");
+        }
+      }
+    });
+  }
+
+  private static List<Map<String, Object>> statements(Object policies) {
+    List<Map<String, Object>> out = new java.util.ArrayList<>();
+    for (Object p : list(policies)) {
+      assertThat(p).as("policies are inline statements, not managed or template policies").isInstanceOf(Map.class);
+      for (Object s : list(map(p).get("Statement"))) {
+        out.add(map(s));
+      }
+    }
+    return out;
+  }
+}

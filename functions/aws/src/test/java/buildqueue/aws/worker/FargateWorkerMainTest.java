@@ -1,0 +1,98 @@
+package buildqueue.aws.worker;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import buildqueue.aws.AwsSettings;
+import buildqueue.aws.testing.MetricsCapture;
+import buildqueue.core.BuildQueue;
+import buildqueue.db.Json;
+import buildqueue.platform.WorkerLaunch;
+import buildqueue.testing.ManualPlatform;
+import buildqueue.testing.PostgresExtension;
+import buildqueue.testing.QueueHarness;
+import buildqueue.testing.TestDatabase;
+import buildqueue.worker.JobHandlers;
+import buildqueue.worker.WorkerProcess;
+import com.fasterxml.jackson.databind.JsonNode;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.UUID;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+@ExtendWith(PostgresExtension.class)
+class FargateWorkerMainTest {
+  private static final WorkerProcess MUST_NOT_HALT = why -> {
+    throw new AssertionError("the worker tried to halt: " + why);
+  };
+
+  /** A job dispatched to a worker whose launch the platform only recorded, as RunTask would. */
+  private static WorkerLaunch dispatched(TestDatabase tdb, ManualPlatform platform, String payload) {
+    BuildQueue queue = new BuildQueue(tdb.jdbc(), platform, QueueHarness.testConfig(), buildqueue.core.QueueClock.DATABASE);
+    queue.enqueue("alice", "demo", new Json(payload), null);
+    return platform.lastLaunch();
+  }
+
+  private static Map<String, String> env(TestDatabase tdb, WorkerLaunch launch) {
+    Map<String, String> env = new HashMap<>();
+    env.put(AwsSettings.JDBC_URL, tdb.jdbcUrl());
+    env.put(AwsSettings.WORKER_ID, Long.toString(launch.workerId()));
+    env.put(AwsSettings.WORKER_TOKEN, launch.token().toString());
+    return env;
+  }
+
+  private static String jobStatus(TestDatabase tdb) {
+    return tdb.jdbc().query("select status from build_job").get(0).string("status");
+  }
+
+  @Test
+  void the_worker_runs_its_job_drains_and_exits_zero(TestDatabase tdb) {
+    WorkerLaunch launch = dispatched(tdb, new ManualPlatform(), "{\"steps\": 2, \"stepMillis\": 1}");
+    MetricsCapture metrics = new MetricsCapture();
+
+    int code = FargateWorkerMain.run(env(tdb, launch)::get, MUST_NOT_HALT, JobHandlers.builtIn(), metrics);
+
+    assertThat(code).isZero();
+    assertThat(jobStatus(tdb)).isEqualTo("succeeded");
+    assertThat(tdb.jdbc().query("select status from build_worker").get(0).string("status")).isEqualTo("draining");
+    JsonNode line = metrics.last("worker");
+    assertThat(line.get("exit").asText()).isEqualTo("DRAINED");
+    assertThat(line.get("workerId").asLong()).isEqualTo(launch.workerId());
+    assertThat(line.get("WorkerRunSeconds").asDouble()).isPositive();
+  }
+
+  @Test
+  void a_worker_with_the_wrong_token_runs_nothing_and_exits_zero(TestDatabase tdb) {
+    WorkerLaunch launch = dispatched(tdb, new ManualPlatform(), "{\"steps\": 1}");
+    Map<String, String> env = env(tdb, launch);
+    env.put(AwsSettings.WORKER_TOKEN, UUID.randomUUID().toString());
+
+    int code = FargateWorkerMain.run(env::get, MUST_NOT_HALT, JobHandlers.builtIn(), new MetricsCapture());
+
+    assertThat(code).isZero();
+    assertThat(jobStatus(tdb)).isEqualTo("dispatched");
+  }
+
+  @Test
+  void an_unreachable_database_is_a_fault_and_exits_non_zero(TestDatabase tdb) {
+    WorkerLaunch launch = dispatched(tdb, new ManualPlatform(), "{\"steps\": 1}");
+    Map<String, String> env = env(tdb, launch);
+    env.put(AwsSettings.JDBC_URL, "jdbc:postgresql://127.0.0.1:1/nowhere?connectTimeout=2");
+
+    int code = FargateWorkerMain.run(env::get, MUST_NOT_HALT, JobHandlers.builtIn(), new MetricsCapture());
+
+    assertThat(code).isEqualTo(FargateWorkerMain.FAULT);
+  }
+
+  @Test
+  void missing_settings_exit_with_their_own_code(TestDatabase tdb) {
+    WorkerLaunch launch = dispatched(tdb, new ManualPlatform(), "{\"steps\": 1}");
+    Map<String, String> env = env(tdb, launch);
+    env.remove(AwsSettings.WORKER_TOKEN);
+
+    int code = FargateWorkerMain.run(env::get, MUST_NOT_HALT, JobHandlers.builtIn(), new MetricsCapture());
+
+    assertThat(code).isEqualTo(FargateWorkerMain.BAD_SETTINGS);
+    assertThat(jobStatus(tdb)).isEqualTo("dispatched");
+  }
+}

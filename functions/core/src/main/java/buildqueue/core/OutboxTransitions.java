@@ -1,0 +1,113 @@
+package buildqueue.core;
+
+import buildqueue.db.Database;
+import buildqueue.db.Params;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.Collection;
+import java.util.List;
+import java.util.stream.Collectors;
+
+/**
+ * The job history as an outbox: every {@code build_job_event} row is published at least once, and
+ * none is lost when a publisher dies. A publisher claims a batch of unpublished rows (no other
+ * publisher gets them while the claim lasts), sends them, then settles: rows the receiver accepted
+ * become published, refused ones are claimed again after {@code retryAfter}. A publisher that dies
+ * between claim and settle leaves its rows to whoever claims after the claim runs out.
+ */
+public final class OutboxTransitions {
+  /** How long a claim keeps other publishers off a row; longer than one send can take. */
+  public static final Duration CLAIM = Duration.ofSeconds(60);
+
+  /** How long a row the receiver refused waits before it is claimed again. */
+  public static final Duration RETRY_AFTER = Duration.ofSeconds(10);
+
+  private final Database db;
+  private final QueueClock clock;
+
+  public OutboxTransitions(Database db, QueueClock clock) {
+    this.db = db;
+    this.clock = clock;
+  }
+
+  /** One unpublished history row with the job facts a subscriber needs. */
+  public record PendingEvent(
+      long id, long jobId, String userId, String kind, String type, String message, Instant at) {}
+
+  private static final String CLAIM_PENDING =
+      """
+      with t as (select coalesce(:now::timestamptz, now()) as now),
+      claimed as (
+        update build_job_event e set publish_claimed_until = t.now + :claimMs * interval '1 millisecond'
+        from t
+        where e.id in (
+          select c.id from build_job_event c, t
+          where c.published_at is null
+            and (c.publish_claimed_until is null or c.publish_claimed_until <= t.now)
+          order by c.id
+          limit :limit
+          for update skip locked)
+        returning e.id, e.job_id, e.type, e.detail, e.at
+      )
+      select c.id, c.job_id, j.user_id, j.kind, c.type, c.detail ->> 'message' as message, c.at
+      from claimed c join build_job j on j.id = c.job_id
+      order by c.id
+      """;
+
+  /**
+   * Claims up to {@code limit} unpublished rows, oldest first, for {@link #CLAIM}. Concurrent
+   * publishers claim disjoint sets: rows locked by one are skipped by the other, and a claimed row
+   * no longer matches.
+   */
+  public List<PendingEvent> claimPending(int limit) {
+    Params params = Params.of("now", clock.now(), "claimMs", CLAIM.toMillis(), "limit", limit);
+    return db.query(CLAIM_PENDING, params).stream()
+        .map(
+            r ->
+                new PendingEvent(
+                    r.longValue("id"),
+                    r.longValue("job_id"),
+                    r.string("user_id"),
+                    r.string("kind"),
+                    r.string("type"),
+                    r.string("message"),
+                    r.instant("at")))
+        .toList();
+  }
+
+  private static final String SETTLE =
+      """
+      with t as (select coalesce(:now::timestamptz, now()) as now),
+      outcome as (
+        select unnest(string_to_array(:published, ',')::bigint[]) as id, true as published
+        union all
+        select unnest(string_to_array(:refused, ',')::bigint[]), false
+      )
+      update build_job_event e set
+        published_at = case when o.published then t.now end,
+        publish_claimed_until = case when o.published then null
+                                     else t.now + :retryMs * interval '1 millisecond' end
+      from outcome o, t
+      where e.id = o.id and e.published_at is null
+      """;
+
+  /**
+   * Records what the receiver did with claimed rows: {@code published} ones are done, {@code
+   * refused} ones wait {@link #RETRY_AFTER} and are then claimed again. The id lists travel as
+   * comma-separated text because the RDS Data API takes no array parameters. Returns the rows
+   * changed.
+   */
+  public int settle(Collection<Long> published, Collection<Long> refused) {
+    if (published.isEmpty() && refused.isEmpty()) {
+      return 0;
+    }
+    Params params =
+        Params.of("now", clock.now(), "published", csv(published), "refused", csv(refused))
+            .and("retryMs", RETRY_AFTER.toMillis());
+    return db.update(SETTLE, params);
+  }
+
+  private static String csv(Collection<Long> ids) {
+    return ids.stream().map(String::valueOf).collect(Collectors.joining(","));
+  }
+}
