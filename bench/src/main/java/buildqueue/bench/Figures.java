@@ -107,9 +107,38 @@ final class Figures {
     scaleLines("dispatch of a lane (dispatch + record launch)", small.dispatchMs(), large.dispatchMs(), sizes);
     scaleLines("tick (101 live workers checked, lanes walked, housekeeping)", small.tickMs(), large.tickMs(), sizes);
     scaleLines("enqueue into a full lane", small.enqueueMs(), large.enqueueMs(), sizes);
+    scalePlans(small, large, big);
     report.add(F4, "peak JVM memory during the scale runs", Memory.peakHeapMiB() + " MiB heap", "—", "1",
         "peak resident set of the whole benchmark JVM: " + Memory.peakRssMiB() + " MiB (VmHWM); bulk insert of "
             + Report.format(big, 0) + " jobs took " + Report.format(large.bulkInsertSeconds(), 1) + " s");
+  }
+
+  private void scalePlans(Scale.Result small, Scale.Result large, int big) {
+    StringBuilder b = new StringBuilder("### Plans at scale (figure 4)\n\n");
+    b.append("`EXPLAIN (ANALYZE, BUFFERS)` of the queue's hot statements, as sent, after the timed samples ")
+        .append("(the dispatch with the shared slot freed): planning + execution time with 1,000 and with ")
+        .append(Report.format(big, 0)).append(" queued jobs, and whether the plan scans `build_job`.\n\n");
+    b.append("| statement | 1,000 jobs | ").append(Report.format(big, 0)).append(" jobs | scan of build_job |\n|---|---:|---:|---|\n");
+    ScalePlans.Plan slowest = null;
+    for (int i = 0; i < large.plans().size(); i++) {
+      ScalePlans.Plan s = small.plans().get(i);
+      ScalePlans.Plan l = large.plans().get(i);
+      b.append("| ").append(l.statement()).append(" | ")
+          .append(Report.format(s.planningMs(), 2)).append(" + ").append(Report.format(s.executionMs(), 2)).append(" ms | ")
+          .append(Report.format(l.planningMs(), 2)).append(" + ").append(Report.format(l.executionMs(), 2)).append(" ms | ")
+          .append(l.seqScanOfJobs() ? "**yes**" : "no").append(" |\n");
+      if (slowest == null || l.executionMs() > slowest.executionMs()) {
+        slowest = l;
+      }
+    }
+    for (ScalePlans.Plan l : large.plans()) {
+      if (l == slowest || l.seqScanOfJobs()) {
+        b.append("\n`").append(l.statement()).append("` at ").append(Report.format(big, 0)).append(" jobs")
+            .append(l == slowest ? " (the slowest)" : "").append(l.seqScanOfJobs() ? " (scans build_job)" : "")
+            .append(":\n\n```\n").append(l.text()).append("```\n");
+      }
+    }
+    report.note(b.toString());
   }
 
   private void scaleLines(String what, List<Double> small, List<Double> large, String sizes) {

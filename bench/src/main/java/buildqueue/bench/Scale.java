@@ -50,7 +50,8 @@ final class Scale {
       """;
 
   /** Latencies of one size, in milliseconds, per batch. */
-  record Result(List<Double> dispatchMs, List<Double> tickMs, List<Double> enqueueMs, double bulkInsertSeconds) {}
+  record Result(List<Double> dispatchMs, List<Double> tickMs, List<Double> enqueueMs, double bulkInsertSeconds,
+      List<ScalePlans.Plan> plans) {}
 
   private final BenchPostgres pg;
 
@@ -98,7 +99,8 @@ final class Scale {
         tick.add(new Stats(t).median());
         enqueue.add(new Stats(e).median());
       }
-      return new Result(dispatch, tick, enqueue, bulk);
+      db.update(FREE_SHARED_SLOT);
+      return new Result(dispatch, tick, enqueue, bulk, ScalePlans.explain(db));
     } finally {
       pg.drop(database);
     }
