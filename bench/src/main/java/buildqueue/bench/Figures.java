@@ -105,7 +105,7 @@ final class Figures {
     Scale.Result large = scale.run(big, batches, perBatch);
     String sizes = "1,000 vs " + Report.format(big, 0) + " queued jobs, " + Report.format(Scale.USERS, 0) + " users";
     scaleLines("dispatch of a lane (dispatch + record launch)", small.dispatchMs(), large.dispatchMs(), sizes);
-    scaleLines("tick (101 live workers checked, lanes walked, housekeeping)", small.tickMs(), large.tickMs(), sizes);
+    scaleLines("tick (101 live workers checked, 101 lanes walked, housekeeping)", small.tickMs(), large.tickMs(), sizes);
     scaleLines("enqueue into a full lane", small.enqueueMs(), large.enqueueMs(), sizes);
     scalePlans(small, large, big);
     report.add(F4, "peak JVM memory during the scale runs", Memory.peakHeapMiB() + " MiB heap", "—", "1",

@@ -37,10 +37,13 @@ final class Scale {
   private static final String JOBS_SQL =
       """
       insert into build_job (user_id, kind, payload, lane, created_at)
-      select 'u' || (i % :users), 'noop', '{}',
-             case when i % :users < :dedicated then 'user:u' || (i % :users) else 'shared' end,
-             now()
-      from generate_series(1, :jobs) i
+      select 'u' || u, 'noop', '{}', case when u < :dedicated then 'user:u' || u else 'shared' end, now()
+      from (
+        -- The first jobs give every dedicated user two, so at both sizes every lane still has a
+        -- queued job after its slot is filled: the tick walks the same lanes, only the jobs differ.
+        select i, case when i <= 2 * :dedicated then i % :dedicated else i % :users end as u
+        from generate_series(1, :jobs) i
+      ) j
       """;
 
   private static final String FREE_SHARED_SLOT =
