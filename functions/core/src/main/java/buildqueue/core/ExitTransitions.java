@@ -30,23 +30,12 @@ public final class ExitTransitions {
 
   /**
    * The worker that exited, and what became of the job it had: {@code queued} again at the head of
-   * its lane, {@code failed}, {@code cancelled}, or none. {@code laneHasQueuedJobs} tells the caller
-   * whether to dispatch the lane; {@code slotHeld} is how long the worker held its slot, from
-   * dispatch to this exit (what a slot costs, for metrics).
+   * its lane, {@code failed}, {@code cancelled}, or none. {@code slotHeld} is how long the worker
+   * held its slot, from dispatch to this exit (what a slot costs, for metrics). The caller always
+   * dispatches the lane next, in a fresh statement (see {@code BuildQueue#taskStopped}).
    */
   public record Exited(
-      long workerId,
-      String lane,
-      Optional<Long> jobId,
-      Optional<JobStatus> jobStatus,
-      boolean laneHasQueuedJobs,
-      Duration slotHeld) {
-
-    public Exited(
-        long workerId, String lane, Optional<Long> jobId, Optional<JobStatus> jobStatus, boolean laneHasQueuedJobs) {
-      this(workerId, lane, jobId, jobStatus, laneHasQueuedJobs, Duration.ZERO);
-    }
-  }
+      long workerId, String lane, Optional<Long> jobId, Optional<JobStatus> jobStatus, Duration slotHeld) {}
 
   private static final String EXITED =
       """
@@ -104,10 +93,7 @@ public final class ExitTransitions {
                t.now
         from job, t
       )
-      select worker.id as worker_id, worker.lane, worker.slot_held_ms, job.id as job_id, job.status as job_status,
-             (coalesce(job.status = 'queued', false)
-              or exists (select 1 from build_job q where q.lane = worker.lane and q.status = 'queued'))
-               as lane_has_queued
+      select worker.id as worker_id, worker.lane, worker.slot_held_ms, job.id as job_id, job.status as job_status
       from worker left join job on true
       """;
 
@@ -143,7 +129,6 @@ public final class ExitTransitions {
         r.string("lane"),
         Optional.ofNullable(r.longValue("job_id")),
         Optional.ofNullable(jobStatus).map(JobStatus::of),
-        r.bool("lane_has_queued"),
         Duration.ofMillis(r.longOr("slot_held_ms", 0)));
   }
 }
