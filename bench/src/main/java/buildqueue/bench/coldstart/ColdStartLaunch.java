@@ -1,0 +1,88 @@
+package buildqueue.bench.coldstart;
+
+import com.amazonaws.services.lambda.runtime.Context;
+import com.amazonaws.services.lambda.runtime.RequestHandler;
+import com.amazonaws.services.lambda.runtime.RequestStreamHandler;
+import com.amazonaws.services.lambda.runtime.serialization.events.LambdaEventSerializers;
+import java.io.ByteArrayInputStream;
+import java.io.ByteArrayOutputStream;
+import java.io.InputStream;
+import java.lang.management.ManagementFactory;
+import java.lang.reflect.Method;
+import java.lang.reflect.Proxy;
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+/**
+ * Plays the Lambda runtime for one cold start: runs in a fresh JVM with the shaded jar, builds the
+ * handler, deserializes the event as the runtime would, handles it once, and prints {@code HANDLED}
+ * with how long each step took. Loaded on its own (never with the rest of the benchmark), so it
+ * may use only the JDK, the Lambda interfaces and the runtime's event serializers.
+ *
+ * <pre>java -cp buildqueue-aws.jar:launcher:serialization.jar ColdStartLaunch HANDLER EVENT_FILE</pre>
+ */
+public final class ColdStartLaunch {
+  private ColdStartLaunch() {}
+
+  public static void main(String[] args) throws Exception {
+    long t0 = System.nanoTime();
+    byte[] event = Files.readAllBytes(Path.of(args[1]));
+    Class<?> type = Class.forName(args[0]);
+    Object handler = type.getDeclaredConstructor().newInstance();
+    long t1 = System.nanoTime();
+    Context context = context();
+    if (handler instanceof RequestStreamHandler stream) {
+      stream.handleRequest(new ByteArrayInputStream(event), new ByteArrayOutputStream(), context);
+    } else {
+      @SuppressWarnings("unchecked")
+      RequestHandler<Object, Object> typed = (RequestHandler<Object, Object>) handler;
+      Object input = LambdaEventSerializers.serializerFor(inputType(type), type.getClassLoader())
+          .fromJson(new ByteArrayInputStream(event));
+      typed.handleRequest(input, context);
+    }
+    long t2 = System.nanoTime();
+    System.out.println("HANDLED construct_ms=" + (t1 - t0) / 1_000_000.0 + " handle_ms=" + (t2 - t1) / 1_000_000.0
+        + " jvm_uptime_ms=" + ManagementFactory.getRuntimeMXBean().getUptime()
+        + " classes=" + ManagementFactory.getClassLoadingMXBean().getTotalLoadedClassCount());
+    System.out.flush();
+    System.exit(0);
+  }
+
+  private static Class<?> inputType(Class<?> handler) {
+    for (Method m : handler.getMethods()) {
+      if (m.getName().equals("handleRequest") && m.getParameterCount() == 2 && !m.isBridge()
+          && m.getParameterTypes()[1] == Context.class) {
+        return m.getParameterTypes()[0];
+      }
+    }
+    throw new IllegalArgumentException(handler + " has no handleRequest(T, Context)");
+  }
+
+  private static Context context() {
+    return (Context) Proxy.newProxyInstance(Context.class.getClassLoader(), new Class<?>[] {Context.class},
+        (proxy, method, args) -> switch (method.getName()) {
+          case "getAwsRequestId" -> "cold-start-1";
+          case "getFunctionName" -> "buildqueue-cold-start";
+          case "getFunctionVersion" -> "$LATEST";
+          case "getInvokedFunctionArn" -> "arn:aws:lambda:eu-west-1:111122223333:function:buildqueue-cold-start";
+          case "getRemainingTimeInMillis" -> 30_000;
+          case "getMemoryLimitInMB" -> 1024;
+          case "getLogGroupName", "getLogStreamName" -> "cold-start";
+          case "getLogger" -> null;
+          case "hashCode" -> 1;
+          case "equals" -> proxy == args[0];
+          case "toString" -> "ColdStartContext";
+          default -> null;
+        });
+  }
+
+  /** The trivial handler the figure compares with: reads the event, answers a constant. */
+  public static final class Trivial implements RequestStreamHandler {
+    @Override
+    public void handleRequest(InputStream input, java.io.OutputStream output, Context context)
+        throws java.io.IOException {
+      input.readAllBytes();
+      output.write("{\"ok\":true}".getBytes(java.nio.charset.StandardCharsets.UTF_8));
+    }
+  }
+}

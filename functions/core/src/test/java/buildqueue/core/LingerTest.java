@@ -1,0 +1,72 @@
+package buildqueue.core;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import buildqueue.testing.Await;
+import buildqueue.testing.PostgresExtension;
+import buildqueue.testing.QueueHarness;
+import buildqueue.testing.TestDatabase;
+import java.time.Duration;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+/** {@link QueueConfig#linger()}: a worker whose lane ran empty waits for new work before it drains. */
+@ExtendWith(PostgresExtension.class)
+class LingerTest {
+
+  @Test
+  void linger_is_off_by_default(TestDatabase tdb) {
+    assertThat(QueueConfig.defaults().linger()).isZero();
+    try (QueueHarness h = QueueHarness.open(tdb)) {
+      long job = h.submit("alice", "noop", "{}");
+      h.awaitStatus(job, "succeeded");
+      h.awaitWorkersExited();
+      assertThat(h.worker(h.job(job).longValue("worker_id")).string("exit_reason")).isEqualTo("exited: drained");
+    }
+  }
+
+  @Test
+  void a_lingering_worker_takes_a_job_enqueued_after_its_lane_ran_empty(TestDatabase tdb) {
+    QueueConfig config = QueueHarness.testConfig().withLinger(Duration.ofSeconds(20));
+    try (QueueHarness h = QueueHarness.open(tdb, config)) {
+      long first = h.submit("alice", "noop", "{}");
+      h.awaitStatus(first, "succeeded");
+      long worker = h.job(first).longValue("worker_id");
+      assertThat(h.worker(worker).string("status")).isEqualTo("running");
+
+      long second = h.submit("bob", "noop", "{}");
+      h.awaitStatus(second, "succeeded");
+
+      assertThat(h.job(second).longValue("worker_id")).isEqualTo(worker);
+      assertThat(h.platform.launchRequests()).isEqualTo(1);
+      assertThat(h.eventTypes(second)).containsExactly("enqueued", "dispatched", "succeeded");
+    }
+  }
+
+  @Test
+  void a_lingering_worker_drains_and_exits_when_no_work_comes(TestDatabase tdb) {
+    QueueConfig config = QueueHarness.testConfig().withLinger(Duration.ofMillis(200));
+    try (QueueHarness h = QueueHarness.open(tdb, config)) {
+      long job = h.submit("alice", "noop", "{}");
+      h.awaitStatus(job, "succeeded");
+      h.awaitWorkersExited();
+      assertThat(h.worker(h.job(job).longValue("worker_id")).string("exit_reason")).isEqualTo("exited: drained");
+      assertThat(h.workers()).hasSize(1);
+    }
+  }
+
+  @Test
+  void a_lingering_worker_drains_at_once_when_its_chain_window_has_closed(TestDatabase tdb) throws Exception {
+    QueueConfig config = QueueHarness.testConfig().withLinger(Duration.ofSeconds(20));
+    try (QueueHarness h = QueueHarness.open(tdb, config)) {
+      long first = h.submitGate("alice");
+      h.gates.awaitEntered(first);
+      h.clock.advance(config.chainWindow());
+      h.gates.open(first);
+      h.awaitStatus(first, "succeeded");
+      // Well inside the 20 s linger: the worker did not wait.
+      Await.until("the worker to drain and exit", Duration.ofSeconds(5), () -> h.liveWorkers().isEmpty());
+      assertThat(h.workers()).hasSize(1);
+    }
+  }
+}
