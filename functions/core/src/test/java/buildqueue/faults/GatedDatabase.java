@@ -4,6 +4,7 @@ import buildqueue.db.Database;
 import buildqueue.db.DatabaseException;
 import buildqueue.db.Params;
 import buildqueue.db.Row;
+import java.time.Instant;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -109,7 +110,7 @@ final class GatedDatabase implements Database {
    * database's clock when they execute.
    */
   private Params atExecution(Params given) {
-    if (!given.has("now") || !(given.get("now") instanceof java.time.Instant)) {
+    if (!given.has("now") || !(given.get("now") instanceof Instant)) {
       return given;
     }
     Params out = Params.of("now", sim.now());

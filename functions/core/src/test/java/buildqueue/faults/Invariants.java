@@ -2,6 +2,9 @@ package buildqueue.faults;
 
 import buildqueue.core.ExitTransitions;
 import buildqueue.core.QueueConfig;
+import buildqueue.db.Database;
+import buildqueue.db.Params;
+import buildqueue.db.Row;
 import buildqueue.faults.Snapshot.J;
 import buildqueue.faults.Snapshot.W;
 import java.time.Duration;
@@ -10,6 +13,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Set;
 
 /**
  * design.md §5, checked against the database after every step. Each step runs one actor alone, so
@@ -222,6 +226,59 @@ final class Invariants {
           }
         }
       }
+    }
+    return null;
+  }
+
+  /**
+   * When everything has finished (§5.4, §5.5, §5.8 and the follow-up rule): every acknowledged job
+   * still exists; a job's follow-ups exist exactly when it succeeded; no worker wrote at or after
+   * its deadline; every attempt is in the job's history. Null when all hold.
+   */
+  String atEnd(Snapshot s, Database db, Map<String, Set<Long>> acknowledged) {
+    for (Map.Entry<String, Set<Long>> e : acknowledged.entrySet()) {
+      for (long id : e.getValue()) {
+        if (!s.jobs().containsKey(id)) {
+          return "§5.5 job " + id + " acknowledged to " + e.getKey() + " is gone";
+        }
+      }
+    }
+    Map<Long, Long> followUps = new HashMap<>();
+    for (Row r : db.query(
+        """
+        select (detail ->> 'followUpOf')::bigint as parent, count(*) as n from build_job_event
+        where type = 'enqueued' and detail ->> 'followUpOf' is not null group by 1""")) {
+      followUps.put(r.longValue("parent"), r.longValue("n"));
+    }
+    for (J j : s.jobs().values()) {
+      boolean wants = j.payload() != null && j.payload().contains("\"followUp\": true");
+      long expected = wants && j.status().equals("succeeded") ? 1 : 0;
+      long actual = followUps.getOrDefault(j.id(), 0L);
+      if (actual != expected) {
+        return "follow-ups of job " + j.id() + " (" + j.status() + "): " + actual + ", expected " + expected
+            + " — they must commit with the job's success and only then";
+      }
+    }
+    List<Row> late = db.query(
+        """
+        select e.job_id, e.type, e.at, w.id as worker_id, w.expires_at from build_job_event e
+        join build_worker w on w.id = (e.detail ->> 'workerId')::bigint
+        where (e.type = 'started' and e.at >= w.expires_at - :marginMs * interval '1 millisecond')
+           or (e.type = 'dispatched' and (e.detail ->> 'chained')::boolean
+               and e.at >= w.expires_at - :marginMs * interval '1 millisecond')
+           or (e.type in ('succeeded', 'failed', 'cancelled') and e.at >= w.expires_at)""",
+        Params.of("marginMs", margin.toMillis()));
+    if (!late.isEmpty()) {
+      return "§5.4 a worker wrote after its deadline: " + late;
+    }
+    List<Row> attempts = db.query(
+        """
+        select j.id, j.attempts,
+               (select count(*) from build_job_event e where e.job_id = j.id and e.type = 'dispatched') as n
+        from build_job j
+        where j.attempts <> (select count(*) from build_job_event e where e.job_id = j.id and e.type = 'dispatched')""");
+    if (!attempts.isEmpty()) {
+      return "a job's attempts disagree with its history: " + attempts;
     }
     return null;
   }

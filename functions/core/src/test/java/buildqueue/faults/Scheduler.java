@@ -8,6 +8,7 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.Semaphore;
 import java.util.function.IntSupplier;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -44,7 +45,7 @@ final class Scheduler {
     Thread thread;
     State state = State.RUNNING;
     String pending;
-    final java.util.concurrent.Semaphore go = new java.util.concurrent.Semaphore(0);
+    final Semaphore go = new Semaphore(0);
     boolean mustEnd;
 
     Actor(String name, boolean worker, long number, Long workerId, String taskId) {
@@ -219,11 +220,6 @@ final class Scheduler {
     } else if (a.state != State.DONE) {
       a.mustEnd = true;
     }
-  }
-
-  /** Forgets an expected end for a task that turned out to have no thread. */
-  synchronized void noThread(String taskId) {
-    mustEnd.remove(taskId);
   }
 
   /** Waits until every actor is gated or done, and every platform task has joined the schedule. */

@@ -9,11 +9,13 @@ import buildqueue.core.JobQueries;
 import buildqueue.core.QueueClock;
 import buildqueue.core.QueueConfig;
 import buildqueue.db.DatabaseException;
-import buildqueue.db.Params;
-import buildqueue.db.Row;
 import buildqueue.faults.Scheduler.Actor;
 import buildqueue.platform.InProcessPlatform;
 import buildqueue.worker.JobHandlers;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -27,6 +29,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Random;
 import java.util.Set;
+import java.util.SplittableRandom;
 import java.util.TreeMap;
 import java.util.UUID;
 import java.util.function.Consumer;
@@ -46,7 +49,7 @@ import java.util.stream.Collectors;
 final class Simulation {
   static final Instant START = Instant.parse("2026-12-01T10:00:00Z");
   private static final int MAX_CLIENTS = 6;
-  private static final com.fasterxml.jackson.databind.ObjectMapper JSON = new com.fasterxml.jackson.databind.ObjectMapper();
+  private static final ObjectMapper JSON = new ObjectMapper();
   private static final int MAX_RECOVERY_STEPS = 6000;
   private static final Duration RECOVERY_BOUND = Duration.ofMinutes(15);
 
@@ -109,19 +112,6 @@ final class Simulation {
     }
   }
 
-  /** One piece of stop evidence in flight, as an ECS STOPPED event would be. */
-  private record Evidence(long seq, String taskId, Long workerId, UUID token, String reason, Instant notBefore,
-      boolean forged) {
-    Evidence later(Instant t) {
-      return new Evidence(seq, taskId, workerId, token, reason, t, forged);
-    }
-
-    String describe() {
-      return (forged ? "forged " : "") + "stop event for " + (taskId == null ? "?" : taskId)
-          + (workerId == null ? "" : " (worker " + workerId + ")");
-    }
-  }
-
   private final Lane lane;
   private final Options options;
   private final Random random;
@@ -141,10 +131,9 @@ final class Simulation {
   private final Duration callerTimeout;
 
   private final List<String> log = Collections.synchronizedList(new ArrayList<>());
-  private final List<Evidence> incoming = new ArrayList<>();
-  private final List<Evidence> pending = new ArrayList<>();
+  private final StopEvents events = new StopEvents();
   private final Map<Long, Boolean> lateWorkers = new HashMap<>();
-  private final Map<String, Deadline> deadlines = new TreeMap<>(Comparator.comparingLong(Simulation::taskNumber));
+  private final Map<String, Deadline> deadlines = new TreeMap<>(Comparator.comparingLong(StopEvents::taskNumber));
   private final Map<Long, Set<String>> inHandler = new HashMap<>();
   private final Map<String, Set<Long>> acknowledged = new TreeMap<>();
   private final Map<String, Boolean> dedicated = new HashMap<>();
@@ -161,7 +150,6 @@ final class Simulation {
   private long writesInStep;
   private int outages;
   private int submitted;
-  private int evidenceSeq;
 
   private record Deadline(Instant at, Runnable kill) {}
 
@@ -169,7 +157,7 @@ final class Simulation {
     this.lane = lane;
     this.options = options;
     // Neighbouring seeds give java.util.Random nearly the same first draws; mix them first.
-    this.random = new Random(new java.util.SplittableRandom(options.seed()).nextLong());
+    this.random = new Random(new SplittableRandom(options.seed()).nextLong());
     this.faults = new Faults(random, options.disabled());
     this.config = configFrom(random);
     this.users = new ArrayList<>();
@@ -239,7 +227,7 @@ final class Simulation {
       recoveryStart = sim.clock.now();
       sim.recover();
       if (sim.violation == null) {
-        sim.finalChecks();
+        sim.violation = sim.invariants.atEnd(sim.current, lane.database(), sim.acknowledged);
       }
     } catch (Violation v) {
       sim.violation = v.getMessage();
@@ -280,7 +268,7 @@ final class Simulation {
         add(moves, weights, 3, this::enqueue);
       }
       add(moves, weights, 2, this::tick);
-      if (deliverable() != null) {
+      if (events.first(clock.now()) != null) {
         add(moves, weights, 3, this::deliverWithFaults);
       }
       if (!acknowledged.isEmpty()) {
@@ -343,8 +331,10 @@ final class Simulation {
       List<Actor> eligible = eligible();
       if (!eligible.isEmpty()) {
         grant(eligible.get(random.nextInt(eligible.size())));
-      } else if (deliverable() != null) {
-        deliver(pending.remove(pending.indexOf(deliverable())));
+      } else if (events.first(clock.now()) != null) {
+        StopEvents.Evidence e = events.first(clock.now());
+        events.remove(e);
+        deliver(e);
       } else if (!tickedSinceClockMoved) {
         tick();
         tickedSinceClockMoved = true;
@@ -357,7 +347,7 @@ final class Simulation {
 
   private boolean finished() {
     return scheduler.allDone()
-        && pending.isEmpty()
+        && events.isEmpty()
         && current.jobs().values().stream().allMatch(Snapshot.J::finished)
         && current.workers().values().stream().allMatch(Snapshot.W::exited);
   }
@@ -366,7 +356,7 @@ final class Simulation {
     StringBuilder b = new StringBuilder();
     current.jobs().values().stream().filter(j -> !j.finished()).forEach(j -> b.append("\n    ").append(j));
     current.workers().values().stream().filter(w -> !w.exited()).forEach(w -> b.append("\n    ").append(w));
-    b.append("\n    pending evidence ").append(pending.size()).append("; ").append(scheduler.describe());
+    b.append("\n    pending evidence ").append(events.size()).append("; ").append(scheduler.describe());
     return b.toString();
   }
 
@@ -465,31 +455,22 @@ final class Simulation {
     });
   }
 
-  private Evidence deliverable() {
-    for (Evidence e : pending) {
-      if (!e.notBefore().isAfter(clock.now())) {
-        return e;
-      }
-    }
-    return null;
-  }
-
   private void deliverWithFaults() {
-    List<Evidence> ready = pending.stream().filter(e -> !e.notBefore().isAfter(clock.now())).toList();
+    List<StopEvents.Evidence> ready = events.ready(clock.now());
     int index = random.nextInt(ready.size());
-    Evidence e = faults.roll(Fault.EVIDENCE_REORDERED) ? ready.get(index) : ready.get(0);
+    StopEvents.Evidence e = faults.roll(Fault.EVIDENCE_REORDERED) ? ready.get(index) : ready.get(0);
     if (e != ready.get(0)) {
       log("⚡ evidence reordered: " + e.describe() + " goes before " + ready.get(0).describe());
     }
     if (faults.roll(Fault.EVIDENCE_LOST)) {
-      pending.remove(e);
+      events.remove(e);
       operations++;
       log("⚡ evidence lost: " + e.describe());
       return;
     }
     if (faults.roll(Fault.EVIDENCE_DELAYED)) {
       Duration delay = Duration.ofMillis(500 + random.nextInt((int) config.lease().toMillis()));
-      pending.set(pending.indexOf(e), e.later(clock.now().plus(delay)));
+      events.replace(e, e.later(clock.now().plus(delay)));
       operations++;
       log("⚡ evidence delayed by " + delay.toMillis() + " ms: " + e.describe());
       return;
@@ -497,12 +478,12 @@ final class Simulation {
     if (faults.roll(Fault.EVIDENCE_DUPLICATED)) {
       log("⚡ evidence duplicated: " + e.describe());
     } else {
-      pending.remove(e);
+      events.remove(e);
     }
     deliver(e);
   }
 
-  private void deliver(Evidence e) {
+  private void deliver(StopEvents.Evidence e) {
     operations++;
     log("deliver " + e.describe() + ": " + e.reason());
     Actor a = spawnClient("stop-event", () -> {
@@ -511,9 +492,7 @@ final class Simulation {
       } catch (DatabaseException | FaultyPlatform.CallerDied failure) {
         // The handler failed; the event is delivered again (Lambda and EventBridge retry).
         note(scheduler.current(), "stop handler failed (" + brief(failure) + "); the event will be retried");
-        synchronized (incoming) {
-          incoming.add(e);
-        }
+        events.retry(e);
       }
     });
     // Evidence for a worker already exited (a duplicate, a late event) or a forged event must change
@@ -536,13 +515,13 @@ final class Simulation {
     List<Snapshot.W> ws = List.copyOf(current.workers().values());
     Snapshot.W w = ws.isEmpty() ? null : ws.get(random.nextInt(ws.size()));
     int kind = random.nextInt(4);
-    Evidence e = switch (w == null ? 0 : kind) {
-      case 0 -> new Evidence(0, "inproc-foreign-" + random.nextInt(1000), null, null, "forged", clock.now(), true);
-      case 1 -> new Evidence(0, "inproc-foreign-" + random.nextInt(1000), w.id(), UUID.randomUUID(), "forged",
+    StopEvents.Evidence e = switch (w == null ? 0 : kind) {
+      case 0 -> new StopEvents.Evidence(0, "inproc-foreign-" + random.nextInt(1000), null, null, "forged", clock.now(), true);
+      case 1 -> new StopEvents.Evidence(0, "inproc-foreign-" + random.nextInt(1000), w.id(), UUID.randomUUID(), "forged",
           clock.now(), true);
-      case 2 -> new Evidence(0, "inproc-foreign-" + random.nextInt(1000), w.id(), null, "forged without a token",
+      case 2 -> new StopEvents.Evidence(0, "inproc-foreign-" + random.nextInt(1000), w.id(), null, "forged without a token",
           clock.now(), true);
-      default -> new Evidence(0, w.taskId() == null ? "inproc-foreign-1" : w.taskId(), w.id(), UUID.randomUUID(),
+      default -> new StopEvents.Evidence(0, w.taskId() == null ? "inproc-foreign-1" : w.taskId(), w.id(), UUID.randomUUID(),
           "forged with a wrong token", clock.now(), true);
     };
     log("⚡ forged evidence");
@@ -599,7 +578,7 @@ final class Simulation {
       if (r.status() != 200) {
         violation("GET " + target + " by " + user + " answered " + r.status() + ": " + r.bodyText());
       } else if (list) {
-        for (com.fasterxml.jackson.databind.JsonNode job : json(r).path("jobs")) {
+        for (JsonNode job : json(r).path("jobs")) {
           if (!user.equals(job.path("userId").asText())) {
             violation("isolation: GET /jobs by " + user + " listed another user's job " + job);
           }
@@ -609,11 +588,11 @@ final class Simulation {
     expectNoChange.add(a);
   }
 
-  private static com.fasterxml.jackson.databind.JsonNode json(ApiResponse r) {
+  private static JsonNode json(ApiResponse r) {
     try {
       return JSON.readTree(r.body());
-    } catch (java.io.IOException e) {
-      throw new java.io.UncheckedIOException(e);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
     }
   }
 
@@ -710,7 +689,7 @@ final class Simulation {
     return faults;
   }
 
-  java.time.Instant now() {
+  Instant now() {
     return clock.now();
   }
 
@@ -773,9 +752,7 @@ final class Simulation {
   /** Stop evidence from a task that ended (on the task's thread). */
   private void evidence(String taskId, long workerId, UUID token, String reason) {
     if (!tearingDown) {
-      synchronized (incoming) {
-        incoming.add(new Evidence(0, taskId, workerId, token, reason, Instant.MIN, false));
-      }
+      events.arrived(taskId, workerId, token, reason);
     }
     scheduler.ended();
   }
@@ -821,17 +798,7 @@ final class Simulation {
 
   private void afterStep(String actor, Long workerId, boolean expectNoChange, Snapshot before) {
     step++;
-    List<Evidence> arrived;
-    synchronized (incoming) {
-      arrived = new ArrayList<>(incoming);
-      incoming.clear();
-    }
-    arrived.sort(Comparator.comparingLong((Evidence e) -> e.forged() ? Long.MAX_VALUE : taskNumber(e.taskId())));
-    for (Evidence e : arrived) {
-      pending.add(e.seq() == 0 && e.notBefore() == Instant.MIN
-          ? new Evidence(++evidenceSeq, e.taskId(), e.workerId(), e.token(), e.reason(), clock.now(), false)
-          : e);
-    }
+    events.endOfStep(clock.now());
     if (writesInStep > 0 || actor.equals("clock") || actor.equals("kill")) {
       writesInStep = 0;
       current = lane.snapshot();
@@ -851,71 +818,10 @@ final class Simulation {
     log.add(String.format("%4d +%7.3fs %s", step, Duration.between(START, clock.now()).toMillis() / 1000.0, line));
   }
 
-  private static long taskNumber(String taskId) {
-    if (taskId == null) {
-      return Long.MAX_VALUE;
-    }
-    int dash = taskId.lastIndexOf('-');
-    try {
-      return Long.parseLong(taskId.substring(dash + 1));
-    } catch (NumberFormatException e) {
-      return Long.MAX_VALUE - 1;
-    }
-  }
-
   private static String brief(Throwable e) {
     String m = e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage();
     int cut = m.indexOf(" (in statement");
     m = cut > 0 ? m.substring(0, cut) : m;
     return m.length() > 120 ? m.substring(0, 120) + "…" : m;
   }
-
-  // ---------------------------------------------------------------- when everything has finished
-
-  private void finalChecks() {
-    for (Map.Entry<String, Set<Long>> e : acknowledged.entrySet()) {
-      for (long id : e.getValue()) {
-        if (!current.jobs().containsKey(id)) {
-          throw new Violation("§5.5 job " + id + " acknowledged to " + e.getKey() + " is gone");
-        }
-      }
-    }
-    Map<Long, Long> followUps = new HashMap<>();
-    for (Row r : lane.database().query(
-        """
-        select (detail ->> 'followUpOf')::bigint as parent, count(*) as n from build_job_event
-        where type = 'enqueued' and detail ->> 'followUpOf' is not null group by 1""")) {
-      followUps.put(r.longValue("parent"), r.longValue("n"));
-    }
-    for (Snapshot.J j : current.jobs().values()) {
-      boolean wants = j.payload() != null && j.payload().contains("\"followUp\": true");
-      long expected = wants && j.status().equals("succeeded") ? 1 : 0;
-      long actual = followUps.getOrDefault(j.id(), 0L);
-      if (actual != expected) {
-        throw new Violation("follow-ups of job " + j.id() + " (" + j.status() + "): " + actual + ", expected " + expected
-            + " — they must commit with the job's success and only then");
-      }
-    }
-    List<Row> late = lane.database().query(
-        """
-        select e.job_id, e.type, e.at, w.id as worker_id, w.expires_at from build_job_event e
-        join build_worker w on w.id = (e.detail ->> 'workerId')::bigint
-        where (e.type = 'started' and e.at >= w.expires_at - :marginMs * interval '1 millisecond')
-           or (e.type = 'dispatched' and (e.detail ->> 'chained')::boolean
-               and e.at >= w.expires_at - :marginMs * interval '1 millisecond')
-           or (e.type in ('succeeded', 'failed', 'cancelled') and e.at >= w.expires_at)""",
-        Params.of("marginMs", config.deadlineMargin().toMillis()));
-    if (!late.isEmpty()) {
-      throw new Violation("§5.4 a worker wrote after its deadline: " + late);
-    }
-    List<Row> attempts = lane.database().query(
-        """
-        select j.id, j.attempts, (select count(*) from build_job_event e where e.job_id = j.id and e.type = 'dispatched') as n
-        from build_job j
-        where j.attempts <> (select count(*) from build_job_event e where e.job_id = j.id and e.type = 'dispatched')""");
-    if (!attempts.isEmpty()) {
-      throw new Violation("a job's attempts disagree with its history: " + attempts);
-    }
-  }
-
 }

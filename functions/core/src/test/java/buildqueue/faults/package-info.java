@@ -1,0 +1,53 @@
+/**
+ * The queue under faults: a seeded simulation of the real core on real PostgreSQL, input fuzzing,
+ * and isolation tests (issue 5).
+ *
+ * <h2>The simulation</h2>
+ *
+ * {@link buildqueue.faults.FaultInjectionTest} runs 2,000 scenarios by default and prints one
+ * line: scenarios, operations, statements, jobs, faults injected by type, outages, the longest
+ * recovery, violations. A scenario ({@link buildqueue.faults.Simulation}) wires the production
+ * {@code BuildQueue}, {@code HttpApi}, {@code WorkerLoop} and {@code InProcessPlatform} to a
+ * database of its own and drives them with actors, each a real thread: API clients (submit, with
+ * retries under the same idempotency key; cancel; reads; admin lane changes), ticks, stop-event
+ * deliveries and in-process workers. The {@link buildqueue.faults.Scheduler} lets exactly one actor
+ * run from one statement (or platform call) to the next, chosen from the scenario's seed, and checks
+ * the invariants of design.md §5 against the rows after every step that wrote ({@link
+ * buildqueue.faults.Invariants}). A fault phase is followed by a recovery phase without faults that
+ * must end every job within 15 simulated minutes.
+ *
+ * <p>Faults ({@link buildqueue.faults.Fault}): a worker crashes at every {@code WorkerLoop.Point}
+ * or is killed from outside at any moment; a launch fails definitely or for capacity, ends with an
+ * unknown outcome (the task starting or not), or starts after its lease; a caller dies before or
+ * after its launch, or outlives its timeout; stop evidence is duplicated, delayed, reordered, lost
+ * or forged; a backend is terminated ({@code pg_terminate_backend}) mid-statement, after commit
+ * with the reply lost, or mid-transaction; the database is unreachable for a while (on the Data API
+ * adapter: {@code DatabaseResumingException} from the wire-level fake, see the aws module's {@code
+ * DataApiFaultInjectionTest}). Time is a settable clock: leases are seconds long and expire on
+ * demand, and workers' hard deadlines fall on the simulated clock ({@code
+ * WorkerLoop.DeadlineTimer}).
+ *
+ * <p>Properties: {@code -Dfaults.scenarios=N} (soak), {@code -Dfaults.baseSeed=B} (scenario i has
+ * seed B + i), {@code -Dfaults.seed=S -Dfaults.steps=n} (replay one and print its log), {@code
+ * -Dfaults.disable=a,b} (leave fault types out), {@code -Dfaults.parallel=P} (databases side by
+ * side, default 3). A failure is shrunk (shortest fault phase, fault types left out while it still
+ * fails) and printed with its seed, its replay line and its event log, and replayed once more to
+ * show the log is the same.
+ *
+ * <h2>What is deterministic</h2>
+ *
+ * Everything a scenario decides comes from one {@code Random}; actors run one at a time and
+ * evidence that arrives during a step is ordered by task; ids restart per scenario; every {@code
+ * :now} is the simulated clock as of when the statement runs; tick claims come back in id order. So
+ * a seed gives the same event log on any database, whatever ran on it before ({@link
+ * buildqueue.faults.ReplayTest}). Not deterministic, and not read by anything that decides: worker
+ * tokens (random UUIDs), wall-clock durations, the base seed of a default run (printed).
+ *
+ * <h2>An assumption the core rests on</h2>
+ *
+ * The tick relaunches a launch whose outcome was never recorded after the launch grace. That is
+ * safe only if every caller that could still be launching it is dead by then: Lambda timeouts must
+ * end inside {@code QueueConfig#launchGrace()}. The simulation models caller timeouts; with them
+ * left out it finds the race ({@link buildqueue.faults.FaultSeedRegressionTest}).
+ */
+package buildqueue.faults;
