@@ -17,6 +17,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.lang.reflect.Modifier;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
@@ -197,6 +198,24 @@ class TemplateTest {
       AwsSettings s = AwsSettings.load(c, env::get);
       assertThat(s.ecs().containerName()).isEqualTo(workerContainer().get("Name"));
       assertThat(s.ecs().ownsTask(STOPPED.get("detail").get("taskArn").asText())).isTrue();
+    }
+  }
+
+  @Test
+  void every_function_that_launches_times_out_inside_the_launch_grace() throws Exception {
+    // The tick relaunches a launch whose outcome was never recorded once the launch grace has
+    // passed; that is safe only if the caller that started it is dead by then (see the faults
+    // package notes), and Lambda's timeout is what kills it.
+    for (String f : functions()) {
+      Component c = HANDLERS.get(handlerClass(f));
+      if (!CALLS.get(c).contains("ecs:RunTask")) {
+        continue;
+      }
+      Map<String, String> env = environment(f);
+      env.put(AwsSettings.AWS_REGION, "eu-west-1");
+      Duration grace = AwsSettings.load(c, env::get).queue().launchGrace();
+      int timeout = Integer.parseInt(String.valueOf(TEMPLATE.properties(f).get("Timeout")));
+      assertThat(Duration.ofSeconds(timeout)).as("Timeout of %s", f).isLessThan(grace);
     }
   }
 
