@@ -106,21 +106,21 @@ public final class TickTransitions {
       with t as (select coalesce(:now::timestamptz, now()) as now),
       old_jobs as (
         delete from build_job j
-        where j.id in (
+        where j.id = any(array(
           select o.id from build_job o, t
           where o.finished_at < t.now - :retentionMs * interval '1 millisecond'
             and not exists (select 1 from build_job_event e where e.job_id = o.id and e.published_at is null)
           order by o.finished_at
-          limit :limit)
+          limit :limit))
         returning j.id
       ),
       old_workers as (
         delete from build_worker w
-        where w.id in (
+        where w.id = any(array(
           select o.id from build_worker o, t
           where o.status = 'exited' and o.exited_at < t.now - :retentionMs * interval '1 millisecond'
           order by o.exited_at
-          limit :limit)
+          limit :limit))
         returning w.id
       )
       select (select count(*) from old_workers) as workers, (select count(*) from old_jobs) as jobs
@@ -130,6 +130,11 @@ public final class TickTransitions {
    * Deletes exited workers and finished jobs older than the retention, a bounded batch per call.
    * Only {@code exited} workers are candidates, so the identity of a worker that may still run
    * (and holds its slot) is never deleted; jobs whose history is not yet published stay.
+   *
+   * <p>The batch is an array, not an {@code in (select … limit :limit)}: a prepared statement that
+   * JDBC reuses may settle on a generic plan, which cannot see the limit, and for {@code in} that
+   * plan is a hash join over a sequential scan of the whole table (290 ms at a million jobs, against
+   * 2 ms, on PostgreSQL 15 with {@code plan_cache_mode = force_generic_plan}).
    */
   public Housekept housekeep(int limit) {
     Row r =
