@@ -93,6 +93,7 @@ public final class BenchMain {
     b.append("Every figure ran on the same embedded PostgreSQL in the same run. Each median is over the runs given; the spread is min–max over those runs (for latency percentiles: over the runs' percentiles). ")
         .append("The machine is shared and noisy: read the ratios, not the absolute times.\n\n");
     b.append(report.table()).append("\n");
+    b.append(Limits.NOTE).append("\n");
     b.append(report.notes()).append("\n");
     return b.toString();
   }

@@ -4,6 +4,7 @@ import buildqueue.aws.fake.DataApiFake;
 import buildqueue.aws.fake.FakeEcs;
 import buildqueue.aws.testing.EventBridgeFake;
 import buildqueue.bench.coldstart.ColdStartLaunch;
+import buildqueue.bench.coldstart.HttpClientProbe;
 import com.amazonaws.services.lambda.runtime.serialization.events.LambdaEventSerializers;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
@@ -49,6 +50,13 @@ final class ColdStart {
   /** A handler and the event it gets. */
   record Case(String name, String handlerClass, Path event) {}
 
+  /** An HTTP client for the Data API, and the jars it needs beyond the shaded jar. */
+  record ClientCase(String name, String clientClass, List<Path> jars) {}
+
+  /** The SDK's default HTTP client and its dependencies: what the shaded jar leaves out. */
+  private static final List<String> APACHE_JARS =
+      List.of("apache-client-", "httpclient-", "httpcore-", "commons-logging-", "commons-codec-");
+
   private final BenchPostgres pg;
   private final Path repo;
   private final Path jar;
@@ -79,6 +87,27 @@ final class ColdStart {
     try (JarFile f = new JarFile(jar.toFile())) {
       return (int) f.stream().filter(e -> e.getName().endsWith(".class")).count();
     }
+  }
+
+  /**
+   * The HTTP clients figure 7 compares: the one the Lambdas use, and the SDK's default (Apache),
+   * found with its dependencies among the benchmark's own jars.
+   */
+  List<ClientCase> clientCases() throws IOException {
+    Path lib = Path.of(LambdaEventSerializers.class.getProtectionDomain().getCodeSource().getLocation().getPath()).getParent();
+    List<Path> apache = new ArrayList<>();
+    for (String prefix : APACHE_JARS) {
+      try (var files = Files.list(lib)) {
+        // One version of each (a stale copy of another may sit beside it in target/lib).
+        apache.add(files.filter(f -> f.getFileName().toString().startsWith(prefix)).max(java.util.Comparator.naturalOrder())
+            .orElseThrow(() -> new IllegalStateException("no " + prefix + "*.jar in " + lib + " for the Apache client")));
+      }
+    }
+    return List.of(
+        new ClientCase("URL-connection client (what the Lambdas use)",
+            "software.amazon.awssdk.http.urlconnection.UrlConnectionHttpClient", List.of()),
+        new ClientCase("Apache client (the SDK's default, left out of the jar)",
+            "software.amazon.awssdk.http.apache.ApacheHttpClient", apache));
   }
 
   /** Runs every case {@code runs} times, interleaved, and returns the starts by case name. */
@@ -121,13 +150,21 @@ final class ColdStart {
       env.put("BUILDQUEUE_CONTAINER_NAME", FakeEcs.CONTAINER);
 
       List<Case> cases = cases(cfn.getAddress().getPort());
+      List<ClientCase> clients = clientCases();
       JdbcDatabase db = new JdbcDatabase(ds);
       Map<String, List<Start>> out = new LinkedHashMap<>();
       for (int i = 0; i < runs; i++) {
         for (Case c : cases) {
           // Every start sees the same queue: empty, so the enqueue dispatches and calls RunTask.
           db.update(EMPTY_QUEUE);
-          out.computeIfAbsent(c.name(), k -> new ArrayList<>()).add(start(classpath, env, c));
+          out.computeIfAbsent(c.name(), k -> new ArrayList<>()).add(start(classpath, env, c.name(),
+              List.of(ColdStartLaunch.class.getName(), c.handlerClass(), c.event().toString())));
+        }
+        for (ClientCase c : clients) {
+          List<String> cp = new ArrayList<>(List.of(jar.toString(), launcher.toString()));
+          c.jars().forEach(j -> cp.add(j.toString()));
+          out.computeIfAbsent(c.name(), k -> new ArrayList<>()).add(start(String.join(java.io.File.pathSeparator, cp),
+              env, c.name(), List.of(HttpClientProbe.class.getName(), c.clientClass())));
         }
       }
       return out;
@@ -161,11 +198,13 @@ final class ColdStart {
         new Case("MigrateFunction (CloudFormation create, schema up to date)", "buildqueue.aws.lambda.MigrateFunction", cfn));
   }
 
-  private Start start(String classpath, Map<String, String> env, Case c) throws IOException, InterruptedException {
+  private Start start(String classpath, Map<String, String> env, String name, List<String> mainAndArgs)
+      throws IOException, InterruptedException {
     List<String> cmd = new ArrayList<>();
     cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
     cmd.addAll(LAMBDA_JVM_FLAGS);
-    cmd.addAll(List.of("-cp", classpath, ColdStartLaunch.class.getName(), c.handlerClass(), c.event().toString()));
+    cmd.addAll(List.of("-cp", classpath));
+    cmd.addAll(mainAndArgs);
     ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
     pb.environment().clear();
     pb.environment().putAll(env);
@@ -189,7 +228,7 @@ final class ColdStart {
     }
     if (!p.waitFor(60, TimeUnit.SECONDS) || wall == null) {
       p.destroyForcibly();
-      throw new IllegalStateException(c.name() + " did not handle its event: " + out);
+      throw new IllegalStateException(name + " did not handle its event: " + out);
     }
     return new Start(wall, Double.parseDouble(m.group(1)), Double.parseDouble(m.group(2)), Long.parseLong(m.group(4)));
   }
@@ -199,7 +238,7 @@ final class ColdStart {
     Path dir = work.resolve("launcher");
     String pkg = ColdStartLaunch.class.getPackageName().replace('.', '/');
     Files.createDirectories(dir.resolve(pkg));
-    for (String name : List.of("ColdStartLaunch.class", "ColdStartLaunch$Trivial.class")) {
+    for (String name : List.of("ColdStartLaunch.class", "ColdStartLaunch$Trivial.class", "HttpClientProbe.class")) {
       try (InputStream in = ColdStartLaunch.class.getResourceAsStream("/" + pkg + "/" + name)) {
         if (in == null) {
           throw new IOException(name + " missing from the benchmark jar");

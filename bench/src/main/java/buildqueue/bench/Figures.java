@@ -45,12 +45,28 @@ final class Figures {
   private void coldStart() throws Exception {
     ColdStart cold = new ColdStart(pg, plan.benchDir());
     Map<String, List<ColdStart.Start>> starts = cold.measure(plan.quick() ? 2 : 5);
+    List<ColdStart.ClientCase> clients = cold.clientCases();
     Double trivial = null;
+    Double chosenClient = null;
     for (Map.Entry<String, List<ColdStart.Start>> e : starts.entrySet()) {
       Stats wall = stats(e.getValue(), ColdStart.Start::wallMs);
       String split = "construct " + Report.format(stats(e.getValue(), ColdStart.Start::constructMs).median(), 0)
           + " ms + first event " + Report.format(stats(e.getValue(), ColdStart.Start::handleMs).median(), 0)
           + " ms; " + Report.format(stats(e.getValue(), ColdStart.Start::classes).median(), 0) + " classes loaded";
+      ColdStart.ClientCase client = clients.stream().filter(c -> c.name().equals(e.getKey())).findFirst().orElse(null);
+      if (client != null) {
+        String what = "Data API client on the " + e.getKey() + ": JVM start → first statement answered";
+        if (chosenClient == null) {
+          chosenClient = wall.median();
+          report.add(F7, what, wall, " ms", 0, "client built + first call; " + split.replace("construct", "build")
+              .replace("first event", "first call"));
+        } else {
+          report.add(F7, what, wall, " ms", 0, Report.format(wall.median() / chosenClient, 2)
+              + "× the URL-connection client; its jars add " + Report.format(megabytes(client.jars()), 1)
+              + " MiB; " + split.replace("construct", "build").replace("first event", "first call"));
+        }
+        continue;
+      }
       if (trivial == null) {
         trivial = wall.median();
         report.add(F7, e.getKey() + ": JVM start → first event handled", wall, " ms", 0, split);
@@ -62,6 +78,14 @@ final class Figures {
     report.add(F7, "shaded jar size", Report.format(cold.jarBytes() / 1024.0 / 1024.0, 1) + " MiB", "—", "1",
         Report.format(cold.jarEntries(), 0) + " entries, " + Report.format(cold.jarClasses(), 0) + " classes");
     report.note(ColdStartNotes.NOTE.formatted(String.join(" ", ColdStart.LAMBDA_JVM_FLAGS)));
+  }
+
+  private static double megabytes(List<java.nio.file.Path> files) throws java.io.IOException {
+    long bytes = 0;
+    for (java.nio.file.Path f : files) {
+      bytes += java.nio.file.Files.size(f);
+    }
+    return bytes / 1024.0 / 1024.0;
   }
 
   private void trafficCost() throws InterruptedException {
@@ -244,33 +268,50 @@ final class Figures {
       int concurrency = Math.min(users, POOL);
       List<Double> ourRates = new ArrayList<>();
       List<Double> ourCommits = new ArrayList<>();
+      List<CpuBusy.Share> ourCpu = new ArrayList<>();
       List<Double> gwRates = new ArrayList<>();
       List<Double> gwCommits = new ArrayList<>();
+      List<Double> gwDefaultRates = new ArrayList<>();
+      List<Double> gwDefaultCommits = new ArrayList<>();
       List<Double> bossRates = new ArrayList<>();
       List<Double> bossCommits = new ArrayList<>();
       String gwError = why;
+      String gwDefaultError = users == 1 ? why : "only the one-user load";
       String bossError = why;
       for (int i = 0; i < runs; i++) {
         OurThroughput.Result r = ours.run(users, perUser);
         ourRates.add(r.jobsPerSecond());
         ourCommits.add((double) r.commits() / r.jobs());
+        ourCpu.add(r.cpu());
         if (gwError == null) {
-          gwError = peerRun(peers, "graphile-worker.mjs", users, perUser, concurrency, gwRates, gwCommits);
+          gwError = peerRun(peers, "graphile-worker.mjs", GW_FAST_POLL, users, perUser, concurrency, gwRates, gwCommits);
+        }
+        if (gwDefaultError == null) {
+          gwDefaultError = peerRun(peers, "graphile-worker.mjs", GW_DEFAULT_POLL, users, perUser, concurrency,
+              gwDefaultRates, gwDefaultCommits);
         }
         if (bossError == null) {
-          bossError = peerRun(peers, "pg-boss.mjs", users, perUser, concurrency, bossRates, bossCommits);
+          bossError = peerRun(peers, "pg-boss.mjs", Map.of(), users, perUser, concurrency, bossRates, bossCommits);
         }
       }
       Stats o = new Stats(ourRates);
       String setup = users + " user" + (users == 1 ? "" : "s") + " × " + perUser + " no-op jobs";
       report.add(F3, "ours, " + setup + ": jobs/s", o, "/s", 0,
-          "commits/job " + Report.format(new Stats(ourCommits).median(), 2) + "; one dedicated lane per user, in-process workers chaining");
+          "commits/job " + Report.format(new Stats(ourCommits).median(), 2)
+              + "; one dedicated lane per user, in-process workers chaining; "
+              + new CpuBusy.Share(stats(ourCpu, CpuBusy.Share::machine).median(),
+                  stats(ourCpu, CpuBusy.Share::postgres).median(), stats(ourCpu, CpuBusy.Share::jvm).median())
+                  .describe());
       if (o.median() > bestOurs) {
         bestOurs = o.median();
         bestOursCommits = new Stats(ourCommits).median();
       }
       peerLine("graphile-worker", setup, gwRates, gwCommits, gwError, o,
-          "queueName per user, concurrency " + concurrency);
+          "queueName per user, concurrency " + concurrency + ", pollInterval 10 ms");
+      if (users == 1) {
+        peerLine("graphile-worker (default pollInterval 2 s)", setup, gwDefaultRates, gwDefaultCommits, gwDefaultError, o,
+            "as above: a queue's next job waits for the poll (see `bench/src/main/node/graphile-worker.mjs`)");
+      }
       peerLine("pg-boss", setup, bossRates, bossCommits, bossError, o,
           "key_strict_fifo queue, singletonKey per user, localConcurrency " + concurrency);
     }
@@ -283,14 +324,17 @@ final class Figures {
     }
   }
 
-  private String peerRun(Peers peers, String script, int users, int perUser, int concurrency,
-      List<Double> rates, List<Double> commits) {
+  private static final Map<String, String> GW_FAST_POLL = Map.of("BENCH_POLL_MS", "10");
+  private static final Map<String, String> GW_DEFAULT_POLL = Map.of("BENCH_POLL_MS", "2000");
+
+  private String peerRun(Peers peers, String script, Map<String, String> settings, int users, int perUser,
+      int concurrency, List<Double> rates, List<Double> commits) {
     String db = pg.createEmptyDatabase("bq_peer");
     try {
-      Peers.Result r = peers.run(script, pg.postgresUrl(db), users, perUser, concurrency, peerCapSeconds());
+      Peers.Result r = peers.run(script, settings, pg.postgresUrl(db), users, perUser, concurrency, peerCapSeconds());
       rates.add(r.jobs() / (r.processMs() / 1000.0));
       if (r.capped()) {
-        cappedRuns.add(script);
+        cappedRuns.add(rates);
       }
       commits.add((double) pg.xactCommit(db) / r.jobs());
       return null;
@@ -302,7 +346,9 @@ final class Figures {
     }
   }
 
-  private final java.util.Set<String> cappedRuns = new java.util.HashSet<>();
+  /** The rate lists (by identity) of which a run stopped at the cap with jobs left. */
+  private final java.util.Set<List<Double>> cappedRuns =
+      java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
 
   private int peerCapSeconds() {
     return plan.quick() ? 20 : 30;
@@ -319,7 +365,7 @@ final class Figures {
         "ours ÷ " + peer + " = " + Report.format(ours.median() / s.median(), 1) + "×; commits/job "
             + Report.format(new Stats(commits).median(), 2) + "; " + how
             + (error != null ? "; some runs failed: " + error : "")
-            + (cappedRuns.remove(peer + ".mjs") ? "; stopped after " + peerCapSeconds() + " s with jobs left: the rate it reached" : ""));
+            + (cappedRuns.remove(rates) ? "; stopped after " + peerCapSeconds() + " s with jobs left: the rate it reached" : ""));
   }
 
   private static String systemNode() {

@@ -14,8 +14,8 @@ import buildqueue.platform.InProcessPlatform.LaunchPlan;
 final class OurThroughput {
   private static final Json EMPTY = new Json("{}");
 
-  /** One run: jobs, enqueue and processing time, and commits PostgreSQL counted for the run. */
-  record Result(int jobs, double enqueueMs, double processMs, long commits) {
+  /** One run: jobs, enqueue and processing time, commits PostgreSQL counted, CPU while processing. */
+  record Result(int jobs, double enqueueMs, double processMs, long commits, CpuBusy.Share cpu) {
     double jobsPerSecond() {
       return jobs / (processMs / 1000.0);
     }
@@ -44,14 +44,16 @@ final class OurThroughput {
         }
       }
       long e1 = System.nanoTime();
+      CpuBusy.Snapshot cpu = CpuBusy.now();
       rig.platform.releaseHeldStarts();
       rig.awaitAllEnded();
       long e2 = System.nanoTime();
+      CpuBusy.Share busy = CpuBusy.since(cpu);
       if (rig.platform.tasksStarted() != users) {
         throw new IllegalStateException("expected one chaining worker per user, saw " + rig.platform.tasksStarted());
       }
       long commits = rig.closeAndCountCommits();
-      return new Result(users * perUser, (e1 - e0) / 1e6, (e2 - e1) / 1e6, commits);
+      return new Result(users * perUser, (e1 - e0) / 1e6, (e2 - e1) / 1e6, commits, busy);
     }
   }
 }

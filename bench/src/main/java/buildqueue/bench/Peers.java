@@ -82,7 +82,8 @@ final class Peers {
   }
 
   /** Runs one driver to completion; throws with the driver's output when it fails. */
-  Result run(String script, String url, int users, int perUser, int concurrency, int maxSeconds) {
+  Result run(String script, Map<String, String> settings, String url, int users, int perUser, int concurrency,
+      int maxSeconds) {
     try {
       ProcessBuilder pb = new ProcessBuilder(node().toString(), script).directory(dir.toFile()).redirectErrorStream(true);
       Map<String, String> env = pb.environment();
@@ -91,6 +92,7 @@ final class Peers {
       env.put("BENCH_JOBS_PER_USER", Integer.toString(perUser));
       env.put("BENCH_CONCURRENCY", Integer.toString(concurrency));
       env.put("BENCH_MAX_SECONDS", Integer.toString(maxSeconds));
+      env.putAll(settings);
       Process p = pb.start();
       String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
       if (!p.waitFor(15, TimeUnit.MINUTES) || p.exitValue() != 0) {
