@@ -27,9 +27,11 @@ final class Limits {
          cores are not saturated. graphile-worker at its default is held by its poll (a queue's next job
          waits for it); pg-boss by fetching a key's next job only on its poll, 0.5 s at the least.
       4. **Scale: the number of lanes, not of jobs.** Every hot statement reaches its rows through an index
-         (the plans below), so a million queued jobs cost what a thousand do. What grows is the tick's walk
-         over lanes with queued jobs (one index probe per lane) and its liveness checks (one per live
-         worker), each bounded per tick.
+         (the plans below), so nothing reads rows in proportion to the queued jobs. What the tick pays for is
+         its walk over lanes with queued jobs, one index probe per lane, and its liveness checks, one per
+         live worker, each bounded per tick: O(lanes × log jobs). A probe into an index of a million
+         entries goes one B-tree level deeper than into one of a thousand, which is what the tick's ratio
+         shows.
       5. **Slot turnaround: two commits in a row** (the exit, then the dispatch) and the launch call; the p99
          is the shared machine's scheduling.
       6. **Cost: Fargate's start delay and the one-minute minimum.** Both are billed from the launch request
