@@ -26,8 +26,9 @@ final class ColdStartNotes {
 
       What it gained: the two "Data API client on the …" rows start a fresh JVM that builds one Data API client
       on each HTTP client and sends one statement to the fake. The URL-connection client saves the Apache
-      client's jars in the shaded jar and a few hundred loaded classes, and answers its first call sooner
-      by the ratio in the row (on this shared machine it has ranged from about 1.0× to 1.4× between runs). Lazy clients gain nothing on a plain cold start (the work moves from init to the
+      client's jars in the shaded jar and a few hundred loaded classes; its first call is as fast or faster:
+      level in some runs on this shared machine, up to 1.4× sooner in others. Lazy clients gain nothing
+      on a plain cold start (the work moves from init to the
       first event); they are there for SnapStart's sake. What dominates every handler's first event is
       building the SDK clients and loading their classes (the client rows show one client alone costs
       hundreds of milliseconds in a fresh JVM); SnapStart, on in `template.yaml`, is what removes it.

@@ -30,8 +30,8 @@ final class Limits {
          (the plans below), so nothing reads rows in proportion to the queued jobs. What the tick pays for is
          its walk over lanes with queued jobs, one index probe per lane, and its liveness checks, one per
          live worker, each bounded per tick: O(lanes × log jobs). A probe into an index of a million
-         entries goes one B-tree level deeper than into one of a thousand, which is what the tick's ratio
-         shows.
+         entries goes one B-tree level deeper than into one of a thousand, the most by which the tick's
+         ratio can rise above 1.
       5. **Slot turnaround: two commits in a row** (the exit, then the dispatch) and the launch call; the p99
          is the shared machine's scheduling.
       6. **Cost: Fargate's start delay and the one-minute minimum.** Both are billed from the launch request
