@@ -161,29 +161,18 @@ public final class WorkerTransitions {
     record Idle() implements Ended {}
   }
 
-  private static final String END =
+  /**
+   * The tail both {@link #END} and {@link #TAKE_NEXT} share, after a {@code fence} CTE that yields
+   * the worker's id, its lane and whether its chain window is {@code open}: take the oldest ready
+   * job of the lane (skipping one another worker holds), start it on this worker, record it, and
+   * answer one row with the taken job, if any, and whether the worker drained. The {@code drained}
+   * CTE, which differs, sits between them.
+   */
+  private static final String TAKE_OLDEST_READY =
       """
-      with t as (select coalesce(:now::timestamptz, now()) as now),
-      ended as (
-        update build_job j set status = :status, error = :error, finished_at = t.now
-        from build_worker w, t
-        where j.id = :jobId and j.worker_id = :workerId and j.status = 'running'
-          and w.id = :workerId and w.token = :token::uuid and w.status = 'running' and w.expires_at > t.now
-        returning j.id, j.lane, j.status, j.error, w.started_at as worker_started_at, w.expires_at
-      ),
-      ended_event as (
-        insert into build_job_event (job_id, type, detail, at)
-        select e.id, e.status,
-               jsonb_build_object('message', case when e.status = 'failed' then 'failed: ' || e.error else e.status end,
-                                  'workerId', :workerId),
-               t.now
-        from ended e, t
-      ),
       next as (
-        select q.id from build_job q, ended e, t
-        where q.lane = e.lane and q.status = 'queued' and (q.not_before is null or q.not_before <= t.now)
-          and t.now < e.worker_started_at + :chainWindowMs * interval '1 millisecond'
-          and t.now < e.expires_at - :deadlineMarginMs * interval '1 millisecond'
+        select q.id from build_job q, fence f, t
+        where f.open and q.lane = f.lane and q.status = 'queued' and (q.not_before is null or q.not_before <= t.now)
         order by q.id
         limit 1
         for update of q skip locked
@@ -198,25 +187,56 @@ public final class WorkerTransitions {
       taken_event as (
         insert into build_job_event (job_id, type, detail, at)
         select n.id, 'dispatched',
-               jsonb_build_object('message', 'chained onto worker ' || :workerId || ' (attempt ' || n.attempts || ')',
+               jsonb_build_object('message', :takenBy || ' ' || :workerId || ' (attempt ' || n.attempts || ')',
                                   'workerId', :workerId, 'attempt', n.attempts, 'chained', true),
                t.now
         from taken n, t
       ),
-      drained as (
-        -- A lingering worker stays running while its window is open; it polls with TAKE_NEXT.
-        update build_worker w set status = 'draining'
-        from ended, t
-        where w.id = :workerId and not exists (select 1 from taken)
-          and not (:linger::boolean
-                   and t.now < ended.worker_started_at + :chainWindowMs * interval '1 millisecond'
-                   and t.now < ended.expires_at - :deadlineMarginMs * interval '1 millisecond')
-        returning w.id
-      )
-      select (select count(*) from ended) as ended, (select count(*) from drained) as drained,
+      """;
+
+  private static final String ANSWER =
+      """
+      select (select count(*) from fence) as fenced_in, (select count(*) from drained) as drained,
              taken.id, taken.user_id, taken.kind, taken.payload, taken.progress, taken.attempts, taken.cancel_requested
       from (select 1) as one left join taken on true
       """;
+
+  /** Whether a worker's chain window is open: inside it, and far enough from its hard deadline. */
+  private static final String WINDOW_OPEN =
+      "t.now < %1$s.started_at + :chainWindowMs * interval '1 millisecond'"
+          + " and t.now < %1$s.expires_at - :deadlineMarginMs * interval '1 millisecond'";
+
+  private static final String END =
+      """
+      with t as (select coalesce(:now::timestamptz, now()) as now),
+      ended as (
+        update build_job j set status = :status, error = :error, finished_at = t.now
+        from build_worker w, t
+        where j.id = :jobId and j.worker_id = :workerId and j.status = 'running'
+          and w.id = :workerId and w.token = :token::uuid and w.status = 'running' and w.expires_at > t.now
+        returning j.id, j.lane, j.status, j.error, w.started_at, w.expires_at
+      ),
+      ended_event as (
+        insert into build_job_event (job_id, type, detail, at)
+        select e.id, e.status,
+               jsonb_build_object('message', case when e.status = 'failed' then 'failed: ' || e.error else e.status end,
+                                  'workerId', :workerId),
+               t.now
+        from ended e, t
+      ),
+      fence as (
+        select :workerId::bigint as id, e.lane, %s as open from ended e, t
+      ),
+      %s
+      drained as (
+        -- A lingering worker stays running while its window is open; it polls with TAKE_NEXT.
+        update build_worker w set status = 'draining'
+        from fence
+        where w.id = fence.id and not exists (select 1 from taken) and not (:linger::boolean and fence.open)
+        returning w.id
+      )
+      %s"""
+          .formatted(WINDOW_OPEN.formatted("e"), TAKE_OLDEST_READY, ANSWER);
 
   /**
    * Ends the worker's job ({@code succeeded}, {@code failed} with an error, or {@code cancelled})
@@ -235,9 +255,14 @@ public final class WorkerTransitions {
             .and("error", status == JobStatus.FAILED ? (error == null ? "failed" : error) : null)
             .and("chainWindowMs", config.chainWindow().toMillis())
             .and("deadlineMarginMs", config.deadlineMargin().toMillis())
-            .and("linger", !config.linger().isZero());
-    Row r = tx.query(END, params).get(0);
-    if (r.longValue("ended") == 0) {
+            .and("linger", !config.linger().isZero())
+            .and("takenBy", "chained onto worker");
+    return ended(tx.query(END, params).get(0));
+  }
+
+  /** What {@link #END} and {@link #TAKE_NEXT} answered, as the worker's next step. */
+  private static Ended ended(Row r) {
+    if (r.longValue("fenced_in") == 0) {
       return new Ended.FencedOff();
     }
     Optional<AssignedJob> next = assignedJob(r);
@@ -260,44 +285,19 @@ public final class WorkerTransitions {
       """
       with t as (select coalesce(:now::timestamptz, now()) as now),
       fence as (
-        select w.id, w.lane,
-               t.now < w.started_at + :chainWindowMs * interval '1 millisecond'
-                 and t.now < w.expires_at - :deadlineMarginMs * interval '1 millisecond' as open
+        select w.id, w.lane, %s as open
         from build_worker w, t
         where w.id = :workerId and w.token = :token::uuid and w.status = 'running' and w.expires_at > t.now
       ),
-      next as (
-        select q.id from build_job q, fence f, t
-        where f.open and q.lane = f.lane and q.status = 'queued' and (q.not_before is null or q.not_before <= t.now)
-        order by q.id
-        limit 1
-        for update of q skip locked
-      ),
-      taken as (
-        update build_job j set status = 'running', worker_id = :workerId, checkpoint = j.progress,
-          attempts = j.attempts + 1, dispatched_at = t.now, started_at = t.now
-        from next, t
-        where j.id = next.id
-        returning j.id, j.user_id, j.kind, j.payload, j.progress, j.attempts, j.cancel_requested
-      ),
-      taken_event as (
-        insert into build_job_event (job_id, type, detail, at)
-        select n.id, 'dispatched',
-               jsonb_build_object('message', 'taken by lingering worker ' || :workerId || ' (attempt ' || n.attempts || ')',
-                                  'workerId', :workerId, 'attempt', n.attempts, 'chained', true),
-               t.now
-        from taken n, t
-      ),
+      %s
       drained as (
         update build_worker w set status = 'draining'
         from fence
         where w.id = fence.id and not fence.open
         returning w.id
       )
-      select (select count(*) from fence) as fenced_in, (select count(*) from drained) as drained,
-             taken.id, taken.user_id, taken.kind, taken.payload, taken.progress, taken.attempts, taken.cancel_requested
-      from (select 1) as one left join taken on true
-      """;
+      %s"""
+          .formatted(WINDOW_OPEN.formatted("w"), TAKE_OLDEST_READY, ANSWER);
 
   /**
    * For a lingering worker: takes the oldest ready job of its lane if its chain window and lease
@@ -308,16 +308,9 @@ public final class WorkerTransitions {
     Params params =
         Params.of("now", clock.now(), "workerId", workerId, "token", token)
             .and("chainWindowMs", config.chainWindow().toMillis())
-            .and("deadlineMarginMs", config.deadlineMargin().toMillis());
-    Row r = db.query(TAKE_NEXT, params).get(0);
-    if (r.longValue("fenced_in") == 0) {
-      return new Ended.FencedOff();
-    }
-    Optional<AssignedJob> next = assignedJob(r);
-    if (next.isPresent()) {
-      return new Ended.Chained(next.get());
-    }
-    return r.longValue("drained") == 1 ? new Ended.Drained() : new Ended.Idle();
+            .and("deadlineMarginMs", config.deadlineMargin().toMillis())
+            .and("takenBy", "taken by lingering worker");
+    return ended(db.query(TAKE_NEXT, params).get(0));
   }
 
   private static final String DRAIN =
