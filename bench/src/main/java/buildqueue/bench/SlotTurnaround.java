@@ -2,15 +2,13 @@ package buildqueue.bench;
 
 import buildqueue.core.QueueConfig;
 import buildqueue.db.Json;
+import buildqueue.platform.ForwardingWorkerPlatform;
 import buildqueue.platform.LaunchOutcome;
-import buildqueue.platform.TaskState;
 import buildqueue.platform.WorkerLaunch;
 import buildqueue.platform.WorkerPlatform;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Collection;
 import java.util.List;
-import java.util.Map;
 
 /**
  * Figure 5: from a worker's stop evidence reaching the queue to the launch request for the next
@@ -57,28 +55,20 @@ final class SlotTurnaround {
   }
 
   /** Stamps each launch request before passing it on. */
-  private record Timed(WorkerPlatform delegate, List<Long> launches) implements WorkerPlatform {
+  private static final class Timed extends ForwardingWorkerPlatform {
+    private final List<Long> launches;
+
+    Timed(WorkerPlatform delegate, List<Long> launches) {
+      super(delegate);
+      this.launches = launches;
+    }
+
     @Override
     public LaunchOutcome launch(WorkerLaunch launch) {
       synchronized (launches) {
         launches.add(System.nanoTime());
       }
       return delegate.launch(launch);
-    }
-
-    @Override
-    public Map<String, TaskState> check(Collection<String> taskIds) {
-      return delegate.check(taskIds);
-    }
-
-    @Override
-    public boolean canCheck(String taskId) {
-      return delegate.canCheck(taskId);
-    }
-
-    @Override
-    public void stop(String taskId, String reason) {
-      delegate.stop(taskId, reason);
     }
   }
 }

@@ -1,16 +1,14 @@
 package buildqueue.faults;
 
+import buildqueue.platform.ForwardingWorkerPlatform;
 import buildqueue.platform.InProcessPlatform;
 import buildqueue.platform.InProcessPlatform.LaunchPlan;
 import buildqueue.platform.LaunchOutcome;
 import buildqueue.platform.TaskState;
 import buildqueue.platform.WorkerLaunch;
-import buildqueue.platform.WorkerPlatform;
 import buildqueue.worker.WorkerLoop;
-import java.util.Collection;
 import java.util.HashSet;
 import java.util.List;
-import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
 
@@ -21,7 +19,7 @@ import java.util.UUID;
  * fail for capacity, end with an unknown outcome (the worker starting or not), start late, or
  * start a worker that crashes at a chosen point of its life.
  */
-final class FaultyPlatform implements WorkerPlatform {
+final class FaultyPlatform extends ForwardingWorkerPlatform {
 
   /** A Lambda-style caller dies: nothing after this point of its invocation happens. */
   static final class CallerDied extends Error {
@@ -38,6 +36,7 @@ final class FaultyPlatform implements WorkerPlatform {
   private final Set<UUID> tokensWithTask = new HashSet<>();
 
   FaultyPlatform(InProcessPlatform platform, Scheduler scheduler, Simulation sim) {
+    super(platform);
     this.platform = platform;
     this.scheduler = scheduler;
     this.sim = sim;
@@ -112,16 +111,6 @@ final class FaultyPlatform implements WorkerPlatform {
       return "not started" + (n.retryable() ? " (retryable)" : "");
     }
     return "unknown";
-  }
-
-  @Override
-  public Map<String, TaskState> check(Collection<String> taskIds) {
-    return platform.check(taskIds);
-  }
-
-  @Override
-  public boolean canCheck(String taskId) {
-    return platform.canCheck(taskId);
   }
 
   @Override

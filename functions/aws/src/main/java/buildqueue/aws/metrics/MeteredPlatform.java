@@ -1,11 +1,9 @@
 package buildqueue.aws.metrics;
 
+import buildqueue.platform.ForwardingWorkerPlatform;
 import buildqueue.platform.LaunchOutcome;
-import buildqueue.platform.TaskState;
 import buildqueue.platform.WorkerLaunch;
 import buildqueue.platform.WorkerPlatform;
-import java.util.Collection;
-import java.util.Map;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
@@ -13,14 +11,13 @@ import java.util.concurrent.atomic.AtomicLong;
  * container while metrics are per invocation, so the counts accumulate here and each invocation
  * {@link #drainInto drains} them into its own {@link Metrics}.
  */
-public final class MeteredPlatform implements WorkerPlatform {
-  private final WorkerPlatform delegate;
+public final class MeteredPlatform extends ForwardingWorkerPlatform {
   private final AtomicLong started = new AtomicLong();
   private final AtomicLong notStarted = new AtomicLong();
   private final AtomicLong unknown = new AtomicLong();
 
   public MeteredPlatform(WorkerPlatform delegate) {
-    this.delegate = delegate;
+    super(delegate);
   }
 
   @Override
@@ -40,21 +37,6 @@ public final class MeteredPlatform implements WorkerPlatform {
       unknown.incrementAndGet();
     }
     return outcome;
-  }
-
-  @Override
-  public Map<String, TaskState> check(Collection<String> taskIds) {
-    return delegate.check(taskIds);
-  }
-
-  @Override
-  public boolean canCheck(String taskId) {
-    return delegate.canCheck(taskId);
-  }
-
-  @Override
-  public void stop(String taskId, String reason) {
-    delegate.stop(taskId, reason);
   }
 
   /** Moves the counts so far into {@code metrics} (only those that are not zero) and resets them. */
