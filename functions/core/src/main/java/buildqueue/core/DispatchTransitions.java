@@ -190,7 +190,8 @@ public final class DispatchTransitions {
       claimed as (
         update build_worker w set checked_at = t.now
         from t
-        where w.id in (
+        -- A batch by array, as in TickTransitions.housekeep
+        where w.id = any(array(
           select u.id from build_worker u, t
           where u.status <> 'exited' and u.task_id is null and u.expires_at > t.now
             and u.launched_at <= t.now - :graceMs * interval '1 millisecond'
@@ -199,7 +200,7 @@ public final class DispatchTransitions {
             and (u.checked_at is null or u.checked_at <= t.now - :graceMs * interval '1 millisecond')
           order by u.id
           limit :limit
-          for update skip locked)
+          for update skip locked))
         returning w.id, w.token, w.lane, w.slot
       )
       -- RETURNING has no order; relaunching in id order makes a tick reproducible.

@@ -40,13 +40,14 @@ public final class OutboxTransitions {
       claimed as (
         update build_job_event e set publish_claimed_until = t.now + :claimMs * interval '1 millisecond'
         from t
-        where e.id in (
+        -- A batch by array, as in TickTransitions.housekeep
+        where e.id = any(array(
           select c.id from build_job_event c, t
           where c.published_at is null
             and (c.publish_claimed_until is null or c.publish_claimed_until <= t.now)
           order by c.id
           limit :limit
-          for update skip locked)
+          for update skip locked))
         returning e.id, e.job_id, e.type, e.detail, e.at
       )
       select c.id, c.job_id, j.user_id, j.kind, c.type, c.detail ->> 'message' as message, c.at
