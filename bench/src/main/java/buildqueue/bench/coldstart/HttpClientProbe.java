@@ -1,6 +1,5 @@
 package buildqueue.bench.coldstart;
 
-import java.lang.management.ManagementFactory;
 import software.amazon.awssdk.http.SdkHttpClient;
 import software.amazon.awssdk.regions.Region;
 import software.amazon.awssdk.services.rdsdata.RdsDataClient;
@@ -8,7 +7,7 @@ import software.amazon.awssdk.services.rdsdata.RdsDataClient;
 /**
  * What the choice of HTTP client costs a cold start: in a fresh JVM, builds a Data API client on
  * the named SDK HTTP client and sends one statement (to the Data API fake, through
- * {@code AWS_ENDPOINT_URL_RDS_DATA}), then prints {@code HANDLED} like {@link ColdStartLaunch}.
+ * {@code AWS_ENDPOINT_URL_RDS_DATA}), then prints {@code HANDLED} through {@link ColdStartLaunch}.
  * The client class is looked up by name so that each run loads only the client it measures.
  *
  * <pre>java -cp buildqueue-aws.jar:launcher[:apache jars] HttpClientProbe CLIENT_CLASS</pre>
@@ -28,12 +27,7 @@ public final class HttpClientProbe {
           .secretArn(System.getenv("BUILDQUEUE_DB_SECRET_ARN"))
           .database(System.getenv("BUILDQUEUE_DB_NAME"))
           .sql("select 1"));
-      long t2 = System.nanoTime();
-      System.out.println("HANDLED construct_ms=" + (t1 - t0) / 1_000_000.0 + " handle_ms=" + (t2 - t1) / 1_000_000.0
-          + " jvm_uptime_ms=" + ManagementFactory.getRuntimeMXBean().getUptime()
-          + " classes=" + ManagementFactory.getClassLoadingMXBean().getTotalLoadedClassCount());
+      ColdStartLaunch.handled(t0, t1, System.nanoTime());
     }
-    System.out.flush();
-    System.exit(0);
   }
 }
