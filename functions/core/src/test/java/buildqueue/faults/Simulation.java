@@ -674,6 +674,13 @@ final class Simulation {
         body.run();
       } catch (FaultyPlatform.CallerDied e) {
         note(scheduler.current(), "died: " + e.getMessage());
+      } catch (Scheduler.Aborted e) {
+        throw e;
+      } catch (RuntimeException e) {
+        // Each actor catches what its caller would survive (a database failure, a dead caller);
+        // anything else is a bug in the queue, not a fault of the scenario, and would otherwise
+        // pass for an injected one (a crashed stop handler looks like lost evidence).
+        violation(kind + " threw " + e);
       }
     });
     synchronized (born) {
