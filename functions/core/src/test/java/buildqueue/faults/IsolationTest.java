@@ -213,7 +213,7 @@ class IsolationTest {
 
     // The real task's event, which carries the worker's token, still counts before the id is known.
     assertThat(h.queue.taskStopped("task-ours", unrecorded.workerId(), unrecorded.token(), "STOPPED")).isPresent();
-    // So does the tick's own reclaim, which names no task at all.
+    // That event ended the worker: it is no longer among the live ones.
     assertThat(h.liveWorkers()).allSatisfy(row -> assertThat(row.longValue("id")).isNotEqualTo(unrecorded.workerId()));
   }
 }

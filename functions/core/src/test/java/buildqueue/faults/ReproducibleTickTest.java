@@ -37,6 +37,9 @@ class ReproducibleTickTest {
     }
     // Rewrite the oldest rows so that their live versions sit after the others in the table.
     tdb.jdbc().update("update build_worker set exit_reason = null where id in (1, 2)");
+    assertThat(tdb.jdbc().query("select id from build_worker order by ctid").stream().map(r -> r.longValue("id")))
+        .as("the rows' physical order, which the claims must not follow")
+        .containsExactly(3L, 4L, 5L, 6L, 1L, 2L);
   }
 
   @Test

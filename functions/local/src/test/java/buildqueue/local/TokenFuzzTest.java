@@ -53,6 +53,16 @@ class TokenFuzzTest {
     }
   }
 
+  /** A request to each kind of protected route, reads and writes, for whatever caller a token named. */
+  private static final List<java.util.function.Function<Caller, ApiRequest>> PROTECTED = List.of(
+      c -> ApiRequest.json("POST", "/jobs", "{\"kind\": \"noop\"}", c),
+      c -> ApiRequest.of("GET", "/jobs", c),
+      c -> ApiRequest.of("GET", "/jobs/1", c),
+      c -> ApiRequest.of("GET", "/jobs/1/events", c),
+      c -> ApiRequest.of("POST", "/jobs/1/cancel", c),
+      c -> ApiRequest.of("GET", "/lanes", c),
+      c -> ApiRequest.json("PUT", "/users/alice", "{\"dedicatedWorker\": true}", c));
+
   @Test
   void only_our_unexpired_tokens_name_a_caller_and_a_refused_request_writes_nothing(TestDatabase tdb) {
     QUIET.setLevel(Level.OFF);
@@ -77,9 +87,11 @@ class TokenFuzzTest {
       }
       if (caller.isEmpty() && random.nextInt(10) == 0) {
         long rows = rows(tdb);
-        ApiResponse r = api.handle(ApiRequest.json("POST", "/jobs", "{\"kind\": \"noop\"}", null));
+        ApiRequest request = pick(random, PROTECTED).apply(caller.orElse(null));
+        ApiResponse r = api.handle(request);
         if (r.status() != 401 || rows(tdb) != rows) {
-          failures.add(i + " (" + c.shape() + "): a request without a caller got " + r.status());
+          failures.add(i + " (" + c.shape() + "): " + request.method() + " " + request.path()
+              + " without a caller got " + r.status());
         }
       }
     }
@@ -176,7 +188,8 @@ class TokenFuzzTest {
 
   private static long rows(TestDatabase tdb) {
     return tdb.jdbc().query(
-        "select (select count(*) from build_job) + (select count(*) from build_job_event) as n").get(0).longValue("n");
+        "select (select count(*) from build_job) + (select count(*) from build_job_event)"
+            + " + (select count(*) from build_user) as n").get(0).longValue("n");
   }
 
   private static <T> T pick(Random random, List<T> list) {
