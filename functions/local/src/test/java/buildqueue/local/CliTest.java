@@ -113,7 +113,10 @@ class CliTest {
 
     assertThat(cli("dedicated", "ada", "off")).isZero();
     assertThat(out).contains("ada now shares workers").contains("lane shared");
+    long back = server.submitDemo("ada", 1, 1);
+    assertThat(server.jobRow(back).string("lane")).isEqualTo("shared");
     server.awaitStatus(id, "succeeded");
+    server.awaitStatus(back, "succeeded");
   }
 
   @Test
