@@ -7,13 +7,13 @@ import buildqueue.db.CountingDatabase;
 import buildqueue.db.Database;
 import buildqueue.db.JdbcDatabase;
 import buildqueue.platform.InProcessPlatform;
+import buildqueue.testing.GateHandler;
 import buildqueue.worker.JobContext;
 import buildqueue.worker.JobHandler;
 import buildqueue.worker.JobHandlers;
 import buildqueue.worker.JobOutcome;
 import com.zaxxer.hikari.HikariDataSource;
 import java.time.Duration;
-import java.util.concurrent.CountDownLatch;
 
 /**
  * Our queue on a fresh database of the benchmark's PostgreSQL, with in-process workers, database
@@ -28,7 +28,8 @@ final class QueueRig implements AutoCloseable {
   final QueueConfig config;
   final InProcessPlatform platform;
   final BuildQueue queue;
-  final Gate gate = new Gate();
+  /** {@code gate} holds its worker until opened, so jobs can pile up behind it. */
+  final GateHandler gate = new GateHandler();
   private boolean closed;
 
   /** {@code noop} succeeds at once. */
@@ -44,32 +45,6 @@ final class QueueRig implements AutoCloseable {
           return JobOutcome.succeeded();
         }
       };
-
-  /** {@code gate} holds its worker until released, so jobs can pile up behind it. */
-  static final class Gate implements JobHandler {
-    private final CountDownLatch entered = new CountDownLatch(1);
-    private final CountDownLatch released = new CountDownLatch(1);
-
-    @Override
-    public String kind() {
-      return "gate";
-    }
-
-    @Override
-    public JobOutcome run(JobContext context) throws InterruptedException {
-      entered.countDown();
-      released.await();
-      return JobOutcome.succeeded();
-    }
-
-    void awaitEntered() throws InterruptedException {
-      entered.await();
-    }
-
-    void release() {
-      released.countDown();
-    }
-  }
 
   QueueRig(BenchPostgres pg, String prefix, QueueConfig config, int poolSize) {
     this(pg, prefix, config, poolSize, platform -> platform);

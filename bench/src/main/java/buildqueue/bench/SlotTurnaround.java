@@ -6,6 +6,7 @@ import buildqueue.platform.ForwardingWorkerPlatform;
 import buildqueue.platform.LaunchOutcome;
 import buildqueue.platform.WorkerLaunch;
 import buildqueue.platform.WorkerPlatform;
+import buildqueue.testing.GateHandler;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -35,12 +36,12 @@ final class SlotTurnaround {
         }
         rig.queue.taskStopped(taskId, workerId, token, reason);
       });
-      rig.queue.enqueue("u1", "gate", EMPTY, null);
-      rig.gate.awaitEntered();
+      long gateJob = rig.queue.enqueue("u1", GateHandler.KIND, EMPTY, null).jobId();
+      rig.gate.awaitEntered(gateJob);
       for (int i = 0; i < jobs; i++) {
         rig.queue.enqueue("u1", "noop", EMPTY, null);
       }
-      rig.gate.release();
+      rig.gate.open(gateJob);
       rig.awaitAllEnded();
     }
     List<Double> out = new ArrayList<>();

@@ -2,6 +2,7 @@ package buildqueue.bench;
 
 import buildqueue.core.QueueConfig;
 import buildqueue.db.Json;
+import buildqueue.testing.GateHandler;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -61,12 +62,12 @@ final class StatementsPerJob {
    */
   private double[] chained(long idle, double[] fresh) throws InterruptedException {
     try (QueueRig rig = new QueueRig(pg, "bq_chain", QueueConfig.defaults(), 4)) {
-      rig.queue.enqueue("u1", "gate", EMPTY, null);
-      rig.gate.awaitEntered();
+      long gateJob = rig.queue.enqueue("u1", GateHandler.KIND, EMPTY, null).jobId();
+      rig.gate.awaitEntered(gateJob);
       for (int i = 0; i < chainedJobs; i++) {
         rig.queue.enqueue("u1", "noop", EMPTY, null);
       }
-      rig.gate.release();
+      rig.gate.open(gateJob);
       rig.awaitAllEnded();
       if (rig.platform.tasksStarted() != 1) {
         throw new IllegalStateException("expected one worker to chain every job, saw " + rig.platform.tasksStarted());
