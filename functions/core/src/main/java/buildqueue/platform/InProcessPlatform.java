@@ -2,9 +2,8 @@ package buildqueue.platform;
 
 import buildqueue.core.QueueClock;
 import buildqueue.core.QueueConfig;
+import buildqueue.db.CheckedDatabase;
 import buildqueue.db.Database;
-import buildqueue.db.Params;
-import buildqueue.db.Row;
 import buildqueue.worker.JobHandlers;
 import buildqueue.worker.WorkerLoop;
 import buildqueue.worker.WorkerProcess;
@@ -21,7 +20,6 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.function.Function;
 
 /**
  * Workers as threads in this JVM, for tests, simulations and benchmarks. Each launch runs the real
@@ -294,7 +292,7 @@ public final class InProcessPlatform implements WorkerPlatform {
               }
             };
         WorkerLoop loop =
-            new WorkerLoop(new KillableDatabase(), config, clock, handlers, this, hooks, deadlines);
+            new WorkerLoop(new CheckedDatabase(db, sql -> alive()), config, clock, handlers, this, hooks, deadlines);
         WorkerLoop.Exit exit = loop.run(launch.workerId(), launch.token());
         exitReason = "exited: " + exit.name().toLowerCase(java.util.Locale.ROOT);
       } catch (WorkerKilled e) {
@@ -331,40 +329,10 @@ public final class InProcessPlatform implements WorkerPlatform {
       }
     }
 
-    /** The worker's database handle: dead once the worker is killed. */
-    private final class KillableDatabase implements Database {
-      private final Database target;
-
-      KillableDatabase() {
-        this(db);
-      }
-
-      KillableDatabase(Database target) {
-        this.target = target;
-      }
-
-      private void alive() {
-        if (killed) {
-          throw new WorkerKilled(exitReason);
-        }
-      }
-
-      @Override
-      public List<Row> query(String sql, Params params) {
-        alive();
-        return target.query(sql, params);
-      }
-
-      @Override
-      public int update(String sql, Params params) {
-        alive();
-        return target.update(sql, params);
-      }
-
-      @Override
-      public <T> T transaction(Function<Database, T> work) {
-        alive();
-        return target.transaction(tx -> work.apply(new KillableDatabase(tx)));
+    /** Guards the worker's database handle: it refuses every call once the worker is killed. */
+    private void alive() {
+      if (killed) {
+        throw new WorkerKilled(exitReason);
       }
     }
   }

@@ -2,18 +2,16 @@ package buildqueue.core;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import buildqueue.db.CheckedDatabase;
 import buildqueue.db.Database;
 import buildqueue.db.DatabaseException;
 import buildqueue.db.Json;
 import buildqueue.db.Params;
-import buildqueue.db.Row;
 import buildqueue.testing.ManualPlatform;
 import buildqueue.testing.PostgresExtension;
 import buildqueue.testing.TestAdapter;
 import buildqueue.testing.TestDatabase;
-import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.function.Function;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
@@ -22,29 +20,12 @@ import org.junit.jupiter.api.extension.ExtendWith;
 class DispatchFailureTest {
 
   /** Fails every dispatch statement (the one that inserts a worker) while {@code failing} is set. */
-  private record FailingDispatch(Database target, AtomicBoolean failing) implements Database {
-    private void maybeFail(String sql) {
-      if (failing.get() && sql.contains("insert into build_worker")) {
+  private static Database failingDispatch(Database target, AtomicBoolean failing) {
+    return new CheckedDatabase(target, sql -> {
+      if (failing.get() && sql != null && sql.contains("insert into build_worker")) {
         throw new DatabaseException("ERROR: deadlock detected (injected)");
       }
-    }
-
-    @Override
-    public List<Row> query(String sql, Params params) {
-      maybeFail(sql);
-      return target.query(sql, params);
-    }
-
-    @Override
-    public int update(String sql, Params params) {
-      maybeFail(sql);
-      return target.update(sql, params);
-    }
-
-    @Override
-    public <T> T transaction(Function<Database, T> work) {
-      return target.transaction(tx -> work.apply(new FailingDispatch(tx, failing)));
-    }
+    });
   }
 
   @Test
@@ -53,7 +34,7 @@ class DispatchFailureTest {
     ManualPlatform platform = new ManualPlatform();
     QueueConfig config = QueueConfig.defaults();
     BuildQueue queue = new BuildQueue(
-        new FailingDispatch(TestAdapter.selected().open(tdb), failing), platform, config, QueueClock.DATABASE);
+        failingDispatch(TestAdapter.selected().open(tdb), failing), platform, config, QueueClock.DATABASE);
 
     long job = queue.enqueue("alice", "noop", new Json("{}"), null).jobId();
 

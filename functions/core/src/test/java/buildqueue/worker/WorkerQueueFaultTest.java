@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import buildqueue.core.BuildQueue;
 import buildqueue.core.QueueClock;
 import buildqueue.core.QueueConfig;
+import buildqueue.db.CheckedDatabase;
 import buildqueue.db.Database;
 import buildqueue.db.DatabaseException;
 import buildqueue.db.Json;
@@ -15,9 +16,7 @@ import buildqueue.platform.WorkerLaunch;
 import buildqueue.testing.ManualPlatform;
 import buildqueue.testing.PostgresExtension;
 import buildqueue.testing.TestDatabase;
-import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.function.Function;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
@@ -25,38 +24,12 @@ import org.junit.jupiter.api.extension.ExtendWith;
 class WorkerQueueFaultTest {
 
   /** The queue's database; it fails one statement when told, as a restarting server would. */
-  private static final class FlakyDatabase implements Database {
-    final Database target;
-    final AtomicBoolean down;
-
-    FlakyDatabase(Database target, AtomicBoolean down) {
-      this.target = target;
-      this.down = down;
-    }
-
-    private void up() {
+  private static Database flaky(Database target, AtomicBoolean down) {
+    return new CheckedDatabase(target, sql -> {
       if (down.getAndSet(false)) {
         throw new DatabaseException("Connection to localhost refused");
       }
-    }
-
-    @Override
-    public List<Row> query(String sql, Params params) {
-      up();
-      return target.query(sql, params);
-    }
-
-    @Override
-    public int update(String sql, Params params) {
-      up();
-      return target.update(sql, params);
-    }
-
-    @Override
-    public <T> T transaction(Function<Database, T> work) {
-      up();
-      return target.transaction(tx -> work.apply(new FlakyDatabase(tx, down)));
-    }
+    });
   }
 
   @Test
@@ -81,7 +54,7 @@ class WorkerQueueFaultTest {
         return JobOutcome.succeeded();
       }
     };
-    WorkerLoop loop = new WorkerLoop(new FlakyDatabase(tdb.jdbc(), down), config, QueueClock.DATABASE,
+    WorkerLoop loop = new WorkerLoop(flaky(tdb.jdbc(), down), config, QueueClock.DATABASE,
         JobHandlers.of(losesItsDatabase), why -> {
           throw new AssertionError("not killed: " + why);
         }, WorkerLoop.Hooks.NONE);

@@ -9,9 +9,9 @@ import buildqueue.aws.lambda.TaskStateChangeFunction.Outcome;
 import buildqueue.aws.testing.QueueWorld;
 import buildqueue.aws.testing.SampleEvents;
 import buildqueue.core.JobStatus;
+import buildqueue.db.CheckedDatabase;
 import buildqueue.db.Database;
 import buildqueue.db.DatabaseException;
-import buildqueue.db.Params;
 import buildqueue.db.Row;
 import buildqueue.platform.LaunchOutcome;
 import buildqueue.platform.WorkerLaunch;
@@ -27,7 +27,6 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
 import java.util.UUID;
-import java.util.function.Function;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -277,7 +276,7 @@ class TaskStateChangeFunctionTest {
 
   @Test
   void a_database_failure_fails_the_invocation_so_lambda_retries_it(TestDatabase tdb) {
-    Database broken = new FailingDatabase(tdb.jdbc(), sql -> sql.contains("update build_worker w set status = 'exited'"));
+    Database broken = failing(tdb.jdbc(), sql -> sql.contains("update build_worker w set status = 'exited'"));
     try (QueueWorld w = new QueueWorld(tdb, Component.TASK_STATE_CHANGE, broken)) {
       String arn = newTaskArn();
       WorkerLaunch launch = launchedWorker(w, arn);
@@ -289,28 +288,11 @@ class TaskStateChangeFunctionTest {
   }
 
   /** Fails statements that match, as an unreachable database would. */
-  record FailingDatabase(Database delegate, java.util.function.Predicate<String> fails) implements Database {
-    @Override
-    public List<Row> query(String sql, Params params) {
-      check(sql);
-      return delegate.query(sql, params);
-    }
-
-    @Override
-    public int update(String sql, Params params) {
-      check(sql);
-      return delegate.update(sql, params);
-    }
-
-    @Override
-    public <T> T transaction(Function<Database, T> work) {
-      return delegate.transaction(tx -> work.apply(new FailingDatabase(tx, fails)));
-    }
-
-    private void check(String sql) {
-      if (fails.test(sql)) {
+  static Database failing(Database target, java.util.function.Predicate<String> fails) {
+    return new CheckedDatabase(target, sql -> {
+      if (sql != null && fails.test(sql)) {
         throw new DatabaseException("connection refused (injected)");
       }
-    }
+    });
   }
 }

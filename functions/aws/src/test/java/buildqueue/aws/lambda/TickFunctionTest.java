@@ -77,7 +77,7 @@ class TickFunctionTest {
 
   @Test
   void a_database_failure_fails_the_tick(TestDatabase tdb) {
-    var broken = new TaskStateChangeFunctionTest.FailingDatabase(tdb.jdbc(), sql -> true);
+    var broken = TaskStateChangeFunctionTest.failing(tdb.jdbc(), sql -> true);
     try (QueueWorld w = new QueueWorld(tdb, Component.TICK, broken)) {
       TickFunction tick = new TickFunction(() -> w.services);
 
