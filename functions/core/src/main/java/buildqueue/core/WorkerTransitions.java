@@ -162,11 +162,10 @@ public final class WorkerTransitions {
   }
 
   /**
-   * The tail both {@link #END} and {@link #TAKE_NEXT} share, after a {@code fence} CTE that yields
-   * the worker's id, its lane and whether its chain window is {@code open}: take the oldest ready
-   * job of the lane (skipping one another worker holds), start it on this worker, record it, and
-   * answer one row with the taken job, if any, and whether the worker drained. The {@code drained}
-   * CTE, which differs, sits between them.
+   * The CTEs {@link #END} and {@link #TAKE_NEXT} share, after a {@code fence} CTE that yields the
+   * worker's id, its lane and whether its chain window is {@code open}: take the oldest ready job of
+   * the lane (skipping one another worker holds), start it on this worker, and record it. Each
+   * statement then has its own {@code drained} CTE, and both end with {@link #ANSWER}.
    */
   private static final String TAKE_OLDEST_READY =
       """
@@ -194,6 +193,7 @@ public final class WorkerTransitions {
       ),
       """;
 
+  /** One row: whether the worker was fenced in, whether it drained, and the job it took, if any. */
   private static final String ANSWER =
       """
       select (select count(*) from fence) as fenced_in, (select count(*) from drained) as drained,
