@@ -9,6 +9,7 @@ import buildqueue.aws.lambda.TaskStateChangeFunction.Outcome;
 import buildqueue.aws.testing.QueueWorld;
 import buildqueue.aws.testing.SampleEvents;
 import buildqueue.core.JobStatus;
+import buildqueue.core.QueueConfig;
 import buildqueue.db.CheckedDatabase;
 import buildqueue.db.Database;
 import buildqueue.db.DatabaseException;
@@ -16,6 +17,7 @@ import buildqueue.db.Row;
 import buildqueue.platform.LaunchOutcome;
 import buildqueue.platform.WorkerLaunch;
 import buildqueue.testing.PostgresExtension;
+import buildqueue.testing.QueueHarness;
 import buildqueue.testing.TestDatabase;
 import buildqueue.aws.testing.TestContext;
 import com.fasterxml.jackson.databind.JsonNode;
@@ -113,6 +115,7 @@ class TaskStateChangeFunctionTest {
       String arn = newTaskArn();
       WorkerLaunch launch = launchedWorker(w, arn);
       w.services.flush(w.services.newMetrics()); // the end of the invocation that launched it
+      w.workers.start(launch.workerId(), launch.token()).orElseThrow();
       w.clock.advance(Duration.ofSeconds(90));
 
       new TaskStateChangeFunction(() -> w.services).handle(stopped(launch, arn));
@@ -131,24 +134,46 @@ class TaskStateChangeFunctionTest {
 
   @ParameterizedTest(name = "on {0}")
   @ValueSource(strings = {"jdbc", "dataapi"})
-  void a_task_that_failed_to_start_with_no_containers_requeues_its_job_and_relaunches(String adapter, TestDatabase tdb) {
+  void a_task_that_failed_to_start_is_a_launch_failure_with_backoff_and_the_job_quotes_its_cause(
+      String adapter, TestDatabase tdb) {
     try (QueueWorld w = new QueueWorld(adapter, tdb, Component.TASK_STATE_CHANGE)) {
       String arn = newTaskArn();
       WorkerLaunch launch = launchedWorker(w, arn);
       long job = w.job(1).longValue("id");
-      byte[] failedToStart =
-          event("ecs-task-failed-to-start.json", arn, launch.startedBy(), launch.token(), 3, "STOPPED");
+      QueueConfig config = QueueHarness.testConfig();
 
-      Outcome outcome = new TaskStateChangeFunction(() -> w.services).handle(failedToStart);
+      Outcome outcome = new TaskStateChangeFunction(() -> w.services)
+          .handle(event("ecs-task-failed-to-start.json", arn, launch.startedBy(), launch.token(), 3, "STOPPED"));
 
       assertThat(outcome).isEqualTo(Outcome.WORKER_EXITED);
       assertThat(w.worker(launch.workerId()).string("exit_reason"))
-          .startsWith("TaskFailedToStart: CannotPullContainerError");
+          .startsWith("not started: TaskFailedToStart: CannotPullContainerError");
       Row j = w.job(job);
-      assertThat(j.string("status")).isEqualTo("dispatched");
-      assertThat(j.intValue("recoveries")).isEqualTo(1);
-      assertThat(j.intValue("attempts")).isEqualTo(2);
-      assertThat(j.longValue("worker_id")).isEqualTo(w.lastLaunch().workerId()).isNotEqualTo(launch.workerId());
+      // No worker ever ran: not an interruption, and no relaunch before the backoff.
+      assertThat(j.string("status")).isEqualTo("queued");
+      assertThat(j.intValue("recoveries")).isZero();
+      assertThat(j.intValue("launch_failures")).isEqualTo(1);
+      assertThat(j.instant("not_before")).isEqualTo(w.clock.now().plus(config.launchBackoff()));
+      assertThat(w.platform.launches()).hasSize(1);
+      assertThat(w.metrics.last("task-state-change").get("WorkersNeverStarted").asLong()).isEqualTo(1);
+
+      // Every later try fails the same way; the last one fails the job with the real cause.
+      for (int failures = 2; failures <= config.maxLaunchFailures(); failures++) {
+        w.clock.advance(config.launchBackoff().multipliedBy(1L << (failures - 2)));
+        String nextArn = newTaskArn();
+        w.platform.nextOutcomes(new LaunchOutcome.Started(nextArn));
+        w.services.queue().tick();
+        WorkerLaunch next = w.lastLaunch();
+        assertThat(next.workerId()).as("try " + failures).isNotEqualTo(launch.workerId());
+        new TaskStateChangeFunction(() -> w.services)
+            .handle(event("ecs-task-failed-to-start.json", nextArn, next.startedBy(), next.token(), 3, "STOPPED"));
+      }
+      j = w.job(job);
+      assertThat(j.string("status")).isEqualTo("failed");
+      assertThat(j.string("error"))
+          .startsWith("Could not start a build worker after " + config.maxLaunchFailures()
+              + " attempts: TaskFailedToStart: CannotPullContainerError")
+          .doesNotContain("repeatedly exited");
     }
   }
 
