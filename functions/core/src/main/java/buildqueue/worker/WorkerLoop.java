@@ -295,6 +295,7 @@ public final class WorkerLoop {
     private volatile RuntimeException queueFault;
     // Check-in pacing, on the loop's monotonic clock.
     private long lastStatementNanos;
+    private long lastLogNanos;
     private Integer savedProgress;
     private long savedLogVersion;
     private String savedLogLocation;
@@ -305,6 +306,7 @@ public final class WorkerLoop {
       this.job = job;
       this.log = new JobLog(job.id(), logSink, LOG_TAIL_BYTES);
       this.lastStatementNanos = nanoTime.getAsLong();
+      this.lastLogNanos = lastStatementNanos;
       this.savedProgress = job.progress();
     }
 
@@ -347,7 +349,8 @@ public final class WorkerLoop {
 
     @Override
     public void reportProgress(int progress) {
-      if (write(progress, null) == CheckIn.CANCEL_REQUESTED) {
+      boolean logDue = nanoTime.getAsLong() - lastLogNanos >= LOG_INTERVAL.toNanos();
+      if (write(progress, logDue ? unsavedLog() : null) == CheckIn.CANCEL_REQUESTED) {
         throw new JobCancelledException(job.id());
       }
     }
@@ -358,7 +361,7 @@ public final class WorkerLoop {
       long since = now - lastStatementNanos;
       boolean progressDue = latestProgress != null && !latestProgress.equals(savedProgress)
           && since >= PROGRESS_INTERVAL.toNanos();
-      boolean logDue = log.snapshot().version() != savedLogVersion && since >= LOG_INTERVAL.toNanos();
+      boolean logDue = log.snapshot().version() != savedLogVersion && now - lastLogNanos >= LOG_INTERVAL.toNanos();
       boolean cancelCheckDue = since >= CANCEL_CHECK_INTERVAL.toNanos();
       if (cancelled) {
         return CheckIn.CANCEL_REQUESTED;
@@ -379,6 +382,9 @@ public final class WorkerLoop {
         throw e;
       }
       lastStatementNanos = nanoTime.getAsLong();
+      if (logWrite != null) {
+        lastLogNanos = lastStatementNanos;
+      }
       if (ack == ProgressAck.FENCED_OFF) {
         fencedOff = true;
         throw new WorkerFencedOffException(workerId, job.id());

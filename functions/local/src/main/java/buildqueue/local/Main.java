@@ -1,6 +1,8 @@
 package buildqueue.local;
 
 import buildqueue.BuildQueueException;
+import buildqueue.api.HttpApi;
+import buildqueue.core.JobStatus;
 import buildqueue.core.QueueConfig;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -19,8 +21,8 @@ import java.util.concurrent.CountDownLatch;
 
 /**
  * The runnable jar: {@code serve} runs the whole system; {@code token}, {@code submit}, {@code
- * status}, {@code dedicated} and {@code cancel} talk to a running server over HTTP with a token
- * they mint from the data directory's secret.
+ * status}, {@code dedicated}, {@code cancel} and {@code logs} talk to a running server over HTTP
+ * with a token they mint from the data directory's secret.
  */
 public final class Main {
   static final int OK = 0;
@@ -47,7 +49,10 @@ public final class Main {
         dedicated <user> on|off
             Gives a user a dedicated worker (their own lane) or takes it away.
         cancel <job-id>
-            Cancels a job: at once if queued, at its next progress report if running.
+            Cancels a job: at once if queued; a running one is stopped within seconds.
+        logs <job-id> [--follow]
+            Prints the output the queue keeps of a job (its last 60 KB); --follow prints new
+            output as it comes until the job ends.
 
       Client commands also take --port, --data-dir (where the token secret is) and --json.
       An existing PostgreSQL's credentials come from BUILDQUEUE_DATABASE_USER and
@@ -92,11 +97,13 @@ public final class Main {
           return dedicated(rest);
         case "cancel":
           return cancel(rest);
+        case "logs":
+          return logs(rest);
         case "serve":
           return serve(rest);
         default:
           throw new CommandLine.UsageException("unknown command \"" + args[0]
-              + "\"; the commands are serve, token, submit, status, dedicated, cancel");
+              + "\"; the commands are serve, token, submit, status, dedicated, cancel, logs");
       }
     } catch (CommandLine.UsageException e) {
       err.println("buildqueue: " + e.getMessage());
@@ -333,8 +340,47 @@ public final class Main {
     JsonNode job = reply.json();
     out.println("job " + id + ": " + job.path("status").asText()
         + (job.path("cancelRequested").asBoolean() && !"cancelled".equals(job.path("status").asText())
-            ? " (cancel requested; its worker stops it at the next progress report)" : ""));
+            ? " (cancel requested; its worker stops it within seconds)" : ""));
     return OK;
+  }
+
+  /** How often {@code logs --follow} asks for new output. */
+  static final Duration FOLLOW_INTERVAL = Duration.ofSeconds(1);
+
+  private int logs(List<String> args) {
+    CommandLine cl = CommandLine.parse("logs", args, CLIENT_FLAGS, Set.of("follow"));
+    String id = jobId(cl.positional(0, "a job id: logs <job-id> [--follow]"));
+    cl.atMostPositionals(1, "logs <job-id> [--follow]");
+    ApiClient api = client(cl, "cli", true);
+    long since = 0;
+    while (true) {
+      ApiClient.Reply reply = api.get("jobs/" + id + "/log" + (since > 0 ? "?since=" + since : ""));
+      if (!reply.ok()) {
+        return problem(reply);
+      }
+      long total = reply.header(HttpApi.LOG_TOTAL_BYTES).map(Long::parseLong).orElse(0L);
+      long skipped = reply.header(HttpApi.LOG_SKIPPED_BYTES).map(Long::parseLong).orElse(0L);
+      if (since > total) {
+        out.println("[buildqueue] the job started a new attempt; its output starts over");
+      }
+      if (skipped > 0) {
+        out.println("[buildqueue] " + skipped + " earlier bytes are not kept here; see the job's log location ("
+            + "buildqueue status " + id + ")");
+      }
+      out.print(reply.text());
+      out.flush();
+      since = total;
+      String status = reply.header(HttpApi.JOB_STATUS).orElse("");
+      if (!cl.has("follow") || JobStatus.of(status).finished()) {
+        return OK;
+      }
+      try {
+        Thread.sleep(FOLLOW_INTERVAL.toMillis());
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return OK;
+      }
+    }
   }
 
   private ApiClient client(CommandLine cl, String user, boolean admin) {
