@@ -85,7 +85,7 @@ public final class ExitTransitions {
                jsonb_build_object(
                  'message',
                  case job.status when 'failed' then 'failed: ' || job.error || ' ' else '' end
-                   || case job.status when 'cancelled' then 'cancelled; its worker exited: ' || :reason
+                   || case job.status when 'cancelled' then 'cancelled, its worker exited: ' || :reason
                       else 'interrupted: progress ' || job.checkpoint || '→' || job.progress
                            || ', recoveries ' || job.recoveries || ', stop reason ' || :reason end,
                  'progressFrom', job.checkpoint, 'progressTo', job.progress, 'recoveries', job.recoveries,
