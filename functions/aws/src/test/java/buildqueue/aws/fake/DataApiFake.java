@@ -428,6 +428,7 @@ public final class DataApiFake implements AutoCloseable {
     if (parsed.multipleStatements()) {
       throw new ApiError(400, "DatabaseErrorException", "Multistatement transactions are not supported");
     }
+    refuseAmbiguousText(sql);
     try (PreparedStatement ps = c.prepareStatement(parsed.jdbcSql())) {
       for (int i = 0; i < parsed.names().size(); i++) {
         String name = parsed.names().get(i);
@@ -451,6 +452,18 @@ public final class DataApiFake implements AutoCloseable {
         out.putArray("generatedFields");
       }
       return out;
+    }
+  }
+
+  /**
+   * AWS does not document how the Data API reads {@code ;} and {@code :name} inside literals and
+   * comments; the fake refuses such text instead of guessing either way (see {@link AmbiguousSql}).
+   */
+  private static void refuseAmbiguousText(String sql) {
+    List<String> problems = AmbiguousSql.problems(sql);
+    if (!problems.isEmpty()) {
+      throw new ApiError(400, "BadRequestException",
+          "the fake refuses text the Data API's reading of is undocumented: " + problems.get(0));
     }
   }
 
