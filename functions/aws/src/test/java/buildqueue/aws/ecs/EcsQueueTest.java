@@ -112,6 +112,25 @@ class EcsQueueTest {
   }
 
   @Test
+  void a_launch_refused_with_request_limit_exceeded_keeps_its_job_and_the_tick_starts_it() {
+    fake.answer(RUN_TASK, Answer.requestLimitExceeded());
+    long jobId = enqueue("alice");
+
+    assertThat(job(jobId).string("status")).isEqualTo("dispatched");
+    assertThat(job(jobId).string("error")).isNull();
+    assertThat(liveWorkers()).hasSize(1);
+    assertThat(fake.tasks()).isEmpty();
+
+    clock.advance(config.launchGrace().plusSeconds(1));
+    assertThat(queue.tick().relaunched()).isEqualTo(1);
+
+    assertThat(fake.tasks()).hasSize(1);
+    assertThat(liveWorkers()).singleElement()
+        .satisfies(w -> assertThat(w.string("task_id")).isEqualTo(fake.tasks().get(0).arn()));
+    assertThat(job(jobId).string("status")).isEqualTo("dispatched");
+  }
+
+  @Test
   void a_capacity_failure_frees_the_slot_and_requeues_the_job_with_backoff() {
     fake.answer(RUN_TASK, Answer.failure(CAPACITY));
     long jobId = enqueue("alice");

@@ -262,6 +262,18 @@ class EcsWorkerPlatformTest {
   }
 
   @Test
+  void request_limit_exceeded_under_an_invalid_parameter_is_throttling_not_a_configuration_failure() {
+    fake.answerAlways(RUN_TASK, Answer.requestLimitExceeded());
+
+    LaunchOutcome outcome = platform.launch(aLaunch());
+
+    assertThat(outcome).isInstanceOf(LaunchOutcome.Unknown.class);
+    assertThat(((LaunchOutcome.Unknown) outcome).reason())
+        .contains("InvalidParameterException").contains("Request limit exceeded");
+    assertThat(fake.tasks()).isEmpty();
+  }
+
+  @Test
   void a_conflict_is_started_with_the_arn_from_its_resource_ids() {
     WorkerLaunch launch = aLaunch();
     LaunchOutcome first = platform.launch(launch);

@@ -164,6 +164,17 @@ public final class FakeEcs implements AutoCloseable {
       return error(400, "ThrottlingException", "Rate exceeded");
     }
 
+    /**
+     * RunTask refused with {@code InvalidParameterException} when ECS's own calls to EC2 were
+     * throttled: throttling under a 4xx that is not {@code ThrottlingException}. The message is the
+     * one dask/dask-cloudprovider#56 quotes from a burst of Fargate launches (the same error in
+     * AllenInstitute/neuron_morphology#155); nothing is created.
+     */
+    public static Answer requestLimitExceeded() {
+      return error(400, "InvalidParameterException",
+          "Error retrieving security group information for [sg-0ccc]: Request limit exceeded. (ErrorCode: RequestLimitExceeded)");
+    }
+
     /** The operation takes effect, and the answer comes after {@code delay}. */
     public static Answer delay(Duration delay) {
       return new Answer(Kind.DELAY, null, null, 200, null, null, delay, true);
