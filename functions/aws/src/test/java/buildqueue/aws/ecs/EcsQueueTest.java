@@ -287,14 +287,14 @@ class EcsQueueTest {
   // ---- request rates ------------------------------------------------------------------------
 
   /**
-   * 120 launches at once meet ECS's documented rates (Fargate RunTask: 20 calls a second): the
+   * 60 launches at once meet ECS's documented rates (Fargate RunTask: 20 calls a second): the
    * first 20 start, the rest are throttled and hold their slots as unknown launches, and each tick
    * relaunches them with their own tokens as the buckets refill, until every launch has its task.
    * No slot ever has a second task, on ECS or in the database.
    */
   @Test
   void a_burst_of_launches_meets_ecs_throttling_yet_every_launch_resolves_and_no_slot_runs_two_tasks() {
-    int jobs = 120;
+    int jobs = 60;
     QueueConfig burst = QueueConfig.defaults().withSharedSlots(jobs);
     // The SDK's own retries would wait in real time; the fake's buckets refill on the queue's clock.
     EcsClient once = fake.newClient(fake.clientSettings().withMaxAttempts(1));

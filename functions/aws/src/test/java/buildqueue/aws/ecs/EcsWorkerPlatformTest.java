@@ -329,6 +329,40 @@ class EcsWorkerPlatformTest {
     assertThat(states).hasSize(250).containsOnlyKeys(arns).allSatisfy((arn, s) -> assertThat(s).isEqualTo(new TaskState.Running()));
   }
 
+  /**
+   * A check that meets DescribeTasks' rate (a bucket of 100 calls, refilled at 20 a second; here
+   * all but one call of it already spent by other checks): the batch past it is throttled, and a
+   * throttled batch is no evidence either way, neither stopped nor missing, so its workers keep
+   * their slots until a later check.
+   */
+  @Test
+  void a_check_past_the_describe_tasks_rate_gives_no_evidence_for_the_throttled_batch() {
+    java.time.Instant now = java.time.Instant.parse("2026-12-01T10:00:00Z");
+    fake.useClock(() -> now);
+    EcsClient once = fake.newClient(fake.clientSettings().withMaxAttempts(1));
+    EcsWorkerPlatform checking = new EcsWorkerPlatform(once, SETTINGS);
+    String other = fake.addTask(CLUSTER, "RUNNING");
+    for (int i = 0; i < 99; i++) {
+      checking.check(List.of(other));
+    }
+    List<String> arns = new ArrayList<>();
+    for (int i = 0; i < 2 * EcsWorkerPlatform.DESCRIBE_BATCH; i++) {
+      String arn = fake.addTask(CLUSTER, "RUNNING");
+      fake.stopTask(arn, "EssentialContainerExited", "Essential container in task exited", 0, null);
+      arns.add(arn);
+    }
+
+    Map<String, TaskState> states = checking.check(arns);
+    once.close();
+
+    assertThat(fake.replies(DESCRIBE_TASKS)).extracting(FakeEcs.Reply::errorType)
+        .filteredOn(java.util.Objects::nonNull).containsExactly("ThrottlingException");
+    assertThat(arns.subList(0, EcsWorkerPlatform.DESCRIBE_BATCH))
+        .allSatisfy(arn -> assertThat(states.get(arn)).isInstanceOf(TaskState.Stopped.class));
+    assertThat(arns.subList(EcsWorkerPlatform.DESCRIBE_BATCH, arns.size()))
+        .allSatisfy(arn -> assertThat(states.get(arn)).isEqualTo(new TaskState.Running()));
+  }
+
   @Test
   void check_maps_stopped_to_evidence_other_statuses_to_running_and_unknown_tasks_to_missing() {
     String provisioning = fake.addTask(CLUSTER, "PROVISIONING");
