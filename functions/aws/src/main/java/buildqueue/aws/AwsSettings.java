@@ -225,13 +225,23 @@ public final class AwsSettings {
     }
   }
 
+  /**
+   * The longest lease a worker may have on ECS. A relaunch reuses the worker's token as RunTask's
+   * {@code clientToken}, which ECS keeps at most 24 hours from its first use; every relaunch
+   * happens before the lease ends, so a lease shorter than that always finds the first task while
+   * it may still run. An hour is left for clocks and for ECS's accounting, which AWS does not give
+   * to the second.
+   */
+  public static final Duration MAX_LEASE = Duration.ofHours(23);
+
   private static QueueConfig queueConfig(Reader r) {
     QueueConfig defaults = QueueConfig.defaults();
     int sharedSlots = (int) r.positiveLong(SHARED_SLOTS, defaults.sharedSlots());
     Duration lifetime = Duration.ofMinutes(r.positiveLong(WORKER_LIFETIME_MINUTES, defaults.workerLifetime().toMinutes()));
     Duration chainWindow = Duration.ofSeconds(r.nonNegativeLong(CHAIN_WINDOW_SECONDS, defaults.chainWindow().toSeconds()));
+    QueueConfig config;
     try {
-      return defaults
+      config = defaults
           .withSharedSlots(sharedSlots)
           .withLease(lifetime, defaults.leaseSlack(), defaults.deadlineMargin())
           .withChainWindow(chainWindow);
@@ -240,6 +250,17 @@ public final class AwsSettings {
           "the queue settings (" + SHARED_SLOTS + ", " + WORKER_LIFETIME_MINUTES + ", " + CHAIN_WINDOW_SECONDS
               + ") do not fit together: " + e.getMessage(), e);
     }
+    return withinTokenLifetime(config);
+  }
+
+  private static QueueConfig withinTokenLifetime(QueueConfig config) {
+    if (config.lease().compareTo(MAX_LEASE) > 0) {
+      throw new BuildQueueException(WORKER_LIFETIME_MINUTES + " is " + config.workerLifetime().toMinutes()
+          + ": with the lease's " + config.leaseSlack().toMinutes() + " minutes of slack a worker's lease may be at most "
+          + MAX_LEASE.toHours() + " hours (" + MAX_LEASE.minus(config.leaseSlack()).toMinutes()
+          + " minutes of lifetime), or a relaunch could outlive ECS's 24-hour client token and start a second task");
+    }
+    return config;
   }
 
   @Override

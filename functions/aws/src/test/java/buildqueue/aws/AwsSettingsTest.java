@@ -41,6 +41,21 @@ class AwsSettingsTest {
   }
 
   @Test
+  void a_worker_lifetime_whose_lease_would_outlive_the_run_task_client_token_is_refused() {
+    Map<String, String> longest = queueFunctionEnv();
+    longest.put(AwsSettings.WORKER_LIFETIME_MINUTES, "1375");
+    Map<String, String> tooLong = queueFunctionEnv();
+    tooLong.put(AwsSettings.WORKER_LIFETIME_MINUTES, "1376");
+
+    assertThat(AwsSettings.load(Component.TICK, longest::get).queue().lease()).isEqualTo(AwsSettings.MAX_LEASE);
+    assertThatThrownBy(() -> AwsSettings.load(Component.TICK, tooLong::get))
+        .isInstanceOf(BuildQueueException.class)
+        .hasMessageContaining(AwsSettings.WORKER_LIFETIME_MINUTES)
+        .hasMessageContaining("1375 minutes")
+        .hasMessageContaining("client token");
+  }
+
+  @Test
   void every_missing_required_variable_is_named() {
     for (String name : List.of("AWS_REGION", AwsSettings.DB_CLUSTER_ARN, AwsSettings.DB_SECRET_ARN,
         AwsSettings.ECS_CLUSTER, AwsSettings.TASK_DEFINITION, AwsSettings.SUBNETS)) {

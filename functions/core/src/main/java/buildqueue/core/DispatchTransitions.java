@@ -137,7 +137,7 @@ public final class DispatchTransitions {
           for update skip locked))
         returning w.id, w.token, w.lane, w.slot
       )
-      -- RETURNING has no order; relaunching in id order makes a tick reproducible.
+      -- RETURNING has no order, and relaunching in id order makes a tick reproducible.
       select * from claimed order by id
       """;
 

@@ -136,9 +136,9 @@ public final class ExitTransitions {
         select job.id, case job.status when 'queued' then 'launch-failed' else job.status end,
                jsonb_build_object('message',
                  case job.status
-                   when 'queued' then 'worker not started (' || :reason || '); retrying after '
-                                      || to_char(job.not_before, 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
-                   when 'cancelled' then 'cancelled; its worker never started'
+                   when 'queued' then 'worker not started (' || :reason || '), retrying after '
+                                      || to_char(job.not_before at time zone 'UTC', 'YYYY-MM-DD"T"HH24":"MI":"SS"Z"')
+                   when 'cancelled' then 'cancelled, its worker never started'
                    else 'failed: ' || job.error end,
                  'reason', :reason),
                t.now

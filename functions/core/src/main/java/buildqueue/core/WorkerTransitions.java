@@ -304,7 +304,7 @@ public final class WorkerTransitions {
       ),
       %s
       drained as (
-        -- A lingering worker stays running while its window is open; it polls with TAKE_NEXT.
+        -- A lingering worker stays running while its window is open and polls with TAKE_NEXT.
         update build_worker w set status = 'draining'
         from fence
         where w.id = fence.id and not exists (select 1 from taken) and not (:linger::boolean and fence.open)

@@ -48,6 +48,14 @@ public final class AwsServices {
     return DataApiDatabase.create(settings.dataApiSettings());
   }
 
+  /**
+   * The database schema migrations run on: over the Data API, every statement is sent with {@code
+   * continueAfterTimeout} so that a long DDL is never cut off mid-way.
+   */
+  public static Database forSchemaChanges(Database database) {
+    return database instanceof DataApiDatabase dataApi ? dataApi.continuingAfterTimeout() : database;
+  }
+
   static WorkerPlatform platform(AwsSettings settings) {
     return new EcsWorkerPlatform(EcsClients.create(EcsClients.Settings.defaults(settings.region())), settings.ecs());
   }

@@ -122,13 +122,13 @@ class TaskStateChangeFunctionTest {
 
       assertThat(w.unpublishedEvents()).isZero();
       assertThat(w.eventBridge.accepted()).extracting(r -> r.detail().get("type").asText())
-          .containsExactly("enqueued", "dispatched", "interrupted", "dispatched");
+          .containsExactly("enqueued", "dispatched", "started", "interrupted", "dispatched");
       JsonNode line = w.metrics.last("task-state-change");
       assertThat(line.get("WorkersExited").asLong()).isEqualTo(1);
       assertThat(line.get("Recoveries").asLong()).isEqualTo(1);
       assertThat(line.get("SlotHeldSeconds").asDouble()).isEqualTo(90.0);
       assertThat(line.get("Launches").asLong()).isEqualTo(1);
-      assertThat(line.get("EventsPublished").asLong()).isEqualTo(4);
+      assertThat(line.get("EventsPublished").asLong()).isEqualTo(5);
     }
   }
 
@@ -217,6 +217,95 @@ class TaskStateChangeFunctionTest {
       assertThat(List.of(deprovisioning, running, staleStopped))
           .containsExactly(Outcome.NOT_STOPPED, Outcome.NOT_STOPPED, Outcome.NO_CHANGE);
       assertThat(w.snapshot()).isEqualTo(after);
+    }
+  }
+
+  /** The statuses a Fargate task's events report, in order (ECS Developer Guide, Task lifecycle). */
+  static final List<String> FARGATE_LIFECYCLE = List.of("PROVISIONING", "PENDING", "RUNNING", "DEPROVISIONING", "STOPPED");
+
+  /**
+   * One Task State Change event per status of a Fargate task's life, from the real STOPPED sample:
+   * before RUNNING no container has run; from DEPROVISIONING on the task is desired STOPPED and
+   * carries its stop code and exit code (the container has exited, the ENI is still attached);
+   * only the STOPPED event has {@code stoppedAt}. {@code detail.version} counts up from 1.
+   */
+  static List<byte[]> lifecycleEvents(WorkerLaunch launch, String taskArn) {
+    List<byte[]> events = new java.util.ArrayList<>();
+    for (int i = 0; i < FARGATE_LIFECYCLE.size(); i++) {
+      String status = FARGATE_LIFECYCLE.get(i);
+      ObjectNode e = (ObjectNode) readTree(event("ecs-task-stopped.json", taskArn, launch.startedBy(), launch.token(), i + 1, status));
+      ObjectNode d = (ObjectNode) e.get("detail");
+      boolean stopping = status.equals("DEPROVISIONING") || status.equals("STOPPED");
+      d.put("desiredStatus", stopping ? "STOPPED" : "RUNNING");
+      ((ObjectNode) d.get("attachments").get(0)).put("status",
+          status.equals("PROVISIONING") ? "PRECREATED" : status.equals("STOPPED") ? "DELETED" : "ATTACHED");
+      if (!stopping) {
+        d.remove(List.of("stopCode", "stoppedReason", "stoppingAt", "executionStoppedAt"));
+      }
+      if (!status.equals("STOPPED")) {
+        d.remove("stoppedAt");
+      }
+      if (status.equals("PROVISIONING") || status.equals("PENDING")) {
+        d.remove(List.of("startedAt", "pullStartedAt", "pullStoppedAt", "connectivity", "connectivityAt"));
+      }
+      ObjectNode container = (ObjectNode) d.get("containers").get(0);
+      container.put("lastStatus", stopping ? "STOPPED" : status.equals("RUNNING") ? "RUNNING" : "PENDING");
+      if (!stopping) {
+        container.remove("exitCode");
+      }
+      events.add(SampleEvents.bytes(e));
+    }
+    return events;
+  }
+
+  private static JsonNode readTree(byte[] json) {
+    try {
+      return new com.fasterxml.jackson.databind.ObjectMapper().readTree(json);
+    } catch (java.io.IOException e) {
+      throw new java.io.UncheckedIOException(e);
+    }
+  }
+
+  /**
+   * AWS delivers a task's events at least once and in no fixed order. The whole documented Fargate
+   * sequence, each event twice, shuffled: the worker exits exactly once, on a STOPPED event and on
+   * no other, whichever copy comes first; the rest change nothing.
+   */
+  @ParameterizedTest(name = "on {0}, shuffle {1}")
+  @org.junit.jupiter.params.provider.CsvSource({"jdbc, 1", "jdbc, 2", "jdbc, 3", "jdbc, 4", "dataapi, 5", "dataapi, 6"})
+  void a_fargate_tasks_whole_event_sequence_shuffled_and_delivered_twice_ends_its_worker_once(
+      String adapter, long seed, TestDatabase tdb) {
+    try (QueueWorld w = new QueueWorld(adapter, tdb, Component.TASK_STATE_CHANGE)) {
+      String arn = newTaskArn();
+      WorkerLaunch launch = launchedWorker(w, arn);
+      long jobId = w.workers.start(launch.workerId(), launch.token()).orElseThrow().job().orElseThrow().id();
+      List<byte[]> deliveries = new java.util.ArrayList<>(lifecycleEvents(launch, arn));
+      deliveries.addAll(lifecycleEvents(launch, arn));
+      java.util.Collections.shuffle(deliveries, new java.util.Random(seed));
+      TaskStateChangeFunction handler = new TaskStateChangeFunction(() -> w.services);
+
+      List<String> seen = new java.util.ArrayList<>();
+      String afterExit = null;
+      for (byte[] delivery : deliveries) {
+        String status = readTree(delivery).path("detail").path("lastStatus").asText();
+        Outcome outcome = handler.handle(delivery);
+        seen.add(status + "=" + outcome);
+        if (outcome == Outcome.WORKER_EXITED) {
+          afterExit = w.snapshot();
+        }
+      }
+
+      assertThat(seen).as("deliveries in order").filteredOn(o -> o.endsWith("=" + Outcome.WORKER_EXITED))
+          .containsExactly("STOPPED=" + Outcome.WORKER_EXITED);
+      assertThat(seen).filteredOn(o -> o.startsWith("STOPPED=")).hasSize(2).contains("STOPPED=" + Outcome.NO_CHANGE);
+      assertThat(seen).filteredOn(o -> !o.startsWith("STOPPED=")).hasSize(8)
+          .allMatch(o -> o.endsWith("=" + Outcome.NOT_STOPPED));
+      assertThat(w.snapshot()).as("nothing changed after the exit").isEqualTo(afterExit);
+      assertThat(w.worker(launch.workerId()).string("status")).isEqualTo("exited");
+      assertThat(w.worker(launch.workerId()).string("exit_reason")).contains("EssentialContainerExited");
+      assertThat(w.job(jobId).longValue("worker_id")).as("requeued once and dispatched to one new worker")
+          .isEqualTo(w.lastLaunch().workerId()).isNotEqualTo(launch.workerId());
+      assertThat(w.platform.launches()).hasSize(2);
     }
   }
 
