@@ -7,7 +7,8 @@ import buildqueue.core.QueueClock;
 import buildqueue.db.Database;
 import buildqueue.db.JdbcDatabase;
 import buildqueue.db.Migrator;
-import buildqueue.worker.JobHandlers;
+import buildqueue.kinds.CommandRunners;
+import buildqueue.kinds.KindCatalogue;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.lang.System.Logger.Level;
@@ -33,6 +34,7 @@ public final class LocalRuntime implements AutoCloseable {
   private static final System.Logger LOG = System.getLogger(LocalRuntime.class.getName());
 
   private final LocalSettings settings;
+  private final KindCatalogue kinds;
   private final LocalTokens tokens;
   private final LocalDatabase database;
   private final Database db;
@@ -43,10 +45,11 @@ public final class LocalRuntime implements AutoCloseable {
   private final ScheduledExecutorService ticker;
   private final AtomicBoolean stopped = new AtomicBoolean();
 
-  private LocalRuntime(LocalSettings settings, LocalTokens tokens, LocalDatabase database, Database db,
-      LocalProcessPlatform platform, BuildQueue queue, HttpApi api, LocalHttpServer http,
+  private LocalRuntime(LocalSettings settings, KindCatalogue kinds, LocalTokens tokens, LocalDatabase database,
+      Database db, LocalProcessPlatform platform, BuildQueue queue, HttpApi api, LocalHttpServer http,
       ScheduledExecutorService ticker) {
     this.settings = settings;
+    this.kinds = kinds;
     this.tokens = tokens;
     this.database = database;
     this.db = db;
@@ -61,8 +64,14 @@ public final class LocalRuntime implements AutoCloseable {
     return start(settings, WorkerCommand.forThisJvm());
   }
 
-  /** Starts everything, or nothing: a part that fails to start closes the parts before it. */
+  /**
+   * Starts everything, or nothing: a part that fails to start closes the parts before it. The kind
+   * catalogue is checked first, so a bad one ({@link buildqueue.kinds.KindCatalogueException})
+   * starts nothing at all, not even the data directory.
+   */
   public static LocalRuntime start(LocalSettings settings, WorkerCommand workerCommand) {
+    KindCatalogue kinds =
+        settings.kindsFile().map(f -> KindCatalogue.load(f, settings.queue())).orElseGet(KindCatalogue::none);
     Deque<AutoCloseable> opened = new ArrayDeque<>();
     try {
       Files.createDirectories(settings.dataDir());
@@ -76,11 +85,12 @@ public final class LocalRuntime implements AutoCloseable {
       }
       LocalProcessPlatform platform = new LocalProcessPlatform(workerCommand,
           new LocalProcessPlatform.WorkerDatabase(database.workerUrl(), database.user(), database.password()),
-          settings.queue(), settings.dataDir().resolve("workers"), LocalProcessPlatform.thisHost());
+          settings.queue(), settings.dataDir().resolve("workers"), LocalProcessPlatform.thisHost(), settings.kindsFile());
       opened.push(platform);
       BuildQueue queue = new BuildQueue(db, platform, settings.queue(), QueueClock.DATABASE);
       platform.onStopped(queue::taskStopped);
-      HttpApi api = new HttpApi(queue, new JobQueries(db, settings.queue(), QueueClock.DATABASE), JobHandlers.builtIn());
+      HttpApi api = new HttpApi(queue, new JobQueries(db, settings.queue(), QueueClock.DATABASE),
+          kinds.handlers(CommandRunners.API_ONLY));
       LocalHttpServer http = LocalHttpServer.start(settings.port(), tokens, api::handle);
       opened.push(http);
       ScheduledExecutorService ticker = Executors.newSingleThreadScheduledExecutor(r -> {
@@ -88,7 +98,7 @@ public final class LocalRuntime implements AutoCloseable {
         t.setDaemon(true);
         return t;
       });
-      LocalRuntime runtime = new LocalRuntime(settings, tokens, database, db, platform, queue, api, http, ticker);
+      LocalRuntime runtime = new LocalRuntime(settings, kinds, tokens, database, db, platform, queue, api, http, ticker);
       // The first tick runs at once: after a restart it re-checks the workers the last server left.
       ticker.scheduleWithFixedDelay(runtime::tick, 0, settings.tickInterval().toMillis(), TimeUnit.MILLISECONDS);
       return runtime;
@@ -133,6 +143,11 @@ public final class LocalRuntime implements AutoCloseable {
 
   public LocalSettings settings() {
     return settings;
+  }
+
+  /** The kinds the API accepts and the workers run, beside the built-in {@code demo}. */
+  public KindCatalogue kinds() {
+    return kinds;
   }
 
   public LocalTokens tokens() {
