@@ -74,16 +74,18 @@ public final class KindCatalogue {
       .build();
 
   private final Optional<Path> file;
+  private final String json;
   private final Map<String, CommandKind> kinds;
 
-  private KindCatalogue(Optional<Path> file, Map<String, CommandKind> kinds) {
+  private KindCatalogue(Optional<Path> file, String json, Map<String, CommandKind> kinds) {
     this.file = file;
+    this.json = json;
     this.kinds = Collections.unmodifiableMap(kinds);
   }
 
   /** No catalogue: only the built-in {@code demo} kind exists. */
   public static KindCatalogue none() {
-    return new KindCatalogue(Optional.empty(), Map.of());
+    return new KindCatalogue(Optional.empty(), "{\"kinds\": {}}", Map.of());
   }
 
   /**
@@ -99,12 +101,13 @@ public final class KindCatalogue {
     } catch (IOException e) {
       throw new KindCatalogueException(file + ": cannot read the kind catalogue: " + e, e);
     }
-    return new KindCatalogue(Optional.of(file), parseKinds(file.toString(), new String(bytes, StandardCharsets.UTF_8), config));
+    String json = new String(bytes, StandardCharsets.UTF_8);
+    return new KindCatalogue(Optional.of(file), json, parseKinds(file.toString(), json, config));
   }
 
   /** Checks catalogue text as {@link #load} does; {@code source} names it in messages. */
   public static KindCatalogue parse(String source, String json, QueueConfig config) {
-    return new KindCatalogue(Optional.empty(), parseKinds(source, json, config));
+    return new KindCatalogue(Optional.empty(), json, parseKinds(source, json, config));
   }
 
   /** The longest timeout a kind may have: a job taken at the end of the chain window still ends before the worker must. */
@@ -115,6 +118,14 @@ public final class KindCatalogue {
   /** The file this catalogue was loaded from; empty for {@link #none()} and {@link #parse}. */
   public Optional<Path> file() {
     return file;
+  }
+
+  /**
+   * The text these kinds were read from, so that a process can hand other processes exactly the
+   * catalogue it checked, not whatever the file holds by then.
+   */
+  public String json() {
+    return json;
   }
 
   /** The kinds in file order. */

@@ -13,11 +13,15 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.lang.System.Logger.Level;
 import java.net.URI;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.Deque;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -32,6 +36,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
  */
 public final class LocalRuntime implements AutoCloseable {
   private static final System.Logger LOG = System.getLogger(LocalRuntime.class.getName());
+  /** The workers' copy of the kind catalogue, in the data directory. */
+  static final String WORKER_KINDS_FILE = "kinds.json";
 
   private final LocalSettings settings;
   private final KindCatalogue kinds;
@@ -75,6 +81,7 @@ public final class LocalRuntime implements AutoCloseable {
     Deque<AutoCloseable> opened = new ArrayDeque<>();
     try {
       Files.createDirectories(settings.dataDir());
+      Optional<Path> workerKinds = workerCopy(kinds, settings.dataDir());
       LocalTokens tokens = LocalTokens.open(settings.dataDir());
       LocalDatabase database = LocalDatabase.open(settings);
       opened.push(database);
@@ -85,7 +92,7 @@ public final class LocalRuntime implements AutoCloseable {
       }
       LocalProcessPlatform platform = new LocalProcessPlatform(workerCommand,
           new LocalProcessPlatform.WorkerDatabase(database.workerUrl(), database.user(), database.password()),
-          settings.queue(), settings.dataDir().resolve("workers"), LocalProcessPlatform.thisHost(), settings.kindsFile());
+          settings.queue(), settings.dataDir().resolve("workers"), LocalProcessPlatform.thisHost(), workerKinds);
       opened.push(platform);
       BuildQueue queue = new BuildQueue(db, platform, settings.queue(), QueueClock.DATABASE);
       platform.onStopped(queue::taskStopped);
@@ -109,6 +116,23 @@ public final class LocalRuntime implements AutoCloseable {
       closeAll(opened);
       throw e;
     }
+  }
+
+  /**
+   * The catalogue the workers load: a copy, in the data directory, of the text this server checked,
+   * so that editing the file while the server runs cannot give workers other kinds than the API's
+   * (an edit takes effect at the next start).
+   */
+  private static Optional<Path> workerCopy(KindCatalogue kinds, Path dataDir) throws IOException {
+    if (kinds.file().isEmpty()) {
+      return Optional.empty();
+    }
+    Path copy = dataDir.resolve(WORKER_KINDS_FILE);
+    Path partial = dataDir.resolve(WORKER_KINDS_FILE + ".partial");
+    Files.writeString(partial, kinds.json(), StandardCharsets.UTF_8);
+    // Atomic, so a worker that starts now reads the old copy or the new one, never half of one.
+    Files.move(partial, copy, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+    return Optional.of(copy);
   }
 
   private static void closeAll(Deque<AutoCloseable> opened) {

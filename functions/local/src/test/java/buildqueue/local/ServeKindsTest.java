@@ -90,6 +90,9 @@ class ServeKindsTest {
     Path file = write("kinds.json", RENDER);
     try (TestServer server = TestServer.start(db, TestServer.settings(db, dir.resolve("data")).withKindsFile(file))) {
       assertThat(server.runtime.kinds().kinds()).extracting(k -> k.name()).containsExactly("render-article");
+      // Workers load the server's copy of what it checked: an edit now takes effect at the next start.
+      Files.writeString(file, "{\"kinds\": \"broken by an edit while the server runs\"}");
+      assertThat(dir.resolve("data").resolve(LocalRuntime.WORKER_KINDS_FILE)).hasContent(RENDER);
 
       ObjectNode bad = TestServer.JSON.createObjectNode().put("kind", "render-article");
       bad.putObject("payload").putArray("pages").addObject().put("title", 3);
