@@ -37,9 +37,11 @@ public final class Main {
       usage: java -jar buildqueue-local.jar <command> [options]
 
         serve [--demo] [--port 8080] [--data-dir .buildqueue] [--database-url jdbc:postgresql://...]
-              [--tick-interval 5s] [--shared-slots 1] [--shutdown-grace 30s]
+              [--tick-interval 5s] [--shared-slots 1] [--shutdown-grace 30s] [--kinds kinds.json]
+              [--worker-lifetime 60m]
             Runs the queue, the HTTP API and the dashboard on http://127.0.0.1:<port>/, with
             workers as child processes. --demo also submits a mix of jobs and shows them live.
+            --kinds adds the job kinds of a kind catalogue (README: Job kinds) to the built-in demo.
         token <user> [--admin] [--hours 24]
             Prints a token for the API and the dashboard (--admin: may see every lane and job).
         submit <kind> [payload-json] [--user <you>] [--key <idempotency-key>]
@@ -126,13 +128,19 @@ public final class Main {
    */
   int serve(List<String> args) {
     CommandLine cl = CommandLine.parse("serve", args,
-        Set.of("port", "data-dir", "database-url", "tick-interval", "shared-slots", "shutdown-grace"), Set.of("demo"));
-    cl.atMostPositionals(0, "serve [--demo] [--port N] [--data-dir DIR] [--database-url URL]");
+        Set.of("port", "data-dir", "database-url", "tick-interval", "shared-slots", "shutdown-grace", "kinds",
+            "worker-lifetime"), Set.of("demo"));
+    cl.atMostPositionals(0, "serve [--demo] [--port N] [--data-dir DIR] [--database-url URL] [--kinds FILE]");
     boolean demo = cl.has("demo");
     LocalSettings defaults = LocalSettings.defaults();
     // The demo shows two workers sharing a lane beside a dedicated one, unless told otherwise.
     int sharedSlots = cl.intValue("shared-slots", demo ? 2 : defaults.queue().sharedSlots(), 1, 64);
     QueueConfig queue = defaults.queue().withSharedSlots(sharedSlots);
+    Duration lifetime = cl.duration("worker-lifetime", queue.workerLifetime());
+    if (lifetime.compareTo(Duration.ofMinutes(1)) < 0) {
+      throw new CommandLine.UsageException("--worker-lifetime must be at least 1m, was " + cl.get("worker-lifetime", ""));
+    }
+    queue = queue.withLease(lifetime, queue.leaseSlack(), queue.deadlineMargin());
     LocalSettings settings = defaults
         .withPort(cl.intValue("port", LocalSettings.DEFAULT_PORT, 0, 65535))
         .withDataDir(Path.of(cl.get("data-dir", LocalSettings.DEFAULT_DATA_DIR.toString())))
@@ -140,7 +148,8 @@ public final class Main {
             env.get("BUILDQUEUE_DATABASE_PASSWORD"))
         .withTickInterval(cl.duration("tick-interval", defaults.tickInterval()))
         .withShutdownGrace(cl.duration("shutdown-grace", defaults.shutdownGrace()))
-        .withQueue(queue);
+        .withQueue(queue)
+        .withKindsFile(cl.has("kinds") ? Path.of(cl.get("kinds", "")) : null);
 
     LocalRuntime runtime;
     try {
@@ -159,6 +168,9 @@ public final class Main {
     out.println("buildqueue is running: API and dashboard on " + runtime.baseUri());
     out.println("  data in " + settings.dataDir() + (settings.databaseUrl() == null
         ? " (embedded PostgreSQL)" : ", database " + LocalDatabase.redacted(settings.databaseUrl())));
+    out.println("  job kinds: demo" + runtime.kinds().kinds().stream().map(k -> ", " + k.name())
+        .collect(java.util.stream.Collectors.joining())
+        + runtime.kinds().file().map(f -> " (catalogue " + f + ")").orElse(" (no catalogue: serve --kinds FILE adds one)"));
     out.println("  shared lane: " + sharedSlots + (sharedSlots == 1 ? " slot" : " slots")
         + "; worker logs in " + settings.dataDir().resolve("workers"));
     if (demo) {
