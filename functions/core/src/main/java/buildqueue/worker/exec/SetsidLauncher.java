@@ -1,0 +1,196 @@
+package buildqueue.worker.exec;
+
+import buildqueue.BuildQueueException;
+import java.io.File;
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+
+/**
+ * Starts a job's program as {@code setsid <program> <args…>}: the program becomes the leader of a
+ * session and process group of its own, so that everything it starts can be found and killed with
+ * it, and no signal meant for the worker reaches it. util-linux's {@code setsid} calls {@code
+ * setsid()} and then execs the program in its own process when it is not a process group leader,
+ * which a child of the JVM never is; so the process the JDK watches is the program itself, and its
+ * exit value is the program's. {@link #find} checks both facts once per worker.
+ */
+public final class SetsidLauncher implements ProcessLauncher {
+  private static final File DEV_NULL = new File("/dev/null");
+
+  private final Path setsid;
+
+  private SetsidLauncher(Path setsid) {
+    this.setsid = setsid;
+  }
+
+  /**
+   * Finds {@code setsid} on the worker's {@code PATH} (or in {@code /usr/bin}, {@code /bin}) and
+   * checks that it runs a program in place as the leader of a new session.
+   *
+   * @throws BuildQueueException it is missing or behaves otherwise; the message says what to do
+   */
+  public static SetsidLauncher find(Map<String, String> workerEnvironment) {
+    Set<Path> candidates = new LinkedHashSet<>();
+    String path = workerEnvironment.getOrDefault("PATH", "");
+    for (String dir : path.split(File.pathSeparator)) {
+      if (!dir.isBlank()) {
+        candidates.add(Path.of(dir, "setsid"));
+      }
+    }
+    candidates.add(Path.of("/usr/bin/setsid"));
+    candidates.add(Path.of("/bin/setsid"));
+    Path found = candidates.stream().filter(Files::isExecutable).findFirst().orElseThrow(() ->
+        new BuildQueueException("setsid was not found (looked in " + candidates.stream().map(Path::getParent)
+            .map(Path::toString).distinct().reduce((a, b) -> a + ", " + b).orElse("") + "): a worker runs each job's"
+            + " program in a session of its own through util-linux's setsid; install util-linux in the worker's image"));
+    SetsidLauncher launcher = new SetsidLauncher(found);
+    launcher.checkRunsInPlace();
+    return launcher;
+  }
+
+  /** The {@code setsid} this launcher runs. */
+  public Path setsid() {
+    return setsid;
+  }
+
+  /**
+   * Runs {@code setsid cat /proc/self/stat}: the pid and session {@code cat} reports must both be
+   * the pid the JDK started. A {@code setsid} that forked instead would leave the JDK watching a
+   * process that exits at once while the program runs on unwatched.
+   */
+  private void checkRunsInPlace() {
+    Process p;
+    try {
+      p = new ProcessBuilder(setsid.toString(), "cat", "/proc/self/stat")
+          .redirectInput(DEV_NULL)
+          .redirectErrorStream(true)
+          .start();
+    } catch (IOException e) {
+      throw new BuildQueueException(setsid + " cannot be run (" + e.getMessage() + "); a worker needs util-linux's setsid");
+    }
+    String out;
+    try (InputStream in = p.getInputStream()) {
+      out = new String(in.readNBytes(4096), StandardCharsets.ISO_8859_1);
+      if (!p.waitFor(10, TimeUnit.SECONDS)) {
+        p.destroyForcibly();
+        throw new BuildQueueException(setsid + " did not finish a trial run within 10 s");
+      }
+    } catch (IOException e) {
+      throw new BuildQueueException("could not read a trial run of " + setsid + ": " + e.getMessage());
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new BuildQueueException("interrupted while trying " + setsid);
+    }
+    String[] fields = fieldsAfterName(out);
+    String expected = Long.toString(p.pid());
+    if (fields == null || !out.startsWith(expected + " ") || !fields[3].equals(expected)) {
+      throw new BuildQueueException(setsid + " does not run a program in place as the leader of a new session (a"
+          + " trial run as pid " + expected + " reported: " + out.strip() + "); a worker needs util-linux's setsid");
+    }
+  }
+
+  private static String[] fieldsAfterName(String stat) {
+    int close = stat.lastIndexOf(')');
+    if (close < 0 || close + 2 >= stat.length()) {
+      return null;
+    }
+    String[] f = stat.substring(close + 2).split(" ");
+    return f.length > 3 ? f : null;
+  }
+
+  @Override
+  public JobProcess start(Spec spec) throws IOException {
+    List<String> argv = new ArrayList<>(spec.command().size() + 1);
+    argv.add(setsid.toString());
+    argv.addAll(spec.command());
+    ProcessBuilder builder = new ProcessBuilder(argv)
+        .directory(spec.workDir().toFile())
+        .redirectInput(DEV_NULL);
+    Map<String, String> env = builder.environment();
+    env.clear();
+    env.putAll(spec.environment());
+    Process process = builder.start();
+    long start = process.info().startInstant().map(java.time.Instant::toEpochMilli).orElse(-1L);
+    JobSession session = new JobSession(process.pid(), start);
+    try {
+      session.writeTo(spec.sessionFile());
+    } catch (IOException e) {
+      // Without the record a dead worker's job could not be found and killed: do not run it.
+      process.destroyForcibly();
+      throw new IOException("could not record the job's session in " + spec.sessionFile() + ": " + e.getMessage(), e);
+    }
+    return new SessionProcess(process, session);
+  }
+
+  /** A program started through {@code setsid}, with its session. */
+  private static final class SessionProcess implements JobProcess {
+    private final Process process;
+    private final JobSession session;
+
+    SessionProcess(Process process, JobSession session) {
+      this.process = process;
+      this.session = session;
+    }
+
+    @Override
+    public long pid() {
+      return process.pid();
+    }
+
+    @Override
+    public InputStream stdout() {
+      return process.getInputStream();
+    }
+
+    @Override
+    public InputStream stderr() {
+      return process.getErrorStream();
+    }
+
+    @Override
+    public boolean awaitExit(Duration max) throws InterruptedException {
+      return process.waitFor(Math.max(0, max.toNanos()), TimeUnit.NANOSECONDS);
+    }
+
+    @Override
+    public ProgramExit exit() {
+      return ProgramExit.fromExitValue(process.exitValue());
+    }
+
+    @Override
+    public int terminate() {
+      return JobSession.signal(members(), false);
+    }
+
+    @Override
+    public int kill() {
+      return JobSession.signal(members(), true);
+    }
+
+    @Override
+    public int remaining() {
+      return members().size();
+    }
+
+    /**
+     * The session's processes, plus the program and its descendants: before {@code setsid()} has
+     * run, the program is still in the worker's session, and a descendant that left the session is
+     * still found while the program lives.
+     */
+    private List<ProcessHandle> members() {
+      ProcessHandle self = process.toHandle();
+      List<ProcessHandle> known = Stream.concat(Stream.of(self), self.descendants()).toList();
+      return session.members(known);
+    }
+  }
+}
