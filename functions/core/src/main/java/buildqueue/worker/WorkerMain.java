@@ -3,14 +3,16 @@ package buildqueue.worker;
 import buildqueue.BuildQueueException;
 import buildqueue.core.QueueClock;
 import buildqueue.db.JdbcDatabase;
+import buildqueue.worker.exec.LocalJobLogSink;
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import java.lang.System.Logger.Level;
 
 /**
  * The worker process over JDBC: reads its {@link WorkerEnvironment}, runs one {@link WorkerLoop}
- * with the built-in job kinds, and exits. Exit 0: the loop ended as designed (drained, start
- * refused, or fenced off). Exit 2: the environment is incomplete. Exit 1: a fault, such as an
+ * with the built-in job kinds, and exits. Its jobs' output goes to its own output, tagged with the
+ * job id, and to a file per job ({@link LocalJobLogSink}). Exit 0: the loop ended as designed
+ * (drained, start refused, or fenced off). Exit 2: the environment is incomplete. Exit 1: a fault, such as an
  * unreachable database; the job stays on this worker until the exit is seen, then is requeued.
  * A demo crash or the hard deadline halts the process at once (137), with no cleanup.
  */
@@ -38,7 +40,8 @@ public final class WorkerMain {
     try (HikariDataSource pool = pool(env)) {
       WorkerLoop loop =
           new WorkerLoop(new JdbcDatabase(pool), env.config(), QueueClock.DATABASE, JobHandlers.builtIn(),
-              WorkerProcess.HALT, WorkerLoop.Hooks.NONE);
+              WorkerProcess.HALT, WorkerLoop.Hooks.NONE)
+              .withLogSink(LocalJobLogSink.forThisWorker(environment));
       WorkerLoop.Exit exit = loop.run(env.workerId(), env.token());
       LOG.log(Level.INFO, "worker {0}: {1}", env.workerId(), exit.name().toLowerCase(java.util.Locale.ROOT));
       return EXIT_DONE;

@@ -3,6 +3,7 @@ package buildqueue.aws.worker;
 import buildqueue.aws.AwsSettings;
 import buildqueue.aws.AwsSettings.Component;
 import buildqueue.aws.lambda.AwsServices;
+import buildqueue.aws.logging.CloudWatchJobLogSink;
 import buildqueue.aws.logging.JsonLogging;
 import buildqueue.aws.metrics.Metrics;
 import buildqueue.core.QueueClock;
@@ -18,7 +19,8 @@ import java.util.function.Function;
 /**
  * The Fargate task's entry point: one worker, one life. Reads its identity (set per task by the
  * launch's container overrides) and the database settings from the environment, runs the {@link
- * WorkerLoop} with the built-in job handlers, and exits 0 when the loop is done, whatever it found
+ * WorkerLoop} with the built-in job handlers (their output to stdout as JSON lines, {@link
+ * CloudWatchJobLogSink}), and exits 0 when the loop is done, whatever it found
  * (a refused start or being fenced off are outcomes, not faults); 1 on a fault, 2 on bad settings.
  * The slot is freed by the ECS STOPPED event of this exit, never by the worker itself.
  */
@@ -38,8 +40,11 @@ public final class FargateWorkerMain {
     System.exit(code);
   }
 
-  /** The worker's life; returns the exit code. {@code process} is how the deadline kills it. */
-  static int run(Function<String, String> env, WorkerProcess process, JobHandlers handlers, PrintStream metricsOut) {
+  /**
+   * The worker's life; returns the exit code. {@code process} is how the deadline kills it; {@code
+   * stdout} takes the metrics and the jobs' output, which the awslogs driver ships.
+   */
+  static int run(Function<String, String> env, WorkerProcess process, JobHandlers handlers, PrintStream stdout) {
     long startNanos = System.nanoTime();
     AwsSettings settings;
     try {
@@ -53,7 +58,8 @@ public final class FargateWorkerMain {
         .property("workerId", me.workerId());
     try {
       Database db = AwsServices.database(settings);
-      WorkerLoop loop = new WorkerLoop(db, settings.queue(), QueueClock.DATABASE, handlers, process, WorkerLoop.Hooks.NONE);
+      WorkerLoop loop = new WorkerLoop(db, settings.queue(), QueueClock.DATABASE, handlers, process, WorkerLoop.Hooks.NONE)
+          .withLogSink(CloudWatchJobLogSink.forThisTask(env, stdout, me.workerId()));
       WorkerLoop.Exit exit = loop.run(me.workerId(), me.token());
       LOG.log(Level.INFO, "worker {0} done: {1}", me.workerId(), exit);
       metrics.property("exit", exit.name());
@@ -64,7 +70,7 @@ public final class FargateWorkerMain {
       return FAULT;
     } finally {
       metrics.observe(Metrics.WORKER_RUN_SECONDS, (System.nanoTime() - startNanos) / 1e9, Metrics.Unit.SECONDS);
-      metrics.flush(metricsOut);
+      metrics.flush(stdout);
     }
   }
 }
