@@ -20,8 +20,8 @@ import java.util.concurrent.atomic.AtomicInteger;
 public final class RecordingJobContext implements JobContext {
   private static final ObjectMapper JSON = new ObjectMapper();
 
-  /** One line the job's log received. */
-  public record Line(JobLog.Stream stream, String text) {}
+  /** One line the job's log received, and when ({@link System#nanoTime}). */
+  public record Line(JobLog.Stream stream, String text, long atNanos) {}
 
   /** One follow-up the job submitted. */
   public record FollowUp(String kind, JsonNode payload) {}
@@ -49,7 +49,7 @@ public final class RecordingJobContext implements JobContext {
     this.progress = progress;
     this.attempt = attempt;
     this.followUpKinds = Set.copyOf(followUpKinds);
-    JobLogSink sink = (id, stream, text) -> lines.add(new Line(stream, text));
+    JobLogSink sink = (id, stream, text) -> lines.add(new Line(stream, text, System.nanoTime()));
     this.log = new JobLog(jobId, sink, tailBytes);
   }
 

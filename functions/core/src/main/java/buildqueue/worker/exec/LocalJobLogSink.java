@@ -59,10 +59,7 @@ public final class LocalJobLogSink implements JobLogSink {
       return;
     }
     try {
-      BufferedWriter w = open.computeIfAbsent(jobId, this::openFile);
-      if (w == null) {
-        return;
-      }
+      BufferedWriter w = writerOf(jobId);
       synchronized (w) {
         w.write(stream == JobLog.Stream.WORKER ? "[buildqueue] " + text : text);
         w.newLine();
@@ -73,18 +70,18 @@ public final class LocalJobLogSink implements JobLogSink {
     }
   }
 
-  private BufferedWriter openFile(long jobId) {
-    try {
+  /** The job's open file; opened (with this attempt's header) by its first line. */
+  private synchronized BufferedWriter writerOf(long jobId) throws IOException {
+    BufferedWriter w = open.get(jobId);
+    if (w == null) {
       Files.createDirectories(dir);
-      BufferedWriter w = Files.newBufferedWriter(file(jobId), StandardCharsets.UTF_8, StandardOpenOption.CREATE,
+      w = Files.newBufferedWriter(file(jobId), StandardCharsets.UTF_8, StandardOpenOption.CREATE,
           StandardOpenOption.APPEND);
       w.write("=== " + Instant.now() + (worker == null ? "" : " worker " + worker) + ": job " + jobId + " ===");
       w.newLine();
-      return w;
-    } catch (IOException e) {
-      giveUp(jobId, e);
-      return null;
+      open.put(jobId, w);
     }
+    return w;
   }
 
   private void giveUp(long jobId, Exception e) {

@@ -188,6 +188,10 @@ public final class SetsidLauncher implements ProcessLauncher {
      * still found while the program lives.
      */
     private List<ProcessHandle> members() {
+      if (!process.isAlive()) {
+        // Its children were reparented when it exited: only the session finds them now.
+        return session.members();
+      }
       ProcessHandle self = process.toHandle();
       List<ProcessHandle> known = Stream.concat(Stream.of(self), self.descendants()).toList();
       return session.members(known);
