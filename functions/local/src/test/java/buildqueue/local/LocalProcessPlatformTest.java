@@ -186,8 +186,7 @@ class LocalProcessPlatformTest {
     Path job = Files.createDirectories(data.resolve("work").resolve("worker-33").resolve("job-5-1-abc"));
     Process orphan = new ProcessBuilder("setsid", "sleep", "1000").start();
     try {
-      Files.writeString(job.resolve("session"), orphan.pid() + " "
-          + orphan.info().startInstant().orElseThrow().toEpochMilli() + "\n");
+      Files.writeString(job.resolve("session"), Files.readString(Path.of("/proc", Long.toString(orphan.pid()), "stat")));
 
       platform();
 

@@ -22,8 +22,8 @@ import java.util.stream.Stream;
  *   tmp/           its TMPDIR
  *   payload.json   the job's payload ($BUILDQUEUE_PAYLOAD)
  *   control.jsonl  where it reports ($BUILDQUEUE_CONTROL)
- *   session        the program's pid and start time ({@link JobSession}), for the platform to
- *                  kill what a dead worker's job left running
+ *   session        the program's session ({@link JobSession}), recorded before it runs, for
+ *                  the platform to kill what a dead worker's job left running
  * </pre>
  */
 public final class JobDirectory {

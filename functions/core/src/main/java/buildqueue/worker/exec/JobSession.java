@@ -4,7 +4,6 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
-import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -21,13 +20,13 @@ import java.util.OptionalLong;
  *
  * <p>Linux never reuses a pid while a process still has it as its session or process group id,
  * so the session id names this job's processes for as long as any is left. Only when all are gone
- * can the pid come back, as some other process; the leader's start time tells that one apart.
+ * can the pid come back, as some other process; the leader's start time (in clock ticks since
+ * boot, as {@code /proc/<pid>/stat} gives it) tells that one apart.
  *
  * @param sid the program's pid, which is its session and process group id
- * @param leaderStartMillis the program's start time as {@link ProcessHandle.Info#startInstant}
- *     gives it, or -1 when it was gone before it could be read
+ * @param startTicks the leader's start time, field 22 of {@code /proc/<pid>/stat}; -1 if unknown
  */
-public record JobSession(long sid, long leaderStartMillis) {
+public record JobSession(long sid, long startTicks) {
   private static final Path PROC = Path.of("/proc");
 
   /**
@@ -110,39 +109,35 @@ public record JobSession(long sid, long leaderStartMillis) {
    * session is gone (its id could not have been reused otherwise) and nothing may be signalled.
    */
   private boolean sessionIsOurs() {
-    Optional<ProcessHandle> leader = ProcessHandle.of(sid);
-    if (leader.isEmpty() || !leader.get().isAlive() || isZombie(sid)) {
-      return true;
-    }
-    if (leaderStartMillis < 0) {
-      return false; // the leader was gone when it was recorded, so this pid is another process
-    }
-    Optional<java.time.Instant> start = leader.get().info().startInstant();
-    return start.isEmpty() || start.get().toEpochMilli() == leaderStartMillis;
+    Optional<Stat> leader = Stat.read(sid);
+    return leader.isEmpty() || leader.get().gone() || startTicks < 0 || leader.get().startTicks() == startTicks;
   }
 
   static boolean isZombie(long pid) {
     return Stat.read(pid).map(Stat::gone).orElse(false);
   }
 
-  /** The file a job directory keeps its session in: {@code "<sid> <leaderStartMillis>\n"}. */
-  public void writeTo(Path file) throws IOException {
-    Files.writeString(file, sid + " " + leaderStartMillis + "\n", StandardCharsets.US_ASCII);
-  }
-
-  /** The session a job directory recorded, if it recorded one that can be read. */
+  /**
+   * The session a job directory recorded: the leader's own {@code /proc/<pid>/stat} line, which it
+   * writes itself before it becomes the program ({@link SetsidLauncher}); empty if there is none
+   * that can be read.
+   */
   public static Optional<JobSession> readFrom(Path file) {
+    String text;
     try {
-      String[] parts = Files.readString(file, StandardCharsets.US_ASCII).strip().split(" ");
-      if (parts.length != 2) {
-        return Optional.empty();
-      }
-      long sid = Long.parseLong(parts[0]);
-      long start = Long.parseLong(parts[1]);
-      return sid > 1 ? Optional.of(new JobSession(sid, start)) : Optional.empty();
-    } catch (NoSuchFileException e) {
-      return Optional.empty();
+      text = Files.readString(file, StandardCharsets.ISO_8859_1);
     } catch (IOException | RuntimeException e) {
+      return Optional.empty();
+    }
+    int space = text.indexOf(' ');
+    if (space < 1) {
+      return Optional.empty();
+    }
+    try {
+      long sid = Long.parseLong(text.substring(0, space));
+      long start = Stat.parse(text).map(Stat::startTicks).orElse(-1L);
+      return sid > 1 ? Optional.of(new JobSession(sid, start)) : Optional.empty();
+    } catch (NumberFormatException e) {
       return Optional.empty();
     }
   }
@@ -153,27 +148,30 @@ public record JobSession(long sid, long leaderStartMillis) {
   }
 
   /** The fields of {@code /proc/<pid>/stat} a job's processes are found by. */
-  private record Stat(char state, long group, long session) {
+  private record Stat(char state, long group, long session, long startTicks) {
     boolean gone() {
       return state == 'Z' || state == 'X' || state == 'x';
     }
 
     static Optional<Stat> read(long pid) {
-      String text;
       try {
-        text = Files.readString(PROC.resolve(Long.toString(pid)).resolve("stat"), StandardCharsets.ISO_8859_1);
+        return parse(Files.readString(PROC.resolve(Long.toString(pid)).resolve("stat"), StandardCharsets.ISO_8859_1));
       } catch (IOException | RuntimeException e) {
         return Optional.empty(); // gone, or no /proc
       }
+    }
+
+    static Optional<Stat> parse(String text) {
       // The command name (field 2) is in parentheses and may itself hold spaces and parentheses.
       int close = text.lastIndexOf(')');
-      if (close < 0) {
+      if (close < 0 || close + 2 >= text.length()) {
         return Optional.empty();
       }
-      String[] f = text.substring(close + 2).split(" ");
+      String[] f = text.substring(close + 2).strip().split(" ");
       try {
-        // After the name: state, ppid, pgrp, session, ...
-        return Optional.of(new Stat(f[0].charAt(0), Long.parseLong(f[2]), Long.parseLong(f[3])));
+        // After the name: state (3), ppid, pgrp, session, …, starttime (22).
+        return Optional.of(new Stat(f[0].charAt(0), Long.parseLong(f[2]), Long.parseLong(f[3]),
+            Long.parseLong(f[19])));
       } catch (RuntimeException e) {
         return Optional.empty();
       }

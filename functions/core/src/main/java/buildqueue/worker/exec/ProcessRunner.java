@@ -197,12 +197,14 @@ public final class ProcessRunner implements CommandRunner {
 
     JobOutcome run() throws InterruptedException {
       Map<String, String> env = JobEnvironment.of(workerEnvironment, kind, context, dir);
-      // Registered before the start, so that a halt right after it still finds the program.
+      // Registered before the start: a halt while the program starts finds it by its session file.
       AtomicReference<JobProcess> started = new AtomicReference<>();
       try (RunningJobs.Registration ignored = RunningJobs.add(() -> {
         JobProcess p = started.get();
         if (p != null) {
           p.kill();
+        } else {
+          JobSession.readFrom(dir.session()).ifPresent(s -> JobSession.signal(s.members(), true));
         }
       })) {
         try {

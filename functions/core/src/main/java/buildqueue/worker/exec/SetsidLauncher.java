@@ -17,15 +17,26 @@ import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 
 /**
- * Starts a job's program as {@code setsid <program> <args…>}: the program becomes the leader of a
- * session and process group of its own, so that everything it starts can be found and killed with
- * it, and no signal meant for the worker reaches it. util-linux's {@code setsid} calls {@code
- * setsid()} and then execs the program in its own process when it is not a process group leader,
- * which a child of the JVM never is; so the process the JDK watches is the program itself, and its
- * exit value is the program's. {@link #find} checks both facts once per worker.
+ * Starts a job's program as {@code setsid /bin/sh -c <record, then exec> <program> <args…>}: the
+ * program becomes the leader of a session and process group of its own, so that everything it
+ * starts can be found and killed with it, and no signal meant for the worker reaches it.
+ * util-linux's {@code setsid} calls {@code setsid()} and then execs in its own process when it is
+ * not a process group leader, which a child of the JVM never is; the shell writes its own {@code
+ * /proc/<pid>/stat} line to the job's {@code session} file and execs the program in its place. So
+ * the process the JDK watches is the program itself (its exit value is the program's), and the
+ * session is on disk before the program runs: a worker killed at any moment leaves a record of
+ * what to kill ({@link LeftoverJobs}). {@link #find} checks these facts once per worker.
  */
 public final class SetsidLauncher implements ProcessLauncher {
   private static final File DEV_NULL = new File("/dev/null");
+  private static final String SHELL = "/bin/sh";
+  /** Names the session file for the shell; unset before the program starts. */
+  static final String SESSION_VARIABLE = "BUILDQUEUE_SESSION_FILE";
+  /** Records the session (builtins only: no process of its own), then becomes the program. */
+  private static final String RECORD_THEN_EXEC = "{ read -r stat < /proc/$$/stat && echo \"$stat\" > \"$"
+      + SESSION_VARIABLE + "\"; } || exit 125; unset " + SESSION_VARIABLE + "; exec \"$@\"";
+  /** The shell's $0: what it calls itself in its messages ("buildqueue: 1: exec: node: not found"). */
+  private static final String SHELL_NAME = "buildqueue";
 
   private final Path setsid;
 
@@ -64,17 +75,25 @@ public final class SetsidLauncher implements ProcessLauncher {
   }
 
   /**
-   * Runs {@code setsid cat /proc/self/stat}: the pid and session {@code cat} reports must both be
-   * the pid the JDK started. A {@code setsid} that forked instead would leave the JDK watching a
-   * process that exits at once while the program runs on unwatched.
+   * Starts {@code cat /proc/self/stat} as a job's program is started: the pid and session {@code
+   * cat} reports must both be the pid the JDK started, and the session file must name it. A
+   * {@code setsid} that forked instead would leave the JDK watching a process that exits at once
+   * while the program runs on unwatched.
    */
   private void checkRunsInPlace() {
     Process p;
+    Path record;
     try {
-      p = new ProcessBuilder(setsid.toString(), "cat", "/proc/self/stat")
+      record = Files.createTempFile("buildqueue-setsid-check", ".stat");
+    } catch (IOException e) {
+      throw new BuildQueueException("cannot try " + setsid + ": no temporary file (" + e.getMessage() + ")");
+    }
+    try {
+      ProcessBuilder builder = new ProcessBuilder(argv(List.of("cat", "/proc/self/stat")))
           .redirectInput(DEV_NULL)
-          .redirectErrorStream(true)
-          .start();
+          .redirectErrorStream(true);
+      builder.environment().put(SESSION_VARIABLE, record.toString());
+      p = builder.start();
     } catch (IOException e) {
       throw new BuildQueueException(setsid + " cannot be run (" + e.getMessage() + "); a worker needs util-linux's setsid");
     }
@@ -93,10 +112,28 @@ public final class SetsidLauncher implements ProcessLauncher {
     }
     String[] fields = fieldsAfterName(out);
     String expected = Long.toString(p.pid());
-    if (fields == null || !out.startsWith(expected + " ") || !fields[3].equals(expected)) {
-      throw new BuildQueueException(setsid + " does not run a program in place as the leader of a new session (a"
-          + " trial run as pid " + expected + " reported: " + out.strip() + "); a worker needs util-linux's setsid");
+    boolean recorded = JobSession.readFrom(record).map(r -> r.sid() == p.pid() && r.startTicks() > 0).orElse(false);
+    try {
+      Files.deleteIfExists(record);
+    } catch (IOException e) {
+      // a temporary file
     }
+    if (fields == null || !out.startsWith(expected + " ") || !fields[3].equals(expected) || !recorded) {
+      throw new BuildQueueException(setsid + " with " + SHELL + " does not run a program in place as the leader of a"
+          + " new session (a trial run as pid " + expected + " reported: " + out.strip() + "); a worker needs"
+          + " util-linux's setsid");
+    }
+  }
+
+  private List<String> argv(List<String> command) {
+    List<String> argv = new ArrayList<>(command.size() + 5);
+    argv.add(setsid.toString());
+    argv.add(SHELL);
+    argv.add("-c");
+    argv.add(RECORD_THEN_EXEC);
+    argv.add(SHELL_NAME);
+    argv.addAll(command);
+    return argv;
   }
 
   private static String[] fieldsAfterName(String stat) {
@@ -110,26 +147,16 @@ public final class SetsidLauncher implements ProcessLauncher {
 
   @Override
   public JobProcess start(Spec spec) throws IOException {
-    List<String> argv = new ArrayList<>(spec.command().size() + 1);
-    argv.add(setsid.toString());
-    argv.addAll(spec.command());
-    ProcessBuilder builder = new ProcessBuilder(argv)
+    ProcessBuilder builder = new ProcessBuilder(argv(spec.command()))
         .directory(spec.workDir().toFile())
         .redirectInput(DEV_NULL);
     Map<String, String> env = builder.environment();
     env.clear();
     env.putAll(spec.environment());
+    env.put(SESSION_VARIABLE, spec.sessionFile().toString());
     Process process = builder.start();
-    long start = process.info().startInstant().map(java.time.Instant::toEpochMilli).orElse(-1L);
-    JobSession session = new JobSession(process.pid(), start);
-    try {
-      session.writeTo(spec.sessionFile());
-    } catch (IOException e) {
-      // Without the record a dead worker's job could not be found and killed: do not run it.
-      process.destroyForcibly();
-      throw new IOException("could not record the job's session in " + spec.sessionFile() + ": " + e.getMessage(), e);
-    }
-    return new SessionProcess(process, session);
+    // The shell records the start time itself; -1 only where it has not yet when a kill comes.
+    return new SessionProcess(process, new JobSession(process.pid(), -1));
   }
 
   /** A program started through {@code setsid}, with its session. */

@@ -256,13 +256,13 @@ class ProcessRunnerTest {
   }
 
   @Test
-  void a_program_that_is_not_there_fails_with_what_setsid_says() throws Exception {
+  void a_program_that_is_not_there_fails_saying_so() throws Exception {
     CommandKind kind = kind(List.of("no-such-program-here"), LONG, Duration.ofSeconds(1), Set.of(), Map.of());
 
     JobOutcome outcome = runner().run(kind, RecordingJobContext.of("shell", "{}"));
 
     assertThat(outcome).isInstanceOfSatisfying(JobOutcome.Failed.class,
-        f -> assertThat(f.message()).contains("no-such-program-here").contains("No such file or directory"));
+        f -> assertThat(f.message()).isEqualTo("buildqueue: 1: exec: no-such-program-here: not found"));
   }
 
   @Test
@@ -448,13 +448,15 @@ class ProcessRunnerTest {
     for (String line : ctx.lines(STDOUT)) {
       env.put(line.substring(0, line.indexOf('=')), line.substring(line.indexOf('=') + 1));
     }
-    assertThat(env.keySet()).containsExactlyInAnyOrder("PATH", "HOME", "LANG", "TMPDIR", "RENDER_MODE",
+    // PWD: the shell that records the job's session before it becomes the program exports it.
+    assertThat(env.keySet()).containsExactlyInAnyOrder("PATH", "HOME", "LANG", "TMPDIR", "PWD", "RENDER_MODE",
         "BUILDQUEUE_JOB_ID", "BUILDQUEUE_USER_ID", "BUILDQUEUE_JOB_KIND", "BUILDQUEUE_ATTEMPT", "BUILDQUEUE_PROGRESS",
         "BUILDQUEUE_PAYLOAD", "BUILDQUEUE_CONTROL");
     assertThat(String.join("\n", ctx.lines(STDOUT))).doesNotContain("hunter2", "AKIAEXAMPLE", "3f1c9a4e", "credentials");
     assertThat(env).containsEntry("BUILDQUEUE_JOB_ID", "42").containsEntry("BUILDQUEUE_USER_ID", "ada")
         .containsEntry("BUILDQUEUE_JOB_KIND", "shell").containsEntry("BUILDQUEUE_ATTEMPT", "1")
         .containsEntry("BUILDQUEUE_PROGRESS", "0").containsEntry("HOME", "/home/worker");
+    assertThat(env.get("PWD")).endsWith("/work").startsWith(base().toString());
     assertThat(env.get("BUILDQUEUE_PAYLOAD")).endsWith("/payload.json");
     assertThat(env.get("BUILDQUEUE_CONTROL")).endsWith("/control.jsonl");
   }
