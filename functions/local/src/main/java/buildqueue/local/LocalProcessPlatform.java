@@ -227,6 +227,10 @@ public final class LocalProcessPlatform implements WorkerPlatform, AutoCloseable
         // The slot must not be freed while programs of the worker's jobs may still run.
         clearJobsOf(child.workerId());
       }
+    } finally {
+      live.remove(child.id()); // from now on a check reports it stopped too
+    }
+    try {
       listener.stopped(child.id().toString(), child.workerId(), child.token(), reason);
     } catch (RuntimeException e) {
       // The tick's liveness check finds the process gone and delivers the evidence again.
@@ -236,7 +240,6 @@ public final class LocalProcessPlatform implements WorkerPlatform, AutoCloseable
       if (child.token() != null) {
         byToken.remove(child.token());
       }
-      live.remove(child.id());
     }
   }
 
