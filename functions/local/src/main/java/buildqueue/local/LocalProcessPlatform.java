@@ -104,6 +104,8 @@ public final class LocalProcessPlatform implements WorkerPlatform, AutoCloseable
   private final Map<UUID, Child> byToken = new ConcurrentHashMap<>();
   private final Map<String, Child> adoptedByLabel;
   private final Map<LocalTaskId, Child> live = new ConcurrentHashMap<>();
+  /** Known workers whose process is gone and whose jobs' leftovers are gone too. */
+  private final java.util.Set<LocalTaskId> cleared = ConcurrentHashMap.newKeySet();
   private final ExecutorService evidence = Executors.newSingleThreadExecutor(daemon("buildqueue-worker-exits"));
   private final ScheduledExecutorService killer = Executors.newSingleThreadScheduledExecutor(daemon("buildqueue-worker-kill"));
   private volatile StopListener listener = (taskId, workerId, token, reason) -> {};
@@ -227,10 +229,7 @@ public final class LocalProcessPlatform implements WorkerPlatform, AutoCloseable
         // The slot must not be freed while programs of the worker's jobs may still run.
         clearJobsOf(child.workerId());
       }
-    } finally {
-      live.remove(child.id()); // from now on a check reports it stopped too
-    }
-    try {
+      cleared.add(child.id()); // from now on a check reports it stopped too
       listener.stopped(child.id().toString(), child.workerId(), child.token(), reason);
     } catch (RuntimeException e) {
       // The tick's liveness check finds the process gone and delivers the evidence again.
@@ -240,6 +239,8 @@ public final class LocalProcessPlatform implements WorkerPlatform, AutoCloseable
       if (child.token() != null) {
         byToken.remove(child.token());
       }
+      live.remove(child.id());
+      cleared.remove(child.id());
     }
   }
 
@@ -288,7 +289,9 @@ public final class LocalProcessPlatform implements WorkerPlatform, AutoCloseable
           .filter(id -> id.host().equals(host))
           .map(LocalProcessPlatform::stateOf)
           .orElse(new TaskState.Missing());
-      if (state instanceof TaskState.Stopped && LocalTaskId.parse(taskId).map(live::containsKey).orElse(false)) {
+      Optional<LocalTaskId> id = LocalTaskId.parse(taskId);
+      if (state instanceof TaskState.Stopped && id.isPresent() && live.containsKey(id.get())
+          && !cleared.contains(id.get())) {
         // Its exit is being handled: its jobs' programs are being killed, then the exit is delivered.
         state = new TaskState.Running();
       }
