@@ -9,7 +9,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
-import java.util.OptionalLong;
 
 /**
  * The processes of one job: the session (and process group) its program leads, found through
@@ -140,11 +139,6 @@ public record JobSession(long sid, long startTicks) {
     } catch (NumberFormatException e) {
       return Optional.empty();
     }
-  }
-
-  /** The session id of a process, from {@code /proc/<pid>/stat} (tests, diagnostics). */
-  public static OptionalLong sessionOf(long pid) {
-    return Stat.read(pid).map(s -> OptionalLong.of(s.session())).orElse(OptionalLong.empty());
   }
 
   /** The fields of {@code /proc/<pid>/stat} a job's processes are found by. */

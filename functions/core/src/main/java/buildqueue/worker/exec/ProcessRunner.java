@@ -91,10 +91,6 @@ public final class ProcessRunner implements CommandRunner {
           Duration.ofSeconds(30));
     }
 
-    public Limits withPollInterval(Duration d) {
-      return new Limits(d, maxFollowUps, maxControlLineBytes, errorLines, errorChars, outputDrain, killPatience);
-    }
-
     public Limits withMaxFollowUps(int n) {
       return new Limits(pollInterval, n, maxControlLineBytes, errorLines, errorChars, outputDrain, killPatience);
     }
