@@ -56,6 +56,11 @@ public final class LocalProcessPlatform implements WorkerPlatform, AutoCloseable
   private static final System.Logger LOG = System.getLogger(LocalProcessPlatform.class.getName());
   static final String LABEL_PROPERTY = "-Dbuildqueue.launch=";
   static final String WORKER_PROPERTY = "-Dbuildqueue.worker=";
+  /**
+   * Which server's workers these are (a label of its work directory): a server adopts only its own
+   * survivors, never the workers of another server on the same host, whose queue is not its own.
+   */
+  static final String HOME_PROPERTY = "-Dbuildqueue.home=";
   private static final Duration KILL_AFTER_STOP = Duration.ofSeconds(10);
   /** How long SIGKILL is repeated on a dead worker's job processes before its exit is delivered anyway. */
   private static final Duration LEFTOVER_PATIENCE = Duration.ofSeconds(10);
@@ -212,6 +217,7 @@ public final class LocalProcessPlatform implements WorkerPlatform, AutoCloseable
     // which every local user can read.
     cmd.add(WORKER_PROPERTY + launch.workerId());
     cmd.add(LABEL_PROPERTY + label(launch.token()));
+    cmd.add(HOME_PROPERTY + home());
     cmd.add("-cp");
     cmd.add(command.classpath());
     cmd.add(command.mainClass());
@@ -388,7 +394,8 @@ public final class LocalProcessPlatform implements WorkerPlatform, AutoCloseable
       }
       String label = valueOf(args.get(), LABEL_PROPERTY);
       String worker = valueOf(args.get(), WORKER_PROPERTY);
-      if (label == null || worker == null || !worker.matches("[0-9]{1,18}")) {
+      if (label == null || worker == null || !worker.matches("[0-9]{1,18}")
+          || !home().equals(valueOf(args.get(), HOME_PROPERTY))) {
         return;
       }
       Child child = new Child(LocalTaskId.of(host, p, start.get()), Long.valueOf(worker), null, p);
@@ -427,10 +434,19 @@ public final class LocalProcessPlatform implements WorkerPlatform, AutoCloseable
     return null;
   }
 
+  /** This server's label on its workers: its work directory's, so two servers never share one. */
+  private String home() {
+    return label(dirs.work().toAbsolutePath().normalize().toString());
+  }
+
   /** A label that names a launch without revealing its token. */
   static String label(UUID token) {
+    return label(token.toString());
+  }
+
+  private static String label(String text) {
     try {
-      byte[] digest = MessageDigest.getInstance("SHA-256").digest(token.toString().getBytes(StandardCharsets.US_ASCII));
+      byte[] digest = MessageDigest.getInstance("SHA-256").digest(text.getBytes(StandardCharsets.UTF_8));
       return HexFormat.of().formatHex(digest, 0, 16);
     } catch (NoSuchAlgorithmException e) {
       throw new IllegalStateException("SHA-256 is part of every JDK", e);

@@ -26,10 +26,14 @@ class LocalProcessPlatformTest {
   private final List<String> stops = new CopyOnWriteArrayList<>();
 
   private LocalProcessPlatform platform() {
+    return platform(data);
+  }
+
+  private LocalProcessPlatform platform(Path dataDir) {
     LocalProcessPlatform p = new LocalProcessPlatform(
         WorkerCommand.forThisJvm().withMainClass(Sleeper.class.getName()),
         new LocalProcessPlatform.WorkerDatabase("jdbc:postgresql://localhost:1/none", null, null),
-        QueueConfig.defaults(), LocalProcessPlatform.Directories.under(data), HOST, java.util.Optional.empty());
+        QueueConfig.defaults(), LocalProcessPlatform.Directories.under(dataDir), HOST, java.util.Optional.empty());
     p.onStopped((taskId, workerId, token, reason) -> stops.add(taskId + " " + workerId + " " + token + " " + reason));
     platforms.add(p);
     return p;
@@ -117,6 +121,19 @@ class LocalProcessPlatformTest {
     Await.until("the adopted worker's exit to be delivered", () -> stops.stream().anyMatch(s -> s.contains("restart")));
     assertThat(stops).filteredOn(s -> s.contains("restart")).singleElement().asString()
         .startsWith(taskId + " 9 null ");
+  }
+
+  @Test
+  void a_server_never_adopts_the_workers_of_another_data_directory(@TempDir Path otherData) {
+    WorkerLaunch launch = new WorkerLaunch(11, UUID.randomUUID(), "shared", "shared#1");
+    String taskId = started(platform().launch(launch));
+
+    LocalProcessPlatform other = platform(otherData);
+
+    // Another server on this host, with its own database, must not take this worker for its own:
+    // it would deliver its exit to the wrong queue, or kill it when it stops.
+    assertThat(other.liveWorkers()).extracting(LocalTaskId::toString).doesNotContain(taskId);
+    assertThat(platform().liveWorkers()).extracting(LocalTaskId::toString).contains(taskId);
   }
 
   @Test
