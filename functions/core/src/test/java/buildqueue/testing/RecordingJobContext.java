@@ -38,6 +38,7 @@ public final class RecordingJobContext implements JobContext {
   private final List<Integer> reportedProgress = new CopyOnWriteArrayList<>();
   private final List<FollowUp> followUps = new CopyOnWriteArrayList<>();
   private final AtomicInteger checkIns = new AtomicInteger();
+  private volatile Integer finalProgress;
   private volatile boolean cancelRequested;
   private volatile boolean fencedOff;
 
@@ -107,6 +108,11 @@ public final class RecordingJobContext implements JobContext {
     return List.copyOf(reportedProgress);
   }
 
+  /** What {@link #finalProgress} was given last, if anything. */
+  public Integer finalProgress() {
+    return finalProgress;
+  }
+
   public List<FollowUp> followUps() {
     return List.copyOf(followUps);
   }
@@ -169,6 +175,11 @@ public final class RecordingJobContext implements JobContext {
   @Override
   public JobLog log() {
     return log;
+  }
+
+  @Override
+  public void finalProgress(int progress) {
+    finalProgress = progress;
   }
 
   @Override

@@ -243,6 +243,9 @@ public final class ProcessRunner implements CommandRunner {
         exited = process.awaitExit(limits.pollInterval());
         handle(control.read(false));
         if (exited) {
+          if (latestProgress != null) {
+            context.finalProgress(latestProgress);
+          }
           return;
         }
         long now = clock.nanoTime();
@@ -416,17 +419,11 @@ public final class ProcessRunner implements CommandRunner {
     }
 
     /**
-     * The job goes back to its lane: its latest progress is written first, because that is where
-     * the next attempt resumes and what resets its count of interruptions without progress.
+     * The job goes back to its lane. Its latest progress, which it passed to every check-in, goes
+     * with the interruption's statement: where the next attempt resumes, and what resets its count
+     * of interruptions without progress.
      */
     private JobOutcome interrupted(String reason) {
-      if (latestProgress != null && latestProgress > context.progress()) {
-        try {
-          context.reportProgress(latestProgress);
-        } catch (JobCancelledException e) {
-          // The owner cancelled meanwhile: the worker loop ends the job cancelled.
-        }
-      }
       return JobOutcome.interrupted(reason);
     }
 
