@@ -9,6 +9,8 @@ import buildqueue.core.JobQueries.Waiting;
 import buildqueue.core.JobQueries.WorkerView;
 import buildqueue.core.JobStatus;
 import buildqueue.core.JobTransitions;
+import buildqueue.core.PayloadTooLargeException;
+import buildqueue.core.RowLimits;
 import buildqueue.db.Json;
 import buildqueue.worker.JobHandler;
 import buildqueue.worker.JobHandlers;
@@ -247,7 +249,12 @@ public final class HttpApi {
       throw ApiProblem.invalid("The payload could not be stored as JSON: " + e.getOriginalMessage());
     }
 
-    JobTransitions.Enqueued enqueued = queue.enqueue(call.caller.userId(), kind, new Json(payloadText), key);
+    JobTransitions.Enqueued enqueued;
+    try {
+      enqueued = queue.enqueue(call.caller.userId(), kind, new Json(payloadText), key);
+    } catch (PayloadTooLargeException e) {
+      throw payloadTooLarge(e.storedBytes());
+    }
     JobView job = queries.job(enqueued.jobId()).orElseThrow(() -> new IllegalStateException(
         "job " + enqueued.jobId() + " was enqueued but cannot be read back"));
     if (!enqueued.created() && !sameRequest(job, kind, payload)) {
@@ -259,6 +266,15 @@ public final class HttpApi {
     }
     return json(enqueued.created() ? 201 : 200, jobJson(job, call.caller))
         .withHeader("Location", "/jobs/" + job.id());
+  }
+
+  /** The enqueue statement measured the payload as stored and wrote nothing. */
+  private static ApiProblem payloadTooLarge(long storedBytes) {
+    return new ApiProblem(ApiProblem.Type.PAYLOAD_TOO_LARGE,
+        "The payload takes " + storedBytes + " bytes as stored (JSON as the database writes it: a space after each"
+            + " ':' and ',', numbers in full); the limit is " + RowLimits.MAX_PAYLOAD_BYTES + " bytes, so that a"
+            + " worker can read its job back in one row of the RDS Data API (64 KB). Nothing was written. Keep large"
+            + " inputs in object storage (e.g. S3) and pass a reference in the payload.");
   }
 
   private static String idempotencyKey(JsonNode node) {
