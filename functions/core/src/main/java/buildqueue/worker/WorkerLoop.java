@@ -6,6 +6,7 @@ import buildqueue.core.QueueConfig;
 import buildqueue.core.WorkerTransitions;
 import buildqueue.core.WorkerTransitions.AssignedJob;
 import buildqueue.core.WorkerTransitions.Ended;
+import buildqueue.core.WorkerTransitions.FollowUps;
 import buildqueue.core.WorkerTransitions.ProgressAck;
 import buildqueue.db.Database;
 import buildqueue.db.Json;
@@ -240,10 +241,15 @@ public final class WorkerLoop {
     WorkerTransitions.LogWrite log = context.unsavedLog();
     if (status == JobStatus.SUCCEEDED && !context.followUps.isEmpty()) {
       Json followUps = new Json(context.followUps.toString());
-      return transitions.transactionally(tx ->
-          transitions.addFollowUps(tx, workerId, token, job.id(), followUps)
-              ? transitions.end(tx, workerId, token, job.id(), finalStatus, finalError, log)
-              : new Ended.FencedOff());
+      return transitions.transactionally(tx -> {
+        FollowUps added = transitions.addFollowUps(tx, workerId, token, job.id(), followUps);
+        if (added instanceof FollowUps.TooLarge tooLarge) {
+          return transitions.end(tx, workerId, token, job.id(), JobStatus.FAILED, tooLarge.message(), log);
+        }
+        return added instanceof FollowUps.Added
+            ? transitions.end(tx, workerId, token, job.id(), finalStatus, finalError, log)
+            : new Ended.FencedOff();
+      });
     }
     return transitions.end(workerId, token, job.id(), finalStatus, finalError, log);
   }
