@@ -86,9 +86,9 @@ public final class HttpApi {
         new Route("GET", "/", Access.ANYONE, null, c -> Dashboard.page()),
         new Route("GET", "/health", Access.ANYONE, Set.of(), c -> health()),
         new Route("POST", "/jobs", Access.USER, Set.of(), this::submit),
-        new Route("GET", "/jobs", Access.USER, Set.of("status", "limit", "userId"), this::listJobs),
+        new Route("GET", "/jobs", Access.USER, Set.of("status", "limit", "userId", "before"), this::listJobs),
         new Route("GET", "/jobs/{id}", Access.USER, Set.of(), this::getJob),
-        new Route("GET", "/jobs/{id}/events", Access.USER, Set.of(), this::events),
+        new Route("GET", "/jobs/{id}/events", Access.USER, Set.of("after"), this::events),
         new Route("GET", "/jobs/{id}/log", Access.USER, Set.of("since"), this::log),
         new Route("POST", "/jobs/{id}/cancel", Access.USER, Set.of(), this::cancel),
         new Route("GET", "/lanes", Access.ADMIN, Set.of("queuedLimit"), this::lanes),
@@ -320,12 +320,35 @@ public final class HttpApi {
     }
     Set<JobStatus> statuses = statuses(call.query.getOrDefault("status", List.of()));
     int limit = wholeNumber(call.query, "limit", DEFAULT_LIST_LIMIT, 1, MAX_LIST_LIMIT);
-    List<JobView> jobs = queries.jobs(userId, statuses, limit);
-    Map<Long, Waiting> waiting = queries.waiting(jobs);
+    Long before = single(call.query, "before").map(raw -> cursorId(raw, "before", "a job id")).orElse(null);
+    JobQueries.JobPage page = queries.jobs(userId, statuses, limit, before);
+    Map<Long, Waiting> waiting = queries.waiting(page.jobs());
     ObjectNode out = ApiJson.object();
     ArrayNode list = out.putArray("jobs");
-    jobs.forEach(j -> list.add(ApiJson.job(j, Optional.ofNullable(waiting.get(j.id())).map(w -> redact(w, call.caller)))));
+    page.jobs().forEach(j ->
+        list.add(ApiJson.job(j, Optional.ofNullable(waiting.get(j.id())).map(w -> redact(w, call.caller)))));
+    out.put("next", page.nextBefore().map(next -> nextJobsPage(statuses, asked, limit, next)).orElse(null));
     return json(200, out);
+  }
+
+  /** A page cursor: the id a previous page's {@code next} link names. */
+  private static long cursorId(String raw, String name, String what) {
+    if (!JOB_ID.matcher(raw).matches()) {
+      throw ApiProblem.invalid("Query parameter \"" + name + "\" must be " + what + " (a whole number), as in the "
+          + "\"next\" link of the previous page, not \"" + JsonBodies.printable(raw) + "\".");
+    }
+    return Long.parseLong(raw);
+  }
+
+  /** The same list, from the job after the last one on this page. */
+  private static String nextJobsPage(Set<JobStatus> statuses, Optional<String> userId, int limit, long before) {
+    StringBuilder next = new StringBuilder("/jobs?");
+    if (!statuses.isEmpty()) {
+      next.append("status=").append(statuses.stream().map(JobStatus::sql).sorted().collect(Collectors.joining(",")))
+          .append('&');
+    }
+    userId.ifPresent(u -> next.append("userId=").append(QueryString.encode(u)).append('&'));
+    return next.append("limit=").append(limit).append("&before=").append(before).toString();
   }
 
   private ApiResponse getJob(Call call) {
@@ -337,7 +360,10 @@ public final class HttpApi {
     ObjectNode out = ApiJson.object();
     out.put("jobId", job.id());
     ArrayNode list = out.putArray("events");
-    queries.events(job.id()).forEach(e -> list.add(ApiJson.event(e)));
+    Long after = single(call.query, "after").map(raw -> cursorId(raw, "after", "an event id")).orElse(null);
+    JobQueries.EventPage page = queries.events(job.id(), after);
+    page.events().forEach(e -> list.add(ApiJson.event(e)));
+    out.put("next", page.nextAfter().map(next -> "/jobs/" + job.id() + "/events?after=" + next).orElse(null));
     return json(200, out);
   }
 

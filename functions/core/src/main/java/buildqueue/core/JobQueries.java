@@ -148,8 +148,37 @@ public final class JobQueries {
     return db.queryOptional(JOB, Params.of("id", id)).map(JobQueries::jobView);
   }
 
+  /**
+   * One page of jobs, newest first.
+   *
+   * @param nextBefore where the next page starts (pass it as {@code before}); empty on the last page
+   */
+  public record JobPage(List<JobView> jobs, Optional<Long> nextBefore) {}
+
+  // Each candidate's share of the answer (its values' octets plus RowLimits.ROW_FIXED_BYTES for the
+  // rest) is summed down the page, and the page ends before the sum passes the budget: so the answer
+  // stays under the Data API's 1 MiB however large the jobs are. The first row is always taken (one
+  // job row fits; see RowLimits), so a page is never empty while jobs remain.
   private static final String JOBS =
       """
+      with candidate as (
+        select j.id,
+               sum(octet_length(j.payload::text) + coalesce(octet_length(j.error), 0) + octet_length(j.user_id)
+                   + octet_length(j.lane) + octet_length(j.kind) + coalesce(octet_length(l.location), 0)
+                   + :rowFixedBytes)
+                 over (order by j.id desc) as running_bytes,
+               row_number() over (order by j.id desc) as n
+        from build_job j
+        left join build_job_log l on l.job_id = j.id
+        where (:userId::text is null or j.user_id = :userId)
+          and (:statuses::text is null or j.status = any (string_to_array(:statuses, ',')))
+          and (:before::bigint is null or j.id < :before)
+        order by j.id desc
+        limit :limit + 1
+      ),
+      page as (
+        select c.id from candidate c where c.n <= :limit and (c.n = 1 or c.running_bytes <= :budgetBytes)
+      )
       select j.id, j.user_id, j.kind, j.payload, j.status, j.lane, j.progress, j.attempts, j.recoveries,
              j.cancel_requested, j.error, j.worker_id, j.created_at, j.dispatched_at, j.started_at,
              j.finished_at, j.not_before, l.total_bytes as log_bytes, l.location as log_location,
@@ -157,42 +186,88 @@ public final class JobQueries {
              case when j.status = 'queued' then
                (select count(*) + 1 from build_job q
                 where q.lane = j.lane and q.status = 'queued' and q.id < j.id)
-             end as position
-      from build_job j
+             end as position,
+             (select count(*) from candidate) > (select count(*) from page) as more
+      from page
+      join build_job j on j.id = page.id
       left join build_job_log l on l.job_id = j.id
-      where (:userId::text is null or j.user_id = :userId)
-        and (:statuses::text is null or j.status = any (string_to_array(:statuses, ',')))
       order by j.id desc
-      limit :limit
       """;
 
   /**
-   * Jobs newest first.
+   * Jobs newest first, a page at a time: at most {@code limit}, fewer when their size would pass
+   * {@link RowLimits#PAGE_BUDGET_BYTES}.
    *
    * @param userId only this user's jobs; null for every user's
    * @param statuses only jobs in one of these; empty for all
+   * @param before only jobs with a smaller id (a page's {@link JobPage#nextBefore}); null for the newest
    */
-  public List<JobView> jobs(String userId, Set<JobStatus> statuses, int limit) {
+  public JobPage jobs(String userId, Set<JobStatus> statuses, int limit, Long before) {
     String statusList =
         statuses.isEmpty() ? null : statuses.stream().map(JobStatus::sql).sorted().collect(Collectors.joining(","));
-    Params params = Params.of("userId", userId, "statuses", statusList, "limit", limit);
-    return db.query(JOBS, params).stream().map(JobQueries::jobView).toList();
+    Params params =
+        Params.of("userId", userId, "statuses", statusList, "limit", limit)
+            .and("before", before)
+            .and("rowFixedBytes", RowLimits.ROW_FIXED_BYTES)
+            .and("budgetBytes", RowLimits.PAGE_BUDGET_BYTES);
+    List<Row> rows = db.query(JOBS, params);
+    List<JobView> jobs = rows.stream().map(JobQueries::jobView).toList();
+    boolean more = !rows.isEmpty() && rows.get(0).bool("more");
+    return new JobPage(jobs, more ? Optional.of(jobs.get(jobs.size() - 1).id()) : Optional.empty());
   }
 
+  /**
+   * One page of a job's history, oldest first.
+   *
+   * @param nextAfter where the next page starts (pass it as {@code after}); empty on the last page
+   */
+  public record EventPage(List<EventView> events, Optional<Long> nextAfter) {}
+
+  /** The most events on one page, whatever their size. */
+  public static final int MAX_EVENTS_PER_PAGE = 1000;
+
+  // Cut like JOBS: a row costs its message, its detail (which holds the message again) and the rest.
   private static final String EVENTS =
       """
-      select e.id, e.type, e.detail ->> 'message' as message, e.detail, e.at
-      from build_job_event e
-      where e.job_id = :jobId
+      with candidate as (
+        select e.id,
+               sum(octet_length(e.detail::text) + coalesce(octet_length(e.detail ->> 'message'), 0)
+                   + octet_length(e.type) + :rowFixedBytes)
+                 over (order by e.id) as running_bytes,
+               row_number() over (order by e.id) as n
+        from build_job_event e
+        where e.job_id = :jobId and (:after::bigint is null or e.id > :after)
+        order by e.id
+        limit :maxEvents + 1
+      ),
+      page as (
+        select c.id from candidate c where c.n <= :maxEvents and (c.n = 1 or c.running_bytes <= :budgetBytes)
+      )
+      select e.id, e.type, e.detail ->> 'message' as message, e.detail, e.at,
+             (select count(*) from candidate) > (select count(*) from page) as more
+      from page join build_job_event e on e.id = page.id
       order by e.id
       """;
 
-  /** The job's history, oldest first. */
-  public List<EventView> events(long jobId) {
-    return db.query(EVENTS, Params.of("jobId", jobId)).stream()
-        .map(r -> new EventView(r.longValue("id"), r.string("type"), r.string("message"), r.json("detail"),
-            r.instant("at")))
-        .toList();
+  /**
+   * The job's history, oldest first, a page at a time: at most {@link #MAX_EVENTS_PER_PAGE}, fewer
+   * when their size would pass {@link RowLimits#PAGE_BUDGET_BYTES}.
+   *
+   * @param after only events with a larger id (a page's {@link EventPage#nextAfter}); null for the oldest
+   */
+  public EventPage events(long jobId, Long after) {
+    Params params =
+        Params.of("jobId", jobId, "after", after, "maxEvents", MAX_EVENTS_PER_PAGE)
+            .and("rowFixedBytes", RowLimits.ROW_FIXED_BYTES)
+            .and("budgetBytes", RowLimits.PAGE_BUDGET_BYTES);
+    List<Row> rows = db.query(EVENTS, params);
+    List<EventView> events =
+        rows.stream()
+            .map(r -> new EventView(r.longValue("id"), r.string("type"), r.string("message"), r.json("detail"),
+                r.instant("at")))
+            .toList();
+    boolean more = !rows.isEmpty() && rows.get(0).bool("more");
+    return new EventPage(events, more ? Optional.of(events.get(events.size() - 1).id()) : Optional.empty());
   }
 
   private static final String LIVE_WORKERS =
