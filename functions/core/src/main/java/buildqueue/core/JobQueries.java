@@ -224,7 +224,7 @@ public final class JobQueries {
   public record EventPage(List<EventView> events, Optional<Long> nextAfter) {}
 
   /** The most events on one page, whatever their size. */
-  public static final int MAX_EVENTS_PER_PAGE = 1000;
+  public static final int MAX_EVENTS_PER_PAGE = 500;
 
   // Cut like JOBS: a row costs its message, its detail (which holds the message again) and the rest.
   private static final String EVENTS =
