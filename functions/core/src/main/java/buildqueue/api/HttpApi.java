@@ -91,7 +91,7 @@ public final class HttpApi {
         new Route("GET", "/jobs/{id}/events", Access.USER, Set.of("after"), this::events),
         new Route("GET", "/jobs/{id}/log", Access.USER, Set.of("since"), this::log),
         new Route("POST", "/jobs/{id}/cancel", Access.USER, Set.of(), this::cancel),
-        new Route("GET", "/lanes", Access.ADMIN, Set.of("queuedLimit"), this::lanes),
+        new Route("GET", "/lanes", Access.ADMIN, Set.of("queuedLimit", "after"), this::lanes),
         new Route("PUT", "/users/{userId}", Access.ADMIN, Set.of(), this::putUser));
   }
 
@@ -441,9 +441,13 @@ public final class HttpApi {
 
   private ApiResponse lanes(Call call) {
     int limit = wholeNumber(call.query, "queuedLimit", DEFAULT_QUEUED_LIMIT, 0, MAX_LIST_LIMIT);
+    String after = single(call.query, "after").orElse(null);
+    JobQueries.LanePage page = queries.lanes(after, limit);
     ObjectNode out = ApiJson.object();
     ArrayNode list = out.putArray("lanes");
-    queries.lanes(limit).forEach(l -> list.add(ApiJson.lane(l)));
+    page.lanes().forEach(l -> list.add(ApiJson.lane(l)));
+    out.put("next", page.nextAfter()
+        .map(next -> "/lanes?queuedLimit=" + limit + "&after=" + QueryString.encode(next)).orElse(null));
     return json(200, out);
   }
 

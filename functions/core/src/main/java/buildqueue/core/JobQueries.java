@@ -270,13 +270,18 @@ public final class JobQueries {
     return new EventPage(events, more ? Optional.of(events.get(events.size() - 1).id()) : Optional.empty());
   }
 
+  // A lane's workers: at most its capacity (QueueConfig.MAX_SHARED_SLOTS for shared, 1 otherwise),
+  // each row at most WORKER_ROW_BYTES; the steps of a job's payload only when a short number (a
+  // progress bar's end), never a payload's worth of JSON.
   private static final String LIVE_WORKERS =
       """
       with t as (select coalesce(:now::timestamptz, now()) as now)
       select w.id, w.lane, w.slot, w.status, w.task_id, w.launched_at, w.started_at,
              floor(extract(epoch from (w.expires_at - t.now)))::bigint as lease_left_seconds,
              j.id as job_id, j.user_id as job_user_id, j.kind as job_kind, j.status as job_status,
-             j.progress as job_progress, j.payload -> 'steps' as job_steps
+             j.progress as job_progress,
+             case when jsonb_typeof(j.payload -> 'steps') = 'number' and octet_length((j.payload -> 'steps')::text) <= 11
+                  then j.payload -> 'steps' end as job_steps
       from build_worker w
       cross join t
       left join lateral (
@@ -285,13 +290,27 @@ public final class JobQueries {
         order by c.id
         limit 1
       ) j on true
-      where w.status <> 'exited' and (:lane::text is null or w.lane = :lane)
+      where w.status <> 'exited' and w.lane >= :firstLane and w.lane <= :lastLane
       order by w.lane, substring(w.slot from '#([0-9]+)$')::int
       """;
 
+  /** The most a task id takes, as ECS (a task ARN) and the local platform write it. */
+  static final int MAX_TASK_ID_BYTES = 400;
+
+  /** One row of LIVE_WORKERS at most: a lane, a slot, a task id, a job's user id and kind. */
+  static final int WORKER_ROW_BYTES = 2 * (RowLimits.MAX_LANE_BYTES + 4) + MAX_TASK_ID_BYTES
+      + RowLimits.MAX_USER_ID_BYTES + RowLimits.MAX_KIND_BYTES + RowLimits.ROW_FIXED_BYTES;
+
+  /** One row of LANE_HEADS at most: a lane, a user id, a kind. */
+  static final int HEAD_ROW_BYTES = RowLimits.MAX_LANE_BYTES + RowLimits.MAX_USER_ID_BYTES + RowLimits.MAX_KIND_BYTES
+      + RowLimits.ROW_FIXED_BYTES;
+
+  /** One row of LANES at most. */
+  static final int LANE_ROW_BYTES = RowLimits.MAX_LANE_BYTES + RowLimits.ROW_FIXED_BYTES;
+
   /** What holds each slot of a lane. */
   public List<SlotView> slots(String lane) {
-    return slotsOf(lane, liveWorkers(lane));
+    return slotsOf(lane, liveWorkers(lane, lane));
   }
 
   /** Why a queued job waits; empty for a job that is not queued. */
@@ -314,6 +333,16 @@ public final class JobQueries {
     return byJob;
   }
 
+  /**
+   * A page of lanes and where the next page starts (pass it as {@code after}); empty on the last
+   * page.
+   */
+  public record LanePage(List<LaneView> lanes, Optional<String> nextAfter) {}
+
+  // Lanes in name order ("shared" sorts before every "user:…" lane), cut like JOBS by a running sum
+  // of what each lane costs here and in LANE_HEADS and LIVE_WORKERS, by their widest rows: so the
+  // page's three answers stay within the budget together. The first lane is always taken: alone, its
+  // workers (at most QueueConfig.MAX_SHARED_SLOTS) and its head (at most the API's 200) each fit.
   private static final String LANES =
       """
       with lane as (
@@ -324,50 +353,95 @@ public final class JobQueries {
         select q.lane from build_job q where q.status = 'queued'
         union
         select 'user:' || u.user_id from build_user u where u.dedicated_worker
+      ),
+      candidate as (
+        select l.name, l.queued,
+               sum(:laneRowBytes + l.live * :workerRowBytes + least(l.queued, :headLimit) * :headRowBytes)
+                 over (order by l.name) as running_bytes,
+               row_number() over (order by l.name) as n
+        from (
+          select lane.name,
+                 (select count(*) from build_job q where q.lane = lane.name and q.status = 'queued') as queued,
+                 (select count(*) from build_worker w where w.lane = lane.name and w.status <> 'exited') as live
+          from lane
+          where :after::text is null or lane.name > :after
+          order by lane.name
+          limit :maxLanes + 1
+        ) l
+      ),
+      page as (
+        select c.name, c.queued from candidate c where c.n <= :maxLanes and (c.n = 1 or c.running_bytes <= :budgetBytes)
       )
-      select lane.name as lane,
-             (select count(*) from build_job q where q.lane = lane.name and q.status = 'queued') as queued
-      from lane
-      order by lane.name <> 'shared', lane.name
+      select page.name as lane, page.queued, (select count(*) from candidate) > (select count(*) from page) as more
+      from page
+      order by page.name
       """;
 
+  // The first queued jobs of each lane from :firstLane to :lastLane, found by a loose index scan of
+  // the queued-job index (one probe per lane, however many jobs wait).
   private static final String LANE_HEADS =
       """
-      with lane as (select distinct q.lane from build_job q where q.status = 'queued')
+      with recursive lane(name) as (
+        (select q.lane from build_job q where q.status = 'queued' and q.lane >= :firstLane order by q.lane limit 1)
+        union all
+        select (select q.lane from build_job q where q.status = 'queued' and q.lane > lane.name
+                order by q.lane limit 1)
+        from lane where lane.name is not null and lane.name < :lastLane
+      )
       select h.id, h.user_id, h.kind, h.lane, h.created_at, h.not_before, h.position
       from lane
       cross join lateral (
         select q.id, q.user_id, q.kind, q.lane, q.created_at, q.not_before,
                row_number() over (order by q.id) as position
         from build_job q
-        where q.lane = lane.lane and q.status = 'queued'
+        where q.lane = lane.name and q.status = 'queued'
         order by q.id
         limit :limit
       ) h
+      where lane.name <= :lastLane
       order by h.lane, h.position
       """;
 
+  /** The most lanes on one page, whatever their size. */
+  public static final int MAX_LANES_PER_PAGE = RowLimits.PAGE_BUDGET_BYTES / LANE_ROW_BYTES;
+
   /**
    * Every lane that matters now: {@code shared}, dedicated users' lanes, and any lane with a live
-   * worker or a queued job. Each with its slots, queued count, and first {@code headLimit} queued
-   * jobs in dispatch order.
+   * worker or a queued job, in name order, a page at a time. Each with its slots, queued count, and
+   * first {@code headLimit} queued jobs in dispatch order.
+   *
+   * @param after only lanes after this one (a page's {@link LanePage#nextAfter}); null for the first
    */
-  public List<LaneView> lanes(int headLimit) {
-    List<WorkerView> workers = liveWorkers(null);
+  public LanePage lanes(String after, int headLimit) {
+    Params pageParams =
+        Params.of("after", after, "headLimit", headLimit, "maxLanes", MAX_LANES_PER_PAGE)
+            .and("laneRowBytes", LANE_ROW_BYTES)
+            .and("workerRowBytes", WORKER_ROW_BYTES)
+            .and("headRowBytes", HEAD_ROW_BYTES)
+            .and("budgetBytes", RowLimits.PAGE_BUDGET_BYTES);
+    List<Row> page = db.query(LANES, pageParams);
+    if (page.isEmpty()) {
+      return new LanePage(List.of(), Optional.empty());
+    }
+    String first = page.get(0).string("lane");
+    String last = page.get(page.size() - 1).string("lane");
+    List<WorkerView> workers = liveWorkers(first, last);
     Map<String, List<QueuedJob>> heads = new LinkedHashMap<>();
-    for (Row r : db.query(LANE_HEADS, Params.of("limit", headLimit))) {
-      heads.computeIfAbsent(r.string("lane"), k -> new ArrayList<>())
-          .add(new QueuedJob(r.longValue("id"), r.string("user_id"), r.string("kind"), r.intValue("position"),
-              r.instant("created_at"), r.instant("not_before")));
+    if (headLimit > 0) {
+      for (Row r : db.query(LANE_HEADS, Params.of("firstLane", first, "lastLane", last, "limit", headLimit))) {
+        heads.computeIfAbsent(r.string("lane"), k -> new ArrayList<>())
+            .add(new QueuedJob(r.longValue("id"), r.string("user_id"), r.string("kind"), r.intValue("position"),
+                r.instant("created_at"), r.instant("not_before")));
+      }
     }
     List<LaneView> lanes = new ArrayList<>();
-    for (Row r : db.query(LANES, Params.none())) {
+    for (Row r : page) {
       String lane = r.string("lane");
       List<WorkerView> inLane = workers.stream().filter(w -> w.lane().equals(lane)).toList();
       lanes.add(new LaneView(lane, Lanes.capacity(lane, config), r.longValue("queued"), slotsOf(lane, inLane),
           heads.getOrDefault(lane, List.of())));
     }
-    return lanes;
+    return new LanePage(lanes, page.get(0).bool("more") ? Optional.of(last) : Optional.empty());
   }
 
   private static final String PING = "select 1 as one";
@@ -377,8 +451,9 @@ public final class JobQueries {
     db.query(PING, Params.none());
   }
 
-  private List<WorkerView> liveWorkers(String lane) {
-    return db.query(LIVE_WORKERS, Params.of("now", clock.now(), "lane", lane)).stream()
+  /** Live workers of the lanes from {@code firstLane} to {@code lastLane}, in name order. */
+  private List<WorkerView> liveWorkers(String firstLane, String lastLane) {
+    return db.query(LIVE_WORKERS, Params.of("now", clock.now(), "firstLane", firstLane, "lastLane", lastLane)).stream()
         .map(JobQueries::workerView)
         .toList();
   }

@@ -134,6 +134,53 @@ class ListPagingTest {
     assertThat(pages.stream().flatMap(List::stream)).containsExactlyElementsOf(eventIds(job));
   }
 
+  @Test
+  void many_lanes_page_by_count_and_the_next_links_reach_every_lane() {
+    f.h.testDb.jdbc().update("""
+        insert into build_user (user_id, dedicated_worker) select 'u' || lpad(n::text, 3, '0'), true
+        from generate_series(1, 500) n""");
+
+    List<List<String>> pages = lanePages("/lanes?queuedLimit=0");
+
+    assertThat(pages).extracting(List::size).containsExactly(JobQueries.MAX_LANES_PER_PAGE, 501 - JobQueries.MAX_LANES_PER_PAGE);
+    assertThat(pages.stream().flatMap(List::stream)).hasSize(501).doesNotHaveDuplicates().startsWith("shared", "user:u001")
+        .endsWith("user:u500");
+  }
+
+  @Test
+  void a_lane_with_a_long_queue_takes_a_page_of_its_own_at_the_largest_queued_limit() {
+    // Shown with 200 queued jobs, each lane costs 200 head rows of at most 2,317 bytes: two such
+    // lanes would pass the budget.
+    f.h.testDb.jdbc().update("""
+        insert into build_job (user_id, kind, lane, created_at)
+        select u, 'noop', 'user:' || u, now() from unnest(array['ann', 'ben', 'cat']) u, generate_series(1, 200)""");
+
+    List<List<String>> pages = lanePages("/lanes?queuedLimit=200");
+
+    assertThat(pages).containsExactly(List.of("shared", "user:ann"), List.of("user:ben"), List.of("user:cat"));
+  }
+
+  private List<List<String>> lanePages(String first) {
+    List<List<String>> pages = new ArrayList<>();
+    for (String next = first; next != null; ) {
+      ApiResponse r = f.get(next, ADMIN);
+      assertThat(r.status()).as(r.bodyText()).isEqualTo(200);
+      JsonNode page = json(r);
+      List<String> lanes = new ArrayList<>();
+      page.get("lanes").forEach(l -> {
+        lanes.add(l.get("lane").asText());
+        assertThat(l.get("queuedJobs").size()).isEqualTo((int) Math.min(l.get("queued").asLong(), limitOf(first)));
+      });
+      pages.add(lanes);
+      next = page.get("next").isNull() ? null : page.get("next").asText();
+    }
+    return pages;
+  }
+
+  private static int limitOf(String target) {
+    return Integer.parseInt(target.replaceAll(".*queuedLimit=([0-9]+).*", "$1"));
+  }
+
   private List<Long> submit(Caller caller, int n, String payload) {
     List<Long> ids = new ArrayList<>();
     for (int i = 0; i < n; i++) {
