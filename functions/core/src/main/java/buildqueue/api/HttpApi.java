@@ -470,6 +470,7 @@ public final class HttpApi {
     out.put("userId", change.userId());
     out.put("dedicatedWorker", change.dedicatedWorker());
     out.put("lane", change.lane());
+    out.put("movedCount", change.movedCount());
     ArrayNode moved = out.putArray("movedJobs");
     change.movedJobs().forEach(moved::add);
     return json(200, out);

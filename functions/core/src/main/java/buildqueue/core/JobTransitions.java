@@ -160,8 +160,15 @@ public final class JobTransitions {
     return new Cancelled.Requested(jobId, r.longValue("worker_id"), r.string("task_id"), r.string("worker_status"));
   }
 
-  /** The user's flag after the change, the lane their queued jobs are now in, how many moved. */
-  public record LaneChange(String userId, boolean dedicatedWorker, String lane, List<Long> movedJobs) {}
+  /**
+   * The user's flag after the change, the lane their queued jobs are now in, how many moved.
+   *
+   * @param movedJobs the ids of the first {@link #MAX_MOVED_LISTED} moved jobs, in order
+   */
+  public record LaneChange(String userId, boolean dedicatedWorker, String lane, long movedCount, List<Long> movedJobs) {}
+
+  /** The most moved job ids a lane change lists: the statement answers them in one row. */
+  public static final int MAX_MOVED_LISTED = 1000;
 
   private static final String SET_DEDICATED =
       """
@@ -184,18 +191,21 @@ public final class JobTransitions {
         select m.id, 'moved', jsonb_build_object('message', 'moved to lane ' || m.lane, 'lane', m.lane), t.now
         from moved m, t
       )
-      select lane.name as lane, (select count(*) from saved) as saved, m.id as moved_id
-      from lane left join moved m on true
-      order by m.id
+      -- One row however many jobs move: a lane, a count and at most :maxListed ids (20 KB).
+      select lane.name as lane, (select count(*) from saved) as saved, (select count(*) from moved) as moved_count,
+             (select string_agg(m.id::text, ',' order by m.id)
+              from (select id from moved order by id limit :maxListed) m) as moved_ids
+      from lane
       """;
 
   /** Gives or takes a user's dedicated worker; their queued jobs move to the new lane in order. */
   public LaneChange setDedicated(String userId, boolean dedicated) {
-    List<Row> rows =
-        db.query(SET_DEDICATED, Params.of("now", clock.now(), "userId", userId, "dedicated", dedicated));
-    String lane = rows.get(0).string("lane");
-    List<Long> moved =
-        rows.stream().map(r -> r.longValue("moved_id")).filter(id -> id != null).toList();
-    return new LaneChange(userId, dedicated, lane, moved);
+    Row r =
+        db.query(SET_DEDICATED, Params.of("now", clock.now(), "userId", userId, "dedicated", dedicated)
+                .and("maxListed", MAX_MOVED_LISTED))
+            .get(0);
+    String ids = r.string("moved_ids");
+    List<Long> moved = ids == null ? List.of() : java.util.Arrays.stream(ids.split(",")).map(Long::valueOf).toList();
+    return new LaneChange(userId, dedicated, r.string("lane"), r.longValue("moved_count"), moved);
   }
 }

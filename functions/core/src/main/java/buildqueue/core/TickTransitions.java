@@ -76,7 +76,8 @@ public final class TickTransitions {
   private static final String LANES_TO_DISPATCH =
       """
       with recursive lanes(lane) as (
-        (select lane from build_job where status = 'queued' order by lane limit 1)
+        (select lane from build_job where status = 'queued' and (:after::text is null or lane > :after)
+         order by lane limit 1)
         union all
         select (select q.lane from build_job q where q.status = 'queued' and q.lane > lanes.lane
                 order by q.lane limit 1)
@@ -87,14 +88,20 @@ public final class TickTransitions {
         and (select count(*) from build_worker w where w.lane = l.lane and w.status <> 'exited')
               < case when l.lane = 'shared' then :sharedSlots else 1 end
       order by l.lane
+      limit :limit
       """;
 
   /**
-   * Lanes with queued jobs and a free slot. Walks the distinct lanes of the queued-job index (a
-   * loose index scan), so it costs one index probe per lane however many jobs wait.
+   * Lanes with queued jobs and a free slot, in name order, at most {@code limit} of them (lanes
+   * are as many as dedicated users: the answer must stay under the Data API's 1 MiB). Walks the
+   * distinct lanes of the queued-job index (a loose index scan), so it costs one index probe per
+   * lane however many jobs wait.
+   *
+   * @param after only lanes after this one (the last of the previous batch); null for the first
    */
-  public List<String> lanesToDispatch() {
-    return db.query(LANES_TO_DISPATCH, Params.of("sharedSlots", config.sharedSlots())).stream()
+  public List<String> lanesToDispatch(String after, int limit) {
+    Params params = Params.of("sharedSlots", config.sharedSlots(), "after", after, "limit", limit);
+    return db.query(LANES_TO_DISPATCH, params).stream()
         .map(r -> r.string("lane"))
         .toList();
   }
