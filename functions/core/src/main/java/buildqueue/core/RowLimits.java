@@ -19,16 +19,18 @@ import java.nio.charset.StandardCharsets;
  *   user id (200 characters of up to 4 bytes)      MAX_USER_ID_BYTES           800
  *   lane ("user:" + user id)                       MAX_LANE_BYTES              805
  *   kind                                           MAX_KIND_BYTES              200
- *   row header, ids, counters, status, 5 times     ROW_FIXED_BYTES             512
- *                                                                    total  61,517
+ *   where its whole log is                         MAX_LOG_LOCATION_BYTES    1,000
+ *   row header, ids, counters, status, 6 times     ROW_FIXED_BYTES             512
+ *                                                                    total  62,517
  * an event (JobQueries EVENTS: message and detail; R = a reason of MAX_ERROR_BYTES)
  *   message: R + 200 of fixed text                                           4,200
  *   detail: the message and R again, as JSON text; jsonb writes a control
  *     character as a 6-byte escape: 6 × (4,200 + 4,000) + 300               49,500
  *   type, row header, id, time                                                 200
  *                                                                    total  53,900
- * a job's log tail, read alone with the job's id and owner
- *   MAX_LOG_TAIL_BYTES 60,000 + user id 800 + ROW_FIXED_BYTES 512    total  61,312
+ * a job's log tail (JobQueries LOG), read alone with the job's owner, status and log location
+ *   MAX_LOG_TAIL_BYTES 60,000 + user id 800 + location 1,000 + ROW_FIXED_BYTES 512
+ *                                                                    total  62,312
  * </pre>
  *
  * So a log tail must never share a row with a payload or an error. Lists are cut by a running sum
@@ -68,6 +70,12 @@ public final class RowLimits {
   /** A job kind, in UTF-8. */
   public static final int MAX_KIND_BYTES = 200;
 
+  /**
+   * Where a job's whole log is (a log stream's name, a file's path), as a worker's log sink writes
+   * it; the sinks' own text, never a user's.
+   */
+  public static final int MAX_LOG_LOCATION_BYTES = 1_000;
+
   /** A row's header, ids, counters, status and timestamps, whatever the statement. */
   public static final int ROW_FIXED_BYTES = 512;
 
@@ -81,7 +89,12 @@ public final class RowLimits {
   /** The widest job row's budget; at most {@link #MAX_ROW_BYTES}. */
   static int widestJobRowBytes() {
     return MAX_PAYLOAD_BYTES + MAX_ERROR_BYTES + ERROR_WRAPPER_BYTES + MAX_USER_ID_BYTES + MAX_LANE_BYTES
-        + MAX_KIND_BYTES + ROW_FIXED_BYTES;
+        + MAX_KIND_BYTES + MAX_LOG_LOCATION_BYTES + ROW_FIXED_BYTES;
+  }
+
+  /** The log tail row's budget; at most {@link #MAX_ROW_BYTES}. */
+  static int logTailRowBytes() {
+    return MAX_LOG_TAIL_BYTES + MAX_USER_ID_BYTES + MAX_LOG_LOCATION_BYTES + ROW_FIXED_BYTES;
   }
 
   /** The widest event row's budget; at most {@link #MAX_ROW_BYTES}. */

@@ -3,6 +3,7 @@ package buildqueue.worker;
 import buildqueue.core.JobStatus;
 import buildqueue.core.QueueClock;
 import buildqueue.core.QueueConfig;
+import buildqueue.core.RowLimits;
 import buildqueue.core.WorkerTransitions;
 import buildqueue.core.WorkerTransitions.AssignedJob;
 import buildqueue.core.WorkerTransitions.Ended;
@@ -85,7 +86,7 @@ public final class WorkerLoop {
   }
 
   /** The bytes of a job's output the queue keeps with the job (the rest is in the worker's log). */
-  public static final int LOG_TAIL_BYTES = 60_000;
+  public static final int LOG_TAIL_BYTES = RowLimits.MAX_LOG_TAIL_BYTES;
   /** A program's progress is written at most this often; the latest value wins. */
   static final Duration PROGRESS_INTERVAL = Duration.ofSeconds(1);
   /** A program's log tail is written at most this often while it prints. */

@@ -114,6 +114,27 @@ class SizeLimitsTest {
   }
 
   @Test
+  void the_largest_log_tail_a_worker_keeps_is_readable_beside_the_widest_job_row(TestDatabase tdb) {
+    QueueHarness h = QueueHarness.manual(tdb);
+    HttpApi api = api(h);
+    h.queue.setDedicated(WIDEST_USER, true);
+    long id = created(api, Caller.user(WIDEST_USER), "noop", LARGEST);
+    WorkerLaunch w = h.manual.lastLaunch();
+    h.workers.start(w.workerId(), w.token());
+    String tail = "\uD83D\uDE00".repeat(RowLimits.MAX_LOG_TAIL_BYTES / 4);
+    WorkerTransitions.LogWrite log =
+        new WorkerTransitions.LogWrite(tail, 10_000_000L, "l".repeat(RowLimits.MAX_LOG_LOCATION_BYTES));
+
+    assertThat(h.workers.checkIn(w.workerId(), w.token(), id, 1, log)).isEqualTo(WorkerTransitions.ProgressAck.RECORDED);
+    h.workers.end(w.workerId(), w.token(), id, JobStatus.FAILED, "\uD83D\uDE00".repeat(25_000), log);
+
+    ApiResponse text = ok(api.handle(ApiRequest.of("GET", "/jobs/" + id + "/log", Caller.user(WIDEST_USER))));
+    assertThat(text.bodyText()).isEqualTo(tail);
+    JsonNode job = json(ok(api.handle(ApiRequest.of("GET", "/jobs/" + id, Caller.user(WIDEST_USER)))));
+    assertThat(job.get("status").asText()).isEqualTo("failed");
+  }
+
+  @Test
   void the_widest_history_rows_a_launch_failure_and_worker_exits_can_leave_are_readable(TestDatabase tdb) {
     QueueHarness h = QueueHarness.manual(tdb);
     HttpApi api = api(h);
