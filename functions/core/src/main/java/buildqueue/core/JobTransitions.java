@@ -191,7 +191,7 @@ public final class JobTransitions {
         select m.id, 'moved', jsonb_build_object('message', 'moved to lane ' || m.lane, 'lane', m.lane), t.now
         from moved m, t
       )
-      -- One row however many jobs move: a lane, a count and at most :maxListed ids (20 KB).
+      -- One row however many jobs move: a lane, a count and at most MAX_MOVED_LISTED ids (20 KB).
       select lane.name as lane, (select count(*) from saved) as saved, (select count(*) from moved) as moved_count,
              (select string_agg(m.id::text, ',' order by m.id)
               from (select id from moved order by id limit :maxListed) m) as moved_ids

@@ -37,6 +37,7 @@ public final class TickTransitions {
         returning w.id, w.task_id, w.expires_at <= t.now as lease_expired
       )
       -- RETURNING has no order, so a tick that works through its claims in id order is reproducible.
+      -- Size: at most the limit (the tick's 100) of rows of an id and a task id (400 bytes).
       select * from claimed order by id
       """;
 
@@ -60,6 +61,7 @@ public final class TickTransitions {
   private static final String EXPIRED_LEASES =
       """
       with t as (select coalesce(:now::timestamptz, now()) as now)
+      -- Size: at most the limit (the tick's 100) of rows of an id and a task id (400 bytes).
       select w.id, w.task_id from build_worker w, t
       where w.status <> 'exited' and w.expires_at <= t.now
       order by w.id
@@ -83,6 +85,7 @@ public final class TickTransitions {
                 order by q.lane limit 1)
         from lanes where lanes.lane is not null
       )
+      -- Size: at most the limit (the tick's 100) of rows of a lane (RowLimits.MAX_LANE_BYTES).
       select l.lane from lanes l
       where l.lane is not null
         and (select count(*) from build_worker w where w.lane = l.lane and w.status <> 'exited')

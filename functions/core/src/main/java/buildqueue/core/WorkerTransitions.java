@@ -52,6 +52,8 @@ public final class WorkerTransitions {
         select job.id, 'started', jsonb_build_object('message', 'started on worker ' || :workerId, 'workerId', :workerId), t.now
         from job, t
       )
+      -- One row carrying the job's payload: within RowLimits' job row (the payload at most
+      -- MAX_PAYLOAD_BYTES as stored, checked when it was enqueued).
       select t.now as database_now, worker.expires_at,
              job.id, job.user_id, job.kind, job.payload, job.progress, job.attempts, job.cancel_requested
       from worker cross join t left join job on true
@@ -319,6 +321,7 @@ public final class WorkerTransitions {
   /** One row: whether the worker was fenced in, whether it drained, and the job it took, if any. */
   private static final String ANSWER =
       """
+      -- One row carrying the taken job's payload: within RowLimits' job row, as START.
       select (select count(*) from fence) as fenced_in, (select count(*) from drained) as drained,
              taken.id, taken.user_id, taken.kind, taken.payload, taken.progress, taken.attempts, taken.cancel_requested
       from (select 1) as one left join taken on true
