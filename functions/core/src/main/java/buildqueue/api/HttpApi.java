@@ -441,7 +441,7 @@ public final class HttpApi {
 
   private ApiResponse lanes(Call call) {
     int limit = wholeNumber(call.query, "queuedLimit", DEFAULT_QUEUED_LIMIT, 0, MAX_LIST_LIMIT);
-    String after = single(call.query, "after").orElse(null);
+    String after = single(call.query, "after").map(HttpApi::laneCursor).orElse(null);
     JobQueries.LanePage page = queries.lanes(after, limit);
     ObjectNode out = ApiJson.object();
     ArrayNode list = out.putArray("lanes");
@@ -449,6 +449,16 @@ public final class HttpApi {
     out.put("next", page.nextAfter()
         .map(next -> "/lanes?queuedLimit=" + limit + "&after=" + QueryString.encode(next)).orElse(null));
     return json(200, out);
+  }
+
+  /** A lanes page cursor: a lane name, as a previous page's {@code next} link names it. */
+  private static String laneCursor(String raw) {
+    String user = raw.startsWith("user:") ? raw.substring("user:".length()) : raw;
+    if (!raw.equals("shared") && !(raw.startsWith("user:") && isUsableId(user))) {
+      throw ApiProblem.invalid("Query parameter \"after\" must be a lane (\"shared\" or \"user:\" and a user id), "
+          + "as in the \"next\" link of the previous page, not \"" + JsonBodies.printable(raw) + "\".");
+    }
+    return raw;
   }
 
   private ApiResponse putUser(Call call) {

@@ -99,6 +99,8 @@ class ListPagingTest {
     long job = submit(ALICE, 1, "{}").get(0);
     assertThat(assertProblem(f.get("/jobs/" + job + "/events?after=-1", ALICE), 400, "/jobs/" + job + "/events")
         .get("detail").asText()).contains("\"after\" must be an event id");
+    assertThat(assertProblem(f.get("/lanes?after=user%3Aa%00b", ADMIN), 400, "/lanes").get("detail").asText())
+        .contains("\"after\" must be a lane");
   }
 
   @Test
