@@ -101,6 +101,13 @@ final class Mutants {
                   and w.id = :workerId and w.status = 'running' and w.expires_at > t.now
                 returning j.cancel_requested
           """),
+      new Mutant("outlived-lease-never-stopped",
+          "§4 liveness: a worker still running past its lease is stopped, and its slot waits for the evidence",
+          MAIN + "BuildQueue.java",
+          """
+                  platform.stop(d.taskId(), "worker " + d.workerId() + " outlived its lease");
+          """,
+          ""),
       new Mutant("start-without-lease",
           "§4 worker start: launching → running only before the lease",
           MAIN + "WorkerTransitions.java",

@@ -43,13 +43,13 @@
  * {@code scripts/mutants.sh -o} breaks the core on purpose, one {@link buildqueue.faults.Mutants
  * mutant} at a time (an unknown launch taken for a failed one; lease reclaim of a worker the
  * platform can check; a fifth interruption without progress retried; the progress fence without
- * the token; the worker start without the lease), runs this suite's default scenarios against each
- * in a copy of the working tree, and prints which invariant caught it, with the seed, the scenarios
- * it took and the time; it exits non-zero if one went uncaught. {@code --base-seed=B} repeats a
- * batch, {@code --only=name,name} picks mutants. Each mutant is an exact text replacement that
- * must find its text once; {@link buildqueue.faults.MutantsTest} checks that on every build, so a
- * change to the core that moves a mutant's text fails there rather than leaving a mutant that
- * tests nothing.
+ * the token; no stop for a worker running past its lease; the worker start without the lease),
+ * runs this suite's default scenarios against each in a copy of the working tree, and prints which
+ * invariant caught it, with the seed, the scenarios it took and the time; it exits non-zero if one
+ * went uncaught. {@code --base-seed=B} repeats a batch, {@code --only=name,name} picks mutants.
+ * Each mutant is an exact text replacement that must find its text once; {@link
+ * buildqueue.faults.MutantsTest} checks that on every build, so a change to the core that moves a
+ * mutant's text fails there rather than leaving a mutant that tests nothing.
  *
  * <h2>What is deterministic</h2>
  *
