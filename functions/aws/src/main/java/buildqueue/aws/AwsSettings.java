@@ -5,6 +5,9 @@ import buildqueue.aws.db.DataApiSettings;
 import buildqueue.aws.ecs.EcsSettings;
 import buildqueue.aws.ecs.EcsWorkerPlatform;
 import buildqueue.core.QueueConfig;
+import buildqueue.kinds.KindCatalogue;
+import buildqueue.kinds.KindCatalogueException;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.List;
@@ -37,6 +40,9 @@ import java.util.function.Function;
  *   <tr><td>{@value #CHAIN_WINDOW_SECONDS}</td><td>as above</td><td>300 (0: one job per
  *       worker)</td></tr>
  *   <tr><td>{@value #METRICS_NAMESPACE}</td><td>all but migrate</td><td>{@code buildqueue}</td></tr>
+ *   <tr><td>{@value #KINDS_FILE}</td><td>enqueue (the API checks submissions), worker (runs
+ *       them)</td><td>required: an absolute path to the kind catalogue ({@link #ENQUEUE_KINDS_FILE}
+ *       in the functions' jar, {@link #WORKER_KINDS_FILE} in the worker image)</td></tr>
  *   <tr><td>{@value #WORKER_ID}, {@value #WORKER_TOKEN}</td><td>worker (set per task by the
  *       launch's container overrides)</td><td>required</td></tr>
  *   <tr><td>{@value #AWS_REGION}</td><td>all that call AWS (set by Lambda and ECS)</td>
@@ -61,6 +67,14 @@ public final class AwsSettings {
   public static final String WORKER_LIFETIME_MINUTES = "BUILDQUEUE_WORKER_LIFETIME_MINUTES";
   public static final String CHAIN_WINDOW_SECONDS = "BUILDQUEUE_CHAIN_WINDOW_SECONDS";
   public static final String METRICS_NAMESPACE = "BUILDQUEUE_METRICS_NAMESPACE";
+  public static final String KINDS_FILE = KindCatalogue.FILE_VARIABLE;
+  /**
+   * Where the API function finds the catalogue: the build copies {@code infra/kinds/kinds.json} to
+   * the root of the functions' jar, which Lambda unpacks into {@code /var/task}.
+   */
+  public static final String ENQUEUE_KINDS_FILE = "/var/task/kinds.json";
+  /** Where the worker image holds the catalogue: {@code infra/Dockerfile} copies it there. */
+  public static final String WORKER_KINDS_FILE = "/etc/buildqueue/kinds.json";
   /** Set per task by the launch ({@link EcsWorkerPlatform} writes the container overrides). */
   public static final String WORKER_ID = EcsWorkerPlatform.WORKER_ID_VARIABLE;
   public static final String WORKER_TOKEN = EcsWorkerPlatform.WORKER_TOKEN_VARIABLE;
@@ -87,6 +101,11 @@ public final class AwsSettings {
 
     boolean runsTheQueue() {
       return this == ENQUEUE || this == TICK || this == TASK_STATE_CHANGE;
+    }
+
+    /** The parts that must know the job kinds: the API checks submissions, the worker runs them. */
+    public boolean needsKinds() {
+      return this == ENQUEUE || this == WORKER;
     }
   }
 
@@ -120,6 +139,7 @@ public final class AwsSettings {
   private final Optional<QueueConfig> queue;
   private final Optional<String> metricsNamespace;
   private final Optional<WorkerIdentity> worker;
+  private final Optional<Path> kindsFile;
 
   private AwsSettings(Component component, Function<String, String> env) {
     Reader r = new Reader(env);
@@ -142,6 +162,7 @@ public final class AwsSettings {
     this.worker = component == Component.WORKER
         ? Optional.of(new WorkerIdentity(r.positiveLong(WORKER_ID), r.uuid(WORKER_TOKEN)))
         : Optional.empty();
+    this.kindsFile = component.needsKinds() ? Optional.of(r.absolutePath(KINDS_FILE)) : Optional.empty();
   }
 
   /** Reads the variables {@code component} needs from the process environment. */
@@ -206,6 +227,30 @@ public final class AwsSettings {
     return worker.orElseThrow(() -> notRead(WORKER_ID + "/" + WORKER_TOKEN));
   }
 
+  /** The kind catalogue's path, as {@value #KINDS_FILE} gives it. */
+  public Path kindsFile() {
+    return kindsFile.orElseThrow(() -> notRead(KINDS_FILE));
+  }
+
+  /**
+   * Loads the kind catalogue {@value #KINDS_FILE} names, checked against this part's queue
+   * settings. A missing or bad file fails the start with a message naming the variable, the path
+   * and, for a missing file, how it gets there.
+   */
+  public KindCatalogue kindCatalogue() {
+    Path file = kindsFile();
+    try {
+      return KindCatalogue.load(file, queue());
+    } catch (KindCatalogueException e) {
+      String origin = component == Component.WORKER
+          ? "The worker image copies infra/kinds/kinds.json to " + WORKER_KINDS_FILE + " (infra/Dockerfile)."
+          : "The functions' jar carries infra/kinds/kinds.json, which Lambda unpacks to " + ENQUEUE_KINDS_FILE
+              + " (mvn package builds it in; README: Deploy).";
+      throw new KindCatalogueException("the kind catalogue that environment variable " + KINDS_FILE + " names ("
+          + file + ") cannot be used: " + e.getMessage() + ". " + origin, e);
+    }
+  }
+
   private IllegalStateException notRead(String what) {
     return new IllegalStateException(component.label() + " does not read " + what);
   }
@@ -225,13 +270,23 @@ public final class AwsSettings {
     }
   }
 
+  /**
+   * The longest lease a worker may have on ECS. A relaunch reuses the worker's token as RunTask's
+   * {@code clientToken}, which ECS keeps at most 24 hours from its first use; every relaunch
+   * happens before the lease ends, so a lease shorter than that always finds the first task while
+   * it may still run. An hour is left for clocks and for ECS's accounting, which AWS does not give
+   * to the second.
+   */
+  public static final Duration MAX_LEASE = Duration.ofHours(23);
+
   private static QueueConfig queueConfig(Reader r) {
     QueueConfig defaults = QueueConfig.defaults();
     int sharedSlots = (int) r.positiveLong(SHARED_SLOTS, defaults.sharedSlots());
     Duration lifetime = Duration.ofMinutes(r.positiveLong(WORKER_LIFETIME_MINUTES, defaults.workerLifetime().toMinutes()));
     Duration chainWindow = Duration.ofSeconds(r.nonNegativeLong(CHAIN_WINDOW_SECONDS, defaults.chainWindow().toSeconds()));
+    QueueConfig config;
     try {
-      return defaults
+      config = defaults
           .withSharedSlots(sharedSlots)
           .withLease(lifetime, defaults.leaseSlack(), defaults.deadlineMargin())
           .withChainWindow(chainWindow);
@@ -240,12 +295,23 @@ public final class AwsSettings {
           "the queue settings (" + SHARED_SLOTS + ", " + WORKER_LIFETIME_MINUTES + ", " + CHAIN_WINDOW_SECONDS
               + ") do not fit together: " + e.getMessage(), e);
     }
+    return withinTokenLifetime(config);
+  }
+
+  private static QueueConfig withinTokenLifetime(QueueConfig config) {
+    if (config.lease().compareTo(MAX_LEASE) > 0) {
+      throw new BuildQueueException(WORKER_LIFETIME_MINUTES + " is " + config.workerLifetime().toMinutes()
+          + ": with the lease's " + config.leaseSlack().toMinutes() + " minutes of slack a worker's lease may be at most "
+          + MAX_LEASE.toHours() + " hours (" + MAX_LEASE.minus(config.leaseSlack()).toMinutes()
+          + " minutes of lifetime), or a relaunch could outlive ECS's 24-hour client token and start a second task");
+    }
+    return config;
   }
 
   @Override
   public String toString() {
     return "AwsSettings[" + component.label() + ", " + region + ", " + database + ", " + ecs + ", eventBus=" + eventBus + ", "
-        + queue + ", " + worker + "]";
+        + queue + ", " + worker + ", kindsFile=" + kindsFile + "]";
   }
 
   /** Reads and checks single variables; every failure names the variable and says what it needs. */
@@ -310,6 +376,15 @@ public final class AwsSettings {
         throw new BuildQueueException("environment variable " + name + " must list at least one value, comma-separated");
       }
       return items;
+    }
+
+    Path absolutePath(String name) {
+      String v = required(name);
+      Path path = Path.of(v);
+      if (!path.isAbsolute()) {
+        throw new BuildQueueException("environment variable " + name + " must be an absolute path, was \"" + v + "\"");
+      }
+      return path;
     }
 
     UUID uuid(String name) {

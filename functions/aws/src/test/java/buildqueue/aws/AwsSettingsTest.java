@@ -5,12 +5,16 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import buildqueue.BuildQueueException;
 import buildqueue.aws.AwsSettings.Component;
+import buildqueue.kinds.KindCatalogueException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 class AwsSettingsTest {
   private static Map<String, String> queueFunctionEnv() {
@@ -21,6 +25,7 @@ class AwsSettingsTest {
     env.put(AwsSettings.ECS_CLUSTER, "buildqueue-workers");
     env.put(AwsSettings.TASK_DEFINITION, "buildqueue-worker:7");
     env.put(AwsSettings.SUBNETS, "subnet-1, subnet-2");
+    env.put(AwsSettings.KINDS_FILE, AwsSettings.ENQUEUE_KINDS_FILE);
     return env;
   }
 
@@ -41,9 +46,24 @@ class AwsSettingsTest {
   }
 
   @Test
+  void a_worker_lifetime_whose_lease_would_outlive_the_run_task_client_token_is_refused() {
+    Map<String, String> longest = queueFunctionEnv();
+    longest.put(AwsSettings.WORKER_LIFETIME_MINUTES, "1375");
+    Map<String, String> tooLong = queueFunctionEnv();
+    tooLong.put(AwsSettings.WORKER_LIFETIME_MINUTES, "1376");
+
+    assertThat(AwsSettings.load(Component.TICK, longest::get).queue().lease()).isEqualTo(AwsSettings.MAX_LEASE);
+    assertThatThrownBy(() -> AwsSettings.load(Component.TICK, tooLong::get))
+        .isInstanceOf(BuildQueueException.class)
+        .hasMessageContaining(AwsSettings.WORKER_LIFETIME_MINUTES)
+        .hasMessageContaining("1375 minutes")
+        .hasMessageContaining("client token");
+  }
+
+  @Test
   void every_missing_required_variable_is_named() {
     for (String name : List.of("AWS_REGION", AwsSettings.DB_CLUSTER_ARN, AwsSettings.DB_SECRET_ARN,
-        AwsSettings.ECS_CLUSTER, AwsSettings.TASK_DEFINITION, AwsSettings.SUBNETS)) {
+        AwsSettings.ECS_CLUSTER, AwsSettings.TASK_DEFINITION, AwsSettings.SUBNETS, AwsSettings.KINDS_FILE)) {
       Map<String, String> env = queueFunctionEnv();
       env.remove(name);
       assertThatThrownBy(() -> AwsSettings.load(Component.ENQUEUE, env::get))
@@ -86,7 +106,8 @@ class AwsSettingsTest {
   void a_worker_uses_a_jdbc_url_when_given_and_the_data_api_otherwise() {
     UUID token = UUID.randomUUID();
     Map<String, String> jdbc = Map.of(AwsSettings.JDBC_URL, "jdbc:postgresql://db/bq?password=secret",
-        AwsSettings.WORKER_ID, "42", AwsSettings.WORKER_TOKEN, token.toString());
+        AwsSettings.WORKER_ID, "42", AwsSettings.WORKER_TOKEN, token.toString(),
+        AwsSettings.KINDS_FILE, AwsSettings.WORKER_KINDS_FILE);
     Map<String, String> dataApi = new HashMap<>(queueFunctionEnv());
     dataApi.put(AwsSettings.WORKER_ID, "42");
     dataApi.put(AwsSettings.WORKER_TOKEN, token.toString());
@@ -109,5 +130,60 @@ class AwsSettingsTest {
     assertThatThrownBy(() -> AwsSettings.load(Component.WORKER, env::get))
         .hasMessageContaining(AwsSettings.WORKER_TOKEN)
         .message().doesNotContain("not-a-uuid-but-secret");
+  }
+
+  @Test
+  void the_api_and_the_worker_read_the_catalogue_path_and_the_other_functions_do_not() {
+    Map<String, String> relative = queueFunctionEnv();
+    relative.put(AwsSettings.KINDS_FILE, "kinds.json");
+
+    assertThat(AwsSettings.load(Component.ENQUEUE, queueFunctionEnv()::get).kindsFile())
+        .isEqualTo(Path.of(AwsSettings.ENQUEUE_KINDS_FILE));
+    assertThatThrownBy(() -> AwsSettings.load(Component.ENQUEUE, relative::get))
+        .hasMessageContaining(AwsSettings.KINDS_FILE).hasMessageContaining("absolute path");
+    assertThatThrownBy(AwsSettings.load(Component.TICK, queueFunctionEnv()::get)::kindsFile)
+        .hasMessageContaining("tick does not read " + AwsSettings.KINDS_FILE);
+  }
+
+  @Test
+  void an_api_function_without_its_catalogue_refuses_to_start_naming_the_variable_and_the_path() {
+    Map<String, String> env = queueFunctionEnv();
+    env.put(AwsSettings.KINDS_FILE, "/var/task/no-kinds-here.json");
+    AwsSettings s = AwsSettings.load(Component.ENQUEUE, env::get);
+
+    assertThatThrownBy(s::kindCatalogue)
+        .isInstanceOf(KindCatalogueException.class)
+        .hasMessageContaining(AwsSettings.KINDS_FILE)
+        .hasMessageContaining("/var/task/no-kinds-here.json")
+        .hasMessageContaining("no such file")
+        .hasMessageContaining("mvn package");
+  }
+
+  @Test
+  void a_worker_image_without_its_catalogue_refuses_to_start_naming_the_variable_and_the_path() {
+    Map<String, String> env = Map.of(AwsSettings.JDBC_URL, "jdbc:postgresql://db/bq", AwsSettings.WORKER_ID, "42",
+        AwsSettings.WORKER_TOKEN, UUID.randomUUID().toString(), AwsSettings.KINDS_FILE, "/etc/buildqueue/missing.json");
+    AwsSettings s = AwsSettings.load(Component.WORKER, env::get);
+
+    assertThatThrownBy(s::kindCatalogue)
+        .hasMessageContaining(AwsSettings.KINDS_FILE)
+        .hasMessageContaining("/etc/buildqueue/missing.json")
+        .hasMessageContaining("infra/Dockerfile");
+  }
+
+  @Test
+  void a_bad_catalogue_is_refused_with_its_own_message_and_the_variable(@TempDir Path dir) throws Exception {
+    Path file = dir.resolve("kinds.json");
+    Files.writeString(file, "{\"kinds\": {\"render\": {\"command\": [\"x\"], \"timeout\": \"55m\"}}}");
+    Map<String, String> env = queueFunctionEnv();
+    env.put(AwsSettings.KINDS_FILE, file.toString());
+
+    assertThatThrownBy(AwsSettings.load(Component.ENQUEUE, env::get)::kindCatalogue)
+        .hasMessageContaining(AwsSettings.KINDS_FILE)
+        .hasMessageContaining(file + ": kind \"render\": \"timeout\" is 55m")
+        .hasMessageContaining("WorkerLifetimeMinutes");
+
+    env.put(AwsSettings.WORKER_LIFETIME_MINUTES, "61");
+    assertThat(AwsSettings.load(Component.ENQUEUE, env::get).kindCatalogue().kinds()).hasSize(1);
   }
 }

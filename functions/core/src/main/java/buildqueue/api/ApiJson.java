@@ -4,6 +4,7 @@ import buildqueue.core.JobQueries.CurrentJob;
 import buildqueue.core.JobQueries.EventView;
 import buildqueue.core.JobQueries.JobView;
 import buildqueue.core.JobQueries.LaneView;
+import buildqueue.core.JobQueries.LogSummary;
 import buildqueue.core.JobQueries.QueuedJob;
 import buildqueue.core.JobQueries.SlotView;
 import buildqueue.core.JobQueries.Waiting;
@@ -81,7 +82,18 @@ final class ApiJson {
     o.put("dispatchedAt", time(j.dispatchedAt()));
     o.put("startedAt", time(j.startedAt()));
     o.put("finishedAt", time(j.finishedAt()));
+    o.set("log", j.log().map(l -> (JsonNode) log(j.id(), l)).orElse(NODES.nullNode()));
     o.set("waitingFor", waiting.map(w -> (JsonNode) waiting(w)).orElse(NODES.nullNode()));
+    return o;
+  }
+
+  /** Where a job's output is: the tail the queue keeps, and the whole log where there is one. */
+  static ObjectNode log(long jobId, LogSummary l) {
+    ObjectNode o = object();
+    o.put("tail", "/jobs/" + jobId + "/log");
+    o.put("totalBytes", l.totalBytes());
+    o.put("location", l.location());
+    o.put("updatedAt", time(l.updatedAt()));
     return o;
   }
 

@@ -87,6 +87,7 @@ public final class HttpApi {
         new Route("GET", "/jobs", Access.USER, Set.of("status", "limit", "userId"), this::listJobs),
         new Route("GET", "/jobs/{id}", Access.USER, Set.of(), this::getJob),
         new Route("GET", "/jobs/{id}/events", Access.USER, Set.of(), this::events),
+        new Route("GET", "/jobs/{id}/log", Access.USER, Set.of("since"), this::log),
         new Route("POST", "/jobs/{id}/cancel", Access.USER, Set.of(), this::cancel),
         new Route("GET", "/lanes", Access.ADMIN, Set.of("queuedLimit"), this::lanes),
         new Route("PUT", "/users/{userId}", Access.ADMIN, Set.of(), this::putUser));
@@ -322,6 +323,62 @@ public final class HttpApi {
     ArrayNode list = out.putArray("events");
     queries.events(job.id()).forEach(e -> list.add(ApiJson.event(e)));
     return json(200, out);
+  }
+
+  /** The header that says how many bytes of output the job has written in all. */
+  public static final String LOG_TOTAL_BYTES = "Buildqueue-Log-Total-Bytes";
+  /** The header that says the job's status, so a follower knows when its log is complete. */
+  public static final String JOB_STATUS = "Buildqueue-Job-Status";
+  /** The header that says how many bytes before the tail are not kept here. */
+  public static final String LOG_SKIPPED_BYTES = "Buildqueue-Log-Skipped-Bytes";
+
+  /**
+   * The job's output as the queue keeps it, as text: its last part. With {@code since} (a byte
+   * count from an earlier answer's {@value #LOG_TOTAL_BYTES}), only what came after it, so a
+   * client can follow a running job; a {@code since} beyond the total means the job started a new
+   * attempt, whose output starts over.
+   */
+  private ApiResponse log(Call call) {
+    long id = jobId(call);
+    JobQueries.JobLogView log = queries.log(id)
+        .filter(l -> call.caller.admin() || l.userId().equals(call.caller.userId()))
+        .orElseThrow(() -> jobNotFound(id));
+    long since = byteOffset(call.query, "since");
+    byte[] tail = log.tail().getBytes(java.nio.charset.StandardCharsets.UTF_8);
+    long tailStart = log.totalBytes() - tail.length;
+    int from;
+    long skipped = 0;
+    if (since > log.totalBytes() || since <= tailStart) {
+      from = 0;
+      skipped = since > log.totalBytes() ? tailStart : tailStart - since;
+    } else {
+      from = (int) (since - tailStart);
+      while (from < tail.length && (tail[from] & 0xC0) == 0x80) {
+        from++; // never start inside a character
+      }
+    }
+    Map<String, String> headers = new LinkedHashMap<>();
+    headers.put("Content-Type", "text/plain; charset=utf-8");
+    headers.put("Cache-Control", "no-store");
+    headers.put("X-Content-Type-Options", "nosniff");
+    headers.put(LOG_TOTAL_BYTES, Long.toString(log.totalBytes()));
+    headers.put(JOB_STATUS, log.status().sql());
+    if (skipped > 0) {
+      headers.put(LOG_SKIPPED_BYTES, Long.toString(skipped));
+    }
+    return new ApiResponse(200, headers, Arrays.copyOfRange(tail, from, tail.length));
+  }
+
+  private static long byteOffset(Map<String, List<String>> query, String name) {
+    Optional<String> raw = single(query, name);
+    if (raw.isEmpty()) {
+      return 0;
+    }
+    if (!raw.get().matches("[0-9]{1,18}")) {
+      throw ApiProblem.invalid("Query parameter \"" + name + "\" must be a whole number of bytes, as the header "
+          + LOG_TOTAL_BYTES + " of an earlier answer gave it, not \"" + JsonBodies.printable(raw.get()) + "\".");
+    }
+    return Long.parseLong(raw.get());
   }
 
   private ApiResponse cancel(Call call) {

@@ -57,7 +57,7 @@ public final class BuildQueue {
     this.config = config;
     this.jobs = new JobTransitions(db, config, clock);
     this.dispatch = new DispatchTransitions(db, config, clock);
-    this.exits = new ExitTransitions(db, clock);
+    this.exits = new ExitTransitions(db, config, clock);
     this.tick = new TickTransitions(db, config, clock);
   }
 
@@ -155,7 +155,7 @@ public final class BuildQueue {
       dispatch.recordStarted(launch, s.taskId());
     } else if (outcome instanceof LaunchOutcome.NotStarted n) {
       LOG.log(Level.WARNING, "worker {0} in {1} not started: {2}", launch.workerId(), launch.slot(), n.reason());
-      dispatch.recordNotStarted(launch, n.reason(), n.retryable());
+      exits.launchFailed(launch, n.reason(), n.retryable());
     } else if (outcome instanceof LaunchOutcome.Unknown u) {
       // Keep the slot: the task may be starting. The tick retries with the same token.
       LOG.log(Level.WARNING, "worker {0} in {1}: launch outcome unknown ({2}); slot held until the tick resolves it",
@@ -165,7 +165,8 @@ public final class BuildQueue {
 
   /**
    * Termination evidence for a task (an ECS STOPPED event, a local process seen gone): the worker
-   * exits, its job is recovered, and its lane is dispatched. Duplicates change nothing.
+   * exits, its job is recovered (or, if the worker never started, counted as a launch failure), and
+   * its lane is dispatched. Duplicates change nothing.
    *
    * @param workerId from the task's {@code startedBy}, when known (covers an event that arrives
    *     before the launch recorded the task id)
@@ -173,6 +174,11 @@ public final class BuildQueue {
    */
   public Optional<ExitTransitions.Exited> taskStopped(String taskId, Long workerId, UUID token, String reason) {
     Optional<ExitTransitions.Exited> exited = exits.exited(taskId, workerId, token, reason);
+    if (exited.isEmpty()) {
+      // Rare, so a second statement here costs nothing on the common path: the worker never
+      // started (its task failed to start, its process died first), or this is a duplicate.
+      exited = exits.exitedBeforeStart(taskId, workerId, token, reason).map(ExitTransitions.NotStarted::exited);
+    }
     exited.ifPresent(exitListener::exited);
     // Always a fresh statement, never the exit's own view of the lane: an enqueue that saw this
     // worker still live (and so skipped its dispatch) may commit while the exit runs, and only a

@@ -118,72 +118,6 @@ public final class DispatchTransitions {
         == 1;
   }
 
-  /** The job of a worker whose launch definitely failed: back in the queue, or failed. */
-  public record LaunchFailed(long jobId, JobStatus jobStatus, String error) {}
-
-  private static final String RECORD_NOT_STARTED =
-      """
-      with t as (select coalesce(:now::timestamptz, now()) as now),
-      worker as (
-        update build_worker w set status = 'exited', exited_at = t.now, exit_reason = 'not started: ' || :reason
-        from t
-        where w.id = :workerId and w.token = :token::uuid and w.status = 'launching'
-        returning w.id
-      ),
-      job as (
-        update build_job j set
-          launch_failures = j.launch_failures + 1,
-          status = case when j.cancel_requested then 'cancelled'
-                        when :retryable and j.launch_failures + 1 < :maxFailures then 'queued'
-                        else 'failed' end,
-          worker_id = case when not j.cancel_requested and :retryable and j.launch_failures + 1 < :maxFailures
-                           then null else j.worker_id end,
-          not_before = case when :retryable and j.launch_failures + 1 < :maxFailures
-                            then t.now + :backoffMs * power(2, j.launch_failures) * interval '1 millisecond' end,
-          error = case when j.cancel_requested then null
-                       when not :retryable then 'Could not start a build worker: ' || :reason
-                                                || '. Check the worker configuration and retry.'
-                       when j.launch_failures + 1 >= :maxFailures then 'Could not start a build worker after '
-                                                || (j.launch_failures + 1) || ' attempts: ' || :reason || '. Retry later.'
-                  end,
-          finished_at = case when j.cancel_requested or not :retryable or j.launch_failures + 1 >= :maxFailures
-                             then t.now end
-        from worker, t
-        where j.worker_id = worker.id and j.status = 'dispatched'
-        returning j.id, j.status, j.error, j.not_before
-      ),
-      event as (
-        insert into build_job_event (job_id, type, detail, at)
-        select job.id, case job.status when 'queued' then 'launch-failed' else job.status end,
-               jsonb_build_object('message',
-                 case job.status
-                   when 'queued' then 'worker not started (' || :reason || '); retrying after '
-                                      || to_char(job.not_before, 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
-                   when 'cancelled' then 'cancelled; its worker never started'
-                   else 'failed: ' || job.error end,
-                 'reason', :reason),
-               t.now
-        from job, t
-      )
-      select job.id, job.status, job.error from job
-      """;
-
-  /**
-   * The launch definitely started nothing: the worker exits at once, freeing its slot, and its job
-   * is queued again with backoff (capacity shortages, a bounded number of times) or fails with a
-   * message the user can act on.
-   */
-  public Optional<LaunchFailed> recordNotStarted(WorkerLaunch launch, String reason, boolean retryable) {
-    Params params =
-        Params.of("now", clock.now(), "workerId", launch.workerId(), "token", launch.token())
-            .and("reason", reason)
-            .and("retryable", retryable)
-            .and("maxFailures", config.maxLaunchFailures())
-            .and("backoffMs", config.launchBackoff().toMillis());
-    return db.queryOptional(RECORD_NOT_STARTED, params)
-        .map(r -> new LaunchFailed(r.longValue("id"), JobStatus.of(r.string("status")), r.string("error")));
-  }
-
   private static final String CLAIM_UNRESOLVED_LAUNCHES =
       """
       with t as (select coalesce(:now::timestamptz, now()) as now),
@@ -203,7 +137,7 @@ public final class DispatchTransitions {
           for update skip locked))
         returning w.id, w.token, w.lane, w.slot
       )
-      -- RETURNING has no order; relaunching in id order makes a tick reproducible.
+      -- RETURNING has no order, and relaunching in id order makes a tick reproducible.
       select * from claimed order by id
       """;
 

@@ -3,6 +3,7 @@ package buildqueue.core;
 import buildqueue.db.Database;
 import buildqueue.db.Params;
 import buildqueue.db.Row;
+import buildqueue.platform.WorkerLaunch;
 import java.time.Duration;
 import java.util.Optional;
 import java.util.UUID;
@@ -21,10 +22,12 @@ public final class ExitTransitions {
   public static final int MAX_RECOVERIES = 3;
 
   private final Database db;
+  private final QueueConfig config;
   private final QueueClock clock;
 
-  public ExitTransitions(Database db, QueueClock clock) {
+  public ExitTransitions(Database db, QueueConfig config, QueueClock clock) {
     this.db = db;
+    this.config = config;
     this.clock = clock;
   }
 
@@ -32,64 +35,39 @@ public final class ExitTransitions {
    * The worker that exited, and what became of the job it had: {@code queued} again at the head of
    * its lane, {@code failed}, {@code cancelled}, or none. {@code slotHeld} is how long the worker
    * held its slot, from dispatch to this exit (what a slot costs, for metrics). The caller always
-   * dispatches the lane next, in a fresh statement (see {@code BuildQueue#taskStopped}).
+   * dispatches the lane next, in a fresh statement (see {@code BuildQueue#taskStopped}). {@code
+   * neverStarted}: the worker exited before its start, so its job never ran and this counts as a
+   * launch failure, not an interruption.
    */
   public record Exited(
-      long workerId, String lane, Optional<Long> jobId, Optional<JobStatus> jobStatus, Duration slotHeld) {}
+      long workerId, String lane, Optional<Long> jobId, Optional<JobStatus> jobStatus, Duration slotHeld,
+      boolean neverStarted) {}
 
   private static final String EXITED =
       """
       with t as (select coalesce(:now::timestamptz, now()) as now),
-      target as (
-        select w.id from build_worker w
-        where w.task_id = :taskId and w.status <> 'exited'
-        union all
-        -- By worker id: when the caller names no task (the tick, about its own worker), names the
-        -- recorded task, or names a task not yet recorded and proves it with the worker's token.
-        select w.id from build_worker w
-        where w.id = :workerId and w.status <> 'exited'
-          and (:taskId::text is null or w.task_id = :taskId or (w.task_id is null and :token::uuid is not null))
-        limit 1
-      ),
       worker as (
+        -- A worker that never started has its own transition (NOT_STARTED): its job never ran.
         update build_worker w set status = 'exited', exited_at = t.now, exit_reason = :reason
-        from target, t
-        where w.id = target.id and w.status <> 'exited'
-          and (:token::uuid is null or w.token = :token::uuid)
+        from build_worker_of_evidence(:taskId::text, :workerId::bigint, :token::uuid) e, t
+        where w.id = e.worker_id and w.status in ('running', 'draining')
         returning w.id, w.lane, (extract(epoch from w.exited_at - w.launched_at) * 1000)::bigint as slot_held_ms
       ),
       job as (
-        update build_job j set
-          recoveries = case when j.progress > j.checkpoint then 0 else j.recoveries + 1 end,
-          status = case when j.cancel_requested then 'cancelled'
-                        when (case when j.progress > j.checkpoint then 0 else j.recoveries + 1 end) <= :maxRecoveries
-                          then 'queued'
-                        else 'failed' end,
-          worker_id = case when not j.cancel_requested
-                             and (case when j.progress > j.checkpoint then 0 else j.recoveries + 1 end) <= :maxRecoveries
-                           then null else j.worker_id end,
-          error = case when not j.cancel_requested
-                        and (case when j.progress > j.checkpoint then 0 else j.recoveries + 1 end) > :maxRecoveries
-                       then :repeatedExitError end,
-          finished_at = case when j.cancel_requested
-                              or (case when j.progress > j.checkpoint then 0 else j.recoveries + 1 end) > :maxRecoveries
-                             then t.now end
+        update build_job j set (status, recoveries, worker_id, error, finished_at) = (
+          select d.status, d.recoveries,
+                 case when d.status = 'queued' then null else j.worker_id end,
+                 case when d.status = 'failed' then :repeatedExitError end,
+                 case when d.status = 'queued' then null else t.now end
+          from build_job_interruption(j.cancel_requested, j.progress, j.checkpoint, j.recoveries, :maxRecoveries::integer) d)
         from worker, t
         where j.worker_id = worker.id and j.status in ('dispatched', 'running')
         returning j.id, j.status, j.progress, j.checkpoint, j.recoveries, j.error
       ),
       event as (
         insert into build_job_event (job_id, type, detail, at)
-        select job.id,
-               case job.status when 'queued' then 'interrupted' else job.status end,
-               jsonb_build_object(
-                 'message',
-                 case job.status when 'failed' then 'failed: ' || job.error || ' ' else '' end
-                   || case job.status when 'cancelled' then 'cancelled; its worker exited: ' || :reason
-                      else 'interrupted: progress ' || job.checkpoint || '→' || job.progress
-                           || ', recoveries ' || job.recoveries || ', stop reason ' || :reason end,
-                 'progressFrom', job.checkpoint, 'progressTo', job.progress, 'recoveries', job.recoveries,
-                 'stopReason', :reason),
+        select job.id, case job.status when 'queued' then 'interrupted' else job.status end,
+               build_job_interruption_detail(job.status, job.checkpoint, job.progress, job.recoveries, job.error, :reason),
                t.now
         from job, t
       )
@@ -119,16 +97,103 @@ public final class ExitTransitions {
             .and("reason", reason)
             .and("maxRecoveries", MAX_RECOVERIES)
             .and("repeatedExitError", REPEATED_EXIT_ERROR);
-    return db.queryOptional(EXITED, params).map(ExitTransitions::exitedOf);
+    return db.queryOptional(EXITED, params).map(r -> exitedOf(r, false));
   }
 
-  private static Exited exitedOf(Row r) {
+  private static final String NOT_STARTED =
+      """
+      with t as (select coalesce(:now::timestamptz, now()) as now),
+      worker as (
+        update build_worker w set status = 'exited', exited_at = t.now, exit_reason = 'not started: ' || :reason
+        from build_worker_of_evidence(:taskId::text, :workerId::bigint, :token::uuid) e, t
+        where w.id = e.worker_id and w.status = 'launching'
+        returning w.id, w.lane, (extract(epoch from w.exited_at - w.launched_at) * 1000)::bigint as slot_held_ms
+      ),
+      job as (
+        update build_job j set
+          launch_failures = j.launch_failures + 1,
+          status = case when j.cancel_requested then 'cancelled'
+                        when :retryable and j.launch_failures + 1 < :maxFailures then 'queued'
+                        else 'failed' end,
+          worker_id = case when not j.cancel_requested and :retryable and j.launch_failures + 1 < :maxFailures
+                           then null else j.worker_id end,
+          not_before = case when :retryable and j.launch_failures + 1 < :maxFailures
+                            then t.now + :backoffMs * power(2, j.launch_failures) * interval '1 millisecond' end,
+          error = case when j.cancel_requested then null
+                       when not :retryable then 'Could not start a build worker: ' || :reason
+                                                || '. Check the worker configuration and retry.'
+                       when j.launch_failures + 1 >= :maxFailures then 'Could not start a build worker after '
+                                                || (j.launch_failures + 1) || ' attempts: ' || :reason || '. Retry later.'
+                  end,
+          finished_at = case when j.cancel_requested or not :retryable or j.launch_failures + 1 >= :maxFailures
+                             then t.now end
+        from worker, t
+        where j.worker_id = worker.id and j.status = 'dispatched'
+        returning j.id, j.status, j.error, j.not_before
+      ),
+      event as (
+        insert into build_job_event (job_id, type, detail, at)
+        select job.id, case job.status when 'queued' then 'launch-failed' else job.status end,
+               jsonb_build_object('message',
+                 case job.status
+                   when 'queued' then 'worker not started (' || :reason || '), retrying after '
+                                      || to_char(job.not_before at time zone 'UTC', 'YYYY-MM-DD"T"HH24":"MI":"SS"Z"')
+                   when 'cancelled' then 'cancelled, its worker never started'
+                   else 'failed: ' || job.error end,
+                 'reason', :reason),
+               t.now
+        from job, t
+      )
+      select worker.id as worker_id, worker.lane, worker.slot_held_ms, job.id as job_id, job.status as job_status,
+             job.error
+      from worker left join job on true
+      """;
+
+  /** A worker that never started is gone, and what became of its job, which never ran. */
+  public record NotStarted(Exited exited, String jobError) {}
+
+  /**
+   * The launch definitely started nothing: the worker exits at once, freeing its slot, and its job
+   * is queued again with backoff (capacity shortages, a bounded number of times) or fails with a
+   * message the user can act on.
+   */
+  public Optional<NotStarted> launchFailed(WorkerLaunch launch, String reason, boolean retryable) {
+    return notStarted(null, launch.workerId(), launch.token(), reason, retryable);
+  }
+
+  /**
+   * Termination evidence for a worker that never started (it is still {@code launching}): a task
+   * that failed to start (an image that cannot be pulled, a missing secret) or a process that died
+   * before its first statement. Its job never ran, so this is a launch failure with backoff, not an
+   * interruption, and the job's error quotes the real cause. Identifies the worker as {@link
+   * #exited} does.
+   */
+  public Optional<NotStarted> exitedBeforeStart(String taskId, Long workerId, UUID token, String reason) {
+    if (taskId == null && workerId == null) {
+      throw new IllegalArgumentException("a worker exit needs a task id or a worker id");
+    }
+    return notStarted(taskId, workerId, token, reason, true);
+  }
+
+  private Optional<NotStarted> notStarted(String taskId, Long workerId, UUID token, String reason, boolean retryable) {
+    Params params =
+        Params.of("now", clock.now(), "taskId", taskId, "workerId", workerId)
+            .and("token", token)
+            .and("reason", reason)
+            .and("retryable", retryable)
+            .and("maxFailures", config.maxLaunchFailures())
+            .and("backoffMs", config.launchBackoff().toMillis());
+    return db.queryOptional(NOT_STARTED, params).map(r -> new NotStarted(exitedOf(r, true), r.string("error")));
+  }
+
+  private static Exited exitedOf(Row r, boolean neverStarted) {
     String jobStatus = r.string("job_status");
     return new Exited(
         r.longValue("worker_id"),
         r.string("lane"),
         Optional.ofNullable(r.longValue("job_id")),
         Optional.ofNullable(jobStatus).map(JobStatus::of),
-        Duration.ofMillis(r.longOr("slot_held_ms", 0)));
+        Duration.ofMillis(r.longOr("slot_held_ms", 0)),
+        neverStarted);
   }
 }

@@ -57,7 +57,15 @@ public final class JobQueries {
       Instant dispatchedAt,
       Instant startedAt,
       Instant finishedAt,
-      Instant notBefore) {}
+      Instant notBefore,
+      Optional<LogSummary> log) {}
+
+  /**
+   * What is known of a job's output: how many bytes it wrote (the queue keeps the last part, read
+   * it with {@link #log}), where the whole of it is ({@code location}: a file, a CloudWatch Logs
+   * stream; null when only the tail exists), and when the tail was last saved.
+   */
+  public record LogSummary(long totalBytes, String location, Instant updatedAt) {}
 
   /**
    * The job a worker is running.
@@ -124,12 +132,14 @@ public final class JobQueries {
       """
       select j.id, j.user_id, j.kind, j.payload, j.status, j.lane, j.progress, j.attempts, j.recoveries,
              j.cancel_requested, j.error, j.worker_id, j.created_at, j.dispatched_at, j.started_at,
-             j.finished_at, j.not_before,
+             j.finished_at, j.not_before, l.total_bytes as log_bytes, l.location as log_location,
+             l.updated_at as log_updated_at,
              case when j.status = 'queued' then
                (select count(*) + 1 from build_job q
                 where q.lane = j.lane and q.status = 'queued' and q.id < j.id)
              end as position
       from build_job j
+      left join build_job_log l on l.job_id = j.id
       where j.id = :id
       """;
 
@@ -142,12 +152,14 @@ public final class JobQueries {
       """
       select j.id, j.user_id, j.kind, j.payload, j.status, j.lane, j.progress, j.attempts, j.recoveries,
              j.cancel_requested, j.error, j.worker_id, j.created_at, j.dispatched_at, j.started_at,
-             j.finished_at, j.not_before,
+             j.finished_at, j.not_before, l.total_bytes as log_bytes, l.location as log_location,
+             l.updated_at as log_updated_at,
              case when j.status = 'queued' then
                (select count(*) + 1 from build_job q
                 where q.lane = j.lane and q.status = 'queued' and q.id < j.id)
              end as position
       from build_job j
+      left join build_job_log l on l.job_id = j.id
       where (:userId::text is null or j.user_id = :userId)
         and (:statuses::text is null or j.status = any (string_to_array(:statuses, ',')))
       order by j.id desc
@@ -352,6 +364,34 @@ public final class JobQueries {
         r.instant("dispatched_at"),
         r.instant("started_at"),
         r.instant("finished_at"),
-        r.instant("not_before"));
+        r.instant("not_before"),
+        r.get("log_bytes") == null
+            ? Optional.empty()
+            : Optional.of(new LogSummary(r.longValue("log_bytes"), r.string("log_location"), r.instant("log_updated_at"))));
+  }
+
+  /**
+   * A job's output as the queue keeps it: the last part ({@code tail}, whole lines, at most the
+   * worker's tail size), with the owner and status the API needs to answer for it.
+   *
+   * @param tail empty when the job has written nothing (yet)
+   */
+  public record JobLogView(long jobId, String userId, JobStatus status, String tail, long totalBytes, String location,
+      Instant updatedAt) {}
+
+  private static final String LOG =
+      """
+      select j.id, j.user_id, j.status, l.tail, l.total_bytes, l.location, l.updated_at
+      from build_job j
+      left join build_job_log l on l.job_id = j.id
+      where j.id = :id
+      """;
+
+  /** One job's log tail, whoever owns it: the caller decides who may see it. */
+  public Optional<JobLogView> log(long jobId) {
+    return db.queryOptional(LOG, Params.of("id", jobId))
+        .map(r -> new JobLogView(r.longValue("id"), r.string("user_id"), JobStatus.of(r.string("status")),
+            r.get("tail") == null ? "" : r.string("tail"), r.longOr("total_bytes", 0), r.string("location"),
+            r.instant("updated_at")));
   }
 }

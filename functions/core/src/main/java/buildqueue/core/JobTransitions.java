@@ -116,7 +116,7 @@ public final class JobTransitions {
                case when c.status = 'cancelled' then 'cancelled' else 'cancel-requested' end,
                jsonb_build_object('message',
                  case when c.status = 'cancelled' then 'cancelled while queued'
-                      else 'cancel requested; worker ' || c.worker_id || ' stops the job at its next progress report' end),
+                      else 'cancel requested, worker ' || c.worker_id || ' stops the job at its next progress report' end),
                t.now
         from changed c, t
       )

@@ -36,7 +36,7 @@ public final class TickTransitions {
           for update skip locked))
         returning w.id, w.task_id, w.expires_at <= t.now as lease_expired
       )
-      -- RETURNING has no order; a tick that works through its claims in id order is reproducible.
+      -- RETURNING has no order, so a tick that works through its claims in id order is reproducible.
       select * from claimed order by id
       """;
 

@@ -70,17 +70,28 @@ public final class WorkerTransitions {
         .map(r -> new Started(r.instant("database_now"), r.instant("expires_at"), assignedJob(r)));
   }
 
-  private static final String PROGRESS =
+  /**
+   * A job's log tail to store: its last part, every byte of output so far, and where the whole
+   * log is (null: unchanged).
+   */
+  public record LogWrite(String tail, long totalBytes, String location) {}
+
+  private static final String CHECK_IN =
       """
-      with t as (select coalesce(:now::timestamptz, now()) as now)
-      update build_job j set progress = :progress
-      from build_worker w, t
-      where j.id = :jobId and j.worker_id = :workerId and j.status = 'running'
-        and w.id = :workerId and w.token = :token::uuid and w.status = 'running' and w.expires_at > t.now
-      returning j.cancel_requested
+      with t as (select coalesce(:now::timestamptz, now()) as now),
+      job as (
+        update build_job j set progress = coalesce(:progress::integer, j.progress)
+        from build_worker w, t
+        where j.id = :jobId and j.worker_id = :workerId and j.status = 'running'
+          and w.id = :workerId and w.token = :token::uuid and w.status = 'running' and w.expires_at > t.now
+        returning j.id, j.cancel_requested,
+          -- The log tail, saved by the row it belongs to (a function here runs only if fenced in).
+          case when :logTail::text is not null then build_job_log_save(j.id, :logTail::text, :logBytes::bigint, :logLocation::text, t.now) end
+      )
+      select job.cancel_requested from job
       """;
 
-  /** Outcome of a progress report. */
+  /** Outcome of a progress report or check-in. */
   public enum ProgressAck {
     /** Recorded; go on. */
     RECORDED,
@@ -91,13 +102,75 @@ public final class WorkerTransitions {
   }
 
   public ProgressAck progress(long workerId, UUID token, long jobId, int progress) {
+    return checkIn(workerId, token, jobId, progress, null);
+  }
+
+  /**
+   * Records the job's progress (null: unchanged) and its log tail (null: unchanged), fenced, in
+   * one statement, and reads whether its owner asked to cancel it. With neither, it is only the
+   * cancel check a running program needs, since a program may never report progress.
+   */
+  public ProgressAck checkIn(long workerId, UUID token, long jobId, Integer progress, LogWrite log) {
     Params params =
-        Params.of("now", clock.now(), "workerId", workerId, "token", token)
+        logParams(Params.of("now", clock.now(), "workerId", workerId, "token", token), log)
             .and("jobId", jobId)
             .and("progress", progress);
-    return db.queryOptional(PROGRESS, params)
+    return db.queryOptional(CHECK_IN, params)
         .map(r -> r.bool("cancel_requested") ? ProgressAck.CANCEL_REQUESTED : ProgressAck.RECORDED)
         .orElse(ProgressAck.FENCED_OFF);
+  }
+
+  private static Params logParams(Params params, LogWrite log) {
+    return params
+        .and("logTail", log == null ? null : log.tail())
+        .and("logBytes", log == null ? 0L : log.totalBytes())
+        .and("logLocation", log == null ? null : log.location());
+  }
+
+  private static final String INTERRUPT =
+      """
+      with t as (select coalesce(:now::timestamptz, now()) as now),
+      job as (
+        update build_job j set (status, recoveries, worker_id, error, finished_at) = (
+          select d.status, d.recoveries,
+                 case when d.status = 'queued' then null else j.worker_id end,
+                 case when d.status = 'failed' then :repeatedExitError end,
+                 case when d.status = 'queued' then null else t.now end
+          from build_job_interruption(j.cancel_requested, j.progress, j.checkpoint, j.recoveries, :maxRecoveries::integer) d)
+        from build_worker w, t
+        where j.id = :jobId and j.worker_id = :workerId and j.status = 'running'
+          and w.id = :workerId and w.token = :token::uuid and w.status = 'running' and w.expires_at > t.now
+        returning j.id, j.status, j.progress, j.checkpoint, j.recoveries, j.error,
+          -- The log tail, saved by the row it belongs to (a function here runs only if fenced in).
+          case when :logTail::text is not null then build_job_log_save(j.id, :logTail::text, :logBytes::bigint, :logLocation::text, t.now) end
+      ),
+      event as (
+        insert into build_job_event (job_id, type, detail, at)
+        select job.id, case job.status when 'queued' then 'interrupted' else job.status end,
+               build_job_interruption_detail(job.status, job.checkpoint, job.progress, job.recoveries, job.error, :reason),
+               t.now
+        from job, t
+      )
+      select job.status from job
+      """;
+
+  /**
+   * The job's program asked to be retried (one of its kind's retry exit codes): the job is
+   * interrupted as if its worker had exited — back to the head of its lane, or failed after too
+   * many interruptions without progress — while this worker stays {@code running}. The caller
+   * takes the next job with {@link #takeNext}, which sees the requeued job at the head of the lane.
+   *
+   * @return the job's new status ({@code queued}, {@code failed}, {@code cancelled}), or empty if
+   *     this worker was fenced off
+   */
+  public Optional<JobStatus> interrupt(long workerId, UUID token, long jobId, String reason, LogWrite log) {
+    Params params =
+        logParams(Params.of("now", clock.now(), "workerId", workerId, "token", token), log)
+            .and("jobId", jobId)
+            .and("reason", reason)
+            .and("maxRecoveries", ExitTransitions.MAX_RECOVERIES)
+            .and("repeatedExitError", ExitTransitions.REPEATED_EXIT_ERROR);
+    return db.queryOptional(INTERRUPT, params).map(r -> JobStatus.of(r.string("status")));
   }
 
   private static final String ADD_FOLLOW_UPS =
@@ -214,7 +287,9 @@ public final class WorkerTransitions {
         from build_worker w, t
         where j.id = :jobId and j.worker_id = :workerId and j.status = 'running'
           and w.id = :workerId and w.token = :token::uuid and w.status = 'running' and w.expires_at > t.now
-        returning j.id, j.lane, j.status, j.error, w.started_at, w.expires_at
+        returning j.id, j.lane, j.status, j.error, w.started_at, w.expires_at,
+          -- The final log tail, saved by the row it belongs to (a function here runs only if fenced in).
+          case when :logTail::text is not null then build_job_log_save(j.id, :logTail::text, :logBytes::bigint, :logLocation::text, t.now) end
       ),
       ended_event as (
         insert into build_job_event (job_id, type, detail, at)
@@ -229,7 +304,7 @@ public final class WorkerTransitions {
       ),
       %s
       drained as (
-        -- A lingering worker stays running while its window is open; it polls with TAKE_NEXT.
+        -- A lingering worker stays running while its window is open and polls with TAKE_NEXT.
         update build_worker w set status = 'draining'
         from fence
         where w.id = fence.id and not exists (select 1 from taken) and not (:linger::boolean and fence.open)
@@ -244,12 +319,12 @@ public final class WorkerTransitions {
    * open, or else marks the worker {@code draining}. The slot stays held either way: only the
    * evidence of the worker's exit frees it.
    */
-  public Ended end(Database tx, long workerId, UUID token, long jobId, JobStatus status, String error) {
+  public Ended end(Database tx, long workerId, UUID token, long jobId, JobStatus status, String error, LogWrite log) {
     if (!status.finished()) {
       throw new IllegalArgumentException("a job ends succeeded, failed or cancelled, not " + status);
     }
     Params params =
-        Params.of("now", clock.now(), "workerId", workerId, "token", token)
+        logParams(Params.of("now", clock.now(), "workerId", workerId, "token", token), log)
             .and("jobId", jobId)
             .and("status", status.sql())
             .and("error", status == JobStatus.FAILED ? (error == null ? "failed" : error) : null)
@@ -273,7 +348,11 @@ public final class WorkerTransitions {
   }
 
   public Ended end(long workerId, UUID token, long jobId, JobStatus status, String error) {
-    return end(db, workerId, token, jobId, status, error);
+    return end(db, workerId, token, jobId, status, error, null);
+  }
+
+  public Ended end(long workerId, UUID token, long jobId, JobStatus status, String error, LogWrite log) {
+    return end(db, workerId, token, jobId, status, error, log);
   }
 
   /** Runs worker writes that must commit together (follow-ups with their job's end). */

@@ -54,6 +54,7 @@ public final class DemoJobHandler implements JobHandler {
         return JobOutcome.failed("demo job failed on purpose at step " + step + " of " + steps);
       }
       Thread.sleep(stepMillis);
+      context.log().line(JobLog.Stream.STDOUT, "step " + step + " of " + steps + " done");
       context.reportProgress(step);
     }
     return JobOutcome.succeeded();

@@ -38,4 +38,29 @@ public interface JobContext {
    * worker stops writing and unwinds. For demos and fault tests.
    */
   void crashWorker();
+
+  /** The job's output: each line goes to the worker's log at once and to the tail the queue keeps. */
+  JobLog log();
+
+  /** What {@link #checkIn} learned. */
+  enum CheckIn {
+    /** Nothing to do but go on. */
+    GO_ON,
+    /** The job's owner asked to cancel it: stop it and return; the worker ends it {@code cancelled}. */
+    CANCEL_REQUESTED
+  }
+
+  /**
+   * For a job that runs on its own (a process) while the worker watches it: call it often (every
+   * 100 ms or so). It writes one fenced statement only when one is due — new progress (at most
+   * once a second), new log output (at most every 2 s), or else a cancel check (every {@link
+   * #CANCEL_CHECK_INTERVAL}) — and otherwise returns at once with what the last one said.
+   *
+   * @param latestProgress the job's latest progress, or null while it has reported none
+   * @throws WorkerFencedOffException this worker no longer owns the job: stop it at once
+   */
+  CheckIn checkIn(Integer latestProgress);
+
+  /** How long a running job's cancel request may wait to be seen, at most, between check-ins. */
+  java.time.Duration CANCEL_CHECK_INTERVAL = java.time.Duration.ofSeconds(5);
 }

@@ -2,8 +2,11 @@ package buildqueue.worker;
 
 import buildqueue.BuildQueueException;
 import buildqueue.core.QueueConfig;
+import buildqueue.kinds.KindCatalogue;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Map;
+import java.util.Optional;
 import java.util.UUID;
 
 /**
@@ -15,13 +18,22 @@ import java.util.UUID;
  *   <li>{@value #WORKER_TOKEN}: the launch token, a UUID (required; never logged)
  *   <li>{@value #DATABASE_URL}: a {@code jdbc:postgresql://} URL (required)
  *   <li>{@value #DATABASE_USER}, {@value #DATABASE_PASSWORD}: credentials, when the URL has none
- *   <li>{@value #CHAIN_WINDOW_MS}, {@value #DEADLINE_MARGIN_MS}: the queue's settings that the
- *       worker applies itself, so they match the dispatcher's (default: {@link
- *       QueueConfig#defaults()})
+ *   <li>{@value #CHAIN_WINDOW_MS}, {@value #DEADLINE_MARGIN_MS}, {@value #WORKER_LIFETIME_MS}: the
+ *       queue's settings that the worker applies itself, so they match the dispatcher's (default:
+ *       {@link QueueConfig#defaults()}); the lifetime bounds the catalogue's timeouts as the
+ *       server's does
+ *   <li>{@value KindCatalogue#FILE_VARIABLE}: the kind catalogue, an absolute path (default: none,
+ *       only the built-in {@code demo} kind)
  * </ul>
  */
 public record WorkerEnvironment(
-    long workerId, UUID token, String databaseUrl, String databaseUser, String databasePassword, QueueConfig config) {
+    long workerId,
+    UUID token,
+    String databaseUrl,
+    String databaseUser,
+    String databasePassword,
+    QueueConfig config,
+    Optional<Path> kindsFile) {
 
   public static final String WORKER_ID = "BUILDQUEUE_WORKER_ID";
   public static final String WORKER_TOKEN = "BUILDQUEUE_WORKER_TOKEN";
@@ -30,6 +42,8 @@ public record WorkerEnvironment(
   public static final String DATABASE_PASSWORD = "BUILDQUEUE_DATABASE_PASSWORD";
   public static final String CHAIN_WINDOW_MS = "BUILDQUEUE_CHAIN_WINDOW_MS";
   public static final String DEADLINE_MARGIN_MS = "BUILDQUEUE_DEADLINE_MARGIN_MS";
+  public static final String WORKER_LIFETIME_MS = "BUILDQUEUE_WORKER_LIFETIME_MS";
+  public static final String KINDS_FILE = KindCatalogue.FILE_VARIABLE;
 
   /** Reads and checks the variables; throws {@link BuildQueueException} naming the first bad one. */
   public static WorkerEnvironment read(Map<String, String> env) {
@@ -45,10 +59,23 @@ public record WorkerEnvironment(
     QueueConfig defaults = QueueConfig.defaults();
     Duration chainWindow = optionalMillis(env, CHAIN_WINDOW_MS, defaults.chainWindow());
     Duration margin = optionalMillis(env, DEADLINE_MARGIN_MS, defaults.deadlineMargin());
-    QueueConfig config =
-        defaults.withChainWindow(chainWindow).withLease(defaults.workerLifetime(), defaults.leaseSlack(), margin);
-    return new WorkerEnvironment(
-        workerId, token, url, blankToNull(env.get(DATABASE_USER)), blankToNull(env.get(DATABASE_PASSWORD)), config);
+    Duration lifetime = optionalMillis(env, WORKER_LIFETIME_MS, defaults.workerLifetime());
+    QueueConfig config = defaults.withChainWindow(chainWindow).withLease(lifetime, defaults.leaseSlack(), margin);
+    return new WorkerEnvironment(workerId, token, url, blankToNull(env.get(DATABASE_USER)),
+        blankToNull(env.get(DATABASE_PASSWORD)), config, kindsFile(env));
+  }
+
+  private static Optional<Path> kindsFile(Map<String, String> env) {
+    String value = blankToNull(env.get(KINDS_FILE));
+    if (value == null) {
+      return Optional.empty();
+    }
+    Path path = Path.of(value.strip());
+    if (!path.isAbsolute()) {
+      // A worker's working directory is not the server's: only an absolute path means the same file.
+      throw new BuildQueueException(KINDS_FILE + " must be an absolute path to the kind catalogue, was \"" + value + "\"");
+    }
+    return Optional.of(path);
   }
 
   private static String required(Map<String, String> env, String name, String what) {
@@ -96,6 +123,7 @@ public record WorkerEnvironment(
   public String toString() {
     int query = databaseUrl.indexOf('?');
     String url = query < 0 ? databaseUrl : databaseUrl.substring(0, query) + "?…"; // may hold a password
-    return "WorkerEnvironment[workerId=" + workerId + ", databaseUrl=" + url + ", user=" + databaseUser + "]";
+    return "WorkerEnvironment[workerId=" + workerId + ", databaseUrl=" + url + ", user=" + databaseUser
+        + ", kindsFile=" + kindsFile.map(Path::toString).orElse("none") + "]";
   }
 }

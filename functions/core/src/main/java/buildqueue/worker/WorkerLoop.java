@@ -22,6 +22,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.function.LongSupplier;
 
 /**
  * A worker's life: start with its token, run its job, chain further jobs of its lane while the
@@ -82,12 +83,21 @@ public final class WorkerLoop {
     FENCED_OFF
   }
 
+  /** The bytes of a job's output the queue keeps with the job (the rest is in the worker's log). */
+  public static final int LOG_TAIL_BYTES = 60_000;
+  /** A program's progress is written at most this often; the latest value wins. */
+  static final Duration PROGRESS_INTERVAL = Duration.ofSeconds(1);
+  /** A program's log tail is written at most this often while it prints. */
+  static final Duration LOG_INTERVAL = Duration.ofSeconds(2);
+
   private final WorkerTransitions transitions;
   private final QueueConfig config;
   private final JobHandlers handlers;
   private final WorkerProcess process;
   private final Hooks hooks;
   private final DeadlineTimer deadlines;
+  private final JobLogSink logSink;
+  private final LongSupplier nanoTime;
 
   public WorkerLoop(
       Database db, QueueConfig config, QueueClock clock, JobHandlers handlers, WorkerProcess process, Hooks hooks) {
@@ -97,12 +107,34 @@ public final class WorkerLoop {
   public WorkerLoop(
       Database db, QueueConfig config, QueueClock clock, JobHandlers handlers, WorkerProcess process, Hooks hooks,
       DeadlineTimer deadlines) {
-    this.deadlines = deadlines;
-    this.transitions = new WorkerTransitions(db, config, clock);
+    this(new WorkerTransitions(db, config, clock), config, handlers, process, hooks, deadlines, JobLogSink.NONE,
+        System::nanoTime);
+  }
+
+  private WorkerLoop(
+      WorkerTransitions transitions, QueueConfig config, JobHandlers handlers, WorkerProcess process, Hooks hooks,
+      DeadlineTimer deadlines, JobLogSink logSink, LongSupplier nanoTime) {
+    this.transitions = transitions;
     this.config = config;
     this.handlers = handlers;
     this.process = process;
     this.hooks = hooks;
+    this.deadlines = deadlines;
+    this.logSink = logSink;
+    this.nanoTime = nanoTime;
+  }
+
+  /** The same loop, sending each line of a job's output to {@code sink} too. */
+  public WorkerLoop withLogSink(JobLogSink sink) {
+    return new WorkerLoop(transitions, config, handlers, process, hooks, deadlines, sink, nanoTime);
+  }
+
+  /**
+   * The same loop on another monotonic clock (nanoseconds, as {@link System#nanoTime}), which
+   * paces {@link JobContext#checkIn}: a simulation moves it by hand.
+   */
+  public WorkerLoop withNanoTime(LongSupplier clock) {
+    return new WorkerLoop(transitions, config, handlers, process, hooks, deadlines, logSink, clock);
   }
 
   public Exit run(long workerId, UUID token) {
@@ -176,7 +208,12 @@ public final class WorkerLoop {
     if (job.cancelRequested()) {
       status = JobStatus.CANCELLED;
     } else {
-      JobOutcome outcome = runHandler(context);
+      JobOutcome outcome;
+      try {
+        outcome = runHandler(context);
+      } finally {
+        logSink.close(job.id());
+      }
       if (context.queueFault != null) {
         // The queue's own database failed under the handler: a worker fault, not the job's. The
         // worker dies with it and the job is requeued once the exit is seen.
@@ -190,6 +227,9 @@ public final class WorkerLoop {
       } else if (outcome instanceof JobOutcome.Failed f) {
         status = JobStatus.FAILED;
         error = f.message();
+      } else if (outcome instanceof JobOutcome.Interrupted i) {
+        hooks.at(Point.AFTER_JOB_BEFORE_END, workerId);
+        return interrupted(context, i.reason());
       } else {
         status = JobStatus.SUCCEEDED;
       }
@@ -197,14 +237,29 @@ public final class WorkerLoop {
     hooks.at(Point.AFTER_JOB_BEFORE_END, workerId);
     JobStatus finalStatus = status;
     String finalError = error;
+    WorkerTransitions.LogWrite log = context.unsavedLog();
     if (status == JobStatus.SUCCEEDED && !context.followUps.isEmpty()) {
       Json followUps = new Json(context.followUps.toString());
       return transitions.transactionally(tx ->
           transitions.addFollowUps(tx, workerId, token, job.id(), followUps)
-              ? transitions.end(tx, workerId, token, job.id(), finalStatus, finalError)
+              ? transitions.end(tx, workerId, token, job.id(), finalStatus, finalError, log)
               : new Ended.FencedOff());
     }
-    return transitions.end(workerId, token, job.id(), finalStatus, finalError);
+    return transitions.end(workerId, token, job.id(), finalStatus, finalError, log);
+  }
+
+  /**
+   * The job asked to be retried: it goes back to the head of its lane (or fails after too many
+   * interruptions without progress), and this worker takes the oldest ready job of its lane next,
+   * which may be the same one, as a fresh attempt.
+   */
+  private Ended interrupted(Context context, String reason) {
+    Optional<JobStatus> now =
+        transitions.interrupt(context.workerId, context.token, context.job.id(), reason, context.unsavedLog());
+    if (now.isEmpty()) {
+      return new Ended.FencedOff();
+    }
+    return transitions.takeNext(context.workerId, context.token);
   }
 
   private JobOutcome runHandler(Context context) {
@@ -233,15 +288,26 @@ public final class WorkerLoop {
     private final UUID token;
     private final AssignedJob job;
     private final ArrayNode followUps = JSON.createArrayNode();
+    private final JobLog log;
     private JsonNode payload;
-    private boolean cancelled;
-    private boolean fencedOff;
-    private RuntimeException queueFault;
+    private volatile boolean cancelled;
+    private volatile boolean fencedOff;
+    private volatile RuntimeException queueFault;
+    // Check-in pacing, on the loop's monotonic clock.
+    private long lastStatementNanos;
+    private long lastLogNanos;
+    private Integer savedProgress;
+    private long savedLogVersion;
+    private String savedLogLocation;
 
     Context(long workerId, UUID token, AssignedJob job) {
       this.workerId = workerId;
       this.token = token;
       this.job = job;
+      this.log = new JobLog(job.id(), logSink, LOG_TAIL_BYTES);
+      this.lastStatementNanos = nanoTime.getAsLong();
+      this.lastLogNanos = lastStatementNanos;
+      this.savedProgress = job.progress();
     }
 
     @Override
@@ -283,27 +349,92 @@ public final class WorkerLoop {
 
     @Override
     public void reportProgress(int progress) {
-      ProgressAck ack;
-      try {
-        ack = transitions.progress(workerId, token, job.id(), progress);
-      } catch (RuntimeException e) {
-        queueFault = e;
-        throw e;
-      }
-      if (ack == ProgressAck.FENCED_OFF) {
-        fencedOff = true;
-        throw new WorkerFencedOffException(workerId, job.id());
-      }
-      hooks.at(Point.AFTER_PROGRESS, workerId);
-      if (ack == ProgressAck.CANCEL_REQUESTED) {
-        cancelled = true;
+      boolean logDue = nanoTime.getAsLong() - lastLogNanos >= LOG_INTERVAL.toNanos();
+      if (write(progress, logDue ? unsavedLog() : null) == CheckIn.CANCEL_REQUESTED) {
         throw new JobCancelledException(job.id());
       }
     }
 
     @Override
+    public synchronized CheckIn checkIn(Integer latestProgress) {
+      long now = nanoTime.getAsLong();
+      long since = now - lastStatementNanos;
+      boolean progressDue = latestProgress != null && !latestProgress.equals(savedProgress)
+          && since >= PROGRESS_INTERVAL.toNanos();
+      boolean logDue = log.snapshot().version() != savedLogVersion && now - lastLogNanos >= LOG_INTERVAL.toNanos();
+      boolean cancelCheckDue = since >= CANCEL_CHECK_INTERVAL.toNanos();
+      if (cancelled) {
+        return CheckIn.CANCEL_REQUESTED;
+      }
+      if (!progressDue && !logDue && !cancelCheckDue) {
+        return CheckIn.GO_ON;
+      }
+      return write(progressDue ? latestProgress : null, logDue ? unsavedLog() : null);
+    }
+
+    /** One fenced check-in statement; remembers what it saved. */
+    private synchronized CheckIn write(Integer progress, WorkerTransitions.LogWrite logWrite) {
+      ProgressAck ack;
+      try {
+        ack = transitions.checkIn(workerId, token, job.id(), progress, logWrite);
+      } catch (RuntimeException e) {
+        queueFault = e;
+        throw e;
+      }
+      lastStatementNanos = nanoTime.getAsLong();
+      if (logWrite != null) {
+        lastLogNanos = lastStatementNanos;
+      }
+      if (ack == ProgressAck.FENCED_OFF) {
+        fencedOff = true;
+        throw new WorkerFencedOffException(workerId, job.id());
+      }
+      if (progress != null) {
+        savedProgress = progress;
+        hooks.at(Point.AFTER_PROGRESS, workerId);
+      }
+      if (ack == ProgressAck.CANCEL_REQUESTED) {
+        cancelled = true;
+        return CheckIn.CANCEL_REQUESTED;
+      }
+      return CheckIn.GO_ON;
+    }
+
+    /** The log tail if it changed since it was last saved (and marks it saved), else null. */
+    synchronized WorkerTransitions.LogWrite unsavedLog() {
+      JobLog.Snapshot snapshot = log.snapshot();
+      if (snapshot.version() == savedLogVersion) {
+        return null;
+      }
+      savedLogVersion = snapshot.version();
+      String location = log.location();
+      String newLocation = location != null && !location.equals(savedLogLocation) ? location : null;
+      savedLogLocation = location;
+      return new WorkerTransitions.LogWrite(snapshot.tail(), snapshot.totalBytes(), newLocation);
+    }
+
+    @Override
+    public JobLog log() {
+      return log;
+    }
+
+    /**
+     * Checked here, where every kind's follow-ups pass, so that a job never commits a follow-up
+     * its worker's own catalogue would refuse at the API.
+     */
+    @Override
     public void enqueueFollowUp(String kind, JsonNode payload) {
-      followUps.addObject().put("kind", kind).set("payload", payload);
+      JobHandler handler = handlers.get(kind).orElseThrow(() -> new IllegalArgumentException(
+          "follow-up kind \"" + kind + "\" is not a kind this worker knows (" + String.join(", ", handlers.kinds())
+              + ")"));
+      JsonNode p = payload == null || payload.isNull() ? JSON.createObjectNode() : payload;
+      try {
+        handler.validate(p.deepCopy());
+      } catch (IllegalArgumentException e) {
+        throw new IllegalArgumentException("follow-up of kind \"" + kind + "\" has a payload its kind refuses: "
+            + e.getMessage(), e);
+      }
+      followUps.addObject().put("kind", kind).set("payload", p);
     }
 
     @Override

@@ -3,14 +3,17 @@ package buildqueue.worker;
 import buildqueue.BuildQueueException;
 import buildqueue.core.QueueClock;
 import buildqueue.db.JdbcDatabase;
+import buildqueue.kinds.CommandRunners;
+import buildqueue.kinds.KindCatalogue;
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import java.lang.System.Logger.Level;
 
 /**
  * The worker process over JDBC: reads its {@link WorkerEnvironment}, runs one {@link WorkerLoop}
- * with the built-in job kinds, and exits. Exit 0: the loop ended as designed (drained, start
- * refused, or fenced off). Exit 2: the environment is incomplete. Exit 1: a fault, such as an
+ * with the built-in {@code demo} and the kinds of its catalogue (if it was given one), and exits.
+ * Exit 0: the loop ended as designed (drained, start refused, or fenced off). Exit 2: the
+ * environment is incomplete or the catalogue refused to load. Exit 1: a fault, such as an
  * unreachable database; the job stays on this worker until the exit is seen, then is requeued.
  * A demo crash or the hard deadline halts the process at once (137), with no cleanup.
  */
@@ -29,15 +32,17 @@ public final class WorkerMain {
 
   static int run(java.util.Map<String, String> environment) {
     WorkerEnvironment env;
+    JobHandlers handlers;
     try {
       env = WorkerEnvironment.read(environment);
+      handlers = handlers(env);
     } catch (BuildQueueException e) {
       System.err.println("buildqueue worker: cannot start: " + e.getMessage());
       return EXIT_BAD_ENVIRONMENT;
     }
     try (HikariDataSource pool = pool(env)) {
       WorkerLoop loop =
-          new WorkerLoop(new JdbcDatabase(pool), env.config(), QueueClock.DATABASE, JobHandlers.builtIn(),
+          new WorkerLoop(new JdbcDatabase(pool), env.config(), QueueClock.DATABASE, handlers,
               WorkerProcess.HALT, WorkerLoop.Hooks.NONE);
       WorkerLoop.Exit exit = loop.run(env.workerId(), env.token());
       LOG.log(Level.INFO, "worker {0}: {1}", env.workerId(), exit.name().toLowerCase(java.util.Locale.ROOT));
@@ -46,6 +51,13 @@ public final class WorkerMain {
       LOG.log(Level.ERROR, "worker " + env.workerId() + " failed; its job is requeued once its exit is seen", e);
       return EXIT_FAULT;
     }
+  }
+
+  /** The catalogue is loaded before the worker starts, so a bad one fails the start, not a job. */
+  static JobHandlers handlers(WorkerEnvironment env) {
+    return env.kindsFile()
+        .map(file -> KindCatalogue.load(file, env.config()).handlers(CommandRunners.forThisProcess()))
+        .orElseGet(JobHandlers::builtIn);
   }
 
   /**

@@ -14,8 +14,8 @@ import java.io.UncheckedIOException;
 import java.util.Map;
 
 /**
- * An {@link HttpApi} over a {@link QueueHarness} (real PostgreSQL, in-process workers with the
- * {@code demo}, {@code gate} and {@code noop} kinds), with shorthands for calls and row counts.
+ * An {@link HttpApi} over a {@link QueueHarness} (real PostgreSQL, in-process workers with the job
+ * kinds of the harness), with shorthands for calls and row counts.
  */
 final class ApiFixture implements AutoCloseable {
   static final Caller ALICE = Caller.user("alice");

@@ -78,7 +78,7 @@ class DashboardTest {
     }
 
     assertThat(ids).contains("login", "token-input", "token-save", "lanes", "jobs", "failures", "history",
-        "history-events");
+        "history-events", "history-log");
     for (String id : ids) {
       assertThat(html).as("element #" + id).contains("id=\"" + id + "\"");
     }

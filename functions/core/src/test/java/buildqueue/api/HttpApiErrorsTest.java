@@ -44,7 +44,7 @@ class HttpApiErrorsTest {
     long id = queuedBehindAHeldJob();
     String[][] routes = {
       {"POST", "/jobs"}, {"GET", "/jobs"}, {"GET", "/jobs/" + id}, {"GET", "/jobs/" + id + "/events"},
-      {"POST", "/jobs/" + id + "/cancel"}, {"GET", "/lanes"}, {"PUT", "/users/alice"},
+      {"GET", "/jobs/" + id + "/log"}, {"POST", "/jobs/" + id + "/cancel"}, {"GET", "/lanes"}, {"PUT", "/users/alice"},
     };
     Map<String, Long> before = f.rowCounts();
     for (String[] route : routes) {

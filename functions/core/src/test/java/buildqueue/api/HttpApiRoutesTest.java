@@ -61,10 +61,11 @@ class HttpApiRoutesTest {
     job.fieldNames().forEachRemaining(fields::add);
     assertThat(fields).containsExactly("id", "userId", "kind", "payload", "status", "lane", "position", "progress",
         "attempts", "recoveries", "cancelRequested", "error", "workerId", "createdAt", "dispatchedAt", "startedAt",
-        "finishedAt", "waitingFor");
+        "finishedAt", "log", "waitingFor");
     assertThat(job.get("status").asText()).isEqualTo("succeeded");
     assertThat(job.get("position").isNull()).isTrue();
     assertThat(job.get("waitingFor").isNull()).isTrue();
+    assertThat(job.get("log").isNull()).isTrue(); // it printed nothing
     assertThat(job.get("finishedAt").asText()).matches("\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d(\\.\\d+)?Z");
     assertThat(job.get("workerId").isIntegralNumber()).isTrue();
   }

@@ -125,6 +125,9 @@ class InvariantTest {
         jobs.add(h.queue.enqueue("user-" + point, "demo", new Json("{\"steps\": 2, \"stepMillis\": 1}"), null).jobId());
         h.awaitQuiet();
       }
+      // A worker that crashed before its start never ran its job: that job waits out a launch
+      // backoff before its next worker.
+      h.clock.advance(h.config.launchBackoff());
       h.queue.tick();
       h.awaitQuiet();
       for (long job : jobs) {
@@ -174,6 +177,10 @@ class InvariantTest {
     assertThat(h.status(second)).isEqualTo("dispatched");
 
     h.queue.taskStopped(null, h.manual.lastLaunch().workerId(), null, "evidence after all");
+    assertThat(h.liveWorkers()).isEmpty(); // evidence frees the slot
+    assertThat(h.status(second)).isEqualTo("queued"); // it never ran: a launch failure, with backoff
+    h.clock.advance(h.config.launchBackoff());
+    h.queue.tick();
     assertThat(h.liveWorkers()).hasSize(1);
     assertThat(h.status(second)).isEqualTo("dispatched"); // back at the head, on a new worker
   }

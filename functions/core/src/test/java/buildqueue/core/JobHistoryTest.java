@@ -50,10 +50,11 @@ class JobHistoryTest {
     long job = h.queue.enqueue("alice", "noop", new Json("{}"), null).jobId();
     for (int i = 0; i < 4; i++) {
       WorkerLaunch w = h.manual.lastLaunch();
-      h.queue.taskStopped(null, w.workerId(), null, "TaskFailedToStart");
+      WorkerLaunch started = h.workers.start(w.workerId(), w.token()).map(s -> w).orElseThrow();
+      h.queue.taskStopped(null, started.workerId(), null, "Essential container in task exited");
     }
     assertThat(h.events(job).get(h.events(job).size() - 1).string("message")).isEqualTo(
         "failed: Build worker repeatedly exited without progress. Check worker logs and retry. "
-            + "interrupted: progress 0→0, recoveries 4, stop reason TaskFailedToStart");
+            + "interrupted: progress 0→0, recoveries 4, stop reason Essential container in task exited");
   }
 }

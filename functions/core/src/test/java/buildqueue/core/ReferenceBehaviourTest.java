@@ -181,8 +181,14 @@ class ReferenceBehaviourTest {
     h.clock.advance(h.config.lease()); // no task id: nothing can be checked, the lease decides
     h.queue.tick();
     assertThat(h.worker(h.manual.launches().get(0).workerId()).string("status")).isEqualTo("exited");
-    assertThat(h.status(job)).isEqualTo("dispatched"); // requeued at the head and dispatched again
-    assertThat(h.job(job).intValue("recoveries")).isEqualTo(1);
+    // The worker never started, so its job never ran: a launch failure, retried at the head after
+    // the backoff, not an interruption.
+    assertThat(h.status(job)).isEqualTo("queued");
+    assertThat(h.job(job).intValue("recoveries")).isZero();
+    assertThat(h.job(job).intValue("launch_failures")).isEqualTo(1);
+    h.clock.advance(h.config.launchBackoff());
+    h.queue.tick();
+    assertThat(h.status(job)).isEqualTo("dispatched");
     assertThat(h.status(waiting)).isEqualTo("queued");
   }
 
@@ -381,11 +387,12 @@ class ReferenceBehaviourTest {
     assertThat(h.job(onCheckable).string("status")).isEqualTo("dispatched");
     assertThat(h.worker(h.job(onCheckable).longValue("worker_id")).string("status")).isEqualTo("launching");
     assertThat(h.manual.stopRequests()).containsExactly("checkable-1"); // outlived its lease: asked to stop
-    assertThat(h.job(onUncheckable).intValue("recoveries")).isEqualTo(1);
-    assertThat(h.job(onUnknown).intValue("recoveries")).isEqualTo(1);
+    // Neither worker ever started (this test plays no worker): launch failures, not interruptions.
+    assertThat(h.job(onUncheckable).intValue("launch_failures")).isEqualTo(1);
+    assertThat(h.job(onUnknown).intValue("launch_failures")).isEqualTo(1);
     assertThat(h.workers()).filteredOn(w -> "exited".equals(w.string("status")))
         .extracting(w -> w.string("exit_reason"))
-        .containsOnly("lease expired with no way to check the worker");
+        .containsOnly("not started: lease expired with no way to check the worker");
   }
 
   @Test
@@ -484,7 +491,7 @@ class ReferenceBehaviourTest {
 
     Ended ended = h.workers.transactionally(tx -> {
       assertThat(h.workers.addFollowUps(tx, w.workerId(), w.token(), job, followUps)).isTrue();
-      return h.workers.end(tx, w.workerId(), w.token(), job, JobStatus.SUCCEEDED, null);
+      return h.workers.end(tx, w.workerId(), w.token(), job, JobStatus.SUCCEEDED, null, null);
     });
 
     // The first follow-up was chained onto the same worker in the same statement.

@@ -29,6 +29,17 @@ class StatementCountTest {
   }
 
   @Test
+  void a_quiet_program_shorter_than_the_cancel_check_interval_costs_the_same_seven(TestDatabase tdb) {
+    try (QueueHarness h = QueueHarness.open(tdb)) {
+      long job = h.submit("alice", "quiet", "{\"millis\": 300}");
+      h.awaitStatus(job, "succeeded");
+      h.awaitQuiet();
+      // Its check-ins found nothing due: no progress, no output, no cancel check yet.
+      assertThat(h.db.statements()).isEqualTo(7);
+    }
+  }
+
+  @Test
   void a_job_chained_onto_a_running_worker_costs_two_more(TestDatabase tdb) throws Exception {
     try (QueueHarness h = QueueHarness.open(tdb)) {
       long first = h.submitGate("alice");

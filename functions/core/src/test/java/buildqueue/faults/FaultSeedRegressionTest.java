@@ -68,7 +68,7 @@ class FaultSeedRegressionTest {
   void bug_2_a_queue_failure_under_a_progress_report_is_not_the_jobs_verdict_seed_600050() {
     Simulation.Outcome o = replay(Simulation.Options.of(600050).withFaultSteps(26));
 
-    assertThat(log(o)).contains("worker 1/inproc-1: WorkerTransitions.progress\n        worker 1/inproc-1: ⚡ database unreachable");
+    assertThat(log(o)).contains("worker 1/inproc-1: WorkerTransitions.checkIn\n        worker 1/inproc-1: ⚡ database unreachable");
     assertThat(o.violation()).as(o::report).isNull();
   }
 

@@ -79,6 +79,7 @@ class IsolationTest {
 
     assertThat(api.handle(ApiRequest.of("GET", "/jobs/" + alices, BOB)).status()).isEqualTo(404);
     assertThat(api.handle(ApiRequest.of("GET", "/jobs/" + alices + "/events", BOB)).status()).isEqualTo(404);
+    assertThat(api.handle(ApiRequest.of("GET", "/jobs/" + alices + "/log", BOB)).status()).isEqualTo(404);
     assertThat(api.handle(ApiRequest.of("POST", "/jobs/" + alices + "/cancel", BOB)).status()).isEqualTo(404);
     assertThat(api.handle(ApiRequest.of("GET", "/jobs?userId=alice", BOB)).status()).isEqualTo(403);
     JsonNode listed = json(api.handle(ApiRequest.of("GET", "/jobs?limit=200", BOB))).get("jobs");
@@ -125,6 +126,7 @@ class IsolationTest {
         ApiRequest.of("GET", "/jobs", null),
         ApiRequest.of("GET", "/jobs/" + job, null),
         ApiRequest.of("GET", "/jobs/" + job + "/events", null),
+        ApiRequest.of("GET", "/jobs/" + job + "/log", null),
         ApiRequest.of("POST", "/jobs/" + job + "/cancel", null),
         ApiRequest.of("GET", "/lanes", null),
         ApiRequest.json("PUT", "/users/alice", "{\"dedicatedWorker\": true}", null));

@@ -25,7 +25,7 @@ final class RequestFuzzer {
       "\uFFFF", "\uD800", "\uDC00", "\u00A0", "Ω", "\u200B", "\r\n", "\t");
   static final List<String> METHODS = List.of("GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS", "get",
       "post", "TRACE", "CONNECT", "FOO", "", " GET", "GET\r\n");
-  static final List<String> PATHS = List.of("/", "/health", "/jobs", "/jobs/1", "/jobs/1/events", "/jobs/1/cancel",
+  static final List<String> PATHS = List.of("/", "/health", "/jobs", "/jobs/1", "/jobs/1/events", "/jobs/1/log", "/jobs/1/cancel",
       "/lanes", "/users/alice", "/jobs/", "//jobs", "/jobs//1", "/jobs/1/", "/JOBS", "/jobs/abc", "/jobs/-1",
       "/jobs/0", "/jobs/99999999999999999999", "/jobs/1e3", "/jobs/%31", "/jobs/%zz", "/jobs/1%2Fcancel",
       "/jobs/1/cancel/now", "/jobs/1/../2", "/jobs/%00", "/users/", "/users/%E2%82%AC", "/users/a%00b", "jobs",
@@ -103,7 +103,8 @@ final class RequestFuzzer {
     StringBuilder shape = new StringBuilder("job route");
     String id = oneOf(0.7, () -> Integer.toString(random.nextInt(40)), () -> pick(List.of("-1", "0", "abc", "1.5",
         "99999999999999999999", "%31", "%zz", "1%00", "１", "1 ", "+1", "0x1", "9223372036854775808")));
-    String suffix = pick(List.of("", "/events", "/cancel", "/cancel", "/events/", "/x"));
+    String suffix = pick(List.of("", "/events", "/log", "/log?since=3", "/log?since=x", "/cancel", "/cancel", "/events/",
+        "/x"));
     String method = random.nextInt(4) == 0 ? pick(METHODS) : suffix.startsWith("/cancel") ? "POST" : "GET";
     byte[] body = random.nextInt(4) == 0 ? bend(value(shape, 3), shape) : new byte[0];
     return new Fuzzed(shape.toString(),

@@ -525,9 +525,12 @@ final class Simulation {
       }
     });
     // Evidence for a worker already exited (a duplicate, a late event) or a forged event must change
-    // nothing. Whether the worker had exited is judged when the exit statement is about to run.
+    // nothing. Whether the worker had exited is judged when the exit statement is about to run. The
+    // dispatch after it is the lane's business, and so is a launch failure that dispatch records.
+    boolean[] dispatching = {false};
     expectations.put(a, actor -> {
-      boolean exitStatement = actor.pending != null && actor.pending.startsWith("ExitTransitions");
+      dispatching[0] |= actor.pending != null && actor.pending.startsWith("DispatchTransitions");
+      boolean exitStatement = !dispatching[0] && actor.pending != null && actor.pending.startsWith("ExitTransitions");
       Snapshot.W w = e.workerId() == null ? null : current.workers().get(e.workerId());
       boolean alreadyExited = w != null && w.exited();
       if (exitStatement && (e.forged() || alreadyExited)) {

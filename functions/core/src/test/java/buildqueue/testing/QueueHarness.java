@@ -14,6 +14,7 @@ import buildqueue.platform.InProcessPlatform;
 import buildqueue.worker.JobHandlers;
 import buildqueue.worker.JobContext;
 import buildqueue.worker.JobHandler;
+import buildqueue.worker.JobLog;
 import buildqueue.worker.JobOutcome;
 import java.time.Duration;
 import java.time.Instant;
@@ -21,8 +22,8 @@ import java.util.List;
 
 /**
  * A queue wired for tests: the adapter under test (counted), a settable clock, in-process workers
- * with the {@code demo}, {@code gate} and {@code noop} kinds, and readers for the rows tests assert
- * on. The readers use the plain JDBC adapter so they never add to the statement count.
+ * with the {@code demo}, {@code gate}, {@code noop}, {@code quiet} and {@code print} kinds, and readers
+ * for the rows tests assert on. The readers use the plain JDBC adapter so they never add to the statement count.
  */
 public final class QueueHarness implements AutoCloseable {
   public final TestDatabase testDb;
@@ -61,6 +62,48 @@ public final class QueueHarness implements AutoCloseable {
         }
       };
 
+  /**
+   * {@code quiet}: behaves as a running program that prints nothing: it checks in every 10 ms for
+   * {@code {"millis": n}} ms, as the process runner does, then succeeds.
+   */
+  private final JobHandler quiet =
+      new JobHandler() {
+        @Override
+        public String kind() {
+          return "quiet";
+        }
+
+        @Override
+        public JobOutcome run(JobContext context) throws InterruptedException {
+          long until = System.nanoTime() + Duration.ofMillis(context.payload().path("millis").asLong(100)).toNanos();
+          while (System.nanoTime() < until) {
+            if (context.checkIn(null) == JobContext.CheckIn.CANCEL_REQUESTED) {
+              return JobOutcome.succeeded();
+            }
+            Thread.sleep(10);
+          }
+          return JobOutcome.succeeded();
+        }
+      };
+
+  /** {@code print}: writes {@code {"lines": [...]}} to its log, {@code "repeat"} times, then succeeds. */
+  private final JobHandler print =
+      new JobHandler() {
+        @Override
+        public String kind() {
+          return "print";
+        }
+
+        @Override
+        public JobOutcome run(JobContext context) {
+          int repeat = context.payload().path("repeat").asInt(1);
+          for (int i = 0; i < repeat; i++) {
+            context.payload().path("lines").forEach(l -> context.log().line(JobLog.Stream.STDOUT, l.asText()));
+          }
+          return JobOutcome.succeeded();
+        }
+      };
+
   public QueueHarness(TestDatabase testDb, Database adapter, QueueConfig config) {
     this(testDb, adapter, config, false);
   }
@@ -70,7 +113,7 @@ public final class QueueHarness implements AutoCloseable {
     this.db = new CountingDatabase(adapter);
     this.clock = new QueueClock.Settable(Instant.parse("2026-12-01T10:00:00Z"));
     this.config = config;
-    this.handlers = JobHandlers.builtIn().with(gates, noop);
+    this.handlers = JobHandlers.builtIn().with(gates, noop, quiet, print);
     this.workers = new WorkerTransitions(db, config, clock);
     if (manualWorkers) {
       this.platform = null;

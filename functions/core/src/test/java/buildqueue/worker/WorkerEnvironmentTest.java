@@ -4,11 +4,14 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import buildqueue.BuildQueueException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.UUID;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 class WorkerEnvironmentTest {
   private static final UUID TOKEN = UUID.fromString("0f8fad5b-d9cb-469f-a165-70867728950e");
@@ -73,5 +76,55 @@ class WorkerEnvironmentTest {
     Map<String, String> env = complete();
     env.remove(WorkerEnvironment.DATABASE_URL);
     assertThat(WorkerMain.run(env)).isEqualTo(WorkerMain.EXIT_BAD_ENVIRONMENT);
+  }
+
+  @Test
+  void without_a_kind_catalogue_the_worker_knows_only_the_built_in_kinds() {
+    WorkerEnvironment env = WorkerEnvironment.read(complete());
+
+    assertThat(env.kindsFile()).isEmpty();
+    assertThat(WorkerMain.handlers(env).kinds()).containsExactly("demo");
+  }
+
+  @Test
+  void the_kind_catalogue_it_is_given_becomes_its_handlers(@TempDir Path dir) throws Exception {
+    Path file = dir.resolve("kinds.json");
+    Files.writeString(file, "{\"kinds\": {\"render\": {\"command\": [\"node\", \"r.js\"], \"timeout\": \"15m\"}}}");
+    Map<String, String> vars = complete();
+    vars.put(WorkerEnvironment.KINDS_FILE, file.toString());
+
+    WorkerEnvironment env = WorkerEnvironment.read(vars);
+
+    assertThat(env.kindsFile()).contains(file);
+    assertThat(WorkerMain.handlers(env).kinds()).containsExactly("demo", "render");
+  }
+
+  @Test
+  void a_relative_catalogue_path_is_refused_naming_the_variable() {
+    Map<String, String> env = complete();
+    env.put(WorkerEnvironment.KINDS_FILE, "kinds.json");
+
+    assertThatThrownBy(() -> WorkerEnvironment.read(env))
+        .isInstanceOf(BuildQueueException.class)
+        .hasMessageContaining(WorkerEnvironment.KINDS_FILE).hasMessageContaining("absolute path");
+  }
+
+  @Test
+  void a_bad_catalogue_stops_the_worker_before_it_touches_the_database(@TempDir Path dir) throws Exception {
+    Path file = dir.resolve("kinds.json");
+    Files.writeString(file, "{\"kinds\": {\"render\": {\"command\": \"node r.js\", \"timeout\": \"15m\"}}}");
+    Map<String, String> env = complete();
+    env.put(WorkerEnvironment.DATABASE_URL, "jdbc:postgresql://127.0.0.1:1/nothing-listens-here");
+    env.put(WorkerEnvironment.KINDS_FILE, file.toString());
+
+    assertThat(WorkerMain.run(env)).isEqualTo(WorkerMain.EXIT_BAD_ENVIRONMENT);
+  }
+
+  @Test
+  void the_worker_lifetime_bounds_the_catalogue_as_the_servers_does() {
+    Map<String, String> env = complete();
+    env.put(WorkerEnvironment.WORKER_LIFETIME_MS, Long.toString(Duration.ofMinutes(120).toMillis()));
+
+    assertThat(WorkerEnvironment.read(env).config().workerLifetime()).isEqualTo(Duration.ofMinutes(120));
   }
 }

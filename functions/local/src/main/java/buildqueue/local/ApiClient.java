@@ -7,18 +7,24 @@ import java.io.IOException;
 import java.net.ConnectException;
 import java.net.URI;
 import java.net.http.HttpClient;
+import java.net.http.HttpHeaders;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
+import java.util.Optional;
 
 /** The CLI's side of the HTTP API: one bearer token, JSON in and out. */
 final class ApiClient {
   private static final ObjectMapper JSON = new ObjectMapper();
 
   /** The server answered; {@code json} is its body parsed (missing when it was not JSON). */
-  record Reply(int status, JsonNode json, String text) {
+  record Reply(int status, JsonNode json, String text, HttpHeaders headers) {
     boolean ok() {
       return status >= 200 && status < 300;
+    }
+
+    Optional<String> header(String name) {
+      return headers.firstValue(name);
     }
   }
 
@@ -82,6 +88,6 @@ final class ApiClient {
     } catch (IOException e) {
       json = MissingNode.getInstance();
     }
-    return new Reply(response.statusCode(), json, response.body());
+    return new Reply(response.statusCode(), json, response.body(), response.headers());
   }
 }

@@ -70,6 +70,7 @@ public final class LocalProcessPlatform implements WorkerPlatform, AutoCloseable
   private final QueueConfig config;
   private final Path logDir;
   private final String host;
+  private final Optional<Path> kindsFile;
   private final Map<UUID, Child> byToken = new ConcurrentHashMap<>();
   private final Map<String, Child> adoptedByLabel;
   private final Map<LocalTaskId, Child> live = new ConcurrentHashMap<>();
@@ -78,13 +79,15 @@ public final class LocalProcessPlatform implements WorkerPlatform, AutoCloseable
   private volatile StopListener listener = (taskId, workerId, token, reason) -> {};
   private volatile boolean launching = true;
 
-  public LocalProcessPlatform(
-      WorkerCommand command, WorkerDatabase database, QueueConfig config, Path logDir, String host) {
+  /** @param kindsFile the kind catalogue each worker loads (an absolute path), or none: only {@code demo} */
+  public LocalProcessPlatform(WorkerCommand command, WorkerDatabase database, QueueConfig config, Path logDir,
+      String host, Optional<Path> kindsFile) {
     this.command = command;
     this.database = database;
     this.config = config;
     this.logDir = logDir;
     this.host = host;
+    this.kindsFile = kindsFile.map(Path::toAbsolutePath);
     this.adoptedByLabel = adoptSurvivors();
   }
 
@@ -139,6 +142,9 @@ public final class LocalProcessPlatform implements WorkerPlatform, AutoCloseable
       putOrRemove(env, WorkerEnvironment.DATABASE_PASSWORD, database.password());
       env.put(WorkerEnvironment.CHAIN_WINDOW_MS, Long.toString(config.chainWindow().toMillis()));
       env.put(WorkerEnvironment.DEADLINE_MARGIN_MS, Long.toString(config.deadlineMargin().toMillis()));
+      env.put(WorkerEnvironment.WORKER_LIFETIME_MS, Long.toString(config.workerLifetime().toMillis()));
+      // Removed when there is none, so a variable the server inherited cannot give workers other kinds than the API's.
+      putOrRemove(env, WorkerEnvironment.KINDS_FILE, kindsFile.map(Path::toString).orElse(null));
       process = builder.start();
     } catch (IOException | RuntimeException e) {
       return new LaunchOutcome.NotStarted(

@@ -7,16 +7,21 @@ import buildqueue.core.QueueClock;
 import buildqueue.db.Database;
 import buildqueue.db.JdbcDatabase;
 import buildqueue.db.Migrator;
-import buildqueue.worker.JobHandlers;
+import buildqueue.kinds.CommandRunners;
+import buildqueue.kinds.KindCatalogue;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.lang.System.Logger.Level;
 import java.net.URI;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.Deque;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -31,8 +36,11 @@ import java.util.concurrent.atomic.AtomicBoolean;
  */
 public final class LocalRuntime implements AutoCloseable {
   private static final System.Logger LOG = System.getLogger(LocalRuntime.class.getName());
+  /** The workers' copy of the kind catalogue, in the data directory. */
+  static final String WORKER_KINDS_FILE = "kinds.json";
 
   private final LocalSettings settings;
+  private final KindCatalogue kinds;
   private final LocalTokens tokens;
   private final LocalDatabase database;
   private final Database db;
@@ -43,10 +51,11 @@ public final class LocalRuntime implements AutoCloseable {
   private final ScheduledExecutorService ticker;
   private final AtomicBoolean stopped = new AtomicBoolean();
 
-  private LocalRuntime(LocalSettings settings, LocalTokens tokens, LocalDatabase database, Database db,
-      LocalProcessPlatform platform, BuildQueue queue, HttpApi api, LocalHttpServer http,
+  private LocalRuntime(LocalSettings settings, KindCatalogue kinds, LocalTokens tokens, LocalDatabase database,
+      Database db, LocalProcessPlatform platform, BuildQueue queue, HttpApi api, LocalHttpServer http,
       ScheduledExecutorService ticker) {
     this.settings = settings;
+    this.kinds = kinds;
     this.tokens = tokens;
     this.database = database;
     this.db = db;
@@ -61,11 +70,18 @@ public final class LocalRuntime implements AutoCloseable {
     return start(settings, WorkerCommand.forThisJvm());
   }
 
-  /** Starts everything, or nothing: a part that fails to start closes the parts before it. */
+  /**
+   * Starts everything, or nothing: a part that fails to start closes the parts before it. The kind
+   * catalogue is checked first, so a bad one ({@link buildqueue.kinds.KindCatalogueException})
+   * starts nothing at all, not even the data directory.
+   */
   public static LocalRuntime start(LocalSettings settings, WorkerCommand workerCommand) {
+    KindCatalogue kinds =
+        settings.kindsFile().map(f -> KindCatalogue.load(f, settings.queue())).orElseGet(KindCatalogue::none);
     Deque<AutoCloseable> opened = new ArrayDeque<>();
     try {
       Files.createDirectories(settings.dataDir());
+      Optional<Path> workerKinds = workerCopy(kinds, settings.dataDir());
       LocalTokens tokens = LocalTokens.open(settings.dataDir());
       LocalDatabase database = LocalDatabase.open(settings);
       opened.push(database);
@@ -76,11 +92,12 @@ public final class LocalRuntime implements AutoCloseable {
       }
       LocalProcessPlatform platform = new LocalProcessPlatform(workerCommand,
           new LocalProcessPlatform.WorkerDatabase(database.workerUrl(), database.user(), database.password()),
-          settings.queue(), settings.dataDir().resolve("workers"), LocalProcessPlatform.thisHost());
+          settings.queue(), settings.dataDir().resolve("workers"), LocalProcessPlatform.thisHost(), workerKinds);
       opened.push(platform);
       BuildQueue queue = new BuildQueue(db, platform, settings.queue(), QueueClock.DATABASE);
       platform.onStopped(queue::taskStopped);
-      HttpApi api = new HttpApi(queue, new JobQueries(db, settings.queue(), QueueClock.DATABASE), JobHandlers.builtIn());
+      HttpApi api = new HttpApi(queue, new JobQueries(db, settings.queue(), QueueClock.DATABASE),
+          kinds.handlers(CommandRunners.API_ONLY));
       LocalHttpServer http = LocalHttpServer.start(settings.port(), tokens, api::handle);
       opened.push(http);
       ScheduledExecutorService ticker = Executors.newSingleThreadScheduledExecutor(r -> {
@@ -88,7 +105,7 @@ public final class LocalRuntime implements AutoCloseable {
         t.setDaemon(true);
         return t;
       });
-      LocalRuntime runtime = new LocalRuntime(settings, tokens, database, db, platform, queue, api, http, ticker);
+      LocalRuntime runtime = new LocalRuntime(settings, kinds, tokens, database, db, platform, queue, api, http, ticker);
       // The first tick runs at once: after a restart it re-checks the workers the last server left.
       ticker.scheduleWithFixedDelay(runtime::tick, 0, settings.tickInterval().toMillis(), TimeUnit.MILLISECONDS);
       return runtime;
@@ -99,6 +116,23 @@ public final class LocalRuntime implements AutoCloseable {
       closeAll(opened);
       throw e;
     }
+  }
+
+  /**
+   * The catalogue the workers load: a copy, in the data directory, of the text this server checked,
+   * so that editing the file while the server runs cannot give workers other kinds than the API's
+   * (an edit takes effect at the next start).
+   */
+  private static Optional<Path> workerCopy(KindCatalogue kinds, Path dataDir) throws IOException {
+    if (kinds.file().isEmpty()) {
+      return Optional.empty();
+    }
+    Path copy = dataDir.resolve(WORKER_KINDS_FILE);
+    Path partial = dataDir.resolve(WORKER_KINDS_FILE + ".partial");
+    Files.writeString(partial, kinds.json(), StandardCharsets.UTF_8);
+    // Atomic, so a worker that starts now reads the old copy or the new one, never half of one.
+    Files.move(partial, copy, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+    return Optional.of(copy);
   }
 
   private static void closeAll(Deque<AutoCloseable> opened) {
@@ -133,6 +167,11 @@ public final class LocalRuntime implements AutoCloseable {
 
   public LocalSettings settings() {
     return settings;
+  }
+
+  /** The kinds the API accepts and the workers run, beside the built-in {@code demo}. */
+  public KindCatalogue kinds() {
+    return kinds;
   }
 
   public LocalTokens tokens() {

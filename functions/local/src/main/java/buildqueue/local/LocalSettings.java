@@ -4,6 +4,7 @@ import buildqueue.BuildQueueException;
 import buildqueue.core.QueueConfig;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Optional;
 
 /**
  * How the local server runs. Immutable; {@link #defaults()} documents every default.
@@ -21,6 +22,8 @@ import java.time.Duration;
  *     before the database stops under them (default 30 s); with an external database the server
  *     does not wait: workers finish on their own and their exits are seen after the next start
  * @param queue the queue's settings (default {@link QueueConfig#defaults()})
+ * @param kindsFile the kind catalogue the API and the workers read (default: none, only the
+ *     built-in {@code demo} kind); made absolute, because workers run from another directory
  */
 public record LocalSettings(
     int port,
@@ -30,14 +33,15 @@ public record LocalSettings(
     String databasePassword,
     Duration tickInterval,
     Duration shutdownGrace,
-    QueueConfig queue) {
+    QueueConfig queue,
+    Optional<Path> kindsFile) {
 
   public static final int DEFAULT_PORT = 8080;
   public static final Path DEFAULT_DATA_DIR = Path.of(".buildqueue");
 
   public static LocalSettings defaults() {
     return new LocalSettings(DEFAULT_PORT, DEFAULT_DATA_DIR, null, null, null,
-        Duration.ofSeconds(5), Duration.ofSeconds(30), QueueConfig.defaults());
+        Duration.ofSeconds(5), Duration.ofSeconds(30), QueueConfig.defaults(), Optional.empty());
   }
 
   public LocalSettings {
@@ -60,30 +64,36 @@ public record LocalSettings(
       throw new BuildQueueException("queue settings must be set");
     }
     dataDir = dataDir.toAbsolutePath().normalize();
+    kindsFile = kindsFile == null ? Optional.empty() : kindsFile.map(f -> f.toAbsolutePath().normalize());
   }
 
   public LocalSettings withPort(int p) {
-    return new LocalSettings(p, dataDir, databaseUrl, databaseUser, databasePassword, tickInterval, shutdownGrace, queue);
+    return new LocalSettings(p, dataDir, databaseUrl, databaseUser, databasePassword, tickInterval, shutdownGrace, queue, kindsFile);
   }
 
   public LocalSettings withDataDir(Path d) {
-    return new LocalSettings(port, d, databaseUrl, databaseUser, databasePassword, tickInterval, shutdownGrace, queue);
+    return new LocalSettings(port, d, databaseUrl, databaseUser, databasePassword, tickInterval, shutdownGrace, queue, kindsFile);
   }
 
   public LocalSettings withDatabase(String url, String user, String password) {
-    return new LocalSettings(port, dataDir, url, user, password, tickInterval, shutdownGrace, queue);
+    return new LocalSettings(port, dataDir, url, user, password, tickInterval, shutdownGrace, queue, kindsFile);
   }
 
   public LocalSettings withTickInterval(Duration d) {
-    return new LocalSettings(port, dataDir, databaseUrl, databaseUser, databasePassword, d, shutdownGrace, queue);
+    return new LocalSettings(port, dataDir, databaseUrl, databaseUser, databasePassword, d, shutdownGrace, queue, kindsFile);
   }
 
   public LocalSettings withShutdownGrace(Duration d) {
-    return new LocalSettings(port, dataDir, databaseUrl, databaseUser, databasePassword, tickInterval, d, queue);
+    return new LocalSettings(port, dataDir, databaseUrl, databaseUser, databasePassword, tickInterval, d, queue, kindsFile);
   }
 
   public LocalSettings withQueue(QueueConfig q) {
-    return new LocalSettings(port, dataDir, databaseUrl, databaseUser, databasePassword, tickInterval, shutdownGrace, q);
+    return new LocalSettings(port, dataDir, databaseUrl, databaseUser, databasePassword, tickInterval, shutdownGrace, q, kindsFile);
+  }
+
+  public LocalSettings withKindsFile(Path file) {
+    return new LocalSettings(port, dataDir, databaseUrl, databaseUser, databasePassword, tickInterval, shutdownGrace, queue,
+        Optional.ofNullable(file));
   }
 
   /** Leaves out the password and the URL's parameters. */
@@ -91,6 +101,7 @@ public record LocalSettings(
   public String toString() {
     return "LocalSettings[port=" + port + ", dataDir=" + dataDir + ", database="
         + (databaseUrl == null ? "embedded" : LocalDatabase.redacted(databaseUrl)) + ", tickInterval=" + tickInterval
-        + ", shutdownGrace=" + shutdownGrace + ", queue=" + queue + "]";
+        + ", shutdownGrace=" + shutdownGrace + ", queue=" + queue + ", kindsFile=" + kindsFile.map(Path::toString).orElse("none")
+        + "]";
   }
 }

@@ -1,6 +1,8 @@
 package buildqueue.local;
 
 import buildqueue.BuildQueueException;
+import buildqueue.api.HttpApi;
+import buildqueue.core.JobStatus;
 import buildqueue.core.QueueConfig;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -19,8 +21,8 @@ import java.util.concurrent.CountDownLatch;
 
 /**
  * The runnable jar: {@code serve} runs the whole system; {@code token}, {@code submit}, {@code
- * status}, {@code dedicated} and {@code cancel} talk to a running server over HTTP with a token
- * they mint from the data directory's secret.
+ * status}, {@code dedicated}, {@code cancel} and {@code logs} talk to a running server over HTTP
+ * with a token they mint from the data directory's secret.
  */
 public final class Main {
   static final int OK = 0;
@@ -35,9 +37,11 @@ public final class Main {
       usage: java -jar buildqueue-local.jar <command> [options]
 
         serve [--demo] [--port 8080] [--data-dir .buildqueue] [--database-url jdbc:postgresql://...]
-              [--tick-interval 5s] [--shared-slots 1] [--shutdown-grace 30s]
+              [--tick-interval 5s] [--shared-slots 1] [--shutdown-grace 30s] [--kinds kinds.json]
+              [--worker-lifetime 60m]
             Runs the queue, the HTTP API and the dashboard on http://127.0.0.1:<port>/, with
             workers as child processes. --demo also submits a mix of jobs and shows them live.
+            --kinds adds the job kinds of a kind catalogue (README: Job kinds) to the built-in demo.
         token <user> [--admin] [--hours 24]
             Prints a token for the API and the dashboard (--admin: may see every lane and job).
         submit <kind> [payload-json] [--user <you>] [--key <idempotency-key>]
@@ -47,7 +51,10 @@ public final class Main {
         dedicated <user> on|off
             Gives a user a dedicated worker (their own lane) or takes it away.
         cancel <job-id>
-            Cancels a job: at once if queued, at its next progress report if running.
+            Cancels a job: at once if queued; a running one is stopped within seconds.
+        logs <job-id> [--follow]
+            Prints the output the queue keeps of a job (its last 60 KB); --follow prints new
+            output as it comes until the job ends.
 
       Client commands also take --port, --data-dir (where the token secret is) and --json.
       An existing PostgreSQL's credentials come from BUILDQUEUE_DATABASE_USER and
@@ -92,11 +99,13 @@ public final class Main {
           return dedicated(rest);
         case "cancel":
           return cancel(rest);
+        case "logs":
+          return logs(rest);
         case "serve":
           return serve(rest);
         default:
           throw new CommandLine.UsageException("unknown command \"" + args[0]
-              + "\"; the commands are serve, token, submit, status, dedicated, cancel");
+              + "\"; the commands are serve, token, submit, status, dedicated, cancel, logs");
       }
     } catch (CommandLine.UsageException e) {
       err.println("buildqueue: " + e.getMessage());
@@ -119,13 +128,19 @@ public final class Main {
    */
   int serve(List<String> args) {
     CommandLine cl = CommandLine.parse("serve", args,
-        Set.of("port", "data-dir", "database-url", "tick-interval", "shared-slots", "shutdown-grace"), Set.of("demo"));
-    cl.atMostPositionals(0, "serve [--demo] [--port N] [--data-dir DIR] [--database-url URL]");
+        Set.of("port", "data-dir", "database-url", "tick-interval", "shared-slots", "shutdown-grace", "kinds",
+            "worker-lifetime"), Set.of("demo"));
+    cl.atMostPositionals(0, "serve [--demo] [--port N] [--data-dir DIR] [--database-url URL] [--kinds FILE]");
     boolean demo = cl.has("demo");
     LocalSettings defaults = LocalSettings.defaults();
     // The demo shows two workers sharing a lane beside a dedicated one, unless told otherwise.
     int sharedSlots = cl.intValue("shared-slots", demo ? 2 : defaults.queue().sharedSlots(), 1, 64);
     QueueConfig queue = defaults.queue().withSharedSlots(sharedSlots);
+    Duration lifetime = cl.duration("worker-lifetime", queue.workerLifetime());
+    if (lifetime.compareTo(Duration.ofMinutes(1)) < 0) {
+      throw new CommandLine.UsageException("--worker-lifetime must be at least 1m, was " + cl.get("worker-lifetime", ""));
+    }
+    queue = queue.withLease(lifetime, queue.leaseSlack(), queue.deadlineMargin());
     LocalSettings settings = defaults
         .withPort(cl.intValue("port", LocalSettings.DEFAULT_PORT, 0, 65535))
         .withDataDir(Path.of(cl.get("data-dir", LocalSettings.DEFAULT_DATA_DIR.toString())))
@@ -133,7 +148,8 @@ public final class Main {
             env.get("BUILDQUEUE_DATABASE_PASSWORD"))
         .withTickInterval(cl.duration("tick-interval", defaults.tickInterval()))
         .withShutdownGrace(cl.duration("shutdown-grace", defaults.shutdownGrace()))
-        .withQueue(queue);
+        .withQueue(queue)
+        .withKindsFile(cl.has("kinds") ? Path.of(cl.get("kinds", "")) : null);
 
     LocalRuntime runtime;
     try {
@@ -152,6 +168,9 @@ public final class Main {
     out.println("buildqueue is running: API and dashboard on " + runtime.baseUri());
     out.println("  data in " + settings.dataDir() + (settings.databaseUrl() == null
         ? " (embedded PostgreSQL)" : ", database " + LocalDatabase.redacted(settings.databaseUrl())));
+    out.println("  job kinds: demo" + runtime.kinds().kinds().stream().map(k -> ", " + k.name())
+        .collect(java.util.stream.Collectors.joining())
+        + runtime.kinds().file().map(f -> " (catalogue " + f + ")").orElse(" (no catalogue: serve --kinds FILE adds one)"));
     out.println("  shared lane: " + sharedSlots + (sharedSlots == 1 ? " slot" : " slots")
         + "; worker logs in " + settings.dataDir().resolve("workers"));
     if (demo) {
@@ -333,8 +352,47 @@ public final class Main {
     JsonNode job = reply.json();
     out.println("job " + id + ": " + job.path("status").asText()
         + (job.path("cancelRequested").asBoolean() && !"cancelled".equals(job.path("status").asText())
-            ? " (cancel requested; its worker stops it at the next progress report)" : ""));
+            ? " (cancel requested; its worker stops it within seconds)" : ""));
     return OK;
+  }
+
+  /** How often {@code logs --follow} asks for new output. */
+  static final Duration FOLLOW_INTERVAL = Duration.ofSeconds(1);
+
+  private int logs(List<String> args) {
+    CommandLine cl = CommandLine.parse("logs", args, CLIENT_FLAGS, Set.of("follow"));
+    String id = jobId(cl.positional(0, "a job id: logs <job-id> [--follow]"));
+    cl.atMostPositionals(1, "logs <job-id> [--follow]");
+    ApiClient api = client(cl, "cli", true);
+    long since = 0;
+    while (true) {
+      ApiClient.Reply reply = api.get("jobs/" + id + "/log" + (since > 0 ? "?since=" + since : ""));
+      if (!reply.ok()) {
+        return problem(reply);
+      }
+      long total = reply.header(HttpApi.LOG_TOTAL_BYTES).map(Long::parseLong).orElse(0L);
+      long skipped = reply.header(HttpApi.LOG_SKIPPED_BYTES).map(Long::parseLong).orElse(0L);
+      if (since > total) {
+        out.println("[buildqueue] the job started a new attempt; its output starts over");
+      }
+      if (skipped > 0) {
+        out.println("[buildqueue] " + skipped + " earlier bytes are not kept here; see the job's log location ("
+            + "buildqueue status " + id + ")");
+      }
+      out.print(reply.text());
+      out.flush();
+      since = total;
+      String status = reply.header(HttpApi.JOB_STATUS).orElse("");
+      if (!cl.has("follow") || JobStatus.of(status).finished()) {
+        return OK;
+      }
+      try {
+        Thread.sleep(FOLLOW_INTERVAL.toMillis());
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return OK;
+      }
+    }
   }
 
   private ApiClient client(CommandLine cl, String user, boolean admin) {

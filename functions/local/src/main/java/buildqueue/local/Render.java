@@ -84,6 +84,13 @@ final class Render {
       out.append("  error       ").append(job.path("error").asText()).append('\n');
     }
     out.append("  payload     ").append(job.path("payload")).append('\n');
+    JsonNode log = job.path("log");
+    if (log.isObject()) {
+      out.append("  log         ").append(log.path("totalBytes").asLong()).append(" bytes: buildqueue logs ")
+          .append(job.path("id").asLong())
+          .append(log.path("location").isTextual() ? "; all of it in " + log.path("location").asText() : "")
+          .append('\n');
+    }
     if (events != null && events.isArray() && !events.isEmpty()) {
       out.append("  history\n");
       for (JsonNode e : events) {

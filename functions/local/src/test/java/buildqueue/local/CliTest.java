@@ -120,6 +120,29 @@ class CliTest {
   }
 
   @Test
+  void logs_prints_a_jobs_output_and_status_says_where_it_is() {
+    long id = server.submitDemo("bob", 2, 1);
+    server.awaitStatus(id, "succeeded");
+
+    assertThat(cli("logs", Long.toString(id))).isZero();
+    assertThat(out).isEqualTo("step 1 of 2 done\nstep 2 of 2 done\n");
+
+    assertThat(cli("status", Long.toString(id))).isZero();
+    assertThat(out).contains("log         34 bytes: buildqueue logs " + id);
+  }
+
+  @Test
+  void logs_follow_prints_output_as_it_comes_until_the_job_ends() {
+    long id = server.submitDemo("bob", 4, 700);
+    server.awaitProgress(id, 1);
+
+    assertThat(cli("logs", Long.toString(id), "--follow")).isZero();
+
+    assertThat(server.jobRow(id).string("status")).isEqualTo("succeeded");
+    assertThat(out).isEqualTo("step 1 of 4 done\nstep 2 of 4 done\nstep 3 of 4 done\nstep 4 of 4 done\n");
+  }
+
+  @Test
   void cancel_cancels_a_queued_job() {
     long running = server.submitDemo("bob", 50, 100);
     long queued = server.submitDemo("cy", 1, 1);

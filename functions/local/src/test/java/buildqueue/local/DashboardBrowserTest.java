@@ -52,7 +52,7 @@ class DashboardBrowserTest {
   }
 
   @Test
-  void the_dashboard_shows_a_running_jobs_progress_in_its_lanes_slot(TestDatabase db) {
+  void the_dashboard_shows_a_running_jobs_progress_in_its_lanes_slot_and_its_output(TestDatabase db) {
     try (TestServer server = TestServer.start(db, dataDir)) {
       long job = server.submitDemo("bob", 60, 150);
       server.awaitProgress(job, 1);
@@ -79,6 +79,13 @@ class DashboardBrowserTest {
         assertThat(worker.findElement(By.cssSelector(".worker-task")).getText()).contains(pid);
         assertThat(browser.findElement(By.cssSelector("#jobs tr.job-row[data-job-id='" + job + "']"))
             .getAttribute("data-status")).isEqualTo("running");
+
+        // The job's output, live, in its history: the worker saves the tail every 2 s.
+        browser.findElement(By.cssSelector("#jobs tr.job-row[data-job-id='" + job + "']")).click();
+        WebElement log = wait.until(d -> visible(d, By.id("history-log")));
+        wait.until(d -> log.getText().startsWith("step 1 of 60 done"));
+        int lines = log.getText().split("\n").length;
+        wait.until(d -> log.getText().split("\n").length > lines);
       } finally {
         browser.quit();
       }

@@ -26,7 +26,7 @@ class LocalProcessPlatformTest {
     LocalProcessPlatform p = new LocalProcessPlatform(
         WorkerCommand.forThisJvm().withMainClass(Sleeper.class.getName()),
         new LocalProcessPlatform.WorkerDatabase("jdbc:postgresql://localhost:1/none", null, null),
-        QueueConfig.defaults(), logs, HOST);
+        QueueConfig.defaults(), logs, HOST, java.util.Optional.empty());
     p.onStopped((taskId, workerId, token, reason) -> stops.add(taskId + " " + workerId + " " + token + " " + reason));
     platforms.add(p);
     return p;
@@ -133,7 +133,7 @@ class LocalProcessPlatformTest {
     LocalProcessPlatform platform = new LocalProcessPlatform(
         new WorkerCommand("/nonexistent/java", "", List.of(), WorkerCommand.WORKER_MAIN),
         new LocalProcessPlatform.WorkerDatabase("jdbc:postgresql://localhost:1/none", null, null),
-        QueueConfig.defaults(), logs, HOST);
+        QueueConfig.defaults(), logs, HOST, java.util.Optional.empty());
     platforms.add(platform);
 
     LaunchOutcome outcome = platform.launch(new WorkerLaunch(12, UUID.randomUUID(), "shared", "shared#1"));

@@ -59,6 +59,7 @@ class TokenFuzzTest {
       c -> ApiRequest.of("GET", "/jobs", c),
       c -> ApiRequest.of("GET", "/jobs/1", c),
       c -> ApiRequest.of("GET", "/jobs/1/events", c),
+      c -> ApiRequest.of("GET", "/jobs/1/log", c),
       c -> ApiRequest.of("POST", "/jobs/1/cancel", c),
       c -> ApiRequest.of("GET", "/lanes", c),
       c -> ApiRequest.json("PUT", "/users/alice", "{\"dedicatedWorker\": true}", c));

@@ -23,11 +23,22 @@ final class DataApiCalls {
   private final RdsDataClient client;
   private final DataApiSettings settings;
   private final ResumeRetry retry;
+  private final boolean continueAfterTimeout;
 
   DataApiCalls(RdsDataClient client, DataApiSettings settings, ResumeRetry retry) {
+    this(client, settings, retry, false);
+  }
+
+  private DataApiCalls(RdsDataClient client, DataApiSettings settings, ResumeRetry retry, boolean continueAfterTimeout) {
     this.client = client;
     this.settings = settings;
     this.retry = retry;
+    this.continueAfterTimeout = continueAfterTimeout;
+  }
+
+  /** The same calls, each statement sent with {@code continueAfterTimeout}. */
+  DataApiCalls continuingAfterTimeout() {
+    return new DataApiCalls(client, settings, retry, true);
   }
 
   ExecuteStatementResponse execute(String sql, List<SqlParameter> parameters, String transactionId, boolean withMetadata) {
@@ -44,6 +55,7 @@ final class DataApiCalls {
                         .sql(sql)
                         .parameters(parameters)
                         .transactionId(transactionId)
+                        .continueAfterTimeout(continueAfterTimeout ? Boolean.TRUE : null)
                         .includeResultMetadata(withMetadata)));
   }
 
@@ -90,6 +102,12 @@ final class DataApiCalls {
     try {
       return retry.call(what, call);
     } catch (SdkException e) {
+      if (continueAfterTimeout && e instanceof StatementTimeoutException) {
+        throw new DatabaseException(
+            "the statement ran past the Data API's 45 s limit; it was sent with continueAfterTimeout, so it runs on"
+                + " in the database, but this call cannot learn its outcome (in statement starting: " + statement + ")",
+            e);
+      }
       throw translate(e, statement);
     }
   }

@@ -38,7 +38,21 @@ public final class DataApiDatabase implements Database {
   private final DataApiCalls calls;
 
   public DataApiDatabase(RdsDataClient client, DataApiSettings settings, ResumeRetry retry) {
-    this.calls = new DataApiCalls(client, settings.validate(), retry);
+    this(new DataApiCalls(client, settings.validate(), retry));
+  }
+
+  private DataApiDatabase(DataApiCalls calls) {
+    this.calls = calls;
+  }
+
+  /**
+   * The same database, but every statement is sent with {@code continueAfterTimeout}, as AWS
+   * advises for DDL: a statement that runs past the Data API's 45 s is not cancelled (a DDL cut off
+   * "can result in errors and possibly corrupted data structures", ExecuteStatement API reference);
+   * the call still fails at 45 s. For schema migrations only: queue transitions must stay short.
+   */
+  public DataApiDatabase continuingAfterTimeout() {
+    return new DataApiDatabase(calls.continuingAfterTimeout());
   }
 
   public DataApiDatabase(RdsDataClient client, DataApiSettings settings) {

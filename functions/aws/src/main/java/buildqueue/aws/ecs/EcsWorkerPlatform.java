@@ -27,8 +27,13 @@ import software.amazon.awssdk.services.ecs.model.Task;
  * worker that must not run on.
  *
  * <p>Guarantees: {@link #launch} is idempotent per worker token (it is RunTask's {@code
- * clientToken}, honoured by ECS for 24 h), so calling it again for the same worker resolves an
- * unknown outcome and never starts a second task. {@link #launch}, {@link #check} and {@link #stop}
+ * clientToken}), so calling it again for the same worker resolves an unknown outcome and never
+ * starts a second task while ECS keeps the token: the lesser of 24 hours from its first use and
+ * the task's lifetime plus one hour (ECS API Reference, Ensuring idempotency). Every RunTask for a
+ * worker falls between its dispatch and its lease's end ({@code claimUnresolvedLaunches} takes only
+ * unexpired leases), so the token outlives every relaunch while its task may live as long as the
+ * lease is shorter than 24 hours, which {@link buildqueue.aws.AwsSettings} enforces; a token
+ * forgotten an hour after its task stopped starts a new task only when the first is gone. {@link #launch}, {@link #check} and {@link #stop}
  * never throw: every failure becomes an outcome, a state or a log line. The task's environment
  * overrides carry the worker id and token and nothing else; they are visible in events and
  * DescribeTasks, so the database settings live in the task definition.

@@ -19,7 +19,9 @@ import software.amazon.awssdk.services.ecs.model.RunTaskResponse;
  *   <li>{@code ConflictException}: the token was used before with other parameters (the settings
  *       changed between a call and its retry): that earlier call's task is ours, named in {@code
  *       resourceIds}.
- *   <li>Throttling: unknown, not "not started". The SDK has already retried it, and an earlier
+ *   <li>Throttling, by type ({@code ThrottlingException}) or by message (an {@code
+ *       InvalidParameterException} saying "Request limit exceeded", see {@link
+ *       #isThrottlingMessage}): unknown, not "not started". The SDK has already retried it, and an earlier
  *       attempt of the same call may have timed out after ECS started the task; freeing the slot
  *       then could put a second paid worker in it. Holding the slot until the tick's relaunch
  *       (same token, a minute later) costs one minute of one slot and doubles as backoff.
@@ -57,7 +59,7 @@ final class RunTaskOutcomes {
     if (e instanceof AwsServiceException service) {
       String code = service.awsErrorDetails() == null ? null : service.awsErrorDetails().errorCode();
       String what = (code == null ? "HTTP " + service.statusCode() : code) + ": " + message(e);
-      if (service.isThrottlingException()) {
+      if (service.isThrottlingException() || isThrottlingMessage(message(e))) {
         return new LaunchOutcome.Unknown(limit("RunTask throttled (" + what + "); the tick retries with the same client token"));
       }
       if (service.statusCode() >= 400 && service.statusCode() < 500) {
@@ -67,6 +69,24 @@ final class RunTaskOutcomes {
     }
     // SdkClientException: timeouts (ApiCallTimeoutException, ApiCallAttemptTimeoutException), I/O.
     return new LaunchOutcome.Unknown(limit("RunTask outcome unknown: " + e.getClass().getSimpleName() + ": " + message(e)));
+  }
+
+  /**
+   * Whether an error's message says a request rate was exceeded, whatever its type: RunTask has
+   * answered {@code InvalidParameterException} "… Request limit exceeded. (ErrorCode:
+   * RequestLimitExceeded)" when ECS's own EC2 calls were throttled (dask/dask-cloudprovider#56).
+   * Such a refusal says nothing about our configuration, so it must never fail a job for good.
+   */
+  static boolean isThrottlingMessage(String message) {
+    if (message == null) {
+      return false;
+    }
+    String m = message.toLowerCase(Locale.ROOT);
+    return m.contains("request limit exceeded")
+        || m.contains("requestlimitexceeded")
+        || m.contains("rate exceeded")
+        || m.contains("too many requests")
+        || m.contains("throttl");
   }
 
   /**

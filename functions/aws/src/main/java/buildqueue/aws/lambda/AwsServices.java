@@ -3,6 +3,8 @@ package buildqueue.aws.lambda;
 import buildqueue.aws.AwsSettings;
 import buildqueue.aws.AwsSettings.Component;
 import buildqueue.core.QueueClock;
+import buildqueue.kinds.CommandRunners;
+import buildqueue.worker.JobHandlers;
 import buildqueue.aws.db.DataApiDatabase;
 import buildqueue.db.Database;
 import buildqueue.db.JdbcDatabase;
@@ -25,6 +27,10 @@ public final class AwsServices {
 
   public static QueueServices queueServices(Component component) {
     AwsSettings settings = AwsSettings.fromEnvironment(component);
+    // The API checks submissions against the catalogue; the tick and the stop handler never see one.
+    JobHandlers kinds = component.needsKinds()
+        ? settings.kindCatalogue().handlers(CommandRunners.API_ONLY)
+        : JobHandlers.builtIn();
     return new QueueServices(
         component,
         database(settings),
@@ -34,7 +40,8 @@ public final class AwsServices {
         settings.queue(),
         QueueClock.DATABASE,
         settings.metricsNamespace(),
-        System.out);
+        System.out,
+        kinds);
   }
 
   /** The queue's database: the Data API, or (a self-hosted worker) JDBC without a pool. */
@@ -46,6 +53,14 @@ public final class AwsServices {
       return new JdbcDatabase(ds);
     }
     return DataApiDatabase.create(settings.dataApiSettings());
+  }
+
+  /**
+   * The database schema migrations run on: over the Data API, every statement is sent with {@code
+   * continueAfterTimeout} so that a long DDL is never cut off mid-way.
+   */
+  public static Database forSchemaChanges(Database database) {
+    return database instanceof DataApiDatabase dataApi ? dataApi.continuingAfterTimeout() : database;
   }
 
   static WorkerPlatform platform(AwsSettings settings) {

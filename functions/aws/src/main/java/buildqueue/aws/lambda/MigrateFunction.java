@@ -45,7 +45,7 @@ public final class MigrateFunction implements RequestStreamHandler {
   private static final System.Logger LOG = System.getLogger(MigrateFunction.class.getName());
   private static final ObjectMapper JSON = new ObjectMapper();
   private static final Lazy<Database> DATABASE =
-      Lazy.of(() -> AwsServices.database(AwsSettings.fromEnvironment(Component.MIGRATE)));
+      Lazy.of(() -> AwsServices.forSchemaChanges(AwsServices.database(AwsSettings.fromEnvironment(Component.MIGRATE))));
 
   private final Supplier<Database> database;
 

@@ -48,7 +48,8 @@ public final class QueueServices {
       QueueConfig config,
       QueueClock clock,
       String metricsNamespace,
-      PrintStream metricsOut) {
+      PrintStream metricsOut,
+      JobHandlers kinds) {
     this.component = component;
     this.db = db;
     this.platform = new MeteredPlatform(platform);
@@ -56,7 +57,7 @@ public final class QueueServices {
     this.queue = new BuildQueue(db, this.platform, config, clock, exits);
     this.publisher = new EventBridgePublisher(eventBridge, eventBus, new OutboxTransitions(db, clock));
     this.gauges = new QueueGauges(db, clock);
-    this.api = new HttpApi(queue, new JobQueries(db, config, clock), JobHandlers.builtIn());
+    this.api = new HttpApi(queue, new JobQueries(db, config, clock), kinds);
     this.metricsNamespace = metricsNamespace;
     this.metricsOut = metricsOut;
   }
@@ -77,7 +78,7 @@ public final class QueueServices {
     return publisher;
   }
 
-  /** The HTTP API over this queue; it accepts the job kinds the worker image ships. */
+  /** The HTTP API over this queue; it accepts the kinds of the catalogue the worker image ships. */
   public HttpApi api() {
     return api;
   }

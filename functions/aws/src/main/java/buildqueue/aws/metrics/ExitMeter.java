@@ -27,10 +27,14 @@ public final class ExitMeter implements BuildQueue.ExitListener {
     metrics.count(Metrics.WORKERS_EXITED, exits.size());
     long recoveries = 0;
     long failed = 0;
+    long neverStarted = 0;
     for (ExitTransitions.Exited e : exits) {
       metrics.observe(Metrics.SLOT_HELD_SECONDS, e.slotHeld().isNegative() ? Duration.ZERO : e.slotHeld());
       JobStatus jobStatus = e.jobStatus().orElse(null);
-      if (jobStatus == JobStatus.QUEUED) {
+      if (e.neverStarted()) {
+        // A task that failed to start is a launch failure: its job never ran.
+        neverStarted++;
+      } else if (jobStatus == JobStatus.QUEUED) {
         recoveries++;
       } else if (jobStatus == JobStatus.FAILED) {
         failed++;
@@ -41,6 +45,9 @@ public final class ExitMeter implements BuildQueue.ExitListener {
     }
     if (failed > 0) {
       metrics.count(Metrics.JOBS_FAILED_AFTER_EXITS, failed);
+    }
+    if (neverStarted > 0) {
+      metrics.count(Metrics.WORKERS_NEVER_STARTED, neverStarted);
     }
     exits.clear();
   }

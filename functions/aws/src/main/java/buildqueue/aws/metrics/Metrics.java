@@ -41,6 +41,7 @@ public final class Metrics {
   public static final String WORKERS_EXITED = "WorkersExited";
   public static final String RECOVERIES = "Recoveries";
   public static final String JOBS_FAILED_AFTER_EXITS = "JobsFailedAfterExits";
+  public static final String WORKERS_NEVER_STARTED = "WorkersNeverStarted";
   public static final String SLOT_HELD_SECONDS = "SlotHeldSeconds";
   public static final String EVENTS_PUBLISHED = "EventsPublished";
   public static final String EVENTS_REFUSED = "EventsRefused";

@@ -7,6 +7,8 @@ import buildqueue.aws.logging.JsonLogging;
 import buildqueue.aws.metrics.Metrics;
 import buildqueue.core.QueueClock;
 import buildqueue.db.Database;
+import buildqueue.kinds.CommandRunner;
+import buildqueue.kinds.CommandRunners;
 import buildqueue.worker.JobHandlers;
 import buildqueue.worker.WorkerLoop;
 import buildqueue.worker.WorkerProcess;
@@ -17,9 +19,10 @@ import java.util.function.Function;
 
 /**
  * The Fargate task's entry point: one worker, one life. Reads its identity (set per task by the
- * launch's container overrides) and the database settings from the environment, runs the {@link
- * WorkerLoop} with the built-in job handlers, and exits 0 when the loop is done, whatever it found
- * (a refused start or being fenced off are outcomes, not faults); 1 on a fault, 2 on bad settings.
+ * launch's container overrides), the database settings and the kind catalogue from the environment,
+ * runs the {@link WorkerLoop} with {@code demo} and the catalogue's kinds, and exits 0 when the loop
+ * is done, whatever it found (a refused start or being fenced off are outcomes, not faults); 1 on a
+ * fault, 2 on bad settings or a catalogue that cannot be used.
  * The slot is freed by the ECS STOPPED event of this exit, never by the worker itself.
  */
 public final class FargateWorkerMain {
@@ -34,16 +37,21 @@ public final class FargateWorkerMain {
   public static void main(String[] args) {
     String workerId = System.getenv(AwsSettings.WORKER_ID);
     JsonLogging.install(Map.of("component", "worker", "workerId", workerId == null ? "?" : workerId));
-    int code = run(System::getenv, WorkerProcess.HALT, JobHandlers.builtIn(), System.out);
+    int code = run(System::getenv, WorkerProcess.HALT, CommandRunners.forThisProcess(), System.out);
     System.exit(code);
   }
 
-  /** The worker's life; returns the exit code. {@code process} is how the deadline kills it. */
-  static int run(Function<String, String> env, WorkerProcess process, JobHandlers handlers, PrintStream metricsOut) {
+  /**
+   * The worker's life; returns the exit code. {@code process} is how the deadline kills it; {@code
+   * runner} runs the catalogue's kinds.
+   */
+  static int run(Function<String, String> env, WorkerProcess process, CommandRunner runner, PrintStream metricsOut) {
     long startNanos = System.nanoTime();
     AwsSettings settings;
+    JobHandlers handlers;
     try {
       settings = AwsSettings.load(Component.WORKER, env);
+      handlers = settings.kindCatalogue().handlers(runner);
     } catch (RuntimeException e) {
       LOG.log(Level.ERROR, "cannot start: " + e.getMessage());
       return BAD_SETTINGS;

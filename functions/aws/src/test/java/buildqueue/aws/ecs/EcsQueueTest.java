@@ -112,6 +112,25 @@ class EcsQueueTest {
   }
 
   @Test
+  void a_launch_refused_with_request_limit_exceeded_keeps_its_job_and_the_tick_starts_it() {
+    fake.answer(RUN_TASK, Answer.requestLimitExceeded());
+    long jobId = enqueue("alice");
+
+    assertThat(job(jobId).string("status")).isEqualTo("dispatched");
+    assertThat(job(jobId).string("error")).isNull();
+    assertThat(liveWorkers()).hasSize(1);
+    assertThat(fake.tasks()).isEmpty();
+
+    clock.advance(config.launchGrace().plusSeconds(1));
+    assertThat(queue.tick().relaunched()).isEqualTo(1);
+
+    assertThat(fake.tasks()).hasSize(1);
+    assertThat(liveWorkers()).singleElement()
+        .satisfies(w -> assertThat(w.string("task_id")).isEqualTo(fake.tasks().get(0).arn()));
+    assertThat(job(jobId).string("status")).isEqualTo("dispatched");
+  }
+
+  @Test
   void a_capacity_failure_frees_the_slot_and_requeues_the_job_with_backoff() {
     fake.answer(RUN_TASK, Answer.failure(CAPACITY));
     long jobId = enqueue("alice");
@@ -209,5 +228,115 @@ class EcsQueueTest {
     queue.tick();
     assertThat(workers().get(0).string("status")).isEqualTo("exited");
     assertThat(workers().get(0).string("exit_reason")).contains("UserInitiated").contains("outlived its lease");
+  }
+
+  // ---- client token lifetime on the relaunch path ------------------------------------------
+
+  /**
+   * The first RunTask started a task but its answer was lost, and relaunches keep failing until
+   * the last moment the lease allows one. ECS keeps the token while the task runs (up to 24 h), so
+   * that last relaunch still learns the first task instead of starting a second.
+   */
+  @Test
+  void a_relaunch_at_the_end_of_the_lease_still_finds_the_first_task_and_starts_no_second() {
+    fake.useClock(clock::now);
+    fake.answer(RUN_TASK, Answer.serverError().afterWork());
+    fake.answerAlways(RUN_TASK, Answer.serverError());
+    long jobId = enqueue("alice");
+    String first = fake.tasks().get(0).arn();
+    fake.setLastStatus(first, "RUNNING");
+    Instant expiresAt = liveWorkers().get(0).instant("expires_at");
+
+    clock.advance(config.launchGrace().plusSeconds(1));
+    assertThat(queue.tick().relaunched()).isEqualTo(1);
+    assertThat(liveWorkers().get(0).string("task_id")).isNull();
+    fake.answerNormally(RUN_TASK);
+    clock.set(expiresAt.minusSeconds(1));
+    assertThat(queue.tick().relaunched()).isEqualTo(1);
+
+    assertThat(fake.tasks()).hasSize(1);
+    assertThat(liveWorkers()).singleElement().satisfies(w -> assertThat(w.string("task_id")).isEqualTo(first));
+    assertThat(job(jobId).string("status")).isEqualTo("dispatched");
+  }
+
+  /**
+   * Why {@code AwsSettings} caps the lease: were it longer than ECS keeps the token, a relaunch
+   * after 24 h would start a second task for the worker while the first still runs.
+   */
+  @Test
+  void with_a_lease_past_the_client_tokens_24_hours_a_late_relaunch_would_start_a_second_task() {
+    config = QueueConfig.defaults().withLease(Duration.ofHours(30), Duration.ofMinutes(5), Duration.ofSeconds(60));
+    queue = new BuildQueue(db.jdbc(), new EcsWorkerPlatform(client, EcsWorkerPlatformTest.SETTINGS), config, clock);
+    fake.useClock(clock::now);
+    fake.answer(RUN_TASK, Answer.serverError().afterWork());
+    fake.answerAlways(RUN_TASK, Answer.serverError());
+    enqueue("alice");
+    String first = fake.tasks().get(0).arn();
+    fake.setLastStatus(first, "RUNNING");
+    fake.answerNormally(RUN_TASK);
+
+    clock.advance(Duration.ofHours(24).plusSeconds(1));
+    queue.tick();
+
+    assertThat(config.lease()).isGreaterThan(buildqueue.aws.AwsSettings.MAX_LEASE);
+    assertThat(fake.tasks()).extracting(FakeEcs.TaskView::lastStatus).containsExactly("RUNNING", "PROVISIONING");
+    assertThat(liveWorkers()).singleElement()
+        .satisfies(w -> assertThat(w.string("task_id")).isEqualTo(fake.tasks().get(1).arn()));
+  }
+
+  // ---- request rates ------------------------------------------------------------------------
+
+  /**
+   * 60 launches at once meet ECS's documented rates (Fargate RunTask: 20 calls a second): the
+   * first 20 start, the rest are throttled and hold their slots as unknown launches, and each tick
+   * relaunches them with their own tokens as the buckets refill, until every launch has its task.
+   * No slot ever has a second task, on ECS or in the database.
+   */
+  @Test
+  void a_burst_of_launches_meets_ecs_throttling_yet_every_launch_resolves_and_no_slot_runs_two_tasks() {
+    int jobs = 60;
+    QueueConfig burst = QueueConfig.defaults().withSharedSlots(jobs);
+    // The SDK's own retries would wait in real time; the fake's buckets refill on the queue's clock.
+    EcsClient once = fake.newClient(fake.clientSettings().withMaxAttempts(1));
+    BuildQueue burstQueue = new BuildQueue(db.jdbc(), new EcsWorkerPlatform(once, EcsWorkerPlatformTest.SETTINGS), burst, clock);
+    fake.useClock(clock::now);
+
+    for (int i = 0; i < jobs; i++) {
+      burstQueue.enqueue("user-" + i, "demo", new Json("{}"), null);
+    }
+    assertThat(fake.replies(RUN_TASK)).extracting(FakeEcs.Reply::errorType).contains("ThrottlingException");
+    int ticks = 0;
+    while (!unresolved().isEmpty() && ticks < 20) {
+      assertNoSlotRunsTwoTasks();
+      clock.advance(burst.launchGrace().plusSeconds(1));
+      burstQueue.tick();
+      ticks++;
+    }
+    once.close();
+
+    assertThat(unresolved()).isEmpty();
+    assertThat(liveWorkers()).hasSize(jobs);
+    assertThat(fake.tasks()).hasSize(jobs);
+    assertThat(fake.tasks()).extracting(FakeEcs.TaskView::clientToken).doesNotHaveDuplicates();
+    assertNoSlotRunsTwoTasks();
+    assertThat(db.jdbc().query("select count(*) as n from build_job where status = 'dispatched'").get(0).longValue("n"))
+        .isEqualTo(jobs);
+    assertThat(ticks).as("ticks to resolve %d launches at 20 RunTask calls a second", jobs).isBetween(2, 10);
+  }
+
+  private List<Row> unresolved() {
+    return db.jdbc().query("select * from build_worker where status <> 'exited' and task_id is null");
+  }
+
+  /** Tasks not yet stopped, by the slot of the worker each was started for; at most one each. */
+  private void assertNoSlotRunsTwoTasks() {
+    java.util.Map<String, String> slotOfWorker = new java.util.HashMap<>();
+    workers().forEach(w -> slotOfWorker.put("bq-" + w.longValue("id"), w.string("slot")));
+    java.util.Map<String, Long> liveTasksBySlot = fake.tasks().stream()
+        .filter(t -> !"STOPPED".equals(t.lastStatus()))
+        .collect(java.util.stream.Collectors.groupingBy(t -> slotOfWorker.get(t.startedBy()),
+            java.util.stream.Collectors.counting()));
+    assertThat(liveTasksBySlot.values()).allMatch(n -> n == 1);
+    assertThat(liveWorkers()).extracting(w -> w.string("slot")).doesNotHaveDuplicates();
   }
 }

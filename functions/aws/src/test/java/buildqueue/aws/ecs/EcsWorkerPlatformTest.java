@@ -262,6 +262,18 @@ class EcsWorkerPlatformTest {
   }
 
   @Test
+  void request_limit_exceeded_under_an_invalid_parameter_is_throttling_not_a_configuration_failure() {
+    fake.answerAlways(RUN_TASK, Answer.requestLimitExceeded());
+
+    LaunchOutcome outcome = platform.launch(aLaunch());
+
+    assertThat(outcome).isInstanceOf(LaunchOutcome.Unknown.class);
+    assertThat(((LaunchOutcome.Unknown) outcome).reason())
+        .contains("InvalidParameterException").contains("Request limit exceeded");
+    assertThat(fake.tasks()).isEmpty();
+  }
+
+  @Test
   void a_conflict_is_started_with_the_arn_from_its_resource_ids() {
     WorkerLaunch launch = aLaunch();
     LaunchOutcome first = platform.launch(launch);
@@ -315,6 +327,40 @@ class EcsWorkerPlatformTest {
         .containsExactly(100, 100, 50);
     assertThat(fake.requests(DESCRIBE_TASKS)).allSatisfy(r -> assertThat(r.body().path("cluster").asText()).isEqualTo(CLUSTER));
     assertThat(states).hasSize(250).containsOnlyKeys(arns).allSatisfy((arn, s) -> assertThat(s).isEqualTo(new TaskState.Running()));
+  }
+
+  /**
+   * A check that meets DescribeTasks' rate (a bucket of 100 calls, refilled at 20 a second; here
+   * all but one call of it already spent by other checks): the batch past it is throttled, and a
+   * throttled batch is no evidence either way, neither stopped nor missing, so its workers keep
+   * their slots until a later check.
+   */
+  @Test
+  void a_check_past_the_describe_tasks_rate_gives_no_evidence_for_the_throttled_batch() {
+    java.time.Instant now = java.time.Instant.parse("2026-12-01T10:00:00Z");
+    fake.useClock(() -> now);
+    EcsClient once = fake.newClient(fake.clientSettings().withMaxAttempts(1));
+    EcsWorkerPlatform checking = new EcsWorkerPlatform(once, SETTINGS);
+    String other = fake.addTask(CLUSTER, "RUNNING");
+    for (int i = 0; i < 99; i++) {
+      checking.check(List.of(other));
+    }
+    List<String> arns = new ArrayList<>();
+    for (int i = 0; i < 2 * EcsWorkerPlatform.DESCRIBE_BATCH; i++) {
+      String arn = fake.addTask(CLUSTER, "RUNNING");
+      fake.stopTask(arn, "EssentialContainerExited", "Essential container in task exited", 0, null);
+      arns.add(arn);
+    }
+
+    Map<String, TaskState> states = checking.check(arns);
+    once.close();
+
+    assertThat(fake.replies(DESCRIBE_TASKS)).extracting(FakeEcs.Reply::errorType)
+        .filteredOn(java.util.Objects::nonNull).containsExactly("ThrottlingException");
+    assertThat(arns.subList(0, EcsWorkerPlatform.DESCRIBE_BATCH))
+        .allSatisfy(arn -> assertThat(states.get(arn)).isInstanceOf(TaskState.Stopped.class));
+    assertThat(arns.subList(EcsWorkerPlatform.DESCRIBE_BATCH, arns.size()))
+        .allSatisfy(arn -> assertThat(states.get(arn)).isEqualTo(new TaskState.Running()));
   }
 
   @Test

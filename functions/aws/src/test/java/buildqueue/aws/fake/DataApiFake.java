@@ -41,9 +41,14 @@ import java.util.Optional;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Supplier;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.regex.Pattern;
@@ -67,9 +72,9 @@ import software.amazon.awssdk.services.rdsdata.RdsDataClient;
  * timestamps returned as strings without offset, in UTC; uuid and json as strings; one statement
  * per call; transactions held open by id on their own connection, dropped on the first SQL error
  * (later calls get {@code TransactionNotFoundException}) and refused a second concurrent call; SQL
- * errors as {@code DatabaseErrorException} with the PostgreSQL message and {@code SQLState}. What it
- * does not: the 3-minute idle timeout, the 45 s statement limit, size limits, {@code
- * formatRecordsAs}, {@code BatchExecuteStatement}, authentication (only that a SigV4 header is there).
+ * errors as {@code DatabaseErrorException} with the PostgreSQL message and {@code SQLState}; the
+ * 45 s statement limit and {@code continueAfterTimeout} ({@link #statementLimit}). What it
+ * does not: the 3-minute idle timeout, size limits, {@code formatRecordsAs}, {@code BatchExecuteStatement}, authentication (only that a SigV4 header is there).
  *
  * <p>For fault tests: {@link #inject} a {@link Fault} (or use {@link #resumingForNextCalls} / {@link
  * #resumingFor}); {@link #calls} counts every call received, faulted or not.
@@ -120,6 +125,17 @@ public final class DataApiFake implements AutoCloseable {
   private final Map<String, Tx> transactions = new ConcurrentHashMap<>();
   private final Map<Operation, AtomicLong> counts = new EnumMap<>(Operation.class);
   private final List<Fault> faults = new CopyOnWriteArrayList<>();
+  /** The Data API's statement limit (data-api-timeouts). */
+  public static final Duration STATEMENT_LIMIT = Duration.ofSeconds(45);
+  private volatile Duration statementLimit = STATEMENT_LIMIT;
+  private final ExecutorService statements = Executors.newCachedThreadPool(r -> {
+    Thread t = new Thread(r, "data-api-fake-statement");
+    t.setDaemon(true);
+    return t;
+  });
+  private final Map<String, Future<JsonNode>> continuing = new ConcurrentHashMap<>();
+  private final AtomicLong continuedPastLimit = new AtomicLong();
+  private final AtomicLong continueAfterTimeoutCalls = new AtomicLong();
 
   private DataApiFake(HttpServer server, ExecutorService executor, Clock clock) {
     this.server = server;
@@ -175,6 +191,25 @@ public final class DataApiFake implements AutoCloseable {
         settings("unused"), StaticCredentialsProvider.create(AwsBasicCredentials.create("AKIDFAKE", "fake-secret")));
   }
 
+  /**
+   * How long a statement may run before the fake answers {@code StatementTimeoutException}: 45 s,
+   * as on AWS, unless a test shortens it to keep a slow statement quick.
+   */
+  public DataApiFake statementLimit(Duration limit) {
+    this.statementLimit = limit;
+    return this;
+  }
+
+  /** Statements sent with {@code continueAfterTimeout} that ran past the limit (and on). */
+  public long continuedPastLimit() {
+    return continuedPastLimit.get();
+  }
+
+  /** Execute calls that carried {@code continueAfterTimeout: true}. */
+  public long continueAfterTimeoutCalls() {
+    return continueAfterTimeoutCalls.get();
+  }
+
   public void inject(Fault fault) {
     fault.armed(clock.instant());
     faults.add(fault);
@@ -205,6 +240,8 @@ public final class DataApiFake implements AutoCloseable {
 
   public void resetCounts() {
     counts.values().forEach(c -> c.set(0));
+    continueAfterTimeoutCalls.set(0);
+    continuedPastLimit.set(0);
   }
 
   /** Transactions begun and not yet committed, rolled back or dropped: a leak check. */
@@ -216,6 +253,7 @@ public final class DataApiFake implements AutoCloseable {
   public void close() {
     server.stop(0);
     executor.shutdownNow();
+    statements.shutdownNow();
     for (Tx tx : List.copyOf(transactions.values())) {
       drop(tx);
     }
@@ -371,6 +409,7 @@ public final class DataApiFake implements AutoCloseable {
   /** Takes a transaction out of the table for commit or rollback; it is ended either way. */
   private Tx claim(JsonNode request) {
     Tx tx = liveTransaction(request.path("transactionId").asText(null));
+    refuseWhileContinuing(tx);
     if (!tx.lock.tryLock()) {
       throw new ApiError(400, "DatabaseErrorException", "Transaction is still running a query");
     }
@@ -389,20 +428,20 @@ public final class DataApiFake implements AutoCloseable {
     boolean withMetadata = request.path("includeResultMetadata").asBoolean(false);
     Map<String, JsonNode> parameters = parameters(request.path("parameters"));
     String transactionId = request.path("transactionId").asText(null);
+    boolean continueAfterTimeout = continueAfterTimeout(request);
+    if (continueAfterTimeout) {
+      continueAfterTimeoutCalls.incrementAndGet();
+    }
     if (transactionId == null) {
-      try (Connection c = dataSource(request).getConnection()) {
-        utcSession(c);
-        return run(c, sql, parameters, withMetadata);
-      } catch (SQLException e) {
-        throw sqlError(e);
-      }
+      return autocommitWithinLimit(dataSource(request), sql, parameters, withMetadata, continueAfterTimeout);
     }
     Tx tx = liveTransaction(transactionId);
+    refuseWhileContinuing(tx);
     if (!tx.lock.tryLock()) {
       throw new ApiError(400, "DatabaseErrorException", "Transaction is still running a query");
     }
     try {
-      return run(tx.connection, sql, parameters, withMetadata);
+      return inTransactionWithinLimit(tx, sql, parameters, withMetadata, continueAfterTimeout);
     } catch (SQLException e) {
       endOnError(tx);
       throw sqlError(e);
@@ -414,6 +453,117 @@ public final class DataApiFake implements AutoCloseable {
     } finally {
       tx.lock.unlock();
     }
+  }
+
+  // ---- the 45 s statement limit ----
+
+  /**
+   * "By default, the Data API cancels an operation and returns a timeout error if the operation
+   * doesn't finish processing within 45 seconds"; with {@code continueAfterTimeout} "your
+   * application still receives the timeout error. However, the operation continues running and
+   * isn't canceled" (Aurora User Guide, data-api-timeouts). The error is {@code
+   * StatementTimeoutException}, HTTP 400. AWS does not say what becomes of a transaction whose
+   * statement ran on past the limit; the fake keeps it busy ("still running a query") until the
+   * statement ends, then usable, or ended if the statement failed.
+   */
+  private JsonNode autocommitWithinLimit(
+      DataSource ds, String sql, Map<String, JsonNode> parameters, boolean withMetadata, boolean continueAfterTimeout) {
+    AtomicReference<Connection> running = new AtomicReference<>();
+    Future<JsonNode> result = statements.submit(() -> {
+      try (Connection c = ds.getConnection()) {
+        utcSession(c);
+        running.set(c);
+        return run(c, sql, parameters, withMetadata);
+      }
+    });
+    try {
+      return withinLimit(result, running::get, continueAfterTimeout);
+    } catch (SQLException e) {
+      throw sqlError(e);
+    }
+  }
+
+  private JsonNode inTransactionWithinLimit(
+      Tx tx, String sql, Map<String, JsonNode> parameters, boolean withMetadata, boolean continueAfterTimeout)
+      throws SQLException {
+    Future<JsonNode> result = statements.submit(() -> run(tx.connection, sql, parameters, withMetadata));
+    try {
+      return withinLimit(result, () -> tx.connection, continueAfterTimeout);
+    } catch (ApiError e) {
+      if (e.type.equals("StatementTimeoutException")) {
+        if (continueAfterTimeout) {
+          continuing.put(tx.id, result);
+        } else {
+          endOnError(tx);
+        }
+      }
+      throw e;
+    }
+  }
+
+  private JsonNode withinLimit(Future<JsonNode> result, Supplier<Connection> connection, boolean continueAfterTimeout)
+      throws SQLException {
+    try {
+      return result.get(statementLimit.toNanos(), TimeUnit.NANOSECONDS);
+    } catch (TimeoutException pastTheLimit) {
+      if (continueAfterTimeout) {
+        continuedPastLimit.incrementAndGet();
+      } else {
+        cancel(result, connection.get());
+      }
+      throw new ApiError(400, "StatementTimeoutException", "Request timed out");
+    } catch (ExecutionException e) {
+      Throwable cause = e.getCause();
+      if (cause instanceof SQLException sql) {
+        throw sql;
+      }
+      if (cause instanceof RuntimeException r) {
+        throw r;
+      }
+      throw new IllegalStateException(cause);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new ApiError(500, "InternalServerErrorException", "fake interrupted");
+    }
+  }
+
+  /** Cancels the statement as PostgreSQL cancels a query, and waits until it has stopped. */
+  private static void cancel(Future<JsonNode> result, Connection c) {
+    for (int attempt = 0; attempt < 100 && !result.isDone(); attempt++) {
+      try {
+        if (c != null) {
+          c.unwrap(PGConnection.class).cancelQuery();
+        }
+        result.get(100, TimeUnit.MILLISECONDS);
+      } catch (TimeoutException | ExecutionException | SQLException notYet) {
+        // cancelled statements end in an SQLException; a cancel sent before the query may be lost
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return;
+      }
+    }
+  }
+
+  /** A transaction whose statement runs on past the limit takes no other call until it ends. */
+  private void refuseWhileContinuing(Tx tx) {
+    Future<JsonNode> statement = continuing.get(tx.id);
+    if (statement == null) {
+      return;
+    }
+    if (!statement.isDone()) {
+      throw new ApiError(400, "DatabaseErrorException", "Transaction is still running a query");
+    }
+    continuing.remove(tx.id);
+    try {
+      statement.get();
+    } catch (ExecutionException | InterruptedException | RuntimeException failed) {
+      endOnError(tx);
+      throw new ApiError(404, "TransactionNotFoundException", "Transaction " + tx.id + " is not found");
+    }
+  }
+
+  private static boolean continueAfterTimeout(JsonNode request) {
+    return request.path("continueAfterTimeout").asBoolean(false);
   }
 
   /** Any SQL error ends a Data API transaction; later calls with its id are "not found". */
@@ -428,6 +578,7 @@ public final class DataApiFake implements AutoCloseable {
     if (parsed.multipleStatements()) {
       throw new ApiError(400, "DatabaseErrorException", "Multistatement transactions are not supported");
     }
+    refuseAmbiguousText(sql);
     try (PreparedStatement ps = c.prepareStatement(parsed.jdbcSql())) {
       for (int i = 0; i < parsed.names().size(); i++) {
         String name = parsed.names().get(i);
@@ -451,6 +602,18 @@ public final class DataApiFake implements AutoCloseable {
         out.putArray("generatedFields");
       }
       return out;
+    }
+  }
+
+  /**
+   * AWS does not document how the Data API reads {@code ;} and {@code :name} inside literals and
+   * comments; the fake refuses such text instead of guessing either way (see {@link AmbiguousSql}).
+   */
+  private static void refuseAmbiguousText(String sql) {
+    List<String> problems = AmbiguousSql.problems(sql);
+    if (!problems.isEmpty()) {
+      throw new ApiError(400, "BadRequestException",
+          "the fake refuses text the Data API's reading of is undocumented: " + problems.get(0));
     }
   }
 

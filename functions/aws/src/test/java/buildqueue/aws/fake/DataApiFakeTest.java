@@ -12,6 +12,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import software.amazon.awssdk.services.rdsdata.RdsDataClient;
 import software.amazon.awssdk.services.rdsdata.model.ColumnMetadata;
+import software.amazon.awssdk.services.rdsdata.model.BadRequestException;
 import software.amazon.awssdk.services.rdsdata.model.DatabaseErrorException;
 import software.amazon.awssdk.services.rdsdata.model.DatabaseResumingException;
 import software.amazon.awssdk.services.rdsdata.model.ExecuteStatementResponse;
@@ -110,7 +111,15 @@ class DataApiFakeTest {
   @Test
   void one_statement_per_call() {
     assertThatThrownBy(() -> execute("select 1; select 2", null)).isInstanceOf(DatabaseErrorException.class);
-    assertThat(execute("select ';' as semicolon; ", null).records()).hasSize(1);
+    assertThat(execute("select 1 as one; ", null).records()).hasSize(1);
+  }
+
+  @Test
+  void text_whose_reading_aws_leaves_undocumented_is_refused() {
+    assertThatThrownBy(() -> execute("select ';' as semicolon", null)).isInstanceOf(BadRequestException.class);
+    assertThatThrownBy(() -> execute("select 1 -- one; two\n", null)).isInstanceOf(BadRequestException.class);
+    assertThatThrownBy(() -> execute("select to_char(now(), 'HH24:MI:SS')", null)).isInstanceOf(BadRequestException.class);
+    assertThat(execute("select to_char(now() at time zone 'UTC', 'HH24\":\"MI') as t", null).records()).hasSize(1);
   }
 
   @Test

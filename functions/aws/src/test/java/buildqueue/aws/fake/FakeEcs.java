@@ -30,6 +30,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Supplier;
 import java.util.regex.Pattern;
 import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
 import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
@@ -48,6 +49,12 @@ import software.amazon.awssdk.services.ecs.EcsClient;
  * resourceIds}), the parameter limits (count 10, token 64 characters, startedBy 128, overrides
  * 8,192 characters, containers named in overrides must exist), 100 tasks per DescribeTasks with
  * {@code MISSING} for unknown ones, 255 characters of StopTask reason.
+ *
+ * <p>RunTask's {@code clientToken} lives as long as ECS keeps it: the lesser of 24 hours and the
+ * task's lifetime plus one hour, and a repeat within it replays the first answer, {@code failures[]}
+ * included ({@link #tokenExpiresAt}). Requests are throttled by ECS's documented token buckets
+ * ({@link EcsThrottling}). Both run on the fake's clock ({@link #useClock}), so tests can move time
+ * instead of waiting for it.
  *
  * <p>Tests can read every request as received ({@link #requests(Operation)}), move tasks between
  * statuses ({@link #setLastStatus}, {@link #stopTask}, {@link #forget}), and script answers per
@@ -164,6 +171,17 @@ public final class FakeEcs implements AutoCloseable {
       return error(400, "ThrottlingException", "Rate exceeded");
     }
 
+    /**
+     * RunTask refused with {@code InvalidParameterException} when ECS's own calls to EC2 were
+     * throttled: throttling under a 4xx that is not {@code ThrottlingException}. The message is the
+     * one dask/dask-cloudprovider#56 quotes from a burst of Fargate launches (the same error in
+     * AllenInstitute/neuron_morphology#155); nothing is created.
+     */
+    public static Answer requestLimitExceeded() {
+      return error(400, "InvalidParameterException",
+          "Error retrieving security group information for [sg-0ccc]: Request limit exceeded. (ErrorCode: RequestLimitExceeded)");
+    }
+
     /** The operation takes effect, and the answer comes after {@code delay}. */
     public static Answer delay(Duration delay) {
       return new Answer(Kind.DELAY, null, null, 200, null, null, delay, true);
@@ -210,6 +228,8 @@ public final class FakeEcs implements AutoCloseable {
   private final Map<String, String> containerByFamily = new HashMap<>();
   private final AtomicLong taskCounter = new AtomicLong();
   private String initialStatus = "PROVISIONING";
+  private volatile Supplier<Instant> clock = Instant::now;
+  private final EcsThrottling throttling = new EcsThrottling();
 
   private FakeEcs() throws IOException {
     server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 0);
@@ -298,6 +318,20 @@ public final class FakeEcs implements AutoCloseable {
     return this;
   }
 
+  /**
+   * The fake's time from now on: task timestamps, client-token lifetimes and the throttling
+   * buckets' refill all read it. Default: the system clock. Tests pass a settable clock (often the
+   * queue's own) and move it.
+   */
+  public FakeEcs useClock(Supplier<Instant> clock) {
+    this.clock = clock;
+    return this;
+  }
+
+  Instant now() {
+    return clock.get();
+  }
+
   // ---- requests ---------------------------------------------------------------------------
 
   public List<Request> requests() {
@@ -359,7 +393,7 @@ public final class FakeEcs implements AutoCloseable {
     t.stoppedReason = stoppedReason;
     t.exitCode = exitCode;
     t.containerReason = containerReason;
-    t.stoppedAt = Instant.now();
+    t.stoppedAt = now();
     t.version++;
   }
 
@@ -412,6 +446,10 @@ public final class FakeEcs implements AutoCloseable {
         send(exchange, op, 400, error("SerializationException", "expected content type " + CONTENT_TYPE));
         return;
       }
+      if (!throttling.admit(op, body, now())) {
+        send(exchange, op, 400, error("ThrottlingException", "Rate exceeded"));
+        return;
+      }
       answer(exchange, op, body, nextAnswer(op));
     }
   }
@@ -433,7 +471,7 @@ public final class FakeEcs implements AutoCloseable {
         case DROP:
           return; // closing the exchange with no response headers closes the connection
         case FAILURE:
-          send(exchange, op, 200, failures(answer));
+          send(exchange, op, 200, rememberFailures(body, failures(answer)));
           return;
         default:
           break;
@@ -530,7 +568,72 @@ public final class FakeEcs implements AutoCloseable {
 
   // ---- operations -------------------------------------------------------------------------
 
-  private record TokenUse(JsonNode parameters, List<String> taskArns) {}
+  /** A client token's first answer: the tasks it started, or the {@code failures[]} answer it got. */
+  private record TokenUse(JsonNode parameters, List<String> taskArns, ObjectNode failures, Instant firstUse) {}
+
+  /** How long ECS keeps a RunTask client token at most, whatever its task does. */
+  static final Duration TOKEN_MAX_LIFETIME = Duration.ofHours(24);
+  /** How long ECS keeps a client token after its task's lifetime ended. */
+  static final Duration TOKEN_AFTER_TASK = Duration.ofHours(1);
+
+  /**
+   * When ECS forgets a client token: "the lesser of 24 hours and the task's lifetime plus one
+   * hour" (ECS API Reference, Ensuring idempotency, RunTask; aws-facts §6), read here as: 24 h
+   * after its first use, or one hour after the last of its tasks stopped, whichever comes first.
+   * A token whose answer was {@code failures[]} started no task; AWS does not say how long such a
+   * token lives, and the fake gives it one hour (a task lifetime of zero plus one hour).
+   */
+  private Instant tokenExpiresAt(TokenUse use) {
+    Instant cap = use.firstUse().plus(TOKEN_MAX_LIFETIME);
+    if (use.taskArns().isEmpty()) {
+      return min(cap, use.firstUse().plus(TOKEN_AFTER_TASK));
+    }
+    Instant lastStop = null;
+    for (String arn : use.taskArns()) {
+      Instant stopped = tasks.get(arn).stoppedAt;
+      if (stopped == null) {
+        return cap;
+      }
+      lastStop = lastStop == null || stopped.isAfter(lastStop) ? stopped : lastStop;
+    }
+    return min(cap, lastStop.plus(TOKEN_AFTER_TASK));
+  }
+
+  private static Instant min(Instant a, Instant b) {
+    return a.isBefore(b) ? a : b;
+  }
+
+  /** The token's first answer while ECS still keeps it, else null (and it is forgotten). */
+  private TokenUse liveToken(String key) {
+    TokenUse used = tokens.get(key);
+    if (used != null && !now().isBefore(tokenExpiresAt(used))) {
+      tokens.remove(key);
+      return null;
+    }
+    return used;
+  }
+
+  /**
+   * A scripted {@code failures[]} answer to RunTask is ECS's first answer for its token, so a
+   * repeat of the request within the token's lifetime gets the same failures, not a task.
+   */
+  private synchronized ObjectNode rememberFailures(JsonNode body, ObjectNode answer) {
+    String token = body.path("clientToken").asText(null);
+    if (token != null && liveToken(tokenKey(body, token)) == null) {
+      tokens.put(tokenKey(body, token), new TokenUse(parametersOf(body), List.of(), answer.deepCopy(), now()));
+    }
+    return answer;
+  }
+
+  private static String tokenKey(JsonNode body, String token) {
+    return clusterName(body.path("cluster").asText(null)) + "|" + token;
+  }
+
+  private static ObjectNode parametersOf(JsonNode body) {
+    ObjectNode parameters = body.deepCopy();
+    parameters.remove("clientToken");
+    return parameters;
+  }
 
   private ObjectNode runTask(JsonNode body) {
     String cluster = clusterName(body.path("cluster").asText(null));
@@ -575,12 +678,11 @@ public final class FakeEcs implements AutoCloseable {
             "Override for container named " + c.path("name").asText() + " is not a container in the TaskDefinition.");
       }
     }
-    ObjectNode parameters = body.deepCopy();
-    parameters.remove("clientToken");
+    ObjectNode parameters = parametersOf(body);
     if (token != null) {
-      TokenUse used = tokens.get(cluster + "|" + token);
+      TokenUse used = liveToken(tokenKey(body, token));
       if (used != null && used.parameters().equals(parameters)) {
-        return tasksResponse(used.taskArns());
+        return used.failures() != null ? used.failures().deepCopy() : tasksResponse(used.taskArns());
       }
       if (used != null) {
         ObjectNode conflict = error("ConflictException",
@@ -590,12 +692,15 @@ public final class FakeEcs implements AutoCloseable {
         throw new Refusal(400, conflict);
       }
     }
+    if (!throttling.launch(count, now())) {
+      throw refuse("ThrottlingException", "Rate exceeded");
+    }
     List<String> arns = new ArrayList<>();
     for (int i = 0; i < count; i++) {
       arns.add(newTask(cluster, family, token, startedBy, overrides).arn);
     }
     if (token != null) {
-      tokens.put(cluster + "|" + token, new TokenUse(parameters, List.copyOf(arns)));
+      tokens.put(tokenKey(body, token), new TokenUse(parameters, List.copyOf(arns), null, now()));
     }
     return tasksResponse(arns);
   }
@@ -693,7 +798,7 @@ public final class FakeEcs implements AutoCloseable {
     final String clientToken;
     final String startedBy;
     final JsonNode overrides;
-    final Instant createdAt = Instant.now();
+    final Instant createdAt = now();
     String lastStatus;
     String desiredStatus = "RUNNING";
     String stopCode;

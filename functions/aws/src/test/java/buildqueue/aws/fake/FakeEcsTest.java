@@ -6,11 +6,13 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.within;
 
+import java.time.Duration;
 import java.time.Instant;
 import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
+import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -153,6 +155,146 @@ class FakeEcsTest {
         .isInstanceOfSatisfying(EcsException.class, e -> assertThat(e.awsErrorDetails().errorCode()).isEqualTo("AccessDeniedException"));
     assertThat(ecs.describeTasks(b -> b.cluster("c").tasks(arn)).tasks()).hasSize(1);
     assertThat(fake.replies(DESCRIBE_TASKS)).extracting(FakeEcs.Reply::status).containsExactly(400, 200);
+  }
+
+  // ---- client token lifetime ----------------------------------------------------------------
+
+  @Test
+  void a_client_token_is_kept_until_an_hour_after_its_task_stopped() {
+    AtomicReference<Instant> now = clockAt("2026-12-01T10:00:00Z");
+    String arn = ecs.runTask(runTask("t1").build()).tasks().get(0).taskArn();
+    now.set(now.get().plus(Duration.ofMinutes(30)));
+    fake.stopTask(arn, "EssentialContainerExited", "Essential container in task exited", 0, null);
+
+    now.set(now.get().plus(Duration.ofMinutes(59)));
+    assertThat(ecs.runTask(runTask("t1").build()).tasks().get(0).taskArn()).isEqualTo(arn);
+    now.set(now.get().plus(Duration.ofMinutes(1)));
+    String after = ecs.runTask(runTask("t1").build()).tasks().get(0).taskArn();
+
+    assertThat(after).isNotEqualTo(arn);
+    assertThat(fake.tasks()).hasSize(2);
+  }
+
+  @Test
+  void a_client_token_is_kept_at_most_24_hours_even_while_its_task_runs() {
+    AtomicReference<Instant> now = clockAt("2026-12-01T10:00:00Z");
+    String arn = ecs.runTask(runTask("t1").build()).tasks().get(0).taskArn();
+    fake.setLastStatus(arn, "RUNNING");
+
+    now.set(now.get().plus(Duration.ofHours(24)).minusSeconds(1));
+    assertThat(ecs.runTask(runTask("t1").build()).tasks().get(0).taskArn()).isEqualTo(arn);
+    now.set(now.get().plusSeconds(1));
+    String after = ecs.runTask(runTask("t1").build()).tasks().get(0).taskArn();
+
+    assertThat(after).as("a second task beside a first that still runs").isNotEqualTo(arn);
+    assertThat(fake.tasks()).extracting(FakeEcs.TaskView::lastStatus).containsExactly("RUNNING", "PROVISIONING");
+  }
+
+  @Test
+  void a_repeat_of_a_request_that_got_failures_replays_the_failures_and_starts_nothing() {
+    AtomicReference<Instant> now = clockAt("2026-12-01T10:00:00Z");
+    fake.answer(RUN_TASK, FakeEcs.Answer.failure("RESOURCE:MEMORY"));
+    ecs.runTask(runTask("t1").build());
+
+    RunTaskResponse repeat = ecs.runTask(runTask("t1").build());
+
+    assertThat(repeat.tasks()).isEmpty();
+    assertThat(repeat.failures()).singleElement().satisfies(f -> assertThat(f.reason()).isEqualTo("RESOURCE:MEMORY"));
+    assertThat(fake.tasks()).isEmpty();
+    now.set(now.get().plus(Duration.ofHours(1)));
+    assertThat(ecs.runTask(runTask("t1").build()).tasks()).hasSize(1);
+  }
+
+  // ---- request rates ---------------------------------------------------------------------------
+
+  @Test
+  void fargate_run_task_calls_are_throttled_past_20_a_second_and_refill_at_20_a_second() {
+    AtomicReference<Instant> now = clockAt("2026-12-01T10:00:00Z");
+    EcsClient once = onceClient();
+    for (int i = 0; i < 20; i++) {
+      once.runTask(runTask("burst-" + i).build());
+    }
+
+    assertThatThrownBy(() -> once.runTask(runTask("burst-20").build())).satisfies(FakeEcsTest::isThrottling);
+    now.set(now.get().plusMillis(500));
+    for (int i = 21; i < 31; i++) {
+      once.runTask(runTask("burst-" + i).build());
+    }
+    assertThatThrownBy(() -> once.runTask(runTask("burst-31").build())).satisfies(FakeEcsTest::isThrottling);
+    assertThat(fake.tasks()).hasSize(30);
+    once.close();
+  }
+
+  @Test
+  void stop_task_and_run_task_share_one_bucket_of_100_refilled_at_40_a_second() {
+    AtomicReference<Instant> now = clockAt("2026-12-01T10:00:00Z");
+    EcsClient once = onceClient();
+    String arn = fake.addTask("c", "RUNNING");
+    for (int i = 0; i < 100; i++) {
+      once.stopTask(b -> b.cluster("c").task(arn));
+    }
+
+    assertThatThrownBy(() -> once.stopTask(b -> b.cluster("c").task(arn))).satisfies(FakeEcsTest::isThrottling);
+    assertThatThrownBy(() -> once.runTask(runTask("t1").build())).satisfies(FakeEcsTest::isThrottling);
+    assertThat(once.describeTasks(b -> b.cluster("c").tasks(arn)).tasks()).as("reads have their own bucket").hasSize(1);
+    now.set(now.get().plusMillis(30));
+    once.runTask(runTask("t1").build());
+    assertThatThrownBy(() -> once.runTask(runTask("t2").build())).satisfies(FakeEcsTest::isThrottling);
+    once.close();
+  }
+
+  @Test
+  void describe_tasks_has_its_own_bucket_of_100_refilled_at_20_a_second() {
+    AtomicReference<Instant> now = clockAt("2026-12-01T10:00:00Z");
+    EcsClient once = onceClient();
+    String arn = fake.addTask("c", "RUNNING");
+    for (int i = 0; i < 100; i++) {
+      once.describeTasks(b -> b.cluster("c").tasks(arn));
+    }
+
+    assertThatThrownBy(() -> once.describeTasks(b -> b.cluster("c").tasks(arn))).satisfies(FakeEcsTest::isThrottling);
+    once.runTask(runTask("t1").build());
+    now.set(now.get().plusMillis(100));
+    once.describeTasks(b -> b.cluster("c").tasks(arn));
+    once.describeTasks(b -> b.cluster("c").tasks(arn));
+    assertThatThrownBy(() -> once.describeTasks(b -> b.cluster("c").tasks(arn))).satisfies(FakeEcsTest::isThrottling);
+    once.close();
+  }
+
+  @Test
+  void fargate_launches_more_than_100_tasks_at_once_only_at_20_a_second() {
+    AtomicReference<Instant> now = clockAt("2026-12-01T10:00:00Z");
+    EcsClient once = onceClient();
+    for (int i = 0; i < 10; i++) {
+      once.runTask(runTask("ten-" + i).count(10).build());
+    }
+
+    assertThatThrownBy(() -> once.runTask(runTask("ten-10").count(1).build())).satisfies(FakeEcsTest::isThrottling);
+    assertThat(once.runTask(runTask("ten-0").count(10).build()).tasks()).as("a repeat launches nothing").hasSize(10);
+    now.set(now.get().plusMillis(250));
+    once.runTask(runTask("five").count(5).build());
+    assertThat(fake.tasks()).hasSize(105);
+    once.close();
+  }
+
+  /** The fake's time, settable, starting at {@code start}. */
+  AtomicReference<Instant> clockAt(String start) {
+    AtomicReference<Instant> now = new AtomicReference<>(Instant.parse(start));
+    fake.useClock(now::get);
+    return now;
+  }
+
+  /** A client that does not retry, so each call is one request against the buckets. */
+  EcsClient onceClient() {
+    return fake.newClient(fake.clientSettings().withMaxAttempts(1));
+  }
+
+  static void isThrottling(Throwable e) {
+    assertThat(e).isInstanceOfSatisfying(EcsException.class, x -> {
+      assertThat(x.statusCode()).isEqualTo(400);
+      assertThat(x.awsErrorDetails().errorCode()).isEqualTo("ThrottlingException");
+      assertThat(x.awsErrorDetails().errorMessage()).isEqualTo("Rate exceeded");
+    });
   }
 
   @Test

@@ -9,6 +9,7 @@ import buildqueue.aws.lambda.TaskStateChangeFunction.Outcome;
 import buildqueue.aws.testing.QueueWorld;
 import buildqueue.aws.testing.SampleEvents;
 import buildqueue.core.JobStatus;
+import buildqueue.core.QueueConfig;
 import buildqueue.db.CheckedDatabase;
 import buildqueue.db.Database;
 import buildqueue.db.DatabaseException;
@@ -16,6 +17,7 @@ import buildqueue.db.Row;
 import buildqueue.platform.LaunchOutcome;
 import buildqueue.platform.WorkerLaunch;
 import buildqueue.testing.PostgresExtension;
+import buildqueue.testing.QueueHarness;
 import buildqueue.testing.TestDatabase;
 import buildqueue.aws.testing.TestContext;
 import com.fasterxml.jackson.databind.JsonNode;
@@ -113,42 +115,65 @@ class TaskStateChangeFunctionTest {
       String arn = newTaskArn();
       WorkerLaunch launch = launchedWorker(w, arn);
       w.services.flush(w.services.newMetrics()); // the end of the invocation that launched it
+      w.workers.start(launch.workerId(), launch.token()).orElseThrow();
       w.clock.advance(Duration.ofSeconds(90));
 
       new TaskStateChangeFunction(() -> w.services).handle(stopped(launch, arn));
 
       assertThat(w.unpublishedEvents()).isZero();
       assertThat(w.eventBridge.accepted()).extracting(r -> r.detail().get("type").asText())
-          .containsExactly("enqueued", "dispatched", "interrupted", "dispatched");
+          .containsExactly("enqueued", "dispatched", "started", "interrupted", "dispatched");
       JsonNode line = w.metrics.last("task-state-change");
       assertThat(line.get("WorkersExited").asLong()).isEqualTo(1);
       assertThat(line.get("Recoveries").asLong()).isEqualTo(1);
       assertThat(line.get("SlotHeldSeconds").asDouble()).isEqualTo(90.0);
       assertThat(line.get("Launches").asLong()).isEqualTo(1);
-      assertThat(line.get("EventsPublished").asLong()).isEqualTo(4);
+      assertThat(line.get("EventsPublished").asLong()).isEqualTo(5);
     }
   }
 
   @ParameterizedTest(name = "on {0}")
   @ValueSource(strings = {"jdbc", "dataapi"})
-  void a_task_that_failed_to_start_with_no_containers_requeues_its_job_and_relaunches(String adapter, TestDatabase tdb) {
+  void a_task_that_failed_to_start_is_a_launch_failure_with_backoff_and_the_job_quotes_its_cause(
+      String adapter, TestDatabase tdb) {
     try (QueueWorld w = new QueueWorld(adapter, tdb, Component.TASK_STATE_CHANGE)) {
       String arn = newTaskArn();
       WorkerLaunch launch = launchedWorker(w, arn);
       long job = w.job(1).longValue("id");
-      byte[] failedToStart =
-          event("ecs-task-failed-to-start.json", arn, launch.startedBy(), launch.token(), 3, "STOPPED");
+      QueueConfig config = QueueHarness.testConfig();
 
-      Outcome outcome = new TaskStateChangeFunction(() -> w.services).handle(failedToStart);
+      Outcome outcome = new TaskStateChangeFunction(() -> w.services)
+          .handle(event("ecs-task-failed-to-start.json", arn, launch.startedBy(), launch.token(), 3, "STOPPED"));
 
       assertThat(outcome).isEqualTo(Outcome.WORKER_EXITED);
       assertThat(w.worker(launch.workerId()).string("exit_reason"))
-          .startsWith("TaskFailedToStart: CannotPullContainerError");
+          .startsWith("not started: TaskFailedToStart: CannotPullContainerError");
       Row j = w.job(job);
-      assertThat(j.string("status")).isEqualTo("dispatched");
-      assertThat(j.intValue("recoveries")).isEqualTo(1);
-      assertThat(j.intValue("attempts")).isEqualTo(2);
-      assertThat(j.longValue("worker_id")).isEqualTo(w.lastLaunch().workerId()).isNotEqualTo(launch.workerId());
+      // No worker ever ran: not an interruption, and no relaunch before the backoff.
+      assertThat(j.string("status")).isEqualTo("queued");
+      assertThat(j.intValue("recoveries")).isZero();
+      assertThat(j.intValue("launch_failures")).isEqualTo(1);
+      assertThat(j.instant("not_before")).isEqualTo(w.clock.now().plus(config.launchBackoff()));
+      assertThat(w.platform.launches()).hasSize(1);
+      assertThat(w.metrics.last("task-state-change").get("WorkersNeverStarted").asLong()).isEqualTo(1);
+
+      // Every later try fails the same way; the last one fails the job with the real cause.
+      for (int failures = 2; failures <= config.maxLaunchFailures(); failures++) {
+        w.clock.advance(config.launchBackoff().multipliedBy(1L << (failures - 2)));
+        String nextArn = newTaskArn();
+        w.platform.nextOutcomes(new LaunchOutcome.Started(nextArn));
+        w.services.queue().tick();
+        WorkerLaunch next = w.lastLaunch();
+        assertThat(next.workerId()).as("try " + failures).isNotEqualTo(launch.workerId());
+        new TaskStateChangeFunction(() -> w.services)
+            .handle(event("ecs-task-failed-to-start.json", nextArn, next.startedBy(), next.token(), 3, "STOPPED"));
+      }
+      j = w.job(job);
+      assertThat(j.string("status")).isEqualTo("failed");
+      assertThat(j.string("error"))
+          .startsWith("Could not start a build worker after " + config.maxLaunchFailures()
+              + " attempts: TaskFailedToStart: CannotPullContainerError")
+          .doesNotContain("repeatedly exited");
     }
   }
 
@@ -192,6 +217,95 @@ class TaskStateChangeFunctionTest {
       assertThat(List.of(deprovisioning, running, staleStopped))
           .containsExactly(Outcome.NOT_STOPPED, Outcome.NOT_STOPPED, Outcome.NO_CHANGE);
       assertThat(w.snapshot()).isEqualTo(after);
+    }
+  }
+
+  /** The statuses a Fargate task's events report, in order (ECS Developer Guide, Task lifecycle). */
+  static final List<String> FARGATE_LIFECYCLE = List.of("PROVISIONING", "PENDING", "RUNNING", "DEPROVISIONING", "STOPPED");
+
+  /**
+   * One Task State Change event per status of a Fargate task's life, from the real STOPPED sample:
+   * before RUNNING no container has run; from DEPROVISIONING on the task is desired STOPPED and
+   * carries its stop code and exit code (the container has exited, the ENI is still attached);
+   * only the STOPPED event has {@code stoppedAt}. {@code detail.version} counts up from 1.
+   */
+  static List<byte[]> lifecycleEvents(WorkerLaunch launch, String taskArn) {
+    List<byte[]> events = new java.util.ArrayList<>();
+    for (int i = 0; i < FARGATE_LIFECYCLE.size(); i++) {
+      String status = FARGATE_LIFECYCLE.get(i);
+      ObjectNode e = (ObjectNode) readTree(event("ecs-task-stopped.json", taskArn, launch.startedBy(), launch.token(), i + 1, status));
+      ObjectNode d = (ObjectNode) e.get("detail");
+      boolean stopping = status.equals("DEPROVISIONING") || status.equals("STOPPED");
+      d.put("desiredStatus", stopping ? "STOPPED" : "RUNNING");
+      ((ObjectNode) d.get("attachments").get(0)).put("status",
+          status.equals("PROVISIONING") ? "PRECREATED" : status.equals("STOPPED") ? "DELETED" : "ATTACHED");
+      if (!stopping) {
+        d.remove(List.of("stopCode", "stoppedReason", "stoppingAt", "executionStoppedAt"));
+      }
+      if (!status.equals("STOPPED")) {
+        d.remove("stoppedAt");
+      }
+      if (status.equals("PROVISIONING") || status.equals("PENDING")) {
+        d.remove(List.of("startedAt", "pullStartedAt", "pullStoppedAt", "connectivity", "connectivityAt"));
+      }
+      ObjectNode container = (ObjectNode) d.get("containers").get(0);
+      container.put("lastStatus", stopping ? "STOPPED" : status.equals("RUNNING") ? "RUNNING" : "PENDING");
+      if (!stopping) {
+        container.remove("exitCode");
+      }
+      events.add(SampleEvents.bytes(e));
+    }
+    return events;
+  }
+
+  private static JsonNode readTree(byte[] json) {
+    try {
+      return new com.fasterxml.jackson.databind.ObjectMapper().readTree(json);
+    } catch (java.io.IOException e) {
+      throw new java.io.UncheckedIOException(e);
+    }
+  }
+
+  /**
+   * AWS delivers a task's events at least once and in no fixed order. The whole documented Fargate
+   * sequence, each event twice, shuffled: the worker exits exactly once, on a STOPPED event and on
+   * no other, whichever copy comes first; the rest change nothing.
+   */
+  @ParameterizedTest(name = "on {0}, shuffle {1}")
+  @org.junit.jupiter.params.provider.CsvSource({"jdbc, 1", "jdbc, 2", "jdbc, 3", "jdbc, 4", "dataapi, 5", "dataapi, 6"})
+  void a_fargate_tasks_whole_event_sequence_shuffled_and_delivered_twice_ends_its_worker_once(
+      String adapter, long seed, TestDatabase tdb) {
+    try (QueueWorld w = new QueueWorld(adapter, tdb, Component.TASK_STATE_CHANGE)) {
+      String arn = newTaskArn();
+      WorkerLaunch launch = launchedWorker(w, arn);
+      long jobId = w.workers.start(launch.workerId(), launch.token()).orElseThrow().job().orElseThrow().id();
+      List<byte[]> deliveries = new java.util.ArrayList<>(lifecycleEvents(launch, arn));
+      deliveries.addAll(lifecycleEvents(launch, arn));
+      java.util.Collections.shuffle(deliveries, new java.util.Random(seed));
+      TaskStateChangeFunction handler = new TaskStateChangeFunction(() -> w.services);
+
+      List<String> seen = new java.util.ArrayList<>();
+      String afterExit = null;
+      for (byte[] delivery : deliveries) {
+        String status = readTree(delivery).path("detail").path("lastStatus").asText();
+        Outcome outcome = handler.handle(delivery);
+        seen.add(status + "=" + outcome);
+        if (outcome == Outcome.WORKER_EXITED) {
+          afterExit = w.snapshot();
+        }
+      }
+
+      assertThat(seen).as("deliveries in order").filteredOn(o -> o.endsWith("=" + Outcome.WORKER_EXITED))
+          .containsExactly("STOPPED=" + Outcome.WORKER_EXITED);
+      assertThat(seen).filteredOn(o -> o.startsWith("STOPPED=")).hasSize(2).contains("STOPPED=" + Outcome.NO_CHANGE);
+      assertThat(seen).filteredOn(o -> !o.startsWith("STOPPED=")).hasSize(8)
+          .allMatch(o -> o.endsWith("=" + Outcome.NOT_STOPPED));
+      assertThat(w.snapshot()).as("nothing changed after the exit").isEqualTo(afterExit);
+      assertThat(w.worker(launch.workerId()).string("status")).isEqualTo("exited");
+      assertThat(w.worker(launch.workerId()).string("exit_reason")).contains("EssentialContainerExited");
+      assertThat(w.job(jobId).longValue("worker_id")).as("requeued once and dispatched to one new worker")
+          .isEqualTo(w.lastLaunch().workerId()).isNotEqualTo(launch.workerId());
+      assertThat(w.platform.launches()).hasSize(2);
     }
   }
 

@@ -3,6 +3,7 @@ package buildqueue.aws.shaded;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import buildqueue.aws.AwsSettings;
+import buildqueue.aws.testing.SampleEvents;
 import buildqueue.aws.lambda.EnqueueFunction;
 import buildqueue.aws.lambda.MigrateFunction;
 import buildqueue.aws.lambda.TaskStateChangeFunction;
@@ -50,6 +51,9 @@ class ShadedJarIT {
       assertThat(entries).contains(c.getName().replace('.', '/') + ".class");
     }
     assertThat(entries).contains("buildqueue/db/migrations/V001__queue.sql", "buildqueue/db/migrations/V002__event_publish_claim.sql");
+    // The kind catalogue at the root (Lambda unpacks it to /var/task/kinds.json), and the JSON
+    // Schema meta-schemas the validator loads from its own jar instead of the network.
+    assertThat(entries).contains("kinds.json").contains("draft/2020-12/schema", "draft-07/schema");
     System.out.printf("shaded jar: %,d bytes, %,d entries%n", Files.size(JAR), entries.size());
   }
 
@@ -81,6 +85,8 @@ class ShadedJarIT {
     pb.environment().put(AwsSettings.JDBC_URL, tdb.jdbcUrl());
     pb.environment().put(AwsSettings.WORKER_ID, Long.toString(launch.workerId()));
     pb.environment().put(AwsSettings.WORKER_TOKEN, launch.token().toString());
+    // The catalogue the image copies in; loading it compiles its payloadSchema from the jar alone.
+    pb.environment().put(AwsSettings.KINDS_FILE, SampleEvents.repoFile("infra/kinds/kinds.json").toString());
     pb.redirectErrorStream(true);
 
     Process worker = pb.start();

@@ -15,7 +15,11 @@ import com.amazonaws.services.lambda.runtime.RequestHandler;
 import com.amazonaws.services.lambda.runtime.RequestStreamHandler;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import buildqueue.kinds.KindCatalogue;
+import java.io.IOException;
+import java.io.InputStream;
 import java.lang.reflect.Modifier;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.HashMap;
@@ -34,7 +38,8 @@ import org.junit.jupiter.api.Test;
  * Checks template.yaml against the code, so a deploy cannot be the first to find a mismatch: the
  * handlers exist, each function (and the worker task) gets every variable its code reads and none
  * it does not, the stop-event rule matches the stop events, and each function's IAM policy allows
- * the AWS calls its code makes, and not much more.
+ * the AWS calls its code makes, and not much more; and the API function and the worker image read
+ * one kind catalogue.
  */
 class TemplateTest {
   private static final CfnTemplate TEMPLATE = CfnTemplate.load(SampleEvents.repoFile("template.yaml"));
@@ -42,6 +47,8 @@ class TemplateTest {
   private static final String CLUSTER_ARN = STOPPED.get("detail").get("clusterArn").asText();
   private static final String DB_CLUSTER_ARN = "arn:aws:rds:eu-west-1:111122223333:cluster:buildqueue-db";
   private static final String SECRET_ARN = "arn:aws:secretsmanager:eu-west-1:111122223333:secret:bq-db-AbCdEf";
+  /** The kind catalogue the operator writes: one file for the API function and the worker image. */
+  private static final String CATALOGUE = "infra/kinds/kinds.json";
 
   /** Which part of the stack each function is. */
   private static final Map<Class<?>, Component> HANDLERS = Map.of(
@@ -264,6 +271,62 @@ class TemplateTest {
       statements.addAll(statements(List.of(map(p).get("PolicyDocument"))));
     }
     assertPolicy("WorkerTaskRole", Component.WORKER, statements);
+  }
+
+  @Test
+  void the_api_function_and_the_worker_image_read_one_catalogue_file() throws IOException {
+    byte[] catalogue = Files.readAllBytes(SampleEvents.repoFile(CATALOGUE));
+
+    // The worker image: infra/Dockerfile copies the operator's file where the task definition says it is.
+    String workerPath = workerEnvironment().get(AwsSettings.KINDS_FILE);
+    assertThat(workerPath).isEqualTo(AwsSettings.WORKER_KINDS_FILE);
+    assertThat(dockerCopies()).as("infra/Dockerfile COPY instructions").containsEntry(workerPath, CATALOGUE);
+
+    // The API function: the build puts the same file at the root of the functions' jar, which
+    // Lambda unpacks into /var/task.
+    try (InputStream inJar = AwsSettings.class.getResourceAsStream("/kinds.json")) {
+      assertThat(inJar).as("kinds.json at the root of the functions' jar (functions/aws/pom.xml resources)").isNotNull();
+      assertThat(inJar.readAllBytes()).as("the jar's catalogue is " + CATALOGUE).isEqualTo(catalogue);
+    }
+    assertThat(environment("EnqueueFunction").get(AwsSettings.KINDS_FILE))
+        .isEqualTo(AwsSettings.ENQUEUE_KINDS_FILE).isEqualTo("/var/task/kinds.json");
+  }
+
+  @Test
+  void every_part_that_needs_the_kinds_is_told_where_they_are_and_no_other() throws Exception {
+    for (String f : functions()) {
+      Component c = HANDLERS.get(handlerClass(f));
+      assertThat(environment(f).containsKey(AwsSettings.KINDS_FILE))
+          .as("%s (%s) gets %s", f, c, AwsSettings.KINDS_FILE).isEqualTo(c.needsKinds());
+    }
+    assertThat(Component.ENQUEUE.needsKinds()).isTrue();
+    assertThat(Component.WORKER.needsKinds()).isTrue();
+    assertThat(workerEnvironment()).containsKey(AwsSettings.KINDS_FILE);
+  }
+
+  @Test
+  void the_shipped_catalogue_loads_under_the_queue_settings_the_template_gives() throws Exception {
+    Map<String, String> env = workerEnvironment();
+    env.put(AwsSettings.WORKER_ID, "42");
+    env.put(AwsSettings.WORKER_TOKEN, UUID.randomUUID().toString());
+    AwsSettings worker = AwsSettings.load(Component.WORKER, env::get);
+
+    KindCatalogue catalogue = KindCatalogue.load(SampleEvents.repoFile(CATALOGUE), worker.queue());
+
+    assertThat(catalogue.kinds()).isNotEmpty();
+  }
+
+  /** {@code COPY src dest} lines of infra/Dockerfile, as destination to source. */
+  private static Map<String, String> dockerCopies() throws IOException {
+    Map<String, String> copies = new LinkedHashMap<>();
+    for (String line : Files.readAllLines(SampleEvents.repoFile("infra/Dockerfile"))) {
+      List<String> words = List.of(line.trim().split("\\s+"));
+      if (!words.isEmpty() && words.get(0).equalsIgnoreCase("COPY")) {
+        List<String> args = words.stream().skip(1).filter(w -> !w.startsWith("--")).toList();
+        copies.put(args.get(args.size() - 1), args.get(0));
+      }
+    }
+    return copies;
   }
 
   private static void assertPolicy(String who, Component c, List<Map<String, Object>> statements) {

@@ -30,6 +30,7 @@ public final class TestServices {
       Component component, Database db, WorkerPlatform platform, EventBridgeFake eventBridge, QueueClock clock,
       QueueConfig config, java.io.PrintStream metricsOut) {
     return new QueueServices(
-        component, db, platform, eventBridge.client(), "buildqueue-test-bus", config, clock, "buildqueue-test", metricsOut);
+        component, db, platform, eventBridge.client(), "buildqueue-test-bus", config, clock, "buildqueue-test", metricsOut,
+        buildqueue.worker.JobHandlers.builtIn());
   }
 }

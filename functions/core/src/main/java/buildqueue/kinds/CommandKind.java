@@ -1,0 +1,36 @@
+package buildqueue.kinds;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * A job kind the operator defines in the kind catalogue: a program the worker runs for each job.
+ *
+ * @param name the kind, as submitted in {@code POST /jobs}
+ * @param command the program and its arguments (an argv array, never a shell string; the payload is
+ *     never put into it)
+ * @param timeout the job is stopped and fails after running this long
+ * @param payloadSchema checked at submit; a failing payload is refused with a 400
+ * @param retryExitCodes exit codes that mean "interrupted, try again" under the recovery policy
+ * @param env fixed variables for the program, beside the {@code BUILDQUEUE_*} ones
+ * @param cancelGracePeriod after SIGTERM (cancel, timeout), how long before SIGKILL
+ */
+public record CommandKind(
+    String name,
+    List<String> command,
+    Duration timeout,
+    PayloadSchema payloadSchema,
+    Set<Integer> retryExitCodes,
+    Map<String, String> env,
+    Duration cancelGracePeriod) {
+
+  public static final Duration DEFAULT_CANCEL_GRACE_PERIOD = Duration.ofSeconds(10);
+
+  public CommandKind {
+    command = List.copyOf(command);
+    retryExitCodes = Set.copyOf(retryExitCodes);
+    env = Map.copyOf(env);
+  }
+}
