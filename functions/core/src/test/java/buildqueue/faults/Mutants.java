@@ -66,11 +66,10 @@ final class Mutants {
           "§5.7: an unknown launch holds its slot until evidence, relaunch or lease",
           MAIN + "BuildQueue.java",
           """
-              } else if (outcome instanceof LaunchOutcome.Unknown u) {
+              record(launch, outcome);
           """,
           """
-              } else if (outcome instanceof LaunchOutcome.Unknown u) {
-                dispatch.recordNotStarted(launch, u.reason(), true);
+              record(launch, outcome instanceof LaunchOutcome.Unknown u ? new LaunchOutcome.NotStarted(u.reason(), true) : outcome);
           """),
       new Mutant("lease-reclaims-checkable-worker",
           "§5.3: a worker the platform can check loses its slot only on termination evidence",
@@ -94,12 +93,12 @@ final class Mutants {
           "§5.2: only the job's worker, with its token, changes its progress",
           MAIN + "WorkerTransitions.java",
           """
-                  and w.id = :workerId and w.token = :token::uuid and w.status = 'running' and w.expires_at > t.now
-                returning j.cancel_requested
+                    and w.id = :workerId and w.token = :token::uuid and w.status = 'running' and w.expires_at > t.now
+                  returning j.id, j.cancel_requested,
           """,
           """
-                  and w.id = :workerId and w.status = 'running' and w.expires_at > t.now
-                returning j.cancel_requested
+                    and w.id = :workerId and w.status = 'running' and w.expires_at > t.now
+                  returning j.id, j.cancel_requested,
           """),
       new Mutant("outlived-lease-never-stopped",
           "§4 liveness: a worker still running past its lease is stopped, and its slot waits for the evidence",
