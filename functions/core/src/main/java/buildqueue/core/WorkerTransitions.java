@@ -131,12 +131,14 @@ public final class WorkerTransitions {
       """
       with t as (select coalesce(:now::timestamptz, now()) as now),
       job as (
-        update build_job j set (status, recoveries, worker_id, error, finished_at) = (
+        update build_job j set (status, recoveries, worker_id, error, finished_at, progress) = (
           select d.status, d.recoveries,
                  case when d.status = 'queued' then null else j.worker_id end,
                  case when d.status = 'failed' then :repeatedExitError end,
-                 case when d.status = 'queued' then null else t.now end
-          from build_job_interruption(j.cancel_requested, j.progress, j.checkpoint, j.recoveries, :maxRecoveries::integer) d)
+                 case when d.status = 'queued' then null else t.now end,
+                 coalesce(:progress::integer, j.progress)
+          from build_job_interruption(j.cancel_requested, coalesce(:progress::integer, j.progress), j.checkpoint,
+                                      j.recoveries, :maxRecoveries::integer) d)
         from build_worker w, t
         where j.id = :jobId and j.worker_id = :workerId and j.status = 'running'
           and w.id = :workerId and w.token = :token::uuid and w.status = 'running' and w.expires_at > t.now
@@ -164,9 +166,20 @@ public final class WorkerTransitions {
    *     this worker was fenced off
    */
   public Optional<JobStatus> interrupt(long workerId, UUID token, long jobId, String reason, LogWrite log) {
+    return interrupt(workerId, token, jobId, reason, null, log);
+  }
+
+  /**
+   * As {@link #interrupt(long, UUID, long, String, LogWrite)}, recording the job's latest progress
+   * first (null: unchanged): where the next attempt resumes, and what decides whether the job moved
+   * forward on this attempt.
+   */
+  public Optional<JobStatus> interrupt(long workerId, UUID token, long jobId, String reason, Integer progress,
+      LogWrite log) {
     Params params =
         logParams(Params.of("now", clock.now(), "workerId", workerId, "token", token), log)
             .and("jobId", jobId)
+            .and("progress", progress)
             .and("reason", reason)
             .and("maxRecoveries", ExitTransitions.MAX_RECOVERIES)
             .and("repeatedExitError", ExitTransitions.REPEATED_EXIT_ERROR);
@@ -283,7 +296,8 @@ public final class WorkerTransitions {
       """
       with t as (select coalesce(:now::timestamptz, now()) as now),
       ended as (
-        update build_job j set status = :status, error = :error, finished_at = t.now
+        update build_job j set status = :status, error = :error, finished_at = t.now,
+          progress = coalesce(:progress::integer, j.progress)
         from build_worker w, t
         where j.id = :jobId and j.worker_id = :workerId and j.status = 'running'
           and w.id = :workerId and w.token = :token::uuid and w.status = 'running' and w.expires_at > t.now
@@ -320,6 +334,16 @@ public final class WorkerTransitions {
    * evidence of the worker's exit frees it.
    */
   public Ended end(Database tx, long workerId, UUID token, long jobId, JobStatus status, String error, LogWrite log) {
+    return end(tx, workerId, token, jobId, status, error, null, log);
+  }
+
+  /**
+   * As {@link #end(Database, long, UUID, long, JobStatus, String, LogWrite)}, also recording the
+   * job's latest progress (null: unchanged), which a program may have reported after the last
+   * check-in wrote it.
+   */
+  public Ended end(Database tx, long workerId, UUID token, long jobId, JobStatus status, String error,
+      Integer progress, LogWrite log) {
     if (!status.finished()) {
       throw new IllegalArgumentException("a job ends succeeded, failed or cancelled, not " + status);
     }
@@ -327,6 +351,7 @@ public final class WorkerTransitions {
         logParams(Params.of("now", clock.now(), "workerId", workerId, "token", token), log)
             .and("jobId", jobId)
             .and("status", status.sql())
+            .and("progress", progress)
             .and("error", status == JobStatus.FAILED ? (error == null ? "failed" : error) : null)
             .and("chainWindowMs", config.chainWindow().toMillis())
             .and("deadlineMarginMs", config.deadlineMargin().toMillis())
@@ -353,6 +378,11 @@ public final class WorkerTransitions {
 
   public Ended end(long workerId, UUID token, long jobId, JobStatus status, String error, LogWrite log) {
     return end(db, workerId, token, jobId, status, error, log);
+  }
+
+  public Ended end(long workerId, UUID token, long jobId, JobStatus status, String error, Integer progress,
+      LogWrite log) {
+    return end(db, workerId, token, jobId, status, error, progress, log);
   }
 
   /** Runs worker writes that must commit together (follow-ups with their job's end). */

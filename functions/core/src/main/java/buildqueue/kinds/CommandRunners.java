@@ -1,13 +1,12 @@
 package buildqueue.kinds;
 
+import buildqueue.BuildQueueException;
 import buildqueue.worker.JobOutcome;
+import buildqueue.worker.exec.ProcessRunner;
+import java.util.Map;
 
 /** The {@link CommandRunner}s a process can be given. */
 public final class CommandRunners {
-  /** What a job of a command kind fails with while no worker in this build can run programs. */
-  public static final String UNAVAILABLE_MESSAGE =
-      "This worker cannot run programs yet (no command runner in this build); the kind is defined in the kind"
-          + " catalogue, but only the built-in demo kind runs. Deploy a build with the process runner, then resubmit.";
 
   /**
    * For a process that checks submissions against command kinds but never runs them (the API). A
@@ -21,10 +20,31 @@ public final class CommandRunners {
 
   /**
    * The runner a worker process (local {@code WorkerMain}, {@code FargateWorkerMain}) uses for the
-   * command kinds of its catalogue. The one place where the process runner is wired in; until then
-   * every job of a command kind fails with {@link #UNAVAILABLE_MESSAGE}.
+   * command kinds of its catalogue: {@link ProcessRunner}, from the worker's environment. It is built
+   * at the first job that needs it, so a worker whose jobs are all {@code demo} starts where programs
+   * cannot run; a worker that cannot run programs fails each such job saying why.
    */
-  public static CommandRunner forThisProcess() {
-    return (kind, context) -> JobOutcome.failed(UNAVAILABLE_MESSAGE);
+  public static CommandRunner forThisProcess(Map<String, String> env) {
+    return new CommandRunner() {
+      private CommandRunner runner;
+      private String unavailable;
+
+      @Override
+      public synchronized JobOutcome run(CommandKind kind, buildqueue.worker.JobContext context)
+          throws InterruptedException {
+        if (runner == null && unavailable == null) {
+          try {
+            runner = ProcessRunner.forThisWorker(env);
+          } catch (BuildQueueException e) {
+            unavailable = e.getMessage();
+          }
+        }
+        if (runner == null) {
+          return JobOutcome.failed("This worker cannot run programs: " + unavailable
+              + ". Fix the worker image, then resubmit.");
+        }
+        return runner.run(kind, context);
+      }
+    };
   }
 }

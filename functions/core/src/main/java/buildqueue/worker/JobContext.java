@@ -61,6 +61,12 @@ public interface JobContext {
    */
   CheckIn checkIn(Integer latestProgress);
 
+  /**
+   * The progress a program reached after its last check-in (its last control lines, read once it
+   * exited): written with the job's end or interruption, in that statement, not in one of its own.
+   */
+  void finalProgress(int progress);
+
   /** How long a running job's cancel request may wait to be seen, at most, between check-ins. */
   java.time.Duration CANCEL_CHECK_INTERVAL = java.time.Duration.ofSeconds(5);
 }

@@ -238,14 +238,15 @@ public final class WorkerLoop {
     JobStatus finalStatus = status;
     String finalError = error;
     WorkerTransitions.LogWrite log = context.unsavedLog();
+    Integer progress = context.unsavedProgress();
     if (status == JobStatus.SUCCEEDED && !context.followUps.isEmpty()) {
       Json followUps = new Json(context.followUps.toString());
       return transitions.transactionally(tx ->
           transitions.addFollowUps(tx, workerId, token, job.id(), followUps)
-              ? transitions.end(tx, workerId, token, job.id(), finalStatus, finalError, log)
+              ? transitions.end(tx, workerId, token, job.id(), finalStatus, finalError, progress, log)
               : new Ended.FencedOff());
     }
-    return transitions.end(workerId, token, job.id(), finalStatus, finalError, log);
+    return transitions.end(workerId, token, job.id(), finalStatus, finalError, progress, log);
   }
 
   /**
@@ -254,8 +255,8 @@ public final class WorkerLoop {
    * which may be the same one, as a fresh attempt.
    */
   private Ended interrupted(Context context, String reason) {
-    Optional<JobStatus> now =
-        transitions.interrupt(context.workerId, context.token, context.job.id(), reason, context.unsavedLog());
+    Optional<JobStatus> now = transitions.interrupt(context.workerId, context.token, context.job.id(), reason,
+        context.unsavedProgress(), context.unsavedLog());
     if (now.isEmpty()) {
       return new Ended.FencedOff();
     }
@@ -297,6 +298,8 @@ public final class WorkerLoop {
     private long lastStatementNanos;
     private long lastLogNanos;
     private Integer savedProgress;
+    /** The latest progress the job reported, written or not. */
+    private Integer latestProgress;
     private long savedLogVersion;
     private String savedLogLocation;
 
@@ -357,6 +360,9 @@ public final class WorkerLoop {
 
     @Override
     public synchronized CheckIn checkIn(Integer latestProgress) {
+      if (latestProgress != null) {
+        this.latestProgress = latestProgress;
+      }
       long now = nanoTime.getAsLong();
       long since = now - lastStatementNanos;
       boolean progressDue = latestProgress != null && !latestProgress.equals(savedProgress)
@@ -398,6 +404,16 @@ public final class WorkerLoop {
         return CheckIn.CANCEL_REQUESTED;
       }
       return CheckIn.GO_ON;
+    }
+
+    @Override
+    public synchronized void finalProgress(int progress) {
+      latestProgress = progress;
+    }
+
+    /** The latest progress the job reported if no statement has written it yet, else null. */
+    synchronized Integer unsavedProgress() {
+      return latestProgress != null && !latestProgress.equals(savedProgress) ? latestProgress : null;
     }
 
     /** The log tail if it changed since it was last saved (and marks it saved), else null. */

@@ -5,6 +5,7 @@ import buildqueue.core.QueueClock;
 import buildqueue.db.JdbcDatabase;
 import buildqueue.kinds.CommandRunners;
 import buildqueue.kinds.KindCatalogue;
+import buildqueue.worker.exec.LocalJobLogSink;
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import java.lang.System.Logger.Level;
@@ -12,8 +13,9 @@ import java.lang.System.Logger.Level;
 /**
  * The worker process over JDBC: reads its {@link WorkerEnvironment}, runs one {@link WorkerLoop}
  * with the built-in {@code demo} and the kinds of its catalogue (if it was given one), and exits.
- * Exit 0: the loop ended as designed (drained, start refused, or fenced off). Exit 2: the
- * environment is incomplete or the catalogue refused to load. Exit 1: a fault, such as an
+ * Its jobs' output goes to its own output, tagged with the job id, and to a file per job ({@link
+ * LocalJobLogSink}). Exit 0: the loop ended as designed (drained, start refused, or fenced off).
+ * Exit 2: the environment is incomplete or the catalogue refused to load. Exit 1: a fault, such as an
  * unreachable database; the job stays on this worker until the exit is seen, then is requeued.
  * A demo crash or the hard deadline halts the process at once (137), with no cleanup.
  */
@@ -35,7 +37,7 @@ public final class WorkerMain {
     JobHandlers handlers;
     try {
       env = WorkerEnvironment.read(environment);
-      handlers = handlers(env);
+      handlers = handlers(env, environment);
     } catch (BuildQueueException e) {
       System.err.println("buildqueue worker: cannot start: " + e.getMessage());
       return EXIT_BAD_ENVIRONMENT;
@@ -43,7 +45,8 @@ public final class WorkerMain {
     try (HikariDataSource pool = pool(env)) {
       WorkerLoop loop =
           new WorkerLoop(new JdbcDatabase(pool), env.config(), QueueClock.DATABASE, handlers,
-              WorkerProcess.HALT, WorkerLoop.Hooks.NONE);
+              WorkerProcess.HALT, WorkerLoop.Hooks.NONE)
+              .withLogSink(LocalJobLogSink.forThisWorker(environment));
       WorkerLoop.Exit exit = loop.run(env.workerId(), env.token());
       LOG.log(Level.INFO, "worker {0}: {1}", env.workerId(), exit.name().toLowerCase(java.util.Locale.ROOT));
       return EXIT_DONE;
@@ -54,9 +57,9 @@ public final class WorkerMain {
   }
 
   /** The catalogue is loaded before the worker starts, so a bad one fails the start, not a job. */
-  static JobHandlers handlers(WorkerEnvironment env) {
+  static JobHandlers handlers(WorkerEnvironment env, java.util.Map<String, String> environment) {
     return env.kindsFile()
-        .map(file -> KindCatalogue.load(file, env.config()).handlers(CommandRunners.forThisProcess()))
+        .map(file -> KindCatalogue.load(file, env.config()).handlers(CommandRunners.forThisProcess(environment)))
         .orElseGet(JobHandlers::builtIn);
   }
 

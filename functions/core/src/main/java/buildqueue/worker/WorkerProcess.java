@@ -10,11 +10,16 @@ public interface WorkerProcess {
    */
   void kill(String why);
 
-  /** A real process: {@link Runtime#halt}, so no shutdown hook or finally block runs. */
+  /**
+   * A real process: {@link Runtime#halt}, so no shutdown hook or finally block runs. The programs
+   * of its running jobs are sent SIGKILL first ({@link RunningJobs}): they run in sessions of their
+   * own and would otherwise outlive it.
+   */
   WorkerProcess HALT =
       why -> {
         System.err.println("buildqueue worker: halting: " + why);
         System.err.flush();
+        RunningJobs.killAllNow();
         Runtime.getRuntime().halt(137);
       };
 }

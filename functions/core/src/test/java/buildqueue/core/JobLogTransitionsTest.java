@@ -117,6 +117,27 @@ class JobLogTransitionsTest {
   }
 
   @Test
+  void the_end_records_the_progress_a_program_reached_after_its_last_check_in(TestDatabase tdb) {
+    QueueHarness h = QueueHarness.manual(tdb);
+    Running r = start(h, "alice");
+
+    h.workers.end(r.worker().workerId(), r.worker().token(), r.job(), JobStatus.SUCCEEDED, null, 6, null);
+
+    assertThat(h.job(r.job()).intValue("progress")).isEqualTo(6);
+  }
+
+  @Test
+  void an_interruption_with_the_progress_it_reached_counts_as_progress(TestDatabase tdb) {
+    QueueHarness h = QueueHarness.manual(tdb);
+    Running r = start(h, "alice");
+
+    h.workers.interrupt(r.worker().workerId(), r.worker().token(), r.job(), "retry", 2, null);
+
+    assertThat(h.job(r.job()).intValue("progress")).isEqualTo(2);
+    assertThat(h.job(r.job()).intValue("recoveries")).isZero(); // it moved forward: the count starts over
+  }
+
+  @Test
   void a_fenced_off_end_saves_no_tail(TestDatabase tdb) {
     QueueHarness h = QueueHarness.manual(tdb);
     Running r = start(h, "alice");

@@ -102,15 +102,6 @@ class KindCatalogueTest {
   }
 
   @Test
-  void until_the_process_runner_is_wired_in_a_command_job_fails_saying_so() throws Exception {
-    CommandKind kind = KindCatalogue.load(write(GOOD), DEFAULTS).kinds().get(0);
-
-    JobOutcome outcome = CommandRunners.forThisProcess().run(kind, null);
-
-    assertThat(outcome).isEqualTo(JobOutcome.failed(CommandRunners.UNAVAILABLE_MESSAGE));
-  }
-
-  @Test
   void the_longest_timeout_is_the_worker_lifetime_less_the_chain_window_and_the_deadline_margin() throws Exception {
     assertThat(KindCatalogue.maxTimeout(DEFAULTS)).isEqualTo(Duration.ofMinutes(54));
     String at = "{\"kinds\": {\"k\": {\"command\": [\"true\"], \"timeout\": \"54m\"}}}";

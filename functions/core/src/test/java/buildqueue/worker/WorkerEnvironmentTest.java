@@ -83,7 +83,7 @@ class WorkerEnvironmentTest {
     WorkerEnvironment env = WorkerEnvironment.read(complete());
 
     assertThat(env.kindsFile()).isEmpty();
-    assertThat(WorkerMain.handlers(env).kinds()).containsExactly("demo");
+    assertThat(WorkerMain.handlers(env, complete()).kinds()).containsExactly("demo");
   }
 
   @Test
@@ -96,7 +96,7 @@ class WorkerEnvironmentTest {
     WorkerEnvironment env = WorkerEnvironment.read(vars);
 
     assertThat(env.kindsFile()).contains(file);
-    assertThat(WorkerMain.handlers(env).kinds()).containsExactly("demo", "render");
+    assertThat(WorkerMain.handlers(env, vars).kinds()).containsExactly("demo", "render");
   }
 
   @Test

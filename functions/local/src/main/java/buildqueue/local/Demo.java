@@ -19,16 +19,20 @@ import java.util.Set;
 /**
  * {@code serve --demo}: a mix of jobs from several users that shows what the queue does (a
  * dedicated lane beside the shared one, FIFO, a crash that resumes from its progress, a crash
- * loop that fails with a clear message, a job that fails on purpose), and one live line per job
- * until all have finished. It goes through the same API code as any client.
+ * loop that fails with a clear message, a job that fails on purpose, a real build script with its
+ * log), and one live line per job until all have finished. It goes through the same API code as any client.
  */
 final class Demo {
   private static final ObjectMapper JSON = new ObjectMapper();
   private static final Set<String> FINISHED = Set.of("succeeded", "failed", "cancelled");
   private static final Caller OPERATOR = Caller.admin("demo");
 
-  /** One demo job: whose it is, what it is meant to show, its payload. */
-  record DemoJob(String user, String shows, String payload) {}
+  /** One demo job: whose it is, what it is meant to show, its kind and payload. */
+  record DemoJob(String user, String shows, String kind, String payload) {
+    DemoJob(String user, String shows, String payload) {
+      this(user, shows, "demo", payload);
+    }
+  }
 
   static final String DEDICATED_USER = "ada";
 
@@ -42,7 +46,10 @@ final class Demo {
         new DemoJob("ada", "dedicated worker, 2nd job", "{\"steps\": 6, " + ms + "}"),
         new DemoJob("dee", "crashes before any progress, every time", "{\"steps\": 6, " + ms + ", \"crashAtStep\": 1}"),
         new DemoJob("eve", "fails on purpose at step 5", "{\"steps\": 8, " + ms + ", \"failAtStep\": 5}"),
-        new DemoJob("bob", "shared lane, 2nd job", "{\"steps\": 6, " + ms + "}"));
+        new DemoJob("bob", "shared lane, 2nd job", "{\"steps\": 6, " + ms + "}"),
+        new DemoJob("fay", "a real build: a shell script's log (bq logs ID)", DemoKinds.KIND, "{\"pages\": 6}"),
+        new DemoJob("gus", "a script that fails with its own message", DemoKinds.KIND,
+            "{\"pages\": 5, \"failAtPage\": 3}"));
   }
 
   private final HttpApi api;
@@ -62,7 +69,7 @@ final class Demo {
     Map<Long, String> submitted = new LinkedHashMap<>();
     for (int i = 0; i < jobs.size(); i++) {
       DemoJob j = jobs.get(i);
-      String body = "{\"kind\": \"demo\", \"payload\": " + j.payload()
+      String body = "{\"kind\": \"" + j.kind() + "\", \"payload\": " + j.payload()
           + ", \"idempotencyKey\": \"demo-" + runId + "-" + (i + 1) + "\"}";
       JsonNode job = call("POST", "/jobs", body, Caller.user(j.user()));
       submitted.put(job.path("id").asLong(), j.shows());

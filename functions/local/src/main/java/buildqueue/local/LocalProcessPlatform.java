@@ -6,6 +6,9 @@ import buildqueue.platform.TaskState;
 import buildqueue.platform.WorkerLaunch;
 import buildqueue.platform.WorkerPlatform;
 import buildqueue.worker.WorkerEnvironment;
+import buildqueue.worker.exec.LeftoverJobs;
+import buildqueue.worker.exec.LocalJobLogSink;
+import buildqueue.worker.exec.ProcessRunner;
 import java.io.IOException;
 import java.lang.System.Logger.Level;
 import java.net.InetAddress;
@@ -29,6 +32,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
 
 /**
  * Workers as child processes on this host, each a JVM running {@link
@@ -40,12 +44,26 @@ import java.util.concurrent.TimeUnit;
  * {@code BuildQueue#taskStopped}), the same stop path as an ECS STOPPED event. Launching is
  * idempotent per token, across server restarts too: each child carries a label derived from its
  * token on its command line, and the children a previous server left running are found by it.
+ *
+ * <p>A worker's jobs run programs in sessions of their own ({@link ProcessRunner}), which a worker
+ * killed outright leaves running. So before a worker's exit is delivered, whatever its jobs left is
+ * killed ({@link LeftoverJobs}): each worker keeps its job directories in a work directory of its
+ * own, {@code <work>/worker-<id>}, where each job records its session; and until that is done the
+ * worker still counts as running. A new server clears the work directories of workers that died
+ * while no server watched.
  */
 public final class LocalProcessPlatform implements WorkerPlatform, AutoCloseable {
   private static final System.Logger LOG = System.getLogger(LocalProcessPlatform.class.getName());
   static final String LABEL_PROPERTY = "-Dbuildqueue.launch=";
   static final String WORKER_PROPERTY = "-Dbuildqueue.worker=";
+  /**
+   * Which server's workers these are (a label of its work directory): a server adopts only its own
+   * survivors, never the workers of another server on the same host, whose queue is not its own.
+   */
+  static final String HOME_PROPERTY = "-Dbuildqueue.home=";
   private static final Duration KILL_AFTER_STOP = Duration.ofSeconds(10);
+  /** How long SIGKILL is repeated on a dead worker's job processes before its exit is delivered anyway. */
+  private static final Duration LEFTOVER_PATIENCE = Duration.ofSeconds(10);
 
   /** Where termination evidence goes. */
   @FunctionalInterface
@@ -62,33 +80,54 @@ public final class LocalProcessPlatform implements WorkerPlatform, AutoCloseable
     }
   }
 
+  /**
+   * Where workers keep their files.
+   *
+   * @param workerLogs each worker's own output, {@code worker-<id>.log}
+   * @param work each worker's job directories, {@code worker-<id>/} ({@value ProcessRunner#WORK_DIR})
+   * @param jobLogs each job's whole log, {@code job-<id>.log} ({@value LocalJobLogSink#JOB_LOG_DIR})
+   */
+  public record Directories(Path workerLogs, Path work, Path jobLogs) {
+    /** {@code workers/}, {@code work/} and {@code jobs/} in the data directory. */
+    public static Directories under(Path dataDir) {
+      return new Directories(dataDir.resolve("workers"), dataDir.resolve("work"), dataDir.resolve("jobs"));
+    }
+
+    Path workOf(long workerId) {
+      return work.resolve("worker-" + workerId);
+    }
+  }
+
   /** A worker process this platform knows: launched by it, or left running by a previous server. */
   private record Child(LocalTaskId id, Long workerId, UUID token, ProcessHandle handle) {}
 
   private final WorkerCommand command;
   private final WorkerDatabase database;
   private final QueueConfig config;
-  private final Path logDir;
+  private final Directories dirs;
   private final String host;
   private final Optional<Path> kindsFile;
   private final Map<UUID, Child> byToken = new ConcurrentHashMap<>();
   private final Map<String, Child> adoptedByLabel;
   private final Map<LocalTaskId, Child> live = new ConcurrentHashMap<>();
+  /** Known workers whose process is gone and whose jobs' leftovers are gone too. */
+  private final java.util.Set<LocalTaskId> cleared = ConcurrentHashMap.newKeySet();
   private final ExecutorService evidence = Executors.newSingleThreadExecutor(daemon("buildqueue-worker-exits"));
   private final ScheduledExecutorService killer = Executors.newSingleThreadScheduledExecutor(daemon("buildqueue-worker-kill"));
   private volatile StopListener listener = (taskId, workerId, token, reason) -> {};
   private volatile boolean launching = true;
 
   /** @param kindsFile the kind catalogue each worker loads (an absolute path), or none: only {@code demo} */
-  public LocalProcessPlatform(WorkerCommand command, WorkerDatabase database, QueueConfig config, Path logDir,
+  public LocalProcessPlatform(WorkerCommand command, WorkerDatabase database, QueueConfig config, Directories dirs,
       String host, Optional<Path> kindsFile) {
     this.command = command;
     this.database = database;
     this.config = config;
-    this.logDir = logDir;
+    this.dirs = dirs;
     this.host = host;
     this.kindsFile = kindsFile.map(Path::toAbsolutePath);
     this.adoptedByLabel = adoptSurvivors();
+    clearDeadWorkersJobs();
   }
 
   /** This host's name as task ids carry it. */
@@ -127,9 +166,9 @@ public final class LocalProcessPlatform implements WorkerPlatform, AutoCloseable
       return new LaunchOutcome.Unknown("the local server is shutting down; its next start launches this worker");
     }
     Process process;
-    Path log = logDir.resolve("worker-" + launch.workerId() + ".log");
+    Path log = dirs.workerLogs().resolve("worker-" + launch.workerId() + ".log");
     try {
-      Files.createDirectories(logDir);
+      Files.createDirectories(dirs.workerLogs());
       ProcessBuilder builder = new ProcessBuilder(commandLine(launch))
           .redirectErrorStream(true)
           .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()))
@@ -145,11 +184,13 @@ public final class LocalProcessPlatform implements WorkerPlatform, AutoCloseable
       env.put(WorkerEnvironment.WORKER_LIFETIME_MS, Long.toString(config.workerLifetime().toMillis()));
       // Removed when there is none, so a variable the server inherited cannot give workers other kinds than the API's.
       putOrRemove(env, WorkerEnvironment.KINDS_FILE, kindsFile.map(Path::toString).orElse(null));
+      env.put(ProcessRunner.WORK_DIR, dirs.workOf(launch.workerId()).toAbsolutePath().toString());
+      env.put(LocalJobLogSink.JOB_LOG_DIR, dirs.jobLogs().toAbsolutePath().toString());
       process = builder.start();
     } catch (IOException | RuntimeException e) {
       return new LaunchOutcome.NotStarted(
           "The local worker process could not be started (" + e.getMessage() + "); check that " + command.java()
-              + " runs and that " + logDir + " is writable, then resubmit.", false);
+              + " runs and that " + dirs.workerLogs() + " is writable, then resubmit.", false);
     }
     Optional<Instant> start = process.info().startInstant();
     if (start.isEmpty()) {
@@ -176,6 +217,7 @@ public final class LocalProcessPlatform implements WorkerPlatform, AutoCloseable
     // which every local user can read.
     cmd.add(WORKER_PROPERTY + launch.workerId());
     cmd.add(LABEL_PROPERTY + label(launch.token()));
+    cmd.add(HOME_PROPERTY + home());
     cmd.add("-cp");
     cmd.add(command.classpath());
     cmd.add(command.mainClass());
@@ -195,6 +237,11 @@ public final class LocalProcessPlatform implements WorkerPlatform, AutoCloseable
 
   private void exited(Child child, String reason) {
     try {
+      if (child.workerId() != null) {
+        // The slot must not be freed while programs of the worker's jobs may still run.
+        clearJobsOf(child.workerId());
+      }
+      cleared.add(child.id()); // from now on a check reports it stopped too
       listener.stopped(child.id().toString(), child.workerId(), child.token(), reason);
     } catch (RuntimeException e) {
       // The tick's liveness check finds the process gone and delivers the evidence again.
@@ -205,17 +252,62 @@ public final class LocalProcessPlatform implements WorkerPlatform, AutoCloseable
         byToken.remove(child.token());
       }
       live.remove(child.id());
+      cleared.remove(child.id());
     }
+  }
+
+  /**
+   * Kills what the jobs of a worker whose process is gone left running, and deletes its work
+   * directory. Waits for them to die (bounded): the caller delivers the exit next.
+   */
+  private void clearJobsOf(long workerId) {
+    Path work = dirs.workOf(workerId);
+    try {
+      LeftoverJobs.Cleared cleared = LeftoverJobs.clear(work, LEFTOVER_PATIENCE);
+      if (cleared.killed() > 0) {
+        LOG.log(Level.WARNING, "worker {0} left {1} job processes running; sent them SIGKILL{2}", workerId,
+            cleared.killed(), cleared.survivors() == 0 ? "" : " (" + cleared.survivors() + " still alive)");
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    } catch (RuntimeException e) {
+      LOG.log(Level.WARNING, "could not clear " + work + ": " + e.getMessage());
+    }
+  }
+
+  /** Workers whose process died while no server watched: clears their jobs' leftovers at start. */
+  private void clearDeadWorkersJobs() {
+    java.util.Set<Long> alive = new java.util.HashSet<>();
+    live.values().forEach(c -> alive.add(c.workerId()));
+    List<Long> dead = new ArrayList<>();
+    try (Stream<Path> entries = Files.list(dirs.work())) {
+      entries.forEach(p -> {
+        String name = p.getFileName().toString();
+        if (name.matches("worker-[0-9]{1,18}") && !alive.contains(Long.valueOf(name.substring(7)))) {
+          dead.add(Long.valueOf(name.substring(7)));
+        }
+      });
+    } catch (IOException e) {
+      return; // no work directory yet
+    }
+    dead.forEach(this::clearJobsOf);
   }
 
   @Override
   public Map<String, TaskState> check(Collection<String> taskIds) {
     Map<String, TaskState> states = new LinkedHashMap<>();
     for (String taskId : taskIds) {
-      states.put(taskId, LocalTaskId.parse(taskId)
+      TaskState state = LocalTaskId.parse(taskId)
           .filter(id -> id.host().equals(host))
           .map(LocalProcessPlatform::stateOf)
-          .orElse(new TaskState.Missing()));
+          .orElse(new TaskState.Missing());
+      Optional<LocalTaskId> id = LocalTaskId.parse(taskId);
+      if (state instanceof TaskState.Stopped && id.isPresent() && live.containsKey(id.get())
+          && !cleared.contains(id.get())) {
+        // Its exit is being handled: its jobs' programs are being killed, then the exit is delivered.
+        state = new TaskState.Running();
+      }
+      states.put(taskId, state);
     }
     return states;
   }
@@ -302,7 +394,8 @@ public final class LocalProcessPlatform implements WorkerPlatform, AutoCloseable
       }
       String label = valueOf(args.get(), LABEL_PROPERTY);
       String worker = valueOf(args.get(), WORKER_PROPERTY);
-      if (label == null || worker == null || !worker.matches("[0-9]{1,18}")) {
+      if (label == null || worker == null || !worker.matches("[0-9]{1,18}")
+          || !home().equals(valueOf(args.get(), HOME_PROPERTY))) {
         return;
       }
       Child child = new Child(LocalTaskId.of(host, p, start.get()), Long.valueOf(worker), null, p);
@@ -341,10 +434,19 @@ public final class LocalProcessPlatform implements WorkerPlatform, AutoCloseable
     return null;
   }
 
+  /** This server's label on its workers: its work directory's, so two servers never share one. */
+  private String home() {
+    return label(dirs.work().toAbsolutePath().normalize().toString());
+  }
+
   /** A label that names a launch without revealing its token. */
   static String label(UUID token) {
+    return label(token.toString());
+  }
+
+  private static String label(String text) {
     try {
-      byte[] digest = MessageDigest.getInstance("SHA-256").digest(token.toString().getBytes(StandardCharsets.US_ASCII));
+      byte[] digest = MessageDigest.getInstance("SHA-256").digest(text.getBytes(StandardCharsets.UTF_8));
       return HexFormat.of().formatHex(digest, 0, 16);
     } catch (NoSuchAlgorithmException e) {
       throw new IllegalStateException("SHA-256 is part of every JDK", e);

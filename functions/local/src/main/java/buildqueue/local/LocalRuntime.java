@@ -92,7 +92,8 @@ public final class LocalRuntime implements AutoCloseable {
       }
       LocalProcessPlatform platform = new LocalProcessPlatform(workerCommand,
           new LocalProcessPlatform.WorkerDatabase(database.workerUrl(), database.user(), database.password()),
-          settings.queue(), settings.dataDir().resolve("workers"), LocalProcessPlatform.thisHost(), workerKinds);
+          settings.queue(), LocalProcessPlatform.Directories.under(settings.dataDir()), LocalProcessPlatform.thisHost(),
+          workerKinds);
       opened.push(platform);
       BuildQueue queue = new BuildQueue(db, platform, settings.queue(), QueueClock.DATABASE);
       platform.onStopped(queue::taskStopped);

@@ -153,6 +153,9 @@ public final class Main {
 
     LocalRuntime runtime;
     try {
+      if (demo) {
+        settings = settings.withKindsFile(DemoKinds.prepare(settings.dataDir(), settings.kindsFile(), queue));
+      }
       runtime = LocalRuntime.start(settings);
     } catch (RuntimeException e) {
       err.println("buildqueue: the server did not start: " + e.getMessage());

@@ -170,7 +170,9 @@ class EndToEndTest {
 
   @Test
   void the_demo_mix_ends_as_designed(TestDatabase db) throws InterruptedException {
-    try (TestServer server = TestServer.start(db, dataDir)) {
+    LocalSettings settings = TestServer.settings(db, dataDir);
+    settings = settings.withKindsFile(DemoKinds.prepare(dataDir, java.util.Optional.empty(), settings.queue()));
+    try (TestServer server = TestServer.start(db, settings)) {
       Demo demo = new Demo(server.runtime.api(), new java.io.PrintStream(java.io.OutputStream.nullOutputStream()), false);
       Map<Long, String> jobs = demo.submit(Demo.mix(20), "test");
       List<JsonNode> done = demo.watch(jobs, Duration.ofMillis(100));
@@ -181,7 +183,15 @@ class EndToEndTest {
           .containsEntry("crashes before any progress, every time", "failed")
           .containsEntry("fails on purpose at step 5", "failed")
           .containsEntry("dedicated worker", "succeeded")
-          .containsEntry("shared lane", "succeeded");
+          .containsEntry("shared lane", "succeeded")
+          .containsEntry("a real build: a shell script's log (bq logs ID)", "succeeded")
+          .containsEntry("a script that fails with its own message", "failed");
+      JsonNode script = done.stream().filter(j -> j.path("userId").asText().equals("gus")).findFirst().orElseThrow();
+      assertThat(script.path("error").asText()).isEqualTo("page 3 has no title; add one and submit again");
+      JsonNode build = done.stream().filter(j -> j.path("userId").asText().equals("fay")).findFirst().orElseThrow();
+      assertThat(build.path("progress").asInt()).isEqualTo(6);
+      assertThat(server.client("fay", false).get("jobs/" + build.path("id").asLong() + "/log").text())
+          .contains("rendering page 6 of 6").contains("done: 6 pages");
       JsonNode crashLoop = done.stream().filter(j -> j.path("userId").asText().equals("dee")).findFirst().orElseThrow();
       assertThat(crashLoop.path("error").asText())
           .isEqualTo("Build worker repeatedly exited without progress. Check worker logs and retry.");

@@ -7,6 +7,9 @@ import buildqueue.platform.LaunchOutcome;
 import buildqueue.platform.TaskState;
 import buildqueue.platform.WorkerLaunch;
 import buildqueue.testing.Await;
+import buildqueue.testing.Procs;
+import java.nio.file.Files;
+import java.time.Duration;
 import java.nio.file.Path;
 import java.time.Instant;
 import java.util.List;
@@ -18,15 +21,19 @@ import org.junit.jupiter.api.io.TempDir;
 
 class LocalProcessPlatformTest {
   private static final String HOST = LocalProcessPlatform.thisHost();
-  @TempDir Path logs;
+  @TempDir Path data;
   private final List<LocalProcessPlatform> platforms = new CopyOnWriteArrayList<>();
   private final List<String> stops = new CopyOnWriteArrayList<>();
 
   private LocalProcessPlatform platform() {
+    return platform(data);
+  }
+
+  private LocalProcessPlatform platform(Path dataDir) {
     LocalProcessPlatform p = new LocalProcessPlatform(
         WorkerCommand.forThisJvm().withMainClass(Sleeper.class.getName()),
         new LocalProcessPlatform.WorkerDatabase("jdbc:postgresql://localhost:1/none", null, null),
-        QueueConfig.defaults(), logs, HOST, java.util.Optional.empty());
+        QueueConfig.defaults(), LocalProcessPlatform.Directories.under(dataDir), HOST, java.util.Optional.empty());
     p.onStopped((taskId, workerId, token, reason) -> stops.add(taskId + " " + workerId + " " + token + " " + reason));
     platforms.add(p);
     return p;
@@ -117,6 +124,19 @@ class LocalProcessPlatformTest {
   }
 
   @Test
+  void a_server_never_adopts_the_workers_of_another_data_directory(@TempDir Path otherData) {
+    WorkerLaunch launch = new WorkerLaunch(11, UUID.randomUUID(), "shared", "shared#1");
+    String taskId = started(platform().launch(launch));
+
+    LocalProcessPlatform other = platform(otherData);
+
+    // Another server on this host, with its own database, must not take this worker for its own:
+    // it would deliver its exit to the wrong queue, or kill it when it stops.
+    assertThat(other.liveWorkers()).extracting(LocalTaskId::toString).doesNotContain(taskId);
+    assertThat(platform().liveWorkers()).extracting(LocalTaskId::toString).contains(taskId);
+  }
+
+  @Test
   void a_server_that_is_shutting_down_starts_nothing_and_keeps_the_slot() {
     LocalProcessPlatform platform = platform();
     platform.stopLaunching();
@@ -133,7 +153,7 @@ class LocalProcessPlatformTest {
     LocalProcessPlatform platform = new LocalProcessPlatform(
         new WorkerCommand("/nonexistent/java", "", List.of(), WorkerCommand.WORKER_MAIN),
         new LocalProcessPlatform.WorkerDatabase("jdbc:postgresql://localhost:1/none", null, null),
-        QueueConfig.defaults(), logs, HOST, java.util.Optional.empty());
+        QueueConfig.defaults(), LocalProcessPlatform.Directories.under(data), HOST, java.util.Optional.empty());
     platforms.add(platform);
 
     LaunchOutcome outcome = platform.launch(new WorkerLaunch(12, UUID.randomUUID(), "shared", "shared#1"));
@@ -142,6 +162,56 @@ class LocalProcessPlatformTest {
       assertThat(n.retryable()).isFalse();
       assertThat(n.reason()).contains("/nonexistent/java");
     });
+  }
+
+  @Test
+  void a_dead_workers_leftover_job_processes_are_killed_before_its_exit_is_delivered() throws Exception {
+    LocalProcessPlatform platform = new LocalProcessPlatform(
+        WorkerCommand.forThisJvm().withMainClass(JobRunningWorker.class.getName()),
+        new LocalProcessPlatform.WorkerDatabase("jdbc:postgresql://localhost:1/none", null, null),
+        QueueConfig.defaults(), LocalProcessPlatform.Directories.under(data), HOST, java.util.Optional.empty());
+    platforms.add(platform);
+    Path pids = data.resolve("pids-21");
+    List<Boolean> jobAliveAtDelivery = new CopyOnWriteArrayList<>();
+    platform.onStopped((taskId, workerId, token, reason) ->
+        jobAliveAtDelivery.add(Procs.pidsIn(pids).stream().anyMatch(Procs::alive)));
+    String taskId = started(platform.launch(new WorkerLaunch(21, UUID.randomUUID(), "shared", "shared#1")));
+    Await.until("the worker's job to start", Duration.ofSeconds(60), () -> Procs.pidsIn(pids).size() == 2);
+    List<Long> jobPids = Procs.pidsIn(pids);
+    try {
+      assertThat(jobPids).allMatch(Procs::alive);
+      Path workDir = data.resolve("work").resolve("worker-21");
+      assertThat(workDir).isDirectory();
+
+      // Killed outright: the worker itself can clean nothing up.
+      ProcessHandle.of(LocalTaskId.parse(taskId).orElseThrow().pid()).orElseThrow().destroyForcibly();
+
+      Await.until("the exit to be delivered", () -> !jobAliveAtDelivery.isEmpty());
+      assertThat(jobAliveAtDelivery).containsExactly(false);
+      assertThat(jobPids).noneMatch(Procs::alive);
+      assertThat(Procs.inSessionOrGroup(jobPids.get(1))).isEmpty();
+      assertThat(workDir).doesNotExist();
+      assertThat(platform.check(List.of(taskId)).get(taskId)).isInstanceOf(TaskState.Stopped.class);
+    } finally {
+      jobPids.forEach(pid -> ProcessHandle.of(pid).ifPresent(ProcessHandle::destroyForcibly));
+    }
+  }
+
+  @Test
+  void a_new_server_kills_what_the_jobs_of_workers_that_died_unwatched_left_running() throws Exception {
+    // What a worker that died while no server ran leaves: a job directory whose session still runs.
+    Path job = Files.createDirectories(data.resolve("work").resolve("worker-33").resolve("job-5-1-abc"));
+    Process orphan = new ProcessBuilder("setsid", "sleep", "1000").start();
+    try {
+      Files.writeString(job.resolve("session"), Files.readString(Path.of("/proc", Long.toString(orphan.pid()), "stat")));
+
+      platform();
+
+      assertThat(Procs.alive(orphan.pid())).isFalse();
+      assertThat(data.resolve("work").resolve("worker-33")).doesNotExist();
+    } finally {
+      orphan.destroyForcibly();
+    }
   }
 
   @Test

@@ -3,6 +3,7 @@ package buildqueue.aws.worker;
 import buildqueue.aws.AwsSettings;
 import buildqueue.aws.AwsSettings.Component;
 import buildqueue.aws.lambda.AwsServices;
+import buildqueue.aws.logging.CloudWatchJobLogSink;
 import buildqueue.aws.logging.JsonLogging;
 import buildqueue.aws.metrics.Metrics;
 import buildqueue.core.QueueClock;
@@ -20,9 +21,10 @@ import java.util.function.Function;
 /**
  * The Fargate task's entry point: one worker, one life. Reads its identity (set per task by the
  * launch's container overrides), the database settings and the kind catalogue from the environment,
- * runs the {@link WorkerLoop} with {@code demo} and the catalogue's kinds, and exits 0 when the loop
- * is done, whatever it found (a refused start or being fenced off are outcomes, not faults); 1 on a
- * fault, 2 on bad settings or a catalogue that cannot be used.
+ * runs the {@link WorkerLoop} with {@code demo} and the catalogue's kinds (their output to stdout as
+ * JSON lines, {@link CloudWatchJobLogSink}), and exits 0 when the loop is done, whatever it found (a
+ * refused start or being fenced off are outcomes, not faults); 1 on a fault, 2 on bad settings or a
+ * catalogue that cannot be used.
  * The slot is freed by the ECS STOPPED event of this exit, never by the worker itself.
  */
 public final class FargateWorkerMain {
@@ -37,15 +39,16 @@ public final class FargateWorkerMain {
   public static void main(String[] args) {
     String workerId = System.getenv(AwsSettings.WORKER_ID);
     JsonLogging.install(Map.of("component", "worker", "workerId", workerId == null ? "?" : workerId));
-    int code = run(System::getenv, WorkerProcess.HALT, CommandRunners.forThisProcess(), System.out);
+    int code = run(System::getenv, WorkerProcess.HALT, CommandRunners.forThisProcess(System.getenv()), System.out);
     System.exit(code);
   }
 
   /**
    * The worker's life; returns the exit code. {@code process} is how the deadline kills it; {@code
-   * runner} runs the catalogue's kinds.
+   * runner} runs the catalogue's kinds; {@code stdout} takes the metrics and the jobs' output, which
+   * the awslogs driver ships.
    */
-  static int run(Function<String, String> env, WorkerProcess process, CommandRunner runner, PrintStream metricsOut) {
+  static int run(Function<String, String> env, WorkerProcess process, CommandRunner runner, PrintStream stdout) {
     long startNanos = System.nanoTime();
     AwsSettings settings;
     JobHandlers handlers;
@@ -61,7 +64,8 @@ public final class FargateWorkerMain {
         .property("workerId", me.workerId());
     try {
       Database db = AwsServices.database(settings);
-      WorkerLoop loop = new WorkerLoop(db, settings.queue(), QueueClock.DATABASE, handlers, process, WorkerLoop.Hooks.NONE);
+      WorkerLoop loop = new WorkerLoop(db, settings.queue(), QueueClock.DATABASE, handlers, process, WorkerLoop.Hooks.NONE)
+          .withLogSink(CloudWatchJobLogSink.forThisTask(env, stdout, me.workerId()));
       WorkerLoop.Exit exit = loop.run(me.workerId(), me.token());
       LOG.log(Level.INFO, "worker {0} done: {1}", me.workerId(), exit);
       metrics.property("exit", exit.name());
@@ -72,7 +76,7 @@ public final class FargateWorkerMain {
       return FAULT;
     } finally {
       metrics.observe(Metrics.WORKER_RUN_SECONDS, (System.nanoTime() - startNanos) / 1e9, Metrics.Unit.SECONDS);
-      metrics.flush(metricsOut);
+      metrics.flush(stdout);
     }
   }
 }

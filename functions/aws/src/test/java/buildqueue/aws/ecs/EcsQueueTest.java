@@ -164,6 +164,9 @@ class EcsQueueTest {
   void a_stopped_task_seen_by_the_tick_frees_the_slot_and_recovers_the_job() {
     long jobId = enqueue("alice");
     String arn = fake.tasks().get(0).arn();
+    Row worker = workers().get(0);
+    new buildqueue.core.WorkerTransitions(db.jdbc(), config, clock)
+        .start(worker.longValue("id"), worker.uuid("token")).orElseThrow(); // it ran, then died
     fake.stopTask(arn, "EssentialContainerExited", "Essential container in task exited", 137,
         "OutOfMemoryError: Container killed due to memory usage");
 

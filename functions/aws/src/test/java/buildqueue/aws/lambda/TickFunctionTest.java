@@ -39,6 +39,7 @@ class TickFunctionTest {
     try (QueueWorld w = new QueueWorld(adapter, tdb, Component.TICK)) {
       long job = w.submit("alice");
       WorkerLaunch first = w.lastLaunch();
+      w.workers.start(first.workerId(), first.token()).orElseThrow(); // it ran, then died
       long waiting = w.submit("bob");
       w.services.flush(w.services.newMetrics());
       w.clock.advance(Duration.ofMinutes(2));

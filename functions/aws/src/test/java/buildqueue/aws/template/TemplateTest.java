@@ -194,6 +194,11 @@ class TemplateTest {
   }
 
   @Test
+  void the_worker_container_has_an_init_process_that_reaps_what_jobs_leave() {
+    assertThat(map(workerContainer().get("LinuxParameters"))).containsEntry("InitProcessEnabled", true);
+  }
+
+  @Test
   void the_functions_launch_into_the_container_the_task_definition_has() throws Exception {
     for (String f : functions()) {
       Component c = HANDLERS.get(handlerClass(f));

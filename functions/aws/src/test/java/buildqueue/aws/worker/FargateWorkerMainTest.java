@@ -67,7 +67,7 @@ class FargateWorkerMainTest {
     WorkerLaunch launch = dispatched(tdb, new ManualPlatform(), "{\"steps\": 2, \"stepMillis\": 1}");
     MetricsCapture metrics = new MetricsCapture();
 
-    int code = FargateWorkerMain.run(env(tdb, launch)::get, MUST_NOT_HALT, CommandRunners.forThisProcess(), metrics);
+    int code = FargateWorkerMain.run(env(tdb, launch)::get, MUST_NOT_HALT, CommandRunners.forThisProcess(System.getenv()), metrics);
 
     assertThat(code).isZero();
     assertThat(jobStatus(tdb)).isEqualTo("succeeded");
@@ -84,7 +84,7 @@ class FargateWorkerMainTest {
     Map<String, String> env = env(tdb, launch);
     env.put(AwsSettings.WORKER_TOKEN, UUID.randomUUID().toString());
 
-    int code = FargateWorkerMain.run(env::get, MUST_NOT_HALT, CommandRunners.forThisProcess(), new MetricsCapture());
+    int code = FargateWorkerMain.run(env::get, MUST_NOT_HALT, CommandRunners.forThisProcess(System.getenv()), new MetricsCapture());
 
     assertThat(code).isZero();
     assertThat(jobStatus(tdb)).isEqualTo("dispatched");
@@ -96,7 +96,7 @@ class FargateWorkerMainTest {
     Map<String, String> env = env(tdb, launch);
     env.put(AwsSettings.JDBC_URL, "jdbc:postgresql://127.0.0.1:1/nowhere?connectTimeout=2");
 
-    int code = FargateWorkerMain.run(env::get, MUST_NOT_HALT, CommandRunners.forThisProcess(), new MetricsCapture());
+    int code = FargateWorkerMain.run(env::get, MUST_NOT_HALT, CommandRunners.forThisProcess(System.getenv()), new MetricsCapture());
 
     assertThat(code).isEqualTo(FargateWorkerMain.FAULT);
   }
@@ -107,7 +107,7 @@ class FargateWorkerMainTest {
     Map<String, String> env = env(tdb, launch);
     env.remove(AwsSettings.WORKER_TOKEN);
 
-    int code = FargateWorkerMain.run(env::get, MUST_NOT_HALT, CommandRunners.forThisProcess(), new MetricsCapture());
+    int code = FargateWorkerMain.run(env::get, MUST_NOT_HALT, CommandRunners.forThisProcess(System.getenv()), new MetricsCapture());
 
     assertThat(code).isEqualTo(FargateWorkerMain.BAD_SETTINGS);
     assertThat(jobStatus(tdb)).isEqualTo("dispatched");
@@ -134,7 +134,7 @@ class FargateWorkerMainTest {
     Map<String, String> env = env(tdb, launch);
     env.put(AwsSettings.KINDS_FILE, dir.resolve("not-copied-into-the-image.json").toString());
 
-    int code = FargateWorkerMain.run(env::get, MUST_NOT_HALT, CommandRunners.forThisProcess(), new MetricsCapture());
+    int code = FargateWorkerMain.run(env::get, MUST_NOT_HALT, CommandRunners.forThisProcess(System.getenv()), new MetricsCapture());
 
     assertThat(code).isEqualTo(FargateWorkerMain.BAD_SETTINGS);
     assertThat(jobStatus(tdb)).isEqualTo("dispatched");

@@ -1,0 +1,53 @@
+package buildqueue.worker.exec;
+
+import buildqueue.kinds.CommandKind;
+import buildqueue.worker.JobContext;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * A job program's whole environment, built from an allowlist and never inherited: the worker's
+ * own environment holds its token, its database credentials and, on Fargate, the variables that
+ * lead to its task role's AWS credentials ({@code AWS_CONTAINER_CREDENTIALS_*}). Later entries
+ * win: the allowlisted worker variables, then {@code TMPDIR}, then the kind's {@code env}, then
+ * the {@code BUILDQUEUE_*} variables, which a kind cannot override.
+ */
+public final class JobEnvironment {
+  /** The worker's variables a program gets, when the worker has them. */
+  public static final List<String> FROM_WORKER = List.of("PATH", "HOME", "LANG", "LC_ALL", "TZ", "USER");
+  /** The search path when the worker has none. */
+  static final String DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin";
+
+  public static final String JOB_ID = "BUILDQUEUE_JOB_ID";
+  public static final String USER_ID = "BUILDQUEUE_USER_ID";
+  public static final String JOB_KIND = "BUILDQUEUE_JOB_KIND";
+  public static final String ATTEMPT = "BUILDQUEUE_ATTEMPT";
+  public static final String PROGRESS = "BUILDQUEUE_PROGRESS";
+  public static final String PAYLOAD = "BUILDQUEUE_PAYLOAD";
+  public static final String CONTROL = "BUILDQUEUE_CONTROL";
+
+  private JobEnvironment() {}
+
+  public static Map<String, String> of(
+      Map<String, String> worker, CommandKind kind, JobContext context, JobDirectory dir) {
+    Map<String, String> env = new LinkedHashMap<>();
+    for (String name : FROM_WORKER) {
+      String value = worker.get(name);
+      if (value != null) {
+        env.put(name, value);
+      }
+    }
+    env.putIfAbsent("PATH", DEFAULT_PATH);
+    env.put("TMPDIR", dir.tmp().toString());
+    env.putAll(kind.env());
+    env.put(JOB_ID, Long.toString(context.jobId()));
+    env.put(USER_ID, context.userId());
+    env.put(JOB_KIND, context.kind());
+    env.put(ATTEMPT, Integer.toString(context.attempt()));
+    env.put(PROGRESS, Integer.toString(context.progress()));
+    env.put(PAYLOAD, dir.payload().toString());
+    env.put(CONTROL, dir.control().toString());
+    return env;
+  }
+}

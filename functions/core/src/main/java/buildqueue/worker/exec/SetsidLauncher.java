@@ -1,0 +1,227 @@
+package buildqueue.worker.exec;
+
+import buildqueue.BuildQueueException;
+import java.io.File;
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+
+/**
+ * Starts a job's program as {@code setsid /bin/sh -c <record, then exec> <program> <args…>}: the
+ * program becomes the leader of a session and process group of its own, so that everything it
+ * starts can be found and killed with it, and no signal meant for the worker reaches it.
+ * util-linux's {@code setsid} calls {@code setsid()} and then execs in its own process when it is
+ * not a process group leader, which a child of the JVM never is; the shell writes its own {@code
+ * /proc/<pid>/stat} line to the job's {@code session} file and execs the program in its place. So
+ * the process the JDK watches is the program itself (its exit value is the program's), and the
+ * session is on disk before the program runs: a worker killed at any moment leaves a record of
+ * what to kill ({@link LeftoverJobs}). {@link #find} checks these facts once per worker.
+ */
+public final class SetsidLauncher implements ProcessLauncher {
+  private static final File DEV_NULL = new File("/dev/null");
+  private static final String SHELL = "/bin/sh";
+  /** Names the session file for the shell; unset before the program starts. */
+  static final String SESSION_VARIABLE = "BUILDQUEUE_SESSION_FILE";
+  /** Records the session (builtins only: no process of its own), then becomes the program. */
+  private static final String RECORD_THEN_EXEC = "{ read -r stat < /proc/$$/stat && echo \"$stat\" > \"$"
+      + SESSION_VARIABLE + "\"; } || exit 125; unset " + SESSION_VARIABLE + "; exec \"$@\"";
+  /** The shell's $0: what it calls itself in its messages ("buildqueue: 1: exec: node: not found"). */
+  private static final String SHELL_NAME = "buildqueue";
+
+  private final Path setsid;
+
+  private SetsidLauncher(Path setsid) {
+    this.setsid = setsid;
+  }
+
+  /**
+   * Finds {@code setsid} on the worker's {@code PATH} (or in {@code /usr/bin}, {@code /bin}) and
+   * checks that it runs a program in place as the leader of a new session.
+   *
+   * @throws BuildQueueException it is missing or behaves otherwise; the message says what to do
+   */
+  public static SetsidLauncher find(Map<String, String> workerEnvironment) {
+    Set<Path> candidates = new LinkedHashSet<>();
+    String path = workerEnvironment.getOrDefault("PATH", "");
+    for (String dir : path.split(File.pathSeparator)) {
+      if (!dir.isBlank()) {
+        candidates.add(Path.of(dir, "setsid"));
+      }
+    }
+    candidates.add(Path.of("/usr/bin/setsid"));
+    candidates.add(Path.of("/bin/setsid"));
+    Path found = candidates.stream().filter(Files::isExecutable).findFirst().orElseThrow(() ->
+        new BuildQueueException("setsid was not found (looked in " + candidates.stream().map(Path::getParent)
+            .map(Path::toString).distinct().reduce((a, b) -> a + ", " + b).orElse("") + "): a worker runs each job's"
+            + " program in a session of its own through util-linux's setsid; install util-linux in the worker's image"));
+    SetsidLauncher launcher = new SetsidLauncher(found);
+    launcher.checkRunsInPlace();
+    return launcher;
+  }
+
+  /** The {@code setsid} this launcher runs. */
+  public Path setsid() {
+    return setsid;
+  }
+
+  /**
+   * Starts {@code cat /proc/self/stat} as a job's program is started: the pid and session {@code
+   * cat} reports must both be the pid the JDK started, and the session file must name it. A
+   * {@code setsid} that forked instead would leave the JDK watching a process that exits at once
+   * while the program runs on unwatched.
+   */
+  private void checkRunsInPlace() {
+    Process p;
+    Path record;
+    try {
+      record = Files.createTempFile("buildqueue-setsid-check", ".stat");
+    } catch (IOException e) {
+      throw new BuildQueueException("cannot try " + setsid + ": no temporary file (" + e.getMessage() + ")");
+    }
+    try {
+      ProcessBuilder builder = new ProcessBuilder(argv(List.of("cat", "/proc/self/stat")))
+          .redirectInput(DEV_NULL)
+          .redirectErrorStream(true);
+      builder.environment().put(SESSION_VARIABLE, record.toString());
+      p = builder.start();
+    } catch (IOException e) {
+      throw new BuildQueueException(setsid + " cannot be run (" + e.getMessage() + "); a worker needs util-linux's setsid");
+    }
+    String out;
+    try (InputStream in = p.getInputStream()) {
+      out = new String(in.readNBytes(4096), StandardCharsets.ISO_8859_1);
+      if (!p.waitFor(10, TimeUnit.SECONDS)) {
+        p.destroyForcibly();
+        throw new BuildQueueException(setsid + " did not finish a trial run within 10 s");
+      }
+    } catch (IOException e) {
+      throw new BuildQueueException("could not read a trial run of " + setsid + ": " + e.getMessage());
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new BuildQueueException("interrupted while trying " + setsid);
+    }
+    String[] fields = fieldsAfterName(out);
+    String expected = Long.toString(p.pid());
+    boolean recorded = JobSession.readFrom(record).map(r -> r.sid() == p.pid() && r.startTicks() > 0).orElse(false);
+    try {
+      Files.deleteIfExists(record);
+    } catch (IOException e) {
+      // a temporary file
+    }
+    if (fields == null || !out.startsWith(expected + " ") || !fields[3].equals(expected) || !recorded) {
+      throw new BuildQueueException(setsid + " with " + SHELL + " does not run a program in place as the leader of a"
+          + " new session (a trial run as pid " + expected + " reported: " + out.strip() + "); a worker needs"
+          + " util-linux's setsid");
+    }
+  }
+
+  private List<String> argv(List<String> command) {
+    List<String> argv = new ArrayList<>(command.size() + 5);
+    argv.add(setsid.toString());
+    argv.add(SHELL);
+    argv.add("-c");
+    argv.add(RECORD_THEN_EXEC);
+    argv.add(SHELL_NAME);
+    argv.addAll(command);
+    return argv;
+  }
+
+  private static String[] fieldsAfterName(String stat) {
+    int close = stat.lastIndexOf(')');
+    if (close < 0 || close + 2 >= stat.length()) {
+      return null;
+    }
+    String[] f = stat.substring(close + 2).split(" ");
+    return f.length > 3 ? f : null;
+  }
+
+  @Override
+  public JobProcess start(Spec spec) throws IOException {
+    ProcessBuilder builder = new ProcessBuilder(argv(spec.command()))
+        .directory(spec.workDir().toFile())
+        .redirectInput(DEV_NULL);
+    Map<String, String> env = builder.environment();
+    env.clear();
+    env.putAll(spec.environment());
+    env.put(SESSION_VARIABLE, spec.sessionFile().toString());
+    Process process = builder.start();
+    // The shell records the start time itself; -1 only where it has not yet when a kill comes.
+    return new SessionProcess(process, new JobSession(process.pid(), -1));
+  }
+
+  /** A program started through {@code setsid}, with its session. */
+  private static final class SessionProcess implements JobProcess {
+    private final Process process;
+    private final JobSession session;
+
+    SessionProcess(Process process, JobSession session) {
+      this.process = process;
+      this.session = session;
+    }
+
+    @Override
+    public long pid() {
+      return process.pid();
+    }
+
+    @Override
+    public InputStream stdout() {
+      return process.getInputStream();
+    }
+
+    @Override
+    public InputStream stderr() {
+      return process.getErrorStream();
+    }
+
+    @Override
+    public boolean awaitExit(Duration max) throws InterruptedException {
+      return process.waitFor(Math.max(0, max.toNanos()), TimeUnit.NANOSECONDS);
+    }
+
+    @Override
+    public ProgramExit exit() {
+      return ProgramExit.fromExitValue(process.exitValue());
+    }
+
+    @Override
+    public int terminate() {
+      return JobSession.signal(members(), false);
+    }
+
+    @Override
+    public int kill() {
+      return JobSession.signal(members(), true);
+    }
+
+    @Override
+    public int remaining() {
+      return members().size();
+    }
+
+    /**
+     * The session's processes, plus the program and its descendants: before {@code setsid()} has
+     * run, the program is still in the worker's session, and a descendant that left the session is
+     * still found while the program lives.
+     */
+    private List<ProcessHandle> members() {
+      if (!process.isAlive()) {
+        // Its children were reparented when it exited: only the session finds them now.
+        return session.members();
+      }
+      ProcessHandle self = process.toHandle();
+      List<ProcessHandle> known = Stream.concat(Stream.of(self), self.descendants()).toList();
+      return session.members(known);
+    }
+  }
+}
