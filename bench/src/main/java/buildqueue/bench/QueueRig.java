@@ -53,13 +53,23 @@ final class QueueRig implements AutoCloseable {
   /** {@code decorate} wraps the platform the queue calls (the workers still run in-process). */
   QueueRig(BenchPostgres pg, String prefix, QueueConfig config, int poolSize,
       java.util.function.UnaryOperator<buildqueue.platform.WorkerPlatform> decorate) {
+    this(pg, prefix, config, poolSize, decorate, new JobHandler[0]);
+  }
+
+  /** With more job kinds beside {@code noop} and {@code gate} (programs, for figure 8). */
+  QueueRig(BenchPostgres pg, String prefix, QueueConfig config, int poolSize, JobHandler... more) {
+    this(pg, prefix, config, poolSize, platform -> platform, more);
+  }
+
+  private QueueRig(BenchPostgres pg, String prefix, QueueConfig config, int poolSize,
+      java.util.function.UnaryOperator<buildqueue.platform.WorkerPlatform> decorate, JobHandler... more) {
     this.pg = pg;
     this.database = pg.createQueueDatabase(prefix);
     this.dataSource = pg.pool(database, poolSize);
     this.jdbc = new JdbcDatabase(dataSource);
     this.db = new CountingDatabase(jdbc);
     this.config = config;
-    JobHandlers handlers = JobHandlers.of(NOOP, gate);
+    JobHandlers handlers = JobHandlers.of(NOOP, gate).with(more);
     this.platform = new InProcessPlatform(db, config, QueueClock.DATABASE, handlers);
     this.queue = new BuildQueue(db, decorate.apply(platform), config, QueueClock.DATABASE);
     platform.onStopped((taskId, workerId, token, reason) -> queue.taskStopped(taskId, workerId, token, reason));

@@ -22,7 +22,7 @@ public final class ApiProblem extends BuildQueueException {
     NOT_FOUND(404, "not-found", "Not found"),
     METHOD_NOT_ALLOWED(405, "method-not-allowed", "Method not allowed"),
     CONFLICT(409, "conflict", "Conflict with the job's current state"),
-    PAYLOAD_TOO_LARGE(413, "payload-too-large", "Request body too large"),
+    PAYLOAD_TOO_LARGE(413, "payload-too-large", "Content too large"),
     UNSUPPORTED_MEDIA_TYPE(415, "unsupported-media-type", "Unsupported media type"),
     INTERNAL(500, "internal-error", "Internal server error"),
     UNAVAILABLE(503, "unavailable", "Service unavailable");

@@ -9,6 +9,8 @@ import buildqueue.core.JobQueries.Waiting;
 import buildqueue.core.JobQueries.WorkerView;
 import buildqueue.core.JobStatus;
 import buildqueue.core.JobTransitions;
+import buildqueue.core.PayloadTooLargeException;
+import buildqueue.core.RowLimits;
 import buildqueue.db.Json;
 import buildqueue.worker.JobHandler;
 import buildqueue.worker.JobHandlers;
@@ -84,12 +86,12 @@ public final class HttpApi {
         new Route("GET", "/", Access.ANYONE, null, c -> Dashboard.page()),
         new Route("GET", "/health", Access.ANYONE, Set.of(), c -> health()),
         new Route("POST", "/jobs", Access.USER, Set.of(), this::submit),
-        new Route("GET", "/jobs", Access.USER, Set.of("status", "limit", "userId"), this::listJobs),
+        new Route("GET", "/jobs", Access.USER, Set.of("status", "limit", "userId", "before"), this::listJobs),
         new Route("GET", "/jobs/{id}", Access.USER, Set.of(), this::getJob),
-        new Route("GET", "/jobs/{id}/events", Access.USER, Set.of(), this::events),
+        new Route("GET", "/jobs/{id}/events", Access.USER, Set.of("after"), this::events),
         new Route("GET", "/jobs/{id}/log", Access.USER, Set.of("since"), this::log),
         new Route("POST", "/jobs/{id}/cancel", Access.USER, Set.of(), this::cancel),
-        new Route("GET", "/lanes", Access.ADMIN, Set.of("queuedLimit"), this::lanes),
+        new Route("GET", "/lanes", Access.ADMIN, Set.of("queuedLimit", "after"), this::lanes),
         new Route("PUT", "/users/{userId}", Access.ADMIN, Set.of(), this::putUser));
   }
 
@@ -247,7 +249,12 @@ public final class HttpApi {
       throw ApiProblem.invalid("The payload could not be stored as JSON: " + e.getOriginalMessage());
     }
 
-    JobTransitions.Enqueued enqueued = queue.enqueue(call.caller.userId(), kind, new Json(payloadText), key);
+    JobTransitions.Enqueued enqueued;
+    try {
+      enqueued = queue.enqueue(call.caller.userId(), kind, new Json(payloadText), key);
+    } catch (PayloadTooLargeException e) {
+      throw payloadTooLarge(e.storedBytes());
+    }
     JobView job = queries.job(enqueued.jobId()).orElseThrow(() -> new IllegalStateException(
         "job " + enqueued.jobId() + " was enqueued but cannot be read back"));
     if (!enqueued.created() && !sameRequest(job, kind, payload)) {
@@ -259,6 +266,15 @@ public final class HttpApi {
     }
     return json(enqueued.created() ? 201 : 200, jobJson(job, call.caller))
         .withHeader("Location", "/jobs/" + job.id());
+  }
+
+  /** The enqueue statement measured the payload as stored and wrote nothing. */
+  private static ApiProblem payloadTooLarge(long storedBytes) {
+    return new ApiProblem(ApiProblem.Type.PAYLOAD_TOO_LARGE,
+        "The payload takes " + storedBytes + " bytes as stored (JSON as the database writes it: a space after each"
+            + " ':' and ',', numbers in full); the limit is " + RowLimits.MAX_PAYLOAD_BYTES + " bytes, so that a"
+            + " worker can read its job back in one row of the RDS Data API (64 KB). Nothing was written. Keep large"
+            + " inputs in object storage (e.g. S3) and pass a reference in the payload.");
   }
 
   private static String idempotencyKey(JsonNode node) {
@@ -304,12 +320,35 @@ public final class HttpApi {
     }
     Set<JobStatus> statuses = statuses(call.query.getOrDefault("status", List.of()));
     int limit = wholeNumber(call.query, "limit", DEFAULT_LIST_LIMIT, 1, MAX_LIST_LIMIT);
-    List<JobView> jobs = queries.jobs(userId, statuses, limit);
-    Map<Long, Waiting> waiting = queries.waiting(jobs);
+    Long before = single(call.query, "before").map(raw -> cursorId(raw, "before", "a job id")).orElse(null);
+    JobQueries.JobPage page = queries.jobs(userId, statuses, limit, before);
+    Map<Long, Waiting> waiting = queries.waiting(page.jobs());
     ObjectNode out = ApiJson.object();
     ArrayNode list = out.putArray("jobs");
-    jobs.forEach(j -> list.add(ApiJson.job(j, Optional.ofNullable(waiting.get(j.id())).map(w -> redact(w, call.caller)))));
+    page.jobs().forEach(j ->
+        list.add(ApiJson.job(j, Optional.ofNullable(waiting.get(j.id())).map(w -> redact(w, call.caller)))));
+    out.put("next", page.nextBefore().map(next -> nextJobsPage(statuses, asked, limit, next)).orElse(null));
     return json(200, out);
+  }
+
+  /** A page cursor: the id a previous page's {@code next} link names. */
+  private static long cursorId(String raw, String name, String what) {
+    if (!JOB_ID.matcher(raw).matches()) {
+      throw ApiProblem.invalid("Query parameter \"" + name + "\" must be " + what + " (a whole number), as in the "
+          + "\"next\" link of the previous page, not \"" + JsonBodies.printable(raw) + "\".");
+    }
+    return Long.parseLong(raw);
+  }
+
+  /** The same list, from the job after the last one on this page. */
+  private static String nextJobsPage(Set<JobStatus> statuses, Optional<String> userId, int limit, long before) {
+    StringBuilder next = new StringBuilder("/jobs?");
+    if (!statuses.isEmpty()) {
+      next.append("status=").append(statuses.stream().map(JobStatus::sql).sorted().collect(Collectors.joining(",")))
+          .append('&');
+    }
+    userId.ifPresent(u -> next.append("userId=").append(QueryString.encode(u)).append('&'));
+    return next.append("limit=").append(limit).append("&before=").append(before).toString();
   }
 
   private ApiResponse getJob(Call call) {
@@ -321,7 +360,10 @@ public final class HttpApi {
     ObjectNode out = ApiJson.object();
     out.put("jobId", job.id());
     ArrayNode list = out.putArray("events");
-    queries.events(job.id()).forEach(e -> list.add(ApiJson.event(e)));
+    Long after = single(call.query, "after").map(raw -> cursorId(raw, "after", "an event id")).orElse(null);
+    JobQueries.EventPage page = queries.events(job.id(), after);
+    page.events().forEach(e -> list.add(ApiJson.event(e)));
+    out.put("next", page.nextAfter().map(next -> "/jobs/" + job.id() + "/events?after=" + next).orElse(null));
     return json(200, out);
   }
 
@@ -399,10 +441,24 @@ public final class HttpApi {
 
   private ApiResponse lanes(Call call) {
     int limit = wholeNumber(call.query, "queuedLimit", DEFAULT_QUEUED_LIMIT, 0, MAX_LIST_LIMIT);
+    String after = single(call.query, "after").map(HttpApi::laneCursor).orElse(null);
+    JobQueries.LanePage page = queries.lanes(after, limit);
     ObjectNode out = ApiJson.object();
     ArrayNode list = out.putArray("lanes");
-    queries.lanes(limit).forEach(l -> list.add(ApiJson.lane(l)));
+    page.lanes().forEach(l -> list.add(ApiJson.lane(l)));
+    out.put("next", page.nextAfter()
+        .map(next -> "/lanes?queuedLimit=" + limit + "&after=" + QueryString.encode(next)).orElse(null));
     return json(200, out);
+  }
+
+  /** A lanes page cursor: a lane name, as a previous page's {@code next} link names it. */
+  private static String laneCursor(String raw) {
+    String user = raw.startsWith("user:") ? raw.substring("user:".length()) : raw;
+    if (!raw.equals("shared") && !(raw.startsWith("user:") && isUsableId(user))) {
+      throw ApiProblem.invalid("Query parameter \"after\" must be a lane (\"shared\" or \"user:\" and a user id), "
+          + "as in the \"next\" link of the previous page, not \"" + JsonBodies.printable(raw) + "\".");
+    }
+    return raw;
   }
 
   private ApiResponse putUser(Call call) {
@@ -424,6 +480,7 @@ public final class HttpApi {
     out.put("userId", change.userId());
     out.put("dedicatedWorker", change.dedicatedWorker());
     out.put("lane", change.lane());
+    out.put("movedCount", change.movedCount());
     ArrayNode moved = out.putArray("movedJobs");
     change.movedJobs().forEach(moved::add);
     return json(200, out);

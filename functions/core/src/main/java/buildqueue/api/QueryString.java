@@ -38,6 +38,11 @@ final class QueryString {
     return Collections.unmodifiableMap(params);
   }
 
+  /** A query parameter's value for a link this API writes: every byte but unreserved ones escaped. */
+  static String encode(String value) {
+    return java.net.URLEncoder.encode(value, StandardCharsets.UTF_8).replace("+", "%20");
+  }
+
   /** One path segment: {@code %2F} stays a character of the segment, {@code +} stays a plus. */
   static String decodeSegment(String segment) {
     return decode(segment, false);

@@ -91,7 +91,7 @@ public final class BuildQueue {
   /** Gives or takes a user's dedicated worker, moves their queued jobs, dispatches the new lane. */
   public JobTransitions.LaneChange setDedicated(String userId, boolean dedicated) {
     JobTransitions.LaneChange change = jobs.setDedicated(userId, dedicated);
-    if (!change.movedJobs().isEmpty()) {
+    if (change.movedCount() > 0) {
       dispatchAfterCommit(change.lane());
     }
     return change;
@@ -240,9 +240,15 @@ public final class BuildQueue {
     }
 
     int dispatched = 0;
-    for (String lane : tick.lanesToDispatch()) {
-      dispatched += dispatchLane(lane).size();
-    }
+    List<String> lanes;
+    String after = null;
+    do {
+      lanes = tick.lanesToDispatch(after, BATCH);
+      for (String lane : lanes) {
+        dispatched += dispatchLane(lane).size();
+      }
+      after = lanes.isEmpty() ? null : lanes.get(lanes.size() - 1);
+    } while (lanes.size() == BATCH);
 
     TickTransitions.Housekept housekept = tick.housekeep(1000);
     return new TickReport(checked, exitedCount, relaunched, reclaimed, stopRequests, dispatched,

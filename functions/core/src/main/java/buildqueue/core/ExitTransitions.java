@@ -86,6 +86,8 @@ public final class ExitTransitions {
    * @param token when given, the worker's token must match (a stop event carries it). An event
    *     naming a task that was never recorded for the worker must carry it: without it, the event
    *     may be about a task we never launched
+   * @param reason why the worker is gone, as the evidence says; cut to {@link
+   *     RowLimits#MAX_ERROR_BYTES}
    */
   public Optional<Exited> exited(String taskId, Long workerId, UUID token, String reason) {
     if (taskId == null && workerId == null) {
@@ -94,7 +96,7 @@ public final class ExitTransitions {
     Params params =
         Params.of("now", clock.now(), "taskId", taskId, "workerId", workerId)
             .and("token", token)
-            .and("reason", reason)
+            .and("reason", RowLimits.boundedError(reason))
             .and("maxRecoveries", MAX_RECOVERIES)
             .and("repeatedExitError", REPEATED_EXIT_ERROR);
     return db.queryOptional(EXITED, params).map(r -> exitedOf(r, false));
@@ -175,11 +177,12 @@ public final class ExitTransitions {
     return notStarted(taskId, workerId, token, reason, true);
   }
 
+  /** The platform's or the evidence's {@code reason} is cut to {@link RowLimits#MAX_ERROR_BYTES}. */
   private Optional<NotStarted> notStarted(String taskId, Long workerId, UUID token, String reason, boolean retryable) {
     Params params =
         Params.of("now", clock.now(), "taskId", taskId, "workerId", workerId)
             .and("token", token)
-            .and("reason", reason)
+            .and("reason", RowLimits.boundedError(reason))
             .and("retryable", retryable)
             .and("maxFailures", config.maxLaunchFailures())
             .and("backoffMs", config.launchBackoff().toMillis());

@@ -148,8 +148,37 @@ public final class JobQueries {
     return db.queryOptional(JOB, Params.of("id", id)).map(JobQueries::jobView);
   }
 
+  /**
+   * One page of jobs, newest first.
+   *
+   * @param nextBefore where the next page starts (pass it as {@code before}); empty on the last page
+   */
+  public record JobPage(List<JobView> jobs, Optional<Long> nextBefore) {}
+
+  // Each candidate's share of the answer (its values' octets plus RowLimits.ROW_FIXED_BYTES for the
+  // rest) is summed down the page, and the page ends before the sum passes the budget: so the answer
+  // stays under the Data API's 1 MiB however large the jobs are. The first row is always taken (one
+  // job row fits; see RowLimits), so a page is never empty while jobs remain.
   private static final String JOBS =
       """
+      with candidate as (
+        select j.id,
+               sum(octet_length(j.payload::text) + coalesce(octet_length(j.error), 0) + octet_length(j.user_id)
+                   + octet_length(j.lane) + octet_length(j.kind) + coalesce(octet_length(l.location), 0)
+                   + :rowFixedBytes)
+                 over (order by j.id desc) as running_bytes,
+               row_number() over (order by j.id desc) as n
+        from build_job j
+        left join build_job_log l on l.job_id = j.id
+        where (:userId::text is null or j.user_id = :userId)
+          and (:statuses::text is null or j.status = any (string_to_array(:statuses, ',')))
+          and (:before::bigint is null or j.id < :before)
+        order by j.id desc
+        limit :limit + 1
+      ),
+      page as (
+        select c.id from candidate c where c.n <= :limit and (c.n = 1 or c.running_bytes <= :budgetBytes)
+      )
       select j.id, j.user_id, j.kind, j.payload, j.status, j.lane, j.progress, j.attempts, j.recoveries,
              j.cancel_requested, j.error, j.worker_id, j.created_at, j.dispatched_at, j.started_at,
              j.finished_at, j.not_before, l.total_bytes as log_bytes, l.location as log_location,
@@ -157,51 +186,102 @@ public final class JobQueries {
              case when j.status = 'queued' then
                (select count(*) + 1 from build_job q
                 where q.lane = j.lane and q.status = 'queued' and q.id < j.id)
-             end as position
-      from build_job j
+             end as position,
+             (select count(*) from candidate) > (select count(*) from page) as more
+      from page
+      join build_job j on j.id = page.id
       left join build_job_log l on l.job_id = j.id
-      where (:userId::text is null or j.user_id = :userId)
-        and (:statuses::text is null or j.status = any (string_to_array(:statuses, ',')))
       order by j.id desc
-      limit :limit
       """;
 
   /**
-   * Jobs newest first.
+   * Jobs newest first, a page at a time: at most {@code limit}, fewer when their size would pass
+   * {@link RowLimits#PAGE_BUDGET_BYTES}.
    *
    * @param userId only this user's jobs; null for every user's
    * @param statuses only jobs in one of these; empty for all
+   * @param before only jobs with a smaller id (a page's {@link JobPage#nextBefore}); null for the newest
    */
-  public List<JobView> jobs(String userId, Set<JobStatus> statuses, int limit) {
+  public JobPage jobs(String userId, Set<JobStatus> statuses, int limit, Long before) {
     String statusList =
         statuses.isEmpty() ? null : statuses.stream().map(JobStatus::sql).sorted().collect(Collectors.joining(","));
-    Params params = Params.of("userId", userId, "statuses", statusList, "limit", limit);
-    return db.query(JOBS, params).stream().map(JobQueries::jobView).toList();
+    Params params =
+        Params.of("userId", userId, "statuses", statusList, "limit", limit)
+            .and("before", before)
+            .and("rowFixedBytes", RowLimits.ROW_FIXED_BYTES)
+            .and("budgetBytes", RowLimits.PAGE_BUDGET_BYTES);
+    List<Row> rows = db.query(JOBS, params);
+    List<JobView> jobs = rows.stream().map(JobQueries::jobView).toList();
+    boolean more = !rows.isEmpty() && rows.get(0).bool("more");
+    return new JobPage(jobs, more ? Optional.of(jobs.get(jobs.size() - 1).id()) : Optional.empty());
   }
 
+  /**
+   * One page of a job's history, oldest first.
+   *
+   * @param nextAfter where the next page starts (pass it as {@code after}); empty on the last page
+   */
+  public record EventPage(List<EventView> events, Optional<Long> nextAfter) {}
+
+  /** The most events on one page, whatever their size. */
+  public static final int MAX_EVENTS_PER_PAGE = 500;
+
+  // Cut like JOBS: a row costs its message, its detail (which holds the message again) and the rest.
   private static final String EVENTS =
       """
-      select e.id, e.type, e.detail ->> 'message' as message, e.detail, e.at
-      from build_job_event e
-      where e.job_id = :jobId
+      with candidate as (
+        select e.id,
+               sum(octet_length(e.detail::text) + coalesce(octet_length(e.detail ->> 'message'), 0)
+                   + octet_length(e.type) + :rowFixedBytes)
+                 over (order by e.id) as running_bytes,
+               row_number() over (order by e.id) as n
+        from build_job_event e
+        where e.job_id = :jobId and (:after::bigint is null or e.id > :after)
+        order by e.id
+        limit :maxEvents + 1
+      ),
+      page as (
+        select c.id from candidate c where c.n <= :maxEvents and (c.n = 1 or c.running_bytes <= :budgetBytes)
+      )
+      select e.id, e.type, e.detail ->> 'message' as message, e.detail, e.at,
+             (select count(*) from candidate) > (select count(*) from page) as more
+      from page join build_job_event e on e.id = page.id
       order by e.id
       """;
 
-  /** The job's history, oldest first. */
-  public List<EventView> events(long jobId) {
-    return db.query(EVENTS, Params.of("jobId", jobId)).stream()
-        .map(r -> new EventView(r.longValue("id"), r.string("type"), r.string("message"), r.json("detail"),
-            r.instant("at")))
-        .toList();
+  /**
+   * The job's history, oldest first, a page at a time: at most {@link #MAX_EVENTS_PER_PAGE}, fewer
+   * when their size would pass {@link RowLimits#PAGE_BUDGET_BYTES}.
+   *
+   * @param after only events with a larger id (a page's {@link EventPage#nextAfter}); null for the oldest
+   */
+  public EventPage events(long jobId, Long after) {
+    Params params =
+        Params.of("jobId", jobId, "after", after, "maxEvents", MAX_EVENTS_PER_PAGE)
+            .and("rowFixedBytes", RowLimits.ROW_FIXED_BYTES)
+            .and("budgetBytes", RowLimits.PAGE_BUDGET_BYTES);
+    List<Row> rows = db.query(EVENTS, params);
+    List<EventView> events =
+        rows.stream()
+            .map(r -> new EventView(r.longValue("id"), r.string("type"), r.string("message"), r.json("detail"),
+                r.instant("at")))
+            .toList();
+    boolean more = !rows.isEmpty() && rows.get(0).bool("more");
+    return new EventPage(events, more ? Optional.of(events.get(events.size() - 1).id()) : Optional.empty());
   }
 
+  // A lane's workers: at most its capacity (QueueConfig.MAX_SHARED_SLOTS for shared, 1 otherwise),
+  // each row at most WORKER_ROW_BYTES; the steps of a job's payload only when a short number (a
+  // progress bar's end), never a payload's worth of JSON.
   private static final String LIVE_WORKERS =
       """
       with t as (select coalesce(:now::timestamptz, now()) as now)
       select w.id, w.lane, w.slot, w.status, w.task_id, w.launched_at, w.started_at,
              floor(extract(epoch from (w.expires_at - t.now)))::bigint as lease_left_seconds,
              j.id as job_id, j.user_id as job_user_id, j.kind as job_kind, j.status as job_status,
-             j.progress as job_progress, j.payload -> 'steps' as job_steps
+             j.progress as job_progress,
+             case when jsonb_typeof(j.payload -> 'steps') = 'number' and octet_length((j.payload -> 'steps')::text) <= 11
+                  then j.payload -> 'steps' end as job_steps
       from build_worker w
       cross join t
       left join lateral (
@@ -210,13 +290,27 @@ public final class JobQueries {
         order by c.id
         limit 1
       ) j on true
-      where w.status <> 'exited' and (:lane::text is null or w.lane = :lane)
+      where w.status <> 'exited' and w.lane >= :firstLane and w.lane <= :lastLane
       order by w.lane, substring(w.slot from '#([0-9]+)$')::int
       """;
 
+  /** The most a task id takes, as ECS (a task ARN) and the local platform write it. */
+  static final int MAX_TASK_ID_BYTES = 400;
+
+  /** One row of LIVE_WORKERS at most: a lane, a slot, a task id, a job's user id and kind. */
+  static final int WORKER_ROW_BYTES = 2 * (RowLimits.MAX_LANE_BYTES + 4) + MAX_TASK_ID_BYTES
+      + RowLimits.MAX_USER_ID_BYTES + RowLimits.MAX_KIND_BYTES + RowLimits.ROW_FIXED_BYTES;
+
+  /** One row of LANE_HEADS at most: a lane, a user id, a kind. */
+  static final int HEAD_ROW_BYTES = RowLimits.MAX_LANE_BYTES + RowLimits.MAX_USER_ID_BYTES + RowLimits.MAX_KIND_BYTES
+      + RowLimits.ROW_FIXED_BYTES;
+
+  /** One row of LANES at most. */
+  static final int LANE_ROW_BYTES = RowLimits.MAX_LANE_BYTES + RowLimits.ROW_FIXED_BYTES;
+
   /** What holds each slot of a lane. */
   public List<SlotView> slots(String lane) {
-    return slotsOf(lane, liveWorkers(lane));
+    return slotsOf(lane, liveWorkers(lane, lane));
   }
 
   /** Why a queued job waits; empty for a job that is not queued. */
@@ -239,6 +333,16 @@ public final class JobQueries {
     return byJob;
   }
 
+  /**
+   * A page of lanes and where the next page starts (pass it as {@code after}); empty on the last
+   * page.
+   */
+  public record LanePage(List<LaneView> lanes, Optional<String> nextAfter) {}
+
+  // Lanes in name order ("shared" sorts before every "user:…" lane), cut like JOBS by a running sum
+  // of what each lane costs here and in LANE_HEADS and LIVE_WORKERS, by their widest rows: so the
+  // page's three answers stay within the budget together. The first lane is always taken: alone, its
+  // workers (at most QueueConfig.MAX_SHARED_SLOTS) and its head (at most the API's 200) each fit.
   private static final String LANES =
       """
       with lane as (
@@ -249,50 +353,95 @@ public final class JobQueries {
         select q.lane from build_job q where q.status = 'queued'
         union
         select 'user:' || u.user_id from build_user u where u.dedicated_worker
+      ),
+      candidate as (
+        select l.name, l.queued,
+               sum(:laneRowBytes + l.live * :workerRowBytes + least(l.queued, :headLimit) * :headRowBytes)
+                 over (order by l.name) as running_bytes,
+               row_number() over (order by l.name) as n
+        from (
+          select lane.name,
+                 (select count(*) from build_job q where q.lane = lane.name and q.status = 'queued') as queued,
+                 (select count(*) from build_worker w where w.lane = lane.name and w.status <> 'exited') as live
+          from lane
+          where :after::text is null or lane.name > :after
+          order by lane.name
+          limit :maxLanes + 1
+        ) l
+      ),
+      page as (
+        select c.name, c.queued from candidate c where c.n <= :maxLanes and (c.n = 1 or c.running_bytes <= :budgetBytes)
       )
-      select lane.name as lane,
-             (select count(*) from build_job q where q.lane = lane.name and q.status = 'queued') as queued
-      from lane
-      order by lane.name <> 'shared', lane.name
+      select page.name as lane, page.queued, (select count(*) from candidate) > (select count(*) from page) as more
+      from page
+      order by page.name
       """;
 
+  // The first queued jobs of each lane from :firstLane to :lastLane, found by a loose index scan of
+  // the queued-job index (one probe per lane, however many jobs wait).
   private static final String LANE_HEADS =
       """
-      with lane as (select distinct q.lane from build_job q where q.status = 'queued')
+      with recursive lane(name) as (
+        (select q.lane from build_job q where q.status = 'queued' and q.lane >= :firstLane order by q.lane limit 1)
+        union all
+        select (select q.lane from build_job q where q.status = 'queued' and q.lane > lane.name
+                order by q.lane limit 1)
+        from lane where lane.name is not null and lane.name < :lastLane
+      )
       select h.id, h.user_id, h.kind, h.lane, h.created_at, h.not_before, h.position
       from lane
       cross join lateral (
         select q.id, q.user_id, q.kind, q.lane, q.created_at, q.not_before,
                row_number() over (order by q.id) as position
         from build_job q
-        where q.lane = lane.lane and q.status = 'queued'
+        where q.lane = lane.name and q.status = 'queued'
         order by q.id
         limit :limit
       ) h
+      where lane.name <= :lastLane
       order by h.lane, h.position
       """;
 
+  /** The most lanes on one page, whatever their size. */
+  public static final int MAX_LANES_PER_PAGE = RowLimits.PAGE_BUDGET_BYTES / LANE_ROW_BYTES;
+
   /**
    * Every lane that matters now: {@code shared}, dedicated users' lanes, and any lane with a live
-   * worker or a queued job. Each with its slots, queued count, and first {@code headLimit} queued
-   * jobs in dispatch order.
+   * worker or a queued job, in name order, a page at a time. Each with its slots, queued count, and
+   * first {@code headLimit} queued jobs in dispatch order.
+   *
+   * @param after only lanes after this one (a page's {@link LanePage#nextAfter}); null for the first
    */
-  public List<LaneView> lanes(int headLimit) {
-    List<WorkerView> workers = liveWorkers(null);
+  public LanePage lanes(String after, int headLimit) {
+    Params pageParams =
+        Params.of("after", after, "headLimit", headLimit, "maxLanes", MAX_LANES_PER_PAGE)
+            .and("laneRowBytes", LANE_ROW_BYTES)
+            .and("workerRowBytes", WORKER_ROW_BYTES)
+            .and("headRowBytes", HEAD_ROW_BYTES)
+            .and("budgetBytes", RowLimits.PAGE_BUDGET_BYTES);
+    List<Row> page = db.query(LANES, pageParams);
+    if (page.isEmpty()) {
+      return new LanePage(List.of(), Optional.empty());
+    }
+    String first = page.get(0).string("lane");
+    String last = page.get(page.size() - 1).string("lane");
+    List<WorkerView> workers = liveWorkers(first, last);
     Map<String, List<QueuedJob>> heads = new LinkedHashMap<>();
-    for (Row r : db.query(LANE_HEADS, Params.of("limit", headLimit))) {
-      heads.computeIfAbsent(r.string("lane"), k -> new ArrayList<>())
-          .add(new QueuedJob(r.longValue("id"), r.string("user_id"), r.string("kind"), r.intValue("position"),
-              r.instant("created_at"), r.instant("not_before")));
+    if (headLimit > 0) {
+      for (Row r : db.query(LANE_HEADS, Params.of("firstLane", first, "lastLane", last, "limit", headLimit))) {
+        heads.computeIfAbsent(r.string("lane"), k -> new ArrayList<>())
+            .add(new QueuedJob(r.longValue("id"), r.string("user_id"), r.string("kind"), r.intValue("position"),
+                r.instant("created_at"), r.instant("not_before")));
+      }
     }
     List<LaneView> lanes = new ArrayList<>();
-    for (Row r : db.query(LANES, Params.none())) {
+    for (Row r : page) {
       String lane = r.string("lane");
       List<WorkerView> inLane = workers.stream().filter(w -> w.lane().equals(lane)).toList();
       lanes.add(new LaneView(lane, Lanes.capacity(lane, config), r.longValue("queued"), slotsOf(lane, inLane),
           heads.getOrDefault(lane, List.of())));
     }
-    return lanes;
+    return new LanePage(lanes, page.get(0).bool("more") ? Optional.of(last) : Optional.empty());
   }
 
   private static final String PING = "select 1 as one";
@@ -302,8 +451,9 @@ public final class JobQueries {
     db.query(PING, Params.none());
   }
 
-  private List<WorkerView> liveWorkers(String lane) {
-    return db.query(LIVE_WORKERS, Params.of("now", clock.now(), "lane", lane)).stream()
+  /** Live workers of the lanes from {@code firstLane} to {@code lastLane}, in name order. */
+  private List<WorkerView> liveWorkers(String firstLane, String lastLane) {
+    return db.query(LIVE_WORKERS, Params.of("now", clock.now(), "firstLane", firstLane, "lastLane", lastLane)).stream()
         .map(JobQueries::workerView)
         .toList();
   }

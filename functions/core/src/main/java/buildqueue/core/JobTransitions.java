@@ -29,9 +29,13 @@ public final class JobTransitions {
   private static final String ENQUEUE =
       """
       with t as (select coalesce(:now::timestamptz, now()) as now),
+      -- The payload's size as it is stored and read back, which is what a worker's row carries.
+      doc as (select :payload::jsonb as payload),
+      size as (select coalesce(octet_length(doc.payload::text), 0) as payload_bytes from doc),
       inserted as (
         insert into build_job (user_id, kind, payload, idempotency_key, lane, created_at)
-        select :userId, :kind, :payload::jsonb, :key, build_lane_of(:userId), t.now from t
+        select :userId, :kind, doc.payload, :key, build_lane_of(:userId), t.now from t, doc, size
+        where size.payload_bytes <= :maxPayloadBytes
         on conflict (user_id, idempotency_key) do nothing
         returning id, lane
       ),
@@ -46,29 +50,37 @@ public final class JobTransitions {
         select id, lane, false from build_job
         where user_id = :userId and idempotency_key = :key and not exists (select 1 from inserted)
       )
-      select job.id, job.lane, job.created,
+      select size.payload_bytes, job.id, job.lane, job.created,
              -- The share lock makes a concurrent worker exit wait for this insert to commit (so
              -- its follow-up dispatch sees the job), or this count wait for the exit (so it sees
              -- the free slot): a new job never waits for the tick because of that race.
              (select count(*) from (
                 select 1 from build_worker w where w.lane = job.lane and w.status <> 'exited' for share of w) live)
                < case when job.lane = 'shared' then :sharedSlots else 1 end as lane_has_room
-      from job
+      from size left join job on true
       """;
 
-  /** Inserts a queued job in the user's current lane, deduplicated by (user, idempotency key). */
+  /**
+   * Inserts a queued job in the user's current lane, deduplicated by (user, idempotency key).
+   *
+   * @throws PayloadTooLargeException when the payload, as stored, is over {@link
+   *     RowLimits#MAX_PAYLOAD_BYTES}; nothing is written, whether or not the key was used before
+   */
   public Enqueued enqueue(String userId, String kind, Json payload, String idempotencyKey) {
     Params params =
         Params.of("now", clock.now(), "userId", userId, "kind", kind)
             .and("payload", payload)
             .and("key", idempotencyKey)
-            .and("sharedSlots", config.sharedSlots());
+            .and("sharedSlots", config.sharedSlots())
+            .and("maxPayloadBytes", RowLimits.MAX_PAYLOAD_BYTES);
     // With a concurrent insert of the same key, "do nothing" waits for it, but this statement's
     // snapshot predates it and finds no row: the next attempt sees the committed job.
     for (int attempt = 0; attempt < 3; attempt++) {
-      Optional<Row> row = db.queryOptional(ENQUEUE, params);
-      if (row.isPresent()) {
-        Row r = row.get();
+      Row r = db.query(ENQUEUE, params).get(0);
+      if (r.longValue("payload_bytes") > RowLimits.MAX_PAYLOAD_BYTES) {
+        throw new PayloadTooLargeException("The payload", r.longValue("payload_bytes"));
+      }
+      if (r.get("id") != null) {
         return new Enqueued(r.longValue("id"), r.string("lane"), r.bool("created"), r.bool("lane_has_room"));
       }
     }
@@ -148,8 +160,15 @@ public final class JobTransitions {
     return new Cancelled.Requested(jobId, r.longValue("worker_id"), r.string("task_id"), r.string("worker_status"));
   }
 
-  /** The user's flag after the change, the lane their queued jobs are now in, how many moved. */
-  public record LaneChange(String userId, boolean dedicatedWorker, String lane, List<Long> movedJobs) {}
+  /**
+   * The user's flag after the change, the lane their queued jobs are now in, how many moved.
+   *
+   * @param movedJobs the ids of the first {@link #MAX_MOVED_LISTED} moved jobs, in order
+   */
+  public record LaneChange(String userId, boolean dedicatedWorker, String lane, long movedCount, List<Long> movedJobs) {}
+
+  /** The most moved job ids a lane change lists: the statement answers them in one row. */
+  public static final int MAX_MOVED_LISTED = 1000;
 
   private static final String SET_DEDICATED =
       """
@@ -172,18 +191,21 @@ public final class JobTransitions {
         select m.id, 'moved', jsonb_build_object('message', 'moved to lane ' || m.lane, 'lane', m.lane), t.now
         from moved m, t
       )
-      select lane.name as lane, (select count(*) from saved) as saved, m.id as moved_id
-      from lane left join moved m on true
-      order by m.id
+      -- One row however many jobs move: a lane, a count and at most MAX_MOVED_LISTED ids (20 KB).
+      select lane.name as lane, (select count(*) from saved) as saved, (select count(*) from moved) as moved_count,
+             (select string_agg(m.id::text, ',' order by m.id)
+              from (select id from moved order by id limit :maxListed) m) as moved_ids
+      from lane
       """;
 
   /** Gives or takes a user's dedicated worker; their queued jobs move to the new lane in order. */
   public LaneChange setDedicated(String userId, boolean dedicated) {
-    List<Row> rows =
-        db.query(SET_DEDICATED, Params.of("now", clock.now(), "userId", userId, "dedicated", dedicated));
-    String lane = rows.get(0).string("lane");
-    List<Long> moved =
-        rows.stream().map(r -> r.longValue("moved_id")).filter(id -> id != null).toList();
-    return new LaneChange(userId, dedicated, lane, moved);
+    Row r =
+        db.query(SET_DEDICATED, Params.of("now", clock.now(), "userId", userId, "dedicated", dedicated)
+                .and("maxListed", MAX_MOVED_LISTED))
+            .get(0);
+    String ids = r.string("moved_ids");
+    List<Long> moved = ids == null ? List.of() : java.util.Arrays.stream(ids.split(",")).map(Long::valueOf).toList();
+    return new LaneChange(userId, dedicated, r.string("lane"), r.longValue("moved_count"), moved);
   }
 }

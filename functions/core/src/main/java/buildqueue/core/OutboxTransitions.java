@@ -50,17 +50,25 @@ public final class OutboxTransitions {
           for update skip locked))
         returning e.id, e.job_id, e.type, e.detail, e.at
       )
+      -- Size: at most MAX_CLAIM rows of a user id, a kind and a message (an error text cut to
+      -- RowLimits.MAX_ERROR_BYTES in at most 300 bytes of fixed text), at most 6 KB each.
       select c.id, c.job_id, j.user_id, j.kind, c.type, c.detail ->> 'message' as message, c.at
       from claimed c join build_job j on j.id = c.job_id
       order by c.id
       """;
 
+  /** The most rows one claim may take: 100 of at most 6 KB keep its answer under the Data API's 1 MiB. */
+  public static final int MAX_CLAIM = 100;
+
   /**
-   * Claims up to {@code limit} unpublished rows, oldest first, for {@link #CLAIM}. Concurrent
-   * publishers claim disjoint sets: rows locked by one are skipped by the other, and a claimed row
-   * no longer matches.
+   * Claims up to {@code limit} (at most {@link #MAX_CLAIM}) unpublished rows, oldest first, for
+   * {@link #CLAIM}. Concurrent publishers claim disjoint sets: rows locked by one are skipped by the
+   * other, and a claimed row no longer matches.
    */
   public List<PendingEvent> claimPending(int limit) {
+    if (limit < 1 || limit > MAX_CLAIM) {
+      throw new IllegalArgumentException("a claim takes 1 to " + MAX_CLAIM + " rows, not " + limit);
+    }
     Params params = Params.of("now", clock.now(), "claimMs", CLAIM.toMillis(), "limit", limit);
     return db.query(CLAIM_PENDING, params).stream()
         .map(

@@ -6,8 +6,8 @@ import java.time.Duration;
 /**
  * The queue's settings, immutable. Every field has a documented default ({@link #defaults()}).
  *
- * @param sharedSlots slots in the {@code shared} lane (default 1, as in the reference); dedicated
- *     lanes always have one
+ * @param sharedSlots slots in the {@code shared} lane (default 1, as in the reference; at most
+ *     {@link #MAX_SHARED_SLOTS}); dedicated lanes always have one
  * @param workerLifetime how long a worker may live; its lease is this plus {@code leaseSlack}
  *     (default 60 min)
  * @param leaseSlack how far the lease reaches past the lifetime (default 5 min): the margin in which
@@ -64,9 +64,18 @@ public record QueueConfig(
         Duration.ZERO);
   }
 
+  /**
+   * The most slots the shared lane may have. A lane's workers are read in one statement (for a
+   * job's place in line and for the lanes page), whose answer must stay under the RDS Data API's
+   * 1 MiB: 100 workers of at most 3.5 KB each (see {@code JobQueries}) is a third of it.
+   */
+  public static final int MAX_SHARED_SLOTS = 100;
+
   public QueueConfig {
-    if (sharedSlots < 1) {
-      throw new BuildQueueException("sharedSlots must be at least 1, was " + sharedSlots);
+    if (sharedSlots < 1 || sharedSlots > MAX_SHARED_SLOTS) {
+      throw new BuildQueueException(
+          "sharedSlots must be from 1 to " + MAX_SHARED_SLOTS + " (a lane's workers are read in one RDS Data API"
+              + " call, which returns at most 1 MiB), was " + sharedSlots);
     }
     positive("workerLifetime", workerLifetime);
     positive("leaseSlack", leaseSlack);

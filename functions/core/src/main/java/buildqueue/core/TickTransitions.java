@@ -37,6 +37,7 @@ public final class TickTransitions {
         returning w.id, w.task_id, w.expires_at <= t.now as lease_expired
       )
       -- RETURNING has no order, so a tick that works through its claims in id order is reproducible.
+      -- Size: at most the limit (the tick's 100) of rows of an id and a task id (400 bytes).
       select * from claimed order by id
       """;
 
@@ -60,6 +61,7 @@ public final class TickTransitions {
   private static final String EXPIRED_LEASES =
       """
       with t as (select coalesce(:now::timestamptz, now()) as now)
+      -- Size: at most the limit (the tick's 100) of rows of an id and a task id (400 bytes).
       select w.id, w.task_id from build_worker w, t
       where w.status <> 'exited' and w.expires_at <= t.now
       order by w.id
@@ -76,25 +78,33 @@ public final class TickTransitions {
   private static final String LANES_TO_DISPATCH =
       """
       with recursive lanes(lane) as (
-        (select lane from build_job where status = 'queued' order by lane limit 1)
+        (select lane from build_job where status = 'queued' and (:after::text is null or lane > :after)
+         order by lane limit 1)
         union all
         select (select q.lane from build_job q where q.status = 'queued' and q.lane > lanes.lane
                 order by q.lane limit 1)
         from lanes where lanes.lane is not null
       )
+      -- Size: at most the limit (the tick's 100) of rows of a lane (RowLimits.MAX_LANE_BYTES).
       select l.lane from lanes l
       where l.lane is not null
         and (select count(*) from build_worker w where w.lane = l.lane and w.status <> 'exited')
               < case when l.lane = 'shared' then :sharedSlots else 1 end
       order by l.lane
+      limit :limit
       """;
 
   /**
-   * Lanes with queued jobs and a free slot. Walks the distinct lanes of the queued-job index (a
-   * loose index scan), so it costs one index probe per lane however many jobs wait.
+   * Lanes with queued jobs and a free slot, in name order, at most {@code limit} of them (lanes
+   * are as many as dedicated users: the answer must stay under the Data API's 1 MiB). Walks the
+   * distinct lanes of the queued-job index (a loose index scan), so it costs one index probe per
+   * lane however many jobs wait.
+   *
+   * @param after only lanes after this one (the last of the previous batch); null for the first
    */
-  public List<String> lanesToDispatch() {
-    return db.query(LANES_TO_DISPATCH, Params.of("sharedSlots", config.sharedSlots())).stream()
+  public List<String> lanesToDispatch(String after, int limit) {
+    Params params = Params.of("sharedSlots", config.sharedSlots(), "after", after, "limit", limit);
+    return db.query(LANES_TO_DISPATCH, params).stream()
         .map(r -> r.string("lane"))
         .toList();
   }

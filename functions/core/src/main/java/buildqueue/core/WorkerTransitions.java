@@ -52,6 +52,8 @@ public final class WorkerTransitions {
         select job.id, 'started', jsonb_build_object('message', 'started on worker ' || :workerId, 'workerId', :workerId), t.now
         from job, t
       )
+      -- One row carrying the job's payload: within RowLimits' job row (the payload at most
+      -- MAX_PAYLOAD_BYTES as stored, checked when it was enqueued).
       select t.now as database_now, worker.expires_at,
              job.id, job.user_id, job.kind, job.payload, job.progress, job.attempts, job.cancel_requested
       from worker cross join t left join job on true
@@ -162,6 +164,7 @@ public final class WorkerTransitions {
    * many interruptions without progress — while this worker stays {@code running}. The caller
    * takes the next job with {@link #takeNext}, which sees the requeued job at the head of the lane.
    *
+   * @param reason why, for the job's history; cut to {@link RowLimits#MAX_ERROR_BYTES}
    * @return the job's new status ({@code queued}, {@code failed}, {@code cancelled}), or empty if
    *     this worker was fenced off
    */
@@ -180,7 +183,7 @@ public final class WorkerTransitions {
         logParams(Params.of("now", clock.now(), "workerId", workerId, "token", token), log)
             .and("jobId", jobId)
             .and("progress", progress)
-            .and("reason", reason)
+            .and("reason", RowLimits.boundedError(reason))
             .and("maxRecoveries", ExitTransitions.MAX_RECOVERIES)
             .and("repeatedExitError", ExitTransitions.REPEATED_EXIT_ERROR);
     return db.queryOptional(INTERRUPT, params).map(r -> JobStatus.of(r.string("status")));
@@ -195,12 +198,25 @@ public final class WorkerTransitions {
         where j.id = :jobId and j.status = 'running'
           and w.id = :workerId and w.token = :token::uuid and w.status = 'running' and w.expires_at > t.now
       ),
+      follow_up as (
+        select f.kind, coalesce(f.payload, '{}'::jsonb) as payload, f.n
+        from rows from (jsonb_to_recordset(:followUps::jsonb) as (kind text, payload jsonb)) with ordinality as f(kind, payload, n)
+      ),
+      -- A follow-up whose worker could not read it back in one Data API row, as POST /jobs refuses
+      -- one: then none of them is inserted.
+      too_large as (
+        select u.n, octet_length(u.payload::text) as payload_bytes, octet_length(u.kind) as kind_bytes
+        from follow_up u
+        where octet_length(u.payload::text) > :maxPayloadBytes or octet_length(u.kind) > :maxKindBytes
+        order by u.n
+        limit 1
+      ),
       inserted as (
         insert into build_job (user_id, kind, payload, lane, created_at)
-        select fence.user_id, f.kind, coalesce(f.payload, '{}'::jsonb), build_lane_of(fence.user_id), t.now
-        from fence, t,
-             rows from (jsonb_to_recordset(:followUps::jsonb) as (kind text, payload jsonb)) with ordinality as f(kind, payload, n)
-        order by f.n
+        select fence.user_id, u.kind, u.payload, build_lane_of(fence.user_id), t.now
+        from fence, t, follow_up u
+        where not exists (select 1 from too_large)
+        order by u.n
         returning id, lane
       ),
       event as (
@@ -211,22 +227,58 @@ public final class WorkerTransitions {
                t.now
         from inserted i, t
       )
-      select (select count(*) from fence) as fenced_in, (select count(*) from inserted) as inserted
+      select (select count(*) from fence) as fenced_in, (select count(*) from inserted) as inserted,
+             too_large.n as too_large_n, too_large.payload_bytes, too_large.kind_bytes
+      from (select 1) as one left join too_large on true
       """;
 
+  /** What {@link #addFollowUps} did. */
+  public sealed interface FollowUps {
+    /** All were inserted. */
+    record Added() implements FollowUps {}
+
+    /** Nothing was written: this worker no longer owns the job. Stop at once. */
+    record FencedOff() implements FollowUps {}
+
+    /**
+     * None was inserted: follow-up {@code position} (1-based) has a payload over {@link
+     * RowLimits#MAX_PAYLOAD_BYTES} as stored, or a kind over {@link RowLimits#MAX_KIND_BYTES}.
+     */
+    record TooLarge(long position, long payloadBytes, long kindBytes) implements FollowUps {
+      /** Why the job fails, for its error. */
+      public String message() {
+        return payloadBytes > RowLimits.MAX_PAYLOAD_BYTES
+            ? "Follow-up job " + position + " has a payload of " + payloadBytes + " bytes as stored; the limit is "
+                + RowLimits.MAX_PAYLOAD_BYTES + " bytes. No follow-up was submitted. Keep large inputs in object"
+                + " storage (e.g. S3) and pass a reference in the payload."
+            : "Follow-up job " + position + " has a kind of " + kindBytes + " bytes; the limit is "
+                + RowLimits.MAX_KIND_BYTES + " bytes. No follow-up was submitted.";
+      }
+    }
+  }
+
   /**
-   * Inserts follow-up jobs for the job's user, fenced like every worker write. Call it in the same
-   * transaction as {@link #end}, so the follow-ups commit together with the success or not at all.
+   * Inserts follow-up jobs for the job's user, fenced like every worker write, all or none. Call it
+   * in the same transaction as {@link #end}, so the follow-ups commit together with the success or
+   * not at all.
    *
    * @param followUps a JSON array of {@code {"kind": …, "payload": {…}}}
-   * @return false if the worker was fenced off (nothing inserted)
    */
-  public boolean addFollowUps(Database tx, long workerId, UUID token, long jobId, Json followUps) {
+  public FollowUps addFollowUps(Database tx, long workerId, UUID token, long jobId, Json followUps) {
     Params params =
         Params.of("now", clock.now(), "workerId", workerId, "token", token)
             .and("jobId", jobId)
-            .and("followUps", followUps);
-    return tx.query(ADD_FOLLOW_UPS, params).get(0).longValue("fenced_in") == 1;
+            .and("followUps", followUps)
+            .and("maxPayloadBytes", RowLimits.MAX_PAYLOAD_BYTES)
+            .and("maxKindBytes", RowLimits.MAX_KIND_BYTES);
+    Row r = tx.query(ADD_FOLLOW_UPS, params).get(0);
+    if (r.longValue("fenced_in") == 0) {
+      return new FollowUps.FencedOff();
+    }
+    if (r.get("too_large_n") != null) {
+      return new FollowUps.TooLarge(r.longValue("too_large_n"), r.longValue("payload_bytes"), r.longValue("kind_bytes"));
+    }
+    return new FollowUps.Added();
   }
 
   /** What ending a job led to. */
@@ -282,6 +334,7 @@ public final class WorkerTransitions {
   /** One row: whether the worker was fenced in, whether it drained, and the job it took, if any. */
   private static final String ANSWER =
       """
+      -- One row carrying the taken job's payload: within RowLimits' job row, as START.
       select (select count(*) from fence) as fenced_in, (select count(*) from drained) as drained,
              taken.id, taken.user_id, taken.kind, taken.payload, taken.progress, taken.attempts, taken.cancel_requested
       from (select 1) as one left join taken on true
@@ -331,7 +384,8 @@ public final class WorkerTransitions {
    * Ends the worker's job ({@code succeeded}, {@code failed} with an error, or {@code cancelled})
    * and, in the same statement, takes the oldest queued job of its lane if the chain window is
    * open, or else marks the worker {@code draining}. The slot stays held either way: only the
-   * evidence of the worker's exit frees it.
+   * evidence of the worker's exit frees it. A failure's {@code error} is cut to {@link
+   * RowLimits#MAX_ERROR_BYTES}.
    */
   public Ended end(Database tx, long workerId, UUID token, long jobId, JobStatus status, String error, LogWrite log) {
     return end(tx, workerId, token, jobId, status, error, null, log);
@@ -352,7 +406,7 @@ public final class WorkerTransitions {
             .and("jobId", jobId)
             .and("status", status.sql())
             .and("progress", progress)
-            .and("error", status == JobStatus.FAILED ? (error == null ? "failed" : error) : null)
+            .and("error", status == JobStatus.FAILED ? (error == null ? "failed" : RowLimits.boundedError(error)) : null)
             .and("chainWindowMs", config.chainWindow().toMillis())
             .and("deadlineMarginMs", config.deadlineMargin().toMillis())
             .and("linger", !config.linger().isZero())

@@ -3,9 +3,11 @@ package buildqueue.worker;
 import buildqueue.core.JobStatus;
 import buildqueue.core.QueueClock;
 import buildqueue.core.QueueConfig;
+import buildqueue.core.RowLimits;
 import buildqueue.core.WorkerTransitions;
 import buildqueue.core.WorkerTransitions.AssignedJob;
 import buildqueue.core.WorkerTransitions.Ended;
+import buildqueue.core.WorkerTransitions.FollowUps;
 import buildqueue.core.WorkerTransitions.ProgressAck;
 import buildqueue.db.Database;
 import buildqueue.db.Json;
@@ -84,7 +86,7 @@ public final class WorkerLoop {
   }
 
   /** The bytes of a job's output the queue keeps with the job (the rest is in the worker's log). */
-  public static final int LOG_TAIL_BYTES = 60_000;
+  public static final int LOG_TAIL_BYTES = RowLimits.MAX_LOG_TAIL_BYTES;
   /** A program's progress is written at most this often; the latest value wins. */
   static final Duration PROGRESS_INTERVAL = Duration.ofSeconds(1);
   /** A program's log tail is written at most this often while it prints. */
@@ -241,10 +243,15 @@ public final class WorkerLoop {
     Integer progress = context.unsavedProgress();
     if (status == JobStatus.SUCCEEDED && !context.followUps.isEmpty()) {
       Json followUps = new Json(context.followUps.toString());
-      return transitions.transactionally(tx ->
-          transitions.addFollowUps(tx, workerId, token, job.id(), followUps)
-              ? transitions.end(tx, workerId, token, job.id(), finalStatus, finalError, progress, log)
-              : new Ended.FencedOff());
+      return transitions.transactionally(tx -> {
+        FollowUps added = transitions.addFollowUps(tx, workerId, token, job.id(), followUps);
+        if (added instanceof FollowUps.TooLarge tooLarge) {
+          return transitions.end(tx, workerId, token, job.id(), JobStatus.FAILED, tooLarge.message(), progress, log);
+        }
+        return added instanceof FollowUps.Added
+            ? transitions.end(tx, workerId, token, job.id(), finalStatus, finalError, progress, log)
+            : new Ended.FencedOff();
+      });
     }
     return transitions.end(workerId, token, job.id(), finalStatus, finalError, progress, log);
   }

@@ -32,7 +32,12 @@ final class ApiFixture implements AutoCloseable {
   }
 
   ApiFixture(TestDatabase tdb, QueueConfig config) {
-    this.h = QueueHarness.open(tdb, config);
+    this(tdb, config, false);
+  }
+
+  /** @param manualWorkers launches are only recorded ({@link QueueHarness#manual}): jobs stay as submitted */
+  ApiFixture(TestDatabase tdb, QueueConfig config, boolean manualWorkers) {
+    this.h = manualWorkers ? QueueHarness.manual(tdb, config) : QueueHarness.open(tdb, config);
     this.queries = new JobQueries(h.db, h.config, h.clock);
     this.api = new HttpApi(h.queue, queries, h.handlers);
   }
@@ -109,6 +114,8 @@ final class ApiFixture implements AutoCloseable {
       h.gates.open(row.longValue("id"));
     }
     h.close();
-    h.awaitQuiet();
+    if (h.platform != null) {
+      h.awaitQuiet();
+    }
   }
 }

@@ -272,13 +272,28 @@ class HttpApiErrorsTest {
   }
 
   @Test
-  void a_body_of_exactly_256_kib_is_accepted() {
-    String head = "{\"kind\": \"noop\", \"payload\": {\"f\": \"";
-    String tail = "\"}}";
-    String body = head + "x".repeat(HttpApi.MAX_BODY_BYTES - head.length() - tail.length()) + tail;
+  void a_body_of_exactly_256_kib_is_accepted_when_its_payload_fits() {
+    String head = "{\"kind\": \"noop\", \"payload\": {\"f\": \"" + "x".repeat(1000) + "\"}";
+    String tail = "}";
+    String body = head + " ".repeat(HttpApi.MAX_BODY_BYTES - head.length() - tail.length()) + tail;
     assertThat(body.length()).isEqualTo(HttpApi.MAX_BODY_BYTES);
 
     assertThat(f.post("/jobs", body, ALICE).status()).isEqualTo(201);
+  }
+
+  @Test
+  void a_payload_over_the_row_budget_as_stored_is_413_and_writes_nothing() {
+    // 20,000 zeros are 40,008 bytes as sent ({"a": [0,0,…]}), under the limit, and 60,007 as
+    // stored ({"a": [0, 0, …]}), over it.
+    String payload = "{\"a\": [" + "0,".repeat(19_999) + "0]}";
+    Map<String, Long> before = f.rowCounts();
+
+    ApiResponse r = f.post("/jobs", "{\"kind\": \"noop\", \"payload\": " + payload + "}", ALICE);
+
+    JsonNode p = assertProblem(r, 413, "/jobs");
+    assertThat(p.get("detail").asText()).contains("takes 60007 bytes as stored", "the limit is 55000 bytes",
+        "Nothing was written", "object storage");
+    assertThat(f.rowCounts()).isEqualTo(before);
   }
 
   @Test

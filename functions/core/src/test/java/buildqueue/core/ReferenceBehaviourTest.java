@@ -490,7 +490,8 @@ class ReferenceBehaviourTest {
     Json followUps = new Json("[{\"kind\": \"noop\", \"payload\": {\"n\": 1}}, {\"kind\": \"noop\"}]");
 
     Ended ended = h.workers.transactionally(tx -> {
-      assertThat(h.workers.addFollowUps(tx, w.workerId(), w.token(), job, followUps)).isTrue();
+      assertThat(h.workers.addFollowUps(tx, w.workerId(), w.token(), job, followUps))
+          .isInstanceOf(WorkerTransitions.FollowUps.Added.class);
       return h.workers.end(tx, w.workerId(), w.token(), job, JobStatus.SUCCEEDED, null, null);
     });
 
@@ -508,10 +509,10 @@ class ReferenceBehaviourTest {
     WorkerLaunch w = startLastWorker(h);
     UUID wrongToken = UUID.randomUUID();
 
-    boolean added = h.workers.transactionally(tx ->
+    WorkerTransitions.FollowUps added = h.workers.transactionally(tx ->
         h.workers.addFollowUps(tx, w.workerId(), wrongToken, job, new Json("[{\"kind\": \"noop\"}]")));
 
-    assertThat(added).isFalse();
+    assertThat(added).isInstanceOf(WorkerTransitions.FollowUps.FencedOff.class);
     assertThat(tdb.jdbc().query("select id from build_job")).hasSize(1);
   }
 

@@ -170,9 +170,9 @@ class IsolationTest {
       assertThat(w.end(as.workerId(), as.token(), job, JobStatus.FAILED, "forged"))
           .isInstanceOf(WorkerTransitions.Ended.FencedOff.class);
       assertThat(w.drain(as.workerId(), as.token())).isFalse();
-      boolean followUps = w.transactionally(tx -> w.addFollowUps(tx, as.workerId(), as.token(), job,
-          new Json("[{\"kind\": \"noop\", \"payload\": {}}]")));
-      assertThat(followUps).isFalse();
+      WorkerTransitions.FollowUps followUps = w.transactionally(tx -> w.addFollowUps(tx, as.workerId(), as.token(),
+          job, new Json("[{\"kind\": \"noop\", \"payload\": {}}]")));
+      assertThat(followUps).isInstanceOf(WorkerTransitions.FollowUps.FencedOff.class);
       assertThat(h.queue.taskStopped(null, as.workerId(), wrong, "forged exit")).isEmpty();
     }
     assertThat(state(h)).isEqualTo(before);

@@ -333,7 +333,7 @@ public final class Main {
       return OK;
     }
     JsonNode r = reply.json();
-    int moved = r.path("movedJobs").size();
+    long moved = r.path("movedCount").asLong();
     out.println(user + (r.path("dedicatedWorker").asBoolean() ? " now has a dedicated worker" : " now shares workers")
         + ": new jobs wait in lane " + r.path("lane").asText()
         + (moved == 0 ? "" : "; " + moved + " queued job" + (moved == 1 ? "" : "s") + " moved there"));

@@ -73,8 +73,10 @@ import software.amazon.awssdk.services.rdsdata.RdsDataClient;
  * per call; transactions held open by id on their own connection, dropped on the first SQL error
  * (later calls get {@code TransactionNotFoundException}) and refused a second concurrent call; SQL
  * errors as {@code DatabaseErrorException} with the PostgreSQL message and {@code SQLState}; the
- * 45 s statement limit and {@code continueAfterTimeout} ({@link #statementLimit}). What it
- * does not: the 3-minute idle timeout, size limits, {@code formatRecordsAs}, {@code BatchExecuteStatement}, authentication (only that a SigV4 header is there).
+ * 45 s statement limit and {@code continueAfterTimeout} ({@link #statementLimit}); the 64 KB row
+ * and 1 MiB answer limits ({@link ResultSizeLimits}), always on. What it does not: the 3-minute
+ * idle timeout, {@code formatRecordsAs}, {@code BatchExecuteStatement}, authentication (only that a
+ * SigV4 header is there).
  *
  * <p>For fault tests: {@link #inject} a {@link Fault} (or use {@link #resumingForNextCalls} / {@link
  * #resumingFor}); {@link #calls} counts every call received, faulted or not.
@@ -446,7 +448,7 @@ public final class DataApiFake implements AutoCloseable {
       endOnError(tx);
       throw sqlError(e);
     } catch (ApiError e) {
-      if (e.type.equals("DatabaseErrorException")) {
+      if (e.type.equals("DatabaseErrorException") || ResultSizeLimits.endsTransaction(e)) {
         endOnError(tx);
       }
       throw e;
@@ -591,7 +593,7 @@ public final class DataApiFake implements AutoCloseable {
       ObjectNode out = JSON.createObjectNode();
       if (ps.execute()) {
         try (ResultSet rs = ps.getResultSet()) {
-          out.set("records", FakeRecords.records(rs));
+          out.set("records", FakeRecords.records(rs, new ResultSizeLimits()));
           if (withMetadata) {
             out.set("columnMetadata", FakeRecords.columnMetadata(rs.getMetaData()));
           }

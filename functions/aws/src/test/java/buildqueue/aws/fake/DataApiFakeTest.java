@@ -20,6 +20,7 @@ import software.amazon.awssdk.services.rdsdata.model.Field;
 import software.amazon.awssdk.services.rdsdata.model.SqlParameter;
 import software.amazon.awssdk.services.rdsdata.model.TransactionNotFoundException;
 import software.amazon.awssdk.services.rdsdata.model.TypeHint;
+import software.amazon.awssdk.services.rdsdata.model.UnsupportedResultException;
 
 /**
  * The fake as the raw SDK client sees it: that it answers like the Data API, so adapter tests
@@ -139,5 +140,68 @@ class DataApiFakeTest {
     assertThatThrownBy(() -> execute("insert into build_user (user_id) values ('bob')", null))
         .hasMessageContaining("lost");
     assertThat(tdb.jdbc().query("select user_id from build_user")).extracting(r -> r.string("user_id")).isEqualTo(List.of("bob"));
+  }
+
+  // ---- size limits: the arithmetic is ResultSizeLimits' (2 bytes a row, 4 a column, the values' octets)
+
+  @Test
+  void a_row_of_64000_bytes_is_returned_and_one_byte_more_is_refused() {
+    String row = "select repeat('x', :n::int) as text";
+    assertThat(execute(row, null, longParam("n", 64_000 - 2 - 4)).records()).hasSize(1);
+
+    assertThatThrownBy(() -> execute(row, null, longParam("n", 64_000 - 2 - 4 + 1)))
+        .isInstanceOfSatisfying(UnsupportedResultException.class, e -> {
+          assertThat(e.statusCode()).isEqualTo(400);
+          assertThat(e.awsErrorDetails().errorCode()).isEqualTo("UnsupportedResultException");
+          assertThat(e.awsErrorDetails().errorMessage()).isEqualTo("Packet for query is too large");
+        });
+  }
+
+  @Test
+  void a_row_counts_a_jsonb_value_as_postgresql_renders_it() {
+    // Sent as {"a": 1e63986}, 15 bytes; rendered as {"a": 1000…0}, 8 + 63,986 bytes: with the
+    // row's 6 bytes of framing, exactly 64,000.
+    String doc = "select ('{\"a\": 1e' || :e || '}')::jsonb as doc";
+    assertThat(execute(doc, null, longParam("e", 63_986)).records()).hasSize(1);
+
+    assertThatThrownBy(() -> execute(doc, null, longParam("e", 63_987))).isInstanceOf(UnsupportedResultException.class);
+  }
+
+  @Test
+  void an_answer_of_1_mib_is_returned_and_one_row_more_is_refused() {
+    // 42 bytes a row: 2 + 4 + a uuid's 36 characters. 24,966 rows are 1,048,572 bytes.
+    String rows = "select md5(n::text)::uuid as id from generate_series(1, :rows) n";
+    assertThat(execute(rows, null, longParam("rows", 24_966)).records()).hasSize(24_966);
+
+    assertThatThrownBy(() -> execute(rows, null, longParam("rows", 24_967)))
+        .isInstanceOfSatisfying(UnsupportedResultException.class, e -> {
+          assertThat(e.statusCode()).isEqualTo(400);
+          assertThat(e.awsErrorDetails().errorMessage()).isEqualTo("The result exceeds the size limit 1 MB.");
+        });
+  }
+
+  @Test
+  void a_transaction_is_gone_after_an_answer_too_large() {
+    String tx = begin();
+    execute("insert into build_user (user_id) values ('alice')", tx);
+
+    assertThatThrownBy(() -> execute("select repeat('x', 70000) as text", tx)).isInstanceOf(UnsupportedResultException.class);
+
+    assertThatThrownBy(() -> execute("select 1", tx)).isInstanceOf(TransactionNotFoundException.class);
+    assertThat(fake.openTransactions()).isZero();
+    assertThat(tdb.jdbc().query("select user_id from build_user")).isEmpty();
+  }
+
+  @Test
+  void an_autocommit_write_whose_answer_is_too_large_is_kept_and_its_answer_lost() {
+    assertThatThrownBy(() -> execute("insert into build_user (user_id) values (repeat('u', 70000)) returning user_id", null))
+        .isInstanceOf(UnsupportedResultException.class);
+
+    assertThat(tdb.jdbc().query("select length(user_id) as n from build_user")).extracting(r -> r.intValue("n"))
+        .containsExactly(70_000);
+  }
+
+  private static SqlParameter longParam(String name, long value) {
+    return SqlParameter.builder().name(name).value(Field.fromLongValue(value)).build();
   }
 }

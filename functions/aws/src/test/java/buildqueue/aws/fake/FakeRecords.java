@@ -27,10 +27,12 @@ final class FakeRecords {
 
   private FakeRecords() {}
 
-  static ArrayNode records(ResultSet rs) throws SQLException {
+  /** The rows of {@code rs}, each counted against the Data API's size limits as it is read. */
+  static ArrayNode records(ResultSet rs, ResultSizeLimits limits) throws SQLException {
     ResultSetMetaData md = rs.getMetaData();
     ArrayNode records = NODES.arrayNode();
     while (rs.next()) {
+      limits.count(rs, md.getColumnCount());
       ArrayNode record = records.addArray();
       for (int i = 1; i <= md.getColumnCount(); i++) {
         record.add(field(rs, i, md.getColumnType(i), md.getColumnTypeName(i)));
