@@ -754,7 +754,7 @@ final class Simulation {
   /**
    * A process that knows a live worker's id but not its token (a stale task after ids were reused,
    * a misconfigured one, a job that learned its worker's id) makes the worker's writes: a progress
-   * report for the worker's job, then one of end, end with follow-ups, start, take-next or drain.
+   * report for the worker's job, then one of end, a follow-up, start, take-next or drain.
    * §5.2: only the worker, with its token, can change its job; each of these must change nothing.
    */
   private void forgeWorkerWrites() {
@@ -790,8 +790,9 @@ final class Simulation {
         switch (then) {
           case 0 -> accepted("end", !(as.end(workerId, wrongToken, jobId, JobStatus.SUCCEEDED, null)
               instanceof WorkerTransitions.Ended.FencedOff));
-          case 1 -> accepted("end with a follow-up", as.transactionally(tx -> as.addFollowUps(tx, workerId, wrongToken,
-              jobId, new Json("[{\"kind\": \"" + SimHandler.KIND + "\", \"payload\": {}}]"))));
+          case 1 -> accepted("a follow-up", !(as.transactionally(tx -> as.addFollowUps(tx, workerId, wrongToken,
+              jobId, new Json("[{\"kind\": \"" + SimHandler.KIND + "\", \"payload\": {}}]")))
+              instanceof WorkerTransitions.FollowUps.FencedOff));
           case 2 -> accepted("start", as.start(workerId, wrongToken).isPresent());
           case 3 -> accepted("take-next", !(as.takeNext(workerId, wrongToken) instanceof WorkerTransitions.Ended.FencedOff));
           default -> accepted("drain", as.drain(workerId, wrongToken));
