@@ -55,11 +55,8 @@ public final class ExitTransitions {
       ),
       job as (
         update build_job j set (status, recoveries, worker_id, error, finished_at) = (
-          select d.status, d.recoveries,
-                 case when d.status = 'queued' then null else j.worker_id end,
-                 case when d.status = 'failed' then :repeatedExitError end,
-                 case when d.status = 'queued' then null else t.now end
-          from build_job_interruption(j.cancel_requested, j.progress, j.checkpoint, j.recoveries, :maxRecoveries::integer) d)
+          select * from build_job_interruption(j.cancel_requested, j.progress, j.checkpoint, j.recoveries,
+                                               :maxRecoveries::integer, j.worker_id, t.now, :repeatedExitError::text))
         from worker, t
         where j.worker_id = worker.id and j.status in ('dispatched', 'running')
         returning j.id, j.status, j.progress, j.checkpoint, j.recoveries, j.error

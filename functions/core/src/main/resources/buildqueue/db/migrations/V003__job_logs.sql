@@ -44,18 +44,23 @@ $$;
 -- What an interruption does to a job: its worker exited under it, or its program exited with a
 -- code that asks to be retried. A job that moved forward on this attempt starts counting again, one
 -- that did not counts one more. Up to p_max_recoveries it goes back to the queue (same id, so the
--- head of its lane), beyond that it fails. A job whose owner asked to cancel it ends cancelled.
--- Callers read the job's columns in their UPDATE's SET, so under READ COMMITTED a row changed by a
--- concurrent cancel is decided again on its newest version.
+-- head of its lane, off its worker), beyond that it fails with p_error. A job whose owner asked to
+-- cancel it ends cancelled. The answer is the job's new (status, recoveries, worker_id, error,
+-- finished_at). Callers pass the job's columns from their UPDATE's SET, so under READ COMMITTED a
+-- row changed by a concurrent cancel is decided again on its newest version.
 create function build_job_interruption(p_cancel_requested boolean, p_progress integer, p_checkpoint integer,
-                                       p_recoveries integer, p_max_recoveries integer)
-returns table (status text, recoveries integer)
+                                       p_recoveries integer, p_max_recoveries integer, p_worker_id bigint,
+                                       p_now timestamptz, p_error text)
+returns table (status text, recoveries integer, worker_id bigint, error text, finished_at timestamptz)
 language sql immutable as $$
-  select case when p_cancel_requested then 'cancelled'
-              when r.n <= p_max_recoveries then 'queued'
-              else 'failed' end,
-         r.n
-  from (select case when p_progress > p_checkpoint then 0 else p_recoveries + 1 end as n) r
+  select d.status, d.n,
+         case when d.status = 'queued' then null else p_worker_id end,
+         case when d.status = 'failed' then p_error end,
+         case when d.status = 'queued' then null else p_now end
+  from (select case when p_cancel_requested then 'cancelled' when r.n <= p_max_recoveries then 'queued'
+                    else 'failed' end as status,
+               r.n
+        from (select case when p_progress > p_checkpoint then 0 else p_recoveries + 1 end as n) r) d
 $$;
 
 -- The history entry of an interruption, written by both transitions that interrupt a job.
