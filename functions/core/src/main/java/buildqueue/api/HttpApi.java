@@ -35,7 +35,7 @@ import java.util.regex.Pattern;
 import java.util.stream.Collectors;
 
 /**
- * The HTTP API of design.md §8 as plain code: a request in, a response out, no server. The API
+ * The HTTP API (docs/architecture.md §8; its contract is openapi.json) as plain code: a request in, a response out, no server. The API
  * Gateway Lambda and the local server both call {@link #handle}, so they share every route, every
  * validation and every error.
  *

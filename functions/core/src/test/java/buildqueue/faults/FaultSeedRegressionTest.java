@@ -16,6 +16,8 @@ import org.junit.jupiter.api.Test;
  * same bugs ({@link IsolationTest}, {@link RelaunchClaimTest}, {@link ReproducibleTickTest}, {@code
  * WorkerQueueFaultTest}) do not depend on the simulation. To re-derive a seed: take the fix out, run
  * {@link FaultInjectionTest} with a fixed {@code -Dfaults.baseSeed}, and copy the replay line.
+ *
+ * <p>A violation names the invariant it breaks as §5.N: invariant N of docs/architecture.md §5.
  */
 class FaultSeedRegressionTest {
   private static final Logger QUIET = Logger.getLogger("buildqueue");

@@ -16,7 +16,7 @@ import java.util.Objects;
 import java.util.Set;
 
 /**
- * design.md §5, checked against the database after every step. Each step runs one actor alone, so
+ * docs/architecture.md §5 (cited as §5.N), checked against the database after every step. Each step runs one actor alone, so
  * the difference between the snapshots before and after it is exactly that actor's doing: that
  * is what makes "a fenced worker's writes change nothing" and "recoveries are counted exactly"
  * checkable from rows alone.
@@ -44,7 +44,7 @@ final class Invariants {
       "Could not start a build worker after ");
 
   /**
-   * design.md §5.6: a job fails only after four consecutive interruptions without progress, i.e.
+   * docs/architecture.md §5.6: a job fails only after four consecutive interruptions without progress, i.e.
    * it goes back to the queue while its count of them is at most three. The oracle holds the
    * design's number, not the core's constant ({@code ExitTransitions.MAX_RECOVERIES}): a check that
    * read the number from the code it checks would agree with any off-by-one in it.
@@ -113,7 +113,7 @@ final class Invariants {
    *
    * <ul>
    *   <li>a worker whose task id is recorded keeps its slot: the queue can check it, so only the
-   *       evidence of its end may free the slot, never the lease alone (§4 lease reclaim), even
+   *       evidence of its end may free the slot, never the lease alone (§4.5 lease reclaim), even
    *       if the task has not started and no longer can (§1: the slot's next worker must not be
    *       paid for beside it) and even if it is frozen past its lease;
    *   <li>a worker the queue cannot check may lose it once its lease has run out, if its task never

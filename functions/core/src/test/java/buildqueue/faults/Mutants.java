@@ -31,6 +31,8 @@ import java.util.Set;
  * {@code --only=name,name}, {@code --source=DIR} to mutate another checkout). It uses only the JDK,
  * so it runs from the test classes alone: {@code java -cp functions/core/target/test-classes
  * buildqueue.faults.Mutants}.
+ *
+ * <p>Each mutant names what it breaks by its section of docs/architecture.md (§5.N: invariant N).
  */
 final class Mutants {
 
@@ -101,14 +103,14 @@ final class Mutants {
                   returning j.id, j.cancel_requested,
           """),
       new Mutant("outlived-lease-never-stopped",
-          "§4 liveness: a worker still running past its lease is stopped, and its slot waits for the evidence",
+          "§4.5 liveness: a worker still running past its lease is stopped, and its slot waits for the evidence",
           MAIN + "BuildQueue.java",
           """
                   platform.stop(d.taskId(), "worker " + d.workerId() + " outlived its lease");
           """,
           ""),
       new Mutant("start-without-lease",
-          "§4 worker start: launching → running only before the lease",
+          "§4.3 worker start: launching → running only before the lease",
           MAIN + "WorkerTransitions.java",
           """
                   where w.id = :workerId and w.token = :token::uuid and w.status = 'launching'

@@ -49,6 +49,8 @@ import java.util.stream.Collectors;
  * <p>Deterministic: every choice comes from one {@link Random}; actors run one at a time; ids
  * restart per scenario; time is a settable clock. Not deterministic: tokens (random UUIDs, which
  * nothing orders by) and wall-clock durations.
+ *
+ * <p>A violation names the invariant it breaks as §5.N: invariant N of docs/architecture.md §5.
  */
 final class Simulation {
   static final Instant START = Instant.parse("2026-12-01T10:00:00Z");
@@ -701,7 +703,7 @@ final class Simulation {
 
   /**
    * Live worker tasks that may freeze: those the queue can check (their task id is recorded). One
-   * it cannot check is outside what the design promises: the lease frees its slot (§4, "if still
+   * it cannot check is outside what the design promises: the lease frees its slot (§4.4, "if still
    * unknown, the lease decides"), trusting the worker's own deadline (§5.4), which a frozen process
    * does not keep, and nothing ever stops its task (let such a task freeze before its start and it
    * is still running when the recovery phase gives up).

@@ -12,7 +12,7 @@
  * retries under the same idempotency key; cancel; reads; admin lane changes), ticks, stop-event
  * deliveries and in-process workers. The {@link buildqueue.faults.Scheduler} lets exactly one actor
  * run from one statement (or platform call) to the next, chosen from the scenario's seed, and checks
- * the invariants of design.md §5 against the rows after every step that wrote ({@link
+ * the invariants of docs/architecture.md §5 against the rows after every step that wrote ({@link
  * buildqueue.faults.Invariants}). A fault phase is followed by a recovery phase without faults that
  * must end every job within 15 simulated minutes.
  *
