@@ -3,6 +3,7 @@ package buildqueue.faults;
 import buildqueue.api.ApiRequest;
 import buildqueue.api.ApiResponse;
 import buildqueue.api.Caller;
+import buildqueue.api.CheckedApi;
 import buildqueue.api.HttpApi;
 import buildqueue.core.BuildQueue;
 import buildqueue.core.JobQueries;
@@ -131,7 +132,8 @@ final class Simulation {
   private final InProcessPlatform inProcess;
   private final FaultyPlatform platform;
   private final BuildQueue queue;
-  private final HttpApi api;
+  /** Every answer the simulated clients get is held to openapi.json. */
+  private final CheckedApi api;
   private final Invariants invariants;
   private final List<String> users;
   private final int jobsToSubmit;
@@ -192,7 +194,7 @@ final class Simulation {
     this.inProcess = new InProcessPlatform(db, config, clock, handlers);
     this.platform = new FaultyPlatform(inProcess, scheduler, this);
     this.queue = new BuildQueue(db, platform, config, clock);
-    this.api = new HttpApi(queue, new JobQueries(db, config, clock), handlers);
+    this.api = new CheckedApi(new HttpApi(queue, new JobQueries(db, config, clock), handlers));
     this.invariants = new Invariants(config);
     inProcess.onStopped(this::evidence);
     inProcess.deadlineTimer(this::armDeadline);
