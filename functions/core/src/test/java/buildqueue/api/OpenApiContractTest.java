@@ -9,6 +9,9 @@ import buildqueue.testing.PostgresExtension;
 import buildqueue.testing.TestDatabase;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.swagger.v3.parser.OpenAPIV3Parser;
+import io.swagger.v3.parser.core.models.ParseOptions;
+import io.swagger.v3.parser.core.models.SwaggerParseResult;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.Map;
@@ -107,6 +110,31 @@ class OpenApiContractTest {
     assertThatThrownBy(() -> strict.handle(ApiRequest.of("GET", "/jobs/" + id, ALICE)))
         .isInstanceOf(AssertionError.class).hasMessageContaining("/progress");
     assertThat(f.get("/jobs/" + id, ALICE).status()).as("the shipped document accepts it").isEqualTo(200);
+  }
+
+  @Test
+  void the_document_is_openapi_3_1_that_the_client_generators_parser_reads_without_a_message() {
+    SwaggerParseResult parsed = parse(OpenApiContract.shipped().document());
+
+    assertThat(parsed.getMessages()).isEmpty();
+    assertThat(parsed.getOpenAPI().getOpenapi()).isEqualTo("3.1.0");
+    assertThat(parsed.getOpenAPI().getPaths()).hasSize(10);
+  }
+
+  @Test
+  void the_parser_does_report_a_broken_document() {
+    ObjectNode doc = OpenApiContract.shipped().document().deepCopy();
+    ((ObjectNode) doc.at("/paths/~1jobs~1{id}/get/responses/200/content/application~1json/schema"))
+        .put("$ref", "#/components/schemas/NoSuchSchema");
+    ((ObjectNode) doc.at("/paths/~1lanes/get")).remove("responses");
+
+    assertThat(parse(doc).getMessages()).isNotEmpty();
+  }
+
+  private static SwaggerParseResult parse(JsonNode doc) {
+    ParseOptions options = new ParseOptions();
+    options.setResolve(true);
+    return new OpenAPIV3Parser().readContents(doc.toString(), null, options);
   }
 
   private static void collectRefs(JsonNode node, List<String> refs) {
