@@ -12,9 +12,15 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.swagger.v3.parser.OpenAPIV3Parser;
 import io.swagger.v3.parser.core.models.ParseOptions;
 import io.swagger.v3.parser.core.models.SwaggerParseResult;
+import java.io.IOException;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -46,6 +52,22 @@ class OpenApiContractTest {
   }
 
   @Test
+  void the_readme_route_table_lists_exactly_the_documented_operations() throws IOException {
+    Path dir = Path.of("").toAbsolutePath();
+    while (!Files.isRegularFile(dir.resolve("README.md")) || !Files.isDirectory(dir.resolve("functions"))) {
+      dir = dir.getParent();
+    }
+    Matcher row = Pattern.compile("(?m)^\\| `(GET|POST|PUT|DELETE|PATCH) (/[^`?\\s]*)")
+        .matcher(Files.readString(dir.resolve("README.md")));
+    List<String> listed = new ArrayList<>();
+    while (row.find()) {
+      listed.add(row.group(1) + " " + row.group(2));
+    }
+
+    assertThat(listed).containsExactlyInAnyOrderElementsOf(OpenApiContract.shipped().operations());
+  }
+
+  @Test
   void get_openapi_json_is_served_without_a_token_as_the_document_that_ships() {
     ApiResponse r = f.get("/openapi.json", null);
 
@@ -59,7 +81,7 @@ class OpenApiContractTest {
   @Test
   void every_schema_and_every_reference_in_the_document_resolves() {
     JsonNode doc = OpenApiContract.shipped().document();
-    List<String> refs = new java.util.ArrayList<>();
+    List<String> refs = new ArrayList<>();
     collectRefs(doc, refs);
     assertThat(refs).isNotEmpty().allSatisfy(ref ->
         assertThat(doc.at(ref.substring(1)).isMissingNode()).as(ref).isFalse());
