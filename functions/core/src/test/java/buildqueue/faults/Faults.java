@@ -48,7 +48,7 @@ final class Faults {
     family(0.7, 0.6, Fault.PROGRAM_CRASHES, Fault.PROGRAM_SIGNALLED, Fault.PROGRAM_RETRY_CODE, Fault.PROGRAM_HANGS);
     family(0.6, 0.5, Fault.PROGRAM_IGNORES_SIGTERM);
     family(0.5, 0.4, Fault.PROGRAM_LEAVES_CHILD);
-    family(0.6, 0.6, Fault.PROGRAM_CANCELLED);
+    family(0.7, 0.8, Fault.PROGRAM_CANCELLED);
     family(0.6, 0.8, Fault.PROGRAM_CANCELLED_IN_GRACE);
   }
 

@@ -321,7 +321,8 @@ final class Simulation {
         add(moves, weights, 0.4, this::cancel);
       }
       if (faults.rate(Fault.PROGRAM_CANCELLED) > 0 && !programs.running(clock.now()).isEmpty()) {
-        add(moves, weights, 1, this::cancelARunningProgram);
+        // Weighted up: a program runs for a few steps only, and most scenarios start few of them.
+        add(moves, weights, 4, this::cancelARunningProgram);
       }
       add(moves, weights, 0.3, this::toggleDedicated);
       add(moves, weights, 0.5, this::read);
