@@ -18,8 +18,8 @@ import java.util.Objects;
 import java.util.Set;
 
 /**
- * docs/architecture.md §5 (cited as §5.N), checked against the database after every step. Each step runs one actor alone, so
- * the difference between the snapshots before and after it is exactly that actor's doing: that
+ * The invariants of docs/architecture.md §5 (cited as §5.N), checked against the database after
+ * every step. Each step runs one actor alone, so the difference between the snapshots before and after it is exactly that actor's doing: that
  * is what makes "a fenced worker's writes change nothing" and "recoveries are counted exactly"
  * checkable from rows alone.
  */
@@ -44,7 +44,7 @@ final class Invariants {
       ExitTransitions.REPEATED_EXIT_ERROR,
       "Could not start a build worker: ",
       "Could not start a build worker after ",
-      // A program job (design.md §10): its own error line, or the runner's words for its end.
+      // A program job (docs/architecture.md §10.1): its own error line, or the runner's words for its end.
       SimPrograms.FAILED_ON_PURPOSE,
       "exited with code ",
       "killed by signal ",
@@ -313,7 +313,7 @@ final class Invariants {
   }
 
   /**
-   * design.md §10, the job process, against the records of the simulated programs (nothing if the
+   * docs/architecture.md §10.1, the job process, against the records of the simulated programs (nothing if the
    * scenario ran none). Checked after every step, those that wrote nothing too: a poll of a program
    * is where the runner must act, and it writes nothing. Null when all hold.
    */

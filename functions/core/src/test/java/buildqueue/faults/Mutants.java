@@ -121,7 +121,7 @@ final class Mutants {
           """
                   where w.id = :workerId and w.token = :token::uuid and w.status = 'launching'
           """),
-      // The job process (design.md §10): the real ProcessRunner runs the simulation's program jobs.
+      // The job process (docs/architecture.md §10.1): the real ProcessRunner runs the simulation's program jobs.
       new Mutant("timeout-succeeds",
           "§10 outcomes: a program stopped by its timeout fails \"timed out after …\"",
           EXEC + "ProcessRunner.java",

@@ -33,7 +33,7 @@
  * and expire on demand, and workers' hard deadlines fall on the simulated clock ({@code
  * WorkerLoop.DeadlineTimer}).
  *
- * <p>Job processes (design.md §10): about half the scenarios submit program jobs, of a command kind
+ * <p>Job processes (docs/architecture.md §10.1): about half the scenarios submit program jobs, of a command kind
  * whose timeout and grace are drawn per scenario. The production {@code ProcessRunner} runs them
  * inside the real worker loop, on {@link buildqueue.faults.SimProgram}s instead of processes (its
  * {@code ProcessLauncher}, {@code JobProcess} and {@code RunnerClock} seams, on the simulated
