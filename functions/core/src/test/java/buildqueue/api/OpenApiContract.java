@@ -15,6 +15,7 @@ import java.util.Iterator;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.stream.Collectors;
 
@@ -111,8 +112,15 @@ public final class OpenApiContract {
     Iterator<Map.Entry<String, JsonNode>> headers = documented.path("headers").fields();
     while (headers.hasNext()) {
       Map.Entry<String, JsonNode> h = headers.next();
-      if (h.getValue().path("required").asBoolean(false) && response.header(h.getKey()).isEmpty()) {
-        v.add(where + ": the required header " + h.getKey() + " is missing");
+      Optional<String> value = response.header(h.getKey());
+      if (value.isEmpty()) {
+        if (h.getValue().path("required").asBoolean(false)) {
+          v.add(where + ": the required header " + h.getKey() + " is missing");
+        }
+      } else if (h.getValue().has("schema")) {
+        for (Error e : schema(h.getValue().get("schema")).validate(JSON.getNodeFactory().textNode(value.get()))) {
+          v.add(where + ": the header " + h.getKey() + ": " + e.getMessage());
+        }
       }
     }
     JsonNode content = documented.get("content");

@@ -120,6 +120,9 @@ class OpenApiContractTest {
     assertThat(contract.violations("GET", "/jobs/1/log", logWithoutTotal)).singleElement().asString()
         .contains("the required header Buildqueue-Log-Total-Bytes is missing");
     assertThat(contract.violations("POST", "/jobs", noLocation)).isEmpty();
+    assertThat(contract.violations("GET", "/jobs/1/log", logWithoutTotal.withHeader("Buildqueue-Log-Total-Bytes", "5")
+        .withHeader("Buildqueue-Job-Status", "sleeping"))).singleElement().asString()
+        .contains("the header Buildqueue-Job-Status");
   }
 
   @Test
