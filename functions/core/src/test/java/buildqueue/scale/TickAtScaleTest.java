@@ -59,6 +59,12 @@ class TickAtScaleTest {
       from generate_series(1, :n) i join build_worker w on w.slot = 'user:u' || i || '#1'
       """;
 
+  private static final String EXITED_OF_THE_LOST =
+      """
+      select count(*) as n from build_worker
+      where status = 'exited' and task_id like 'adopted-%' and (substr(task_id, 9)::int % 10) = 7
+      """;
+
   /** {@code lanes} dedicated users, each with a running worker on a running job, as the tick finds them. */
   private void busyLanes(TestDatabase tdb, int lanes) {
     Params p = Params.of("n", lanes, "now", T0);
@@ -92,8 +98,7 @@ class TickAtScaleTest {
 
     assertThat(count(tdb, "select count(*) as n from build_worker where status = 'exited'"))
         .as("workers found exited in two ticks").isEqualTo(lost.size());
-    assertThat(count(tdb, "select count(*) as n from build_worker where status = 'exited' and task_id like 'adopted-%'"
-        + " and (substr(task_id, 9)::int % 10) = 7")).isEqualTo(lost.size());
+    assertThat(count(tdb, EXITED_OF_THE_LOST)).as("and they are the ones whose stop was lost").isEqualTo(lost.size());
     assertThat(reports.get(0).checked()).as("one tick checks every live worker").isEqualTo(LANES);
     assertThat(ecs.largestDescribe()).isLessThanOrEqualTo(100);
     assertThat(ecs.throttledDescribes()).as("DescribeTasks calls ECS throttled").isZero();
