@@ -32,6 +32,14 @@ public final class TickFunction implements RequestHandler<ScheduledEvent, String
   public TickFunction() {
     this(SERVICES);
     LambdaLogging.install(Component.TICK);
+    Priming.register("TickFunction", () -> prime(SERVICES.get()));
+  }
+
+  /** SnapStart priming ({@link Priming}): the services and the classes a first tick needs. */
+  static void prime(QueueServices s) {
+    Priming.loadClasses();
+    s.primeLocally();
+    TickBudget.of(budget(null)).limit();
   }
 
   public TickFunction(Supplier<QueueServices> services) {
