@@ -75,6 +75,7 @@ public final class EnqueueFunction implements RequestHandler<APIGatewayV2HTTPEve
         // Expected for most kinds: the schema's check ran, which is the point.
       }
     }
+    Priming.rehearse(r -> r.dataApi().ecs().eventBridge());
   }
 
   public EnqueueFunction(Supplier<QueueServices> services) {

@@ -67,6 +67,7 @@ public final class MigrateFunction implements RequestStreamHandler {
     sample.put("RequestType", "Create").put("ResponseURL", "http://127.0.0.1/priming").put("StackId", "priming")
         .put("RequestId", "priming").put("LogicalResourceId", "Schema");
     response(sample, new Answer(true, "primed", 0), null);
+    Priming.rehearse(Rehearsal::dataApi);
   }
 
   public MigrateFunction(Supplier<Database> database) {

@@ -19,7 +19,8 @@ import org.crac.Resource;
  * would otherwise pay for after every restore: it builds the function's services (the SDK
  * clients, the queue, the HTTP API and, for the API, the kind catalogue with its schemas), loads
  * the classes a first event loads ({@value #CLASS_LIST}, recorded from real first events by the
- * benchmark), and runs the function's own local code once on a sample input.
+ * benchmark), runs the function's own local code once on a sample input, and rehearses the SDK
+ * calls its first event makes against a loopback server in the JVM ({@link Rehearsal}).
  *
  * <p>What it never does, as AWS's SnapStart guidance asks: call AWS or the database (the snapshot
  * is taken at deploy time, and a connection in it would be stale after restore); make a worker
@@ -138,6 +139,18 @@ public final class Priming implements Resource {
       LOG.log(Level.WARNING, "reading " + CLASS_LIST + " failed; priming goes on without it", e);
     }
     return loaded;
+  }
+
+  /**
+   * Runs {@code calls} on a {@link Rehearsal}, whatever fails: a JVM without the JDK's HTTP server,
+   * or an SDK that answers otherwise, leaves the priming without the rehearsal, not without the rest.
+   */
+  static void rehearse(java.util.function.Consumer<Rehearsal> calls) {
+    try (Rehearsal r = Rehearsal.start()) {
+      calls.accept(r);
+    } catch (RuntimeException | LinkageError e) {
+      LOG.log(Level.WARNING, "the SDK calls' rehearsal failed; priming goes on without it", e);
+    }
   }
 
   long primedMillis() {

@@ -77,6 +77,7 @@ public final class TaskStateChangeFunction implements RequestStreamHandler {
     } catch (UnreadableEventException e) {
       throw new IllegalStateException("priming's sample event no longer reads", e);
     }
+    Priming.rehearse(r -> r.dataApi().ecs().eventBridge());
   }
 
   public TaskStateChangeFunction(Supplier<QueueServices> services) {

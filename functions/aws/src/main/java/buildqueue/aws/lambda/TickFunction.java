@@ -40,6 +40,7 @@ public final class TickFunction implements RequestHandler<ScheduledEvent, String
     Priming.loadClasses();
     s.primeLocally();
     TickBudget.of(budget(null)).limit();
+    Priming.rehearse(r -> r.dataApi().ecs().eventBridge());
   }
 
   public TickFunction(Supplier<QueueServices> services) {

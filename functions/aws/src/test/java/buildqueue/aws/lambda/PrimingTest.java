@@ -46,7 +46,8 @@ import org.junit.jupiter.api.extension.ExtendWith;
 /**
  * SnapStart priming ({@link Priming}): each function registers its hook when Lambda builds its
  * handler; the hook builds and loads what a first event needs without calling AWS or the
- * database, without writing, without making a token or loading a random generator; and the
+ * database (its SDK calls go to a loopback server of its own), without writing, without making a
+ * token or loading the random UUIDs' generator; and the
  * handler works after a checkpoint and restore, making its tokens then.
  */
 @ExtendWith(PostgresExtension.class)
@@ -92,13 +93,17 @@ class PrimingTest {
 
       assertThat(p.exitValue()).as(out).isZero();
       assertThat(out).contains("PRIMED " + String.join(",", FUNCTIONS));
-      assertThat(out).as("every hook primed its function").doesNotContain("could not be primed");
+      assertThat(out).as("every hook primed its function").doesNotContain("could not be primed")
+          .doesNotContain("rehearsal failed");
       assertThat(out.split("primed for the snapshot in", -1)).hasSize(FUNCTIONS.size() + 1);
       assertThat(connections.get()).as("connections opened to AWS while priming").isZero();
       List<String> loaded = Files.readAllLines(classLog).stream()
           .map(l -> l.replaceAll("^.*\\] ", "").replaceAll(" source:.*$", "")).toList();
       assertThat(loaded).as("classes the priming loaded").contains("buildqueue.aws.lambda.Priming",
-          "software.amazon.awssdk.services.rdsdata.RdsDataClient", "software.amazon.awssdk.services.ecs.EcsClient");
+          "software.amazon.awssdk.services.rdsdata.RdsDataClient", "software.amazon.awssdk.services.ecs.EcsClient",
+          // the rehearsal's calls, against its own loopback server
+          "software.amazon.awssdk.services.ecs.transform.RunTaskRequestMarshaller",
+          "software.amazon.awssdk.services.eventbridge.transform.PutEventsRequestMarshaller");
       // The SDK clients' TLS contexts do make a SecureRandom (NativePRNG on Linux, whose every
       // output is mixed with /dev/urandom read at the time); what must not be in a snapshot is a
       // token, or the random UUIDs' generator, which would then be shared by every restored copy.
@@ -124,6 +129,21 @@ class PrimingTest {
     env.put("BUILDQUEUE_SUBNETS", "subnet-0a1b2c3d");
     env.put("BUILDQUEUE_KINDS_FILE", SampleEvents.repoFile("infra/kinds/kinds.json").toAbsolutePath().toString());
     return env;
+  }
+
+  @Test
+  void the_rehearsal_makes_each_sdk_call_of_a_first_event_against_its_own_loopback_server() {
+    try (Rehearsal r = Rehearsal.start()) {
+      r.dataApi();
+      int dataApi = r.requests();
+      r.ecs();
+      int ecs = r.requests() - dataApi;
+      r.eventBridge();
+
+      assertThat(dataApi).as("a statement; begin, statement, commit").isEqualTo(4);
+      assertThat(ecs).as("RunTask, DescribeTasks, StopTask").isEqualTo(3);
+      assertThat(r.requests() - dataApi - ecs).as("PutEvents").isEqualTo(1);
+    }
   }
 
   @Test
