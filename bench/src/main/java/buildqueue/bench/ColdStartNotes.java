@@ -38,7 +38,7 @@ final class ColdStartNotes {
       function's local code and its SDK calls rehearsed against a loopback server) as the runtime does before a
       snapshot, and time the first event alone: what a restored snapshot still pays, beside the trivial
       handler's first event. It leaves out the restore itself, and a restored JVM's JIT state is the
-      snapshot's, which this run approximates. The first event of the API and of the tick is mostly real work:
-      several Data API round trips to the fake and PostgreSQL, and a RunTask.
+      snapshot's, which this run approximates. Most of what remains for the API and the tick is likely real work:
+      several Data API round trips to the fake and PostgreSQL, and a RunTask (a warm second event is not measured here).
       """;
 }
