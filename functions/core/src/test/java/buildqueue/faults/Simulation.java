@@ -10,6 +10,7 @@ import buildqueue.core.JobQueries;
 import buildqueue.core.JobStatus;
 import buildqueue.core.QueueClock;
 import buildqueue.core.QueueConfig;
+import buildqueue.core.TickBudget;
 import buildqueue.core.WorkerTransitions;
 import buildqueue.db.DatabaseException;
 import buildqueue.db.Json;
@@ -524,11 +525,27 @@ final class Simulation {
     }
   }
 
+  /**
+   * The simulation explores interleavings, not budgets: its ticks are measured on a clock that
+   * stands still, so a tick never runs out of time halfway and a seed replays the same whatever
+   * the machine's load.
+   */
+  private static final TickBudget UNHURRIED =
+      new TickBudget(Duration.ofDays(1), new TickBudget.Time() {
+        @Override
+        public long nanoTime() {
+          return 0;
+        }
+
+        @Override
+        public void sleep(Duration d) {}
+      });
+
   private void tick() {
     operations++;
     spawnClient("tick", () -> {
       try {
-        BuildQueue.TickReport r = queue.tick();
+        BuildQueue.TickReport r = queue.tick(UNHURRIED);
         note(scheduler.current(), "tick: " + r);
       } catch (DatabaseException | FaultyPlatform.CallerDied e) {
         note(scheduler.current(), "tick failed (" + brief(e) + "); the next one carries on");
