@@ -92,7 +92,7 @@ class MigrateFunctionTest {
   void create_migrates_an_empty_database_and_answers_success(String adapter) throws Exception {
     try (TestDatabase empty = TestDatabases.createEmpty()) {
       Database db = QueueWorld.adapter(adapter, empty);
-      invoke(new MigrateFunction(() -> db), request("Create"), Duration.ofMinutes(5));
+      invoke(new MigrateFunction(() -> db, () -> TestDatabases.WORKER_PASSWORD), request("Create"), Duration.ofMinutes(5));
 
       assertThat(tables(empty)).contains("build_job", "build_worker", "build_job_event", "build_schema_migration");
       assertThat(answers).hasSize(1);
@@ -110,7 +110,7 @@ class MigrateFunctionTest {
 
   @Test
   void update_on_a_current_schema_applies_nothing_and_succeeds(TestDatabase db) throws Exception {
-    invoke(new MigrateFunction(db::jdbc), request("Update"), Duration.ofMinutes(5));
+    invoke(new MigrateFunction(db::jdbc, () -> TestDatabases.WORKER_PASSWORD), request("Update"), Duration.ofMinutes(5));
 
     assertThat(answers).singleElement().satisfies(a -> {
       assertThat(a.get("Status").asText()).isEqualTo("SUCCESS");
@@ -125,7 +125,7 @@ class MigrateFunctionTest {
     };
     List<String> before = tables(db);
 
-    invoke(new MigrateFunction(mustNotBeUsed), request("Delete"), Duration.ofMinutes(5));
+    invoke(new MigrateFunction(mustNotBeUsed, () -> TestDatabases.WORKER_PASSWORD), request("Delete"), Duration.ofMinutes(5));
 
     assertThat(tables(db)).isEqualTo(before);
     assertThat(answers).singleElement().satisfies(a -> assertThat(a.get("Status").asText()).isEqualTo("SUCCESS"));
@@ -137,7 +137,7 @@ class MigrateFunctionTest {
       throw new IllegalStateException("database cluster arn:aws:rds:eu-west-1:111122223333:cluster:bq not reachable");
     };
 
-    invoke(new MigrateFunction(unreachable), request("Create"), Duration.ofMinutes(5));
+    invoke(new MigrateFunction(unreachable, () -> TestDatabases.WORKER_PASSWORD), request("Create"), Duration.ofMinutes(5));
 
     assertThat(answers).singleElement().satisfies(a -> {
       assertThat(a.get("Status").asText()).isEqualTo("FAILED");
@@ -160,7 +160,7 @@ class MigrateFunctionTest {
     Duration timeLeft = MigrateFunction.RESERVE.plusSeconds(2);
     long start = System.nanoTime();
 
-    invoke(new MigrateFunction(hanging), request("Create"), timeLeft);
+    invoke(new MigrateFunction(hanging, () -> TestDatabases.WORKER_PASSWORD), request("Create"), timeLeft);
 
     Duration took = Duration.ofNanos(System.nanoTime() - start);
     assertThat(took).isLessThan(timeLeft);
@@ -174,7 +174,7 @@ class MigrateFunctionTest {
   void a_refused_answer_is_sent_again(TestDatabase db) throws Exception {
     refuseNext.set(1);
 
-    invoke(new MigrateFunction(db::jdbc), request("Update"), Duration.ofMinutes(5));
+    invoke(new MigrateFunction(db::jdbc, () -> TestDatabases.WORKER_PASSWORD), request("Update"), Duration.ofMinutes(5));
 
     assertThat(answers).singleElement().satisfies(a -> assertThat(a.get("Status").asText()).isEqualTo("SUCCESS"));
   }
@@ -183,7 +183,7 @@ class MigrateFunctionTest {
   void an_unknown_request_type_is_answered_failed() throws Exception {
     invoke(new MigrateFunction(() -> {
       throw new AssertionError("not to be used");
-    }), request("Rename"), Duration.ofMinutes(5));
+    }, () -> TestDatabases.WORKER_PASSWORD), request("Rename"), Duration.ofMinutes(5));
 
     assertThat(answers).singleElement().satisfies(a -> {
       assertThat(a.get("Status").asText()).isEqualTo("FAILED");
@@ -195,7 +195,7 @@ class MigrateFunctionTest {
   void a_request_that_is_not_json_is_logged_and_left() throws Exception {
     invoke(new MigrateFunction(() -> {
       throw new AssertionError("not to be used");
-    }), "nonsense".getBytes(StandardCharsets.UTF_8), Duration.ofMinutes(5));
+    }, () -> TestDatabases.WORKER_PASSWORD), "nonsense".getBytes(StandardCharsets.UTF_8), Duration.ofMinutes(5));
 
     assertThat(answers).isEmpty();
   }
