@@ -138,6 +138,11 @@ public final class QueueHarness implements AutoCloseable {
     return new QueueHarness(testDb, adapter.open(testDb), adapter.openAsWorker(testDb), config, true);
   }
 
+  /** As {@link #manual}, on adapters the caller opened (a database it migrated itself, say). */
+  public static QueueHarness manualOn(TestDatabase testDb, Database adapter, Database workerAdapter) {
+    return new QueueHarness(testDb, adapter, workerAdapter, testConfig(), true);
+  }
+
   public static QueueHarness manual(TestDatabase testDb) {
     return manual(testDb, testConfig());
   }
