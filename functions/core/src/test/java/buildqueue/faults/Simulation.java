@@ -134,6 +134,7 @@ final class Simulation {
   private final QueueConfig config;
   private final Scheduler scheduler;
   private final GatedDatabase db;
+  private final GatedDatabase workerDb;
   private final InProcessPlatform inProcess;
   private final FaultyPlatform platform;
   private final BuildQueue queue;
@@ -202,7 +203,9 @@ final class Simulation {
     // Made by the runner on the first program job; removed when the scenario ends.
     this.workDir = PROGRAM_DIRS.resolve("scenario-" + options.seed() + "-" + UUID.randomUUID());
     JobHandlers handlers = JobHandlers.builtIn().with(new SimHandler(this), programs.handler(workDir));
-    this.inProcess = new InProcessPlatform(db, config, clock, handlers);
+    // Workers run as the worker role (V005), through the same gate as every other caller.
+    this.workerDb = new GatedDatabase(lane.faults(), lane.faults().workerAdapter(), scheduler, this);
+    this.inProcess = new InProcessPlatform(workerDb, config, clock, handlers);
     this.platform = new FaultyPlatform(inProcess, scheduler, this);
     this.queue = new BuildQueue(db, platform, config, clock);
     this.api = new CheckedApi(new HttpApi(queue, new JobQueries(db, config, clock), handlers));
@@ -895,7 +898,7 @@ final class Simulation {
     }
     int then = second.nextInt(5);
     UUID wrongToken = UUID.randomUUID();
-    WorkerTransitions as = new WorkerTransitions(db, config, clock);
+    WorkerTransitions as = new WorkerTransitions(workerDb, config, clock);
     log("⚡ forged writes as worker " + workerId + " (wrong token) for job " + jobId);
     Actor a = spawnClient("forged-worker", () -> {
       try {

@@ -18,6 +18,7 @@ import buildqueue.testing.ManualPlatform;
 import buildqueue.testing.PostgresExtension;
 import buildqueue.testing.QueueHarness;
 import buildqueue.testing.TestDatabase;
+import buildqueue.testing.TestDatabases;
 import com.amazonaws.services.lambda.runtime.events.APIGatewayV2HTTPEvent;
 import com.amazonaws.services.lambda.runtime.events.APIGatewayV2HTTPResponse;
 import com.amazonaws.services.lambda.runtime.events.ScheduledEvent;
@@ -241,8 +242,9 @@ class PrimingTest {
       var request = SampleEvents.tree("cloudformation-create.json");
       request.put("ResponseURL", "http://127.0.0.1:" + s3.getAddress().getPort() + "/answer");
 
-      new MigrateFunction(tdb::jdbc).handleRequest(new ByteArrayInputStream(SampleEvents.bytes(request)),
-          new ByteArrayOutputStream(), TestContext.withTimeLeft(Duration.ofMinutes(5)));
+      new MigrateFunction(tdb::jdbc, () -> TestDatabases.WORKER_PASSWORD).handleRequest(
+          new ByteArrayInputStream(SampleEvents.bytes(request)), new ByteArrayOutputStream(),
+          TestContext.withTimeLeft(Duration.ofMinutes(5)));
 
       assertThat(answers).singleElement().asString().contains("\"Status\":\"SUCCESS\"");
     } finally {
