@@ -217,8 +217,9 @@ public final class WorkerTransitions {
         from fence, t, follow_up u
         where not exists (select 1 from too_large)
         order by u.n
-        returning id, lane
+        returning id, lane, user_id
       ),
+      %s
       event as (
         insert into build_job_event (job_id, type, detail, at)
         select i.id, 'enqueued',
@@ -230,7 +231,8 @@ public final class WorkerTransitions {
       select (select count(*) from fence) as fenced_in, (select count(*) from inserted) as inserted,
              too_large.n as too_large_n, too_large.payload_bytes, too_large.kind_bytes
       from (select 1) as one left join too_large on true
-      """;
+      """
+          .formatted(LaneTurns.joined("inserted"));
 
   /** What {@link #addFollowUps} did. */
   public sealed interface FollowUps {
@@ -301,26 +303,27 @@ public final class WorkerTransitions {
 
   /**
    * The CTEs {@link #END} and {@link #TAKE_NEXT} share, after a {@code fence} CTE that yields the
-   * worker's id, its lane and whether its chain window is {@code open}: take the oldest ready job of
-   * the lane (skipping one another worker holds), start it on this worker, and record it. Each
-   * statement then has its own {@code drained} CTE, and both end with {@link #ANSWER}.
+   * worker's id, its lane and whether its chain window is {@code open}: take the lane's next ready
+   * job ({@link LaneTurns}: the oldest, or in a lane that takes turns by user, the oldest of the user
+   * whose turn it is), skipping one another worker holds, start it on this worker, and record it.
+   * Each statement then has its own {@code drained} CTE, and both end with {@link #ANSWER}.
    */
   private static final String TAKE_OLDEST_READY =
       """
-      next as (
-        select q.id from build_job q, fence f, t
-        where f.open and q.lane = f.lane and q.status = 'queued' and (q.not_before is null or q.not_before <= t.now)
-        order by q.id
-        limit 1
-        for update of q skip locked
+      choose as (
+        select f.lane, f.open and :fair and f.lane = 'shared' as fair,
+               f.open and not (:fair and f.lane = 'shared') as fifo, true as room
+        from fence f
       ),
+      %s
       taken as (
         update build_job j set status = 'running', worker_id = :workerId, checkpoint = j.progress,
           attempts = j.attempts + 1, dispatched_at = t.now, started_at = t.now
-        from next, t
-        where j.id = next.id
+        from ready, t
+        where j.id = ready.id
         returning j.id, j.user_id, j.kind, j.payload, j.progress, j.attempts, j.cancel_requested
       ),
+      %s
       taken_event as (
         insert into build_job_event (job_id, type, detail, at)
         select n.id, 'dispatched',
@@ -329,7 +332,8 @@ public final class WorkerTransitions {
                t.now
         from taken n, t
       ),
-      """;
+      """
+          .formatted(LaneTurns.CHOOSE, LaneTurns.served("taken"));
 
   /** One row: whether the worker was fenced in, whether it drained, and the job it took, if any. */
   private static final String ANSWER =
@@ -347,7 +351,7 @@ public final class WorkerTransitions {
 
   private static final String END =
       """
-      with t as (select coalesce(:now::timestamptz, now()) as now),
+      with recursive t as (select coalesce(:now::timestamptz, now()) as now),
       ended as (
         update build_job j set status = :status, error = :error, finished_at = t.now,
           progress = coalesce(:progress::integer, j.progress)
@@ -382,7 +386,7 @@ public final class WorkerTransitions {
 
   /**
    * Ends the worker's job ({@code succeeded}, {@code failed} with an error, or {@code cancelled})
-   * and, in the same statement, takes the oldest queued job of its lane if the chain window is
+   * and, in the same statement, takes the next job of its lane (as dispatch would) if the chain window is
    * open, or else marks the worker {@code draining}. The slot stays held either way: only the
    * evidence of the worker's exit frees it. A failure's {@code error} is cut to {@link
    * RowLimits#MAX_ERROR_BYTES}.
@@ -410,7 +414,9 @@ public final class WorkerTransitions {
             .and("chainWindowMs", config.chainWindow().toMillis())
             .and("deadlineMarginMs", config.deadlineMargin().toMillis())
             .and("linger", !config.linger().isZero())
-            .and("takenBy", "chained onto worker");
+            .and("takenBy", "chained onto worker")
+            .and("fair", config.sharedOrder() == QueueConfig.SharedOrder.FAIR)
+            .and("holdLane", false);
     return ended(tx.query(END, params).get(0));
   }
 
@@ -446,7 +452,7 @@ public final class WorkerTransitions {
 
   private static final String TAKE_NEXT =
       """
-      with t as (select coalesce(:now::timestamptz, now()) as now),
+      with recursive t as (select coalesce(:now::timestamptz, now()) as now),
       fence as (
         select w.id, w.lane, %s as open
         from build_worker w, t
@@ -463,7 +469,7 @@ public final class WorkerTransitions {
           .formatted(WINDOW_OPEN.formatted("w"), TAKE_OLDEST_READY, ANSWER);
 
   /**
-   * For a lingering worker: takes the oldest ready job of its lane if its chain window and lease
+   * For a lingering worker: takes the next ready job of its lane if its chain window and lease
    * still allow ({@link Ended.Chained}), finds none ({@link Ended.Idle}), or finds the window
    * closed and marks the worker {@code draining} ({@link Ended.Drained}), fenced like every write.
    */
@@ -472,7 +478,9 @@ public final class WorkerTransitions {
         Params.of("now", clock.now(), "workerId", workerId, "token", token)
             .and("chainWindowMs", config.chainWindow().toMillis())
             .and("deadlineMarginMs", config.deadlineMargin().toMillis())
-            .and("takenBy", "taken by lingering worker");
+            .and("takenBy", "taken by lingering worker")
+            .and("fair", config.sharedOrder() == QueueConfig.SharedOrder.FAIR)
+            .and("holdLane", false);
     return ended(db.query(TAKE_NEXT, params).get(0));
   }
 
