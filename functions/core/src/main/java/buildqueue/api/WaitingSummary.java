@@ -1,6 +1,7 @@
 package buildqueue.api;
 
 import buildqueue.core.JobQueries.SlotView;
+import buildqueue.core.JobQueries.Turns;
 import buildqueue.core.JobQueries.Waiting;
 import buildqueue.core.JobQueries.WorkerView;
 import java.util.List;
@@ -12,7 +13,9 @@ final class WaitingSummary {
 
   static String of(Waiting w) {
     StringBuilder s = new StringBuilder();
-    if (w.jobsAhead() == 0) {
+    if (w.turns().isPresent()) {
+      s.append(turns(w, w.turns().get()));
+    } else if (w.jobsAhead() == 0) {
       s.append("It is next in lane ").append(w.lane()).append('.');
     } else {
       s.append(w.jobsAhead()).append(w.jobsAhead() == 1 ? " job is" : " jobs are")
@@ -42,6 +45,32 @@ final class WaitingSummary {
       }
     }
     return s.toString();
+  }
+
+  /** Its place in a lane that takes turns by user: who goes first, and why. */
+  private static String turns(Waiting w, Turns t) {
+    if (t.retry()) {
+      return "It ran before and was interrupted, so it is retried ahead of the turns of lane " + w.lane()
+          + (w.jobsAhead() == 0 ? ": it is next." : ", after " + count(w.jobsAhead(), "older retry", "older retries") + ".");
+    }
+    if (w.jobsAhead() == 0) {
+      return "It is next in lane " + w.lane() + ".";
+    }
+    StringBuilder s = new StringBuilder(count(w.jobsAhead(), "job goes", "jobs go"))
+        .append(" before it in lane ").append(w.lane()).append(", which takes turns by user: ");
+    s.append(t.usersAhead() == 0 ? "your turn is next" : count(t.usersAhead(), "other user goes", "other users go") + " first");
+    if (t.ownJobsAhead() > 0) {
+      s.append(", then ").append(count(t.ownJobsAhead(), "older job", "older jobs")).append(" of yours run, one a round");
+      if (t.otherUsersWaiting() > 0) {
+        s.append(", each round also serving ").append(count(t.otherUsersWaiting(), "other user", "other users"))
+            .append(" with jobs waiting");
+      }
+    }
+    return s.append('.').toString();
+  }
+
+  private static String count(int n, String one, String many) {
+    return n + " " + (n == 1 ? one : many);
   }
 
   private static String describe(SlotView slot) {
