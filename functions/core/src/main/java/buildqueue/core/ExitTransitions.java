@@ -55,11 +55,8 @@ public final class ExitTransitions {
       ),
       job as (
         update build_job j set (status, recoveries, worker_id, error, finished_at) = (
-          select d.status, d.recoveries,
-                 case when d.status = 'queued' then null else j.worker_id end,
-                 case when d.status = 'failed' then :repeatedExitError end,
-                 case when d.status = 'queued' then null else t.now end
-          from build_job_interruption(j.cancel_requested, j.progress, j.checkpoint, j.recoveries, :maxRecoveries::integer) d)
+          select * from build_job_interruption(j.cancel_requested, j.progress, j.checkpoint, j.recoveries,
+                                               :maxRecoveries::integer, j.worker_id, t.now, :repeatedExitError::text))
         from worker, t
         where j.worker_id = worker.id and j.status in ('dispatched', 'running')
         returning j.id, j.status, j.progress, j.checkpoint, j.recoveries, j.error
@@ -112,23 +109,10 @@ public final class ExitTransitions {
         returning w.id, w.lane, (extract(epoch from w.exited_at - w.launched_at) * 1000)::bigint as slot_held_ms
       ),
       job as (
-        update build_job j set
-          launch_failures = j.launch_failures + 1,
-          status = case when j.cancel_requested then 'cancelled'
-                        when :retryable and j.launch_failures + 1 < :maxFailures then 'queued'
-                        else 'failed' end,
-          worker_id = case when not j.cancel_requested and :retryable and j.launch_failures + 1 < :maxFailures
-                           then null else j.worker_id end,
-          not_before = case when :retryable and j.launch_failures + 1 < :maxFailures
-                            then t.now + :backoffMs * power(2, j.launch_failures) * interval '1 millisecond' end,
-          error = case when j.cancel_requested then null
-                       when not :retryable then 'Could not start a build worker: ' || :reason
-                                                || '. Check the worker configuration and retry.'
-                       when j.launch_failures + 1 >= :maxFailures then 'Could not start a build worker after '
-                                                || (j.launch_failures + 1) || ' attempts: ' || :reason || '. Retry later.'
-                  end,
-          finished_at = case when j.cancel_requested or not :retryable or j.launch_failures + 1 >= :maxFailures
-                             then t.now end
+        update build_job j set (status, launch_failures, worker_id, not_before, error, finished_at) = (
+          select * from build_job_launch_failure(j.cancel_requested, j.launch_failures, :retryable,
+                                                 :maxFailures::integer, :backoffMs::bigint, j.worker_id, t.now,
+                                                 :reason::text))
         from worker, t
         where j.worker_id = worker.id and j.status = 'dispatched'
         returning j.id, j.status, j.error, j.not_before

@@ -134,13 +134,9 @@ public final class WorkerTransitions {
       with t as (select coalesce(:now::timestamptz, now()) as now),
       job as (
         update build_job j set (status, recoveries, worker_id, error, finished_at, progress) = (
-          select d.status, d.recoveries,
-                 case when d.status = 'queued' then null else j.worker_id end,
-                 case when d.status = 'failed' then :repeatedExitError end,
-                 case when d.status = 'queued' then null else t.now end,
-                 coalesce(:progress::integer, j.progress)
+          select d.*, coalesce(:progress::integer, j.progress)
           from build_job_interruption(j.cancel_requested, coalesce(:progress::integer, j.progress), j.checkpoint,
-                                      j.recoveries, :maxRecoveries::integer) d)
+                                      j.recoveries, :maxRecoveries::integer, j.worker_id, t.now, :repeatedExitError::text) d)
         from build_worker w, t
         where j.id = :jobId and j.worker_id = :workerId and j.status = 'running'
           and w.id = :workerId and w.token = :token::uuid and w.status = 'running' and w.expires_at > t.now

@@ -187,8 +187,8 @@ public final class WorkerLoop {
    * looked full to its enqueue, and this worker's exit dispatches the lane.
    */
   private Ended linger(long workerId, UUID token) {
-    long until = System.nanoTime() + config.linger().toNanos();
-    while (System.nanoTime() < until) {
+    long until = nanoTime.getAsLong() + config.linger().toNanos();
+    while (nanoTime.getAsLong() < until) {
       try {
         Thread.sleep(config.lingerPoll().toMillis());
       } catch (InterruptedException e) {

@@ -12,6 +12,7 @@ import buildqueue.platform.LaunchOutcome;
 import buildqueue.platform.TaskState;
 import buildqueue.platform.WorkerLaunch;
 import buildqueue.testing.ManualPlatform;
+import buildqueue.testing.Await;
 import buildqueue.testing.PostgresExtension;
 import buildqueue.testing.QueueHarness;
 import buildqueue.testing.TestDatabase;
@@ -115,7 +116,9 @@ class ReferenceBehaviourTest {
           return e;
         }
       });
-      Thread.sleep(200); // give our statement time to reach the lock; the outcome does not depend on it
+      // Our statement waits on the other dispatcher's row lock before that one commits.
+      Await.until("our dispatch to wait on the other's lock", () ->
+          tdb.jdbc().query("select count(*) as n from pg_locks where not granted").get(0).longValue("n") > 0);
       other.commit();
       assertThat(ours.get(30, TimeUnit.SECONDS)).isInstanceOf(UniqueViolationException.class);
       assertThat(h.status(job)).isEqualTo("queued");

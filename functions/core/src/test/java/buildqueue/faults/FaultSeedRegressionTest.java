@@ -32,7 +32,14 @@ class FaultSeedRegressionTest {
     lane.close();
   }
 
+  /**
+   * The seeds predate the faults of {@link Fault#SECOND_STREAM}; with those left out (they draw from
+   * a stream of their own) a seed takes the path it was found on.
+   */
   private static Simulation.Outcome replay(Simulation.Options options) {
+    for (Fault f : Fault.SECOND_STREAM) {
+      options = options.without(f);
+    }
     return Simulation.run(lane, options);
   }
 

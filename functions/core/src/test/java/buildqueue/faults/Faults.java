@@ -6,19 +6,22 @@ import java.util.Random;
 import java.util.Set;
 
 /**
- * The scenario's fault decisions, all drawn from its one random stream. A decision always draws,
- * even when its fault is switched off (after the fault phase, or by a shrinking replay), so that
- * switching one fault off leaves every other decision of the replay where it was.
+ * The scenario's fault decisions, drawn from its random stream (and a second one for the faults of
+ * {@link Fault#SECOND_STREAM}). A decision always draws, even when its fault is switched off (after
+ * the fault phase, or by a shrinking replay), so that switching one fault off leaves every other
+ * decision of the replay where it was.
  */
 final class Faults {
   private final Random random;
+  private final Random second;
   private final Set<Fault> disabled;
   private final Map<Fault, Double> rates = new EnumMap<>(Fault.class);
   private final Map<Fault, Integer> injected = new EnumMap<>(Fault.class);
   private boolean active = true;
 
-  Faults(Random random, Set<Fault> disabled) {
+  Faults(Random random, Random second, Set<Fault> disabled) {
     this.random = random;
+    this.second = second;
     this.disabled = disabled;
     // Each family is on in about half the scenarios, at a rate drawn per scenario: some scenarios
     // are calm, some are storms, and every combination turns up over a run.
@@ -34,11 +37,15 @@ final class Faults {
     family(0.5, 0.04, Fault.KILL_MID_STATEMENT, Fault.KILL_AFTER_COMMIT);
     family(0.5, 0.35, Fault.KILL_MID_TRANSACTION);
     family(0.3, 0.03, Fault.DATABASE_UNREACHABLE);
+    family(0.5, 0.6, Fault.WORKER_FROZEN);
+    family(0.4, 0.5, Fault.WORKER_FORGED);
+    family(0.15, 0.2, Fault.JOB_KILLS_WORKER);
   }
 
   private void family(double chance, double maxRate, Fault... members) {
-    boolean on = random.nextDouble() < chance;
-    double rate = maxRate * (0.2 + 0.8 * random.nextDouble());
+    Random r = streamOf(members[0]);
+    boolean on = r.nextDouble() < chance;
+    double rate = maxRate * (0.2 + 0.8 * r.nextDouble());
     for (Fault f : members) {
       rates.put(f, on ? rate : 0.0);
     }
@@ -62,9 +69,14 @@ final class Faults {
     return active && !disabled.contains(f) ? rates.getOrDefault(f, 0.0) : 0.0;
   }
 
+  /** The stream {@code f}'s decisions draw from (see {@link Fault#SECOND_STREAM}). */
+  Random streamOf(Fault f) {
+    return Fault.SECOND_STREAM.contains(f) ? second : random;
+  }
+
   /** One decision: does {@code f} happen now? Counts it when it does. */
   boolean roll(Fault f) {
-    double draw = random.nextDouble();
+    double draw = streamOf(f).nextDouble();
     if (draw < rate(f)) {
       count(f);
       return true;

@@ -17,7 +17,8 @@ import java.util.UUID;
  * scheduling point (a Lambda may stall between its dispatch and its RunTask); then the caller may
  * die, or the request is planned on {@link InProcessPlatform} to start normally, fail definitely,
  * fail for capacity, end with an unknown outcome (the worker starting or not), start late, or
- * start a worker that crashes at a chosen point of its life.
+ * start a worker that crashes at a chosen point of its life. A stop asked of a frozen worker
+ * takes effect only later ({@link Simulation#stopFrozen}).
  */
 final class FaultyPlatform extends ForwardingWorkerPlatform {
 
@@ -116,6 +117,10 @@ final class FaultyPlatform extends ForwardingWorkerPlatform {
   @Override
   public void stop(String taskId, String reason) {
     Scheduler.Actor actor = scheduler.current();
+    if (sim.frozen(taskId)) {
+      sim.stopFrozen(actor, taskId, reason);
+      return;
+    }
     sim.note(actor, "stop task " + taskId + ": " + reason);
     kill(taskId, reason);
   }

@@ -29,7 +29,8 @@ final class Invariants {
       Long workerId,
       boolean expectNoChange,
       Instant now,
-      Map<String, Long> liveTasks) {}
+      Map<String, Long> liveTasks,
+      Set<String> frozenTasks) {}
 
   /**
    * How a job may fail: the messages the queue, its workers and the simulation's handler give.
@@ -41,6 +42,14 @@ final class Invariants {
       ExitTransitions.REPEATED_EXIT_ERROR,
       "Could not start a build worker: ",
       "Could not start a build worker after ");
+
+  /**
+   * design.md §5.6: a job fails only after four consecutive interruptions without progress, i.e.
+   * it goes back to the queue while its count of them is at most three. The oracle holds the
+   * design's number, not the core's constant ({@code ExitTransitions.MAX_RECOVERIES}): a check that
+   * read the number from the code it checks would agree with any off-by-one in it.
+   */
+  static final int INTERRUPTIONS_RETRIED = 3;
 
   private final Duration margin;
 
@@ -98,8 +107,18 @@ final class Invariants {
   }
 
   /**
-   * §5.3: a worker whose task may still run keeps its slot. A task that never started may lose it
-   * once its lease has run out (it can no longer start: the start is fenced by the lease).
+   * §5.3: a slot is freed only on termination evidence, or by lease expiry for a worker that cannot
+   * be checked; never while its worker may still run. So while a worker's task lives (its thread
+   * has not ended, whatever the platform was asked):
+   *
+   * <ul>
+   *   <li>a worker whose task id is recorded keeps its slot: the queue can check it, so only the
+   *       evidence of its end may free the slot, never the lease alone (§4 lease reclaim), even
+   *       if the task has not started and no longer can (§1: the slot's next worker must not be
+   *       paid for beside it) and even if it is frozen past its lease;
+   *   <li>a worker the queue cannot check may lose it once its lease has run out, if its task never
+   *       started: the start is fenced by the lease, so it can no longer start.
+   * </ul>
    */
   String noSlotFreedUnderALiveWorker(Snapshot s, Step step) {
     for (Map.Entry<String, Long> live : step.liveTasks().entrySet()) {
@@ -107,11 +126,13 @@ final class Invariants {
       if (w == null || !w.exited()) {
         continue;
       }
+      boolean checkable = w.taskId() != null;
       boolean canNoLongerStart = w.startedAt() == null && !step.now().isBefore(w.expiresAt().minus(margin));
-      if (!canNoLongerStart) {
+      if (checkable || !canNoLongerStart) {
         return "§5.3 slot " + w.slot() + " freed (worker " + w.id() + " exited: " + w.exitReason() + ") while its task "
-            + live.getKey() + " may still run" + (w.startedAt() == null ? " (not yet started, lease until "
-            + w.expiresAt() + ")" : " (started)");
+            + live.getKey() + (step.frozenTasks().contains(live.getKey()) ? " (frozen)" : "") + " may still run"
+            + (w.startedAt() == null ? " (not yet started, lease until " + w.expiresAt() + ")" : " (started)")
+            + (checkable ? "; the queue could check it, so only its stop evidence may free the slot" : "");
       }
     }
     return null;
@@ -202,7 +223,7 @@ final class Invariants {
       } else if (byExit) {
         int expected = before.progress() > before.checkpoint() ? 0 : before.recoveries() + 1;
         String expectedStatus = before.cancelRequested() ? "cancelled"
-            : expected <= ExitTransitions.MAX_RECOVERIES ? "queued" : "failed";
+            : expected <= INTERRUPTIONS_RETRIED ? "queued" : "failed";
         if (after.recoveries() != expected || !after.status().equals(expectedStatus)) {
           return "§5.6 job " + after.id() + " interrupted (progress " + before.checkpoint() + "→" + before.progress()
               + ", recoveries " + before.recoveries() + ") became " + after.status() + " with recoveries "

@@ -6,9 +6,12 @@ import buildqueue.api.Caller;
 import buildqueue.api.HttpApi;
 import buildqueue.core.BuildQueue;
 import buildqueue.core.JobQueries;
+import buildqueue.core.JobStatus;
 import buildqueue.core.QueueClock;
 import buildqueue.core.QueueConfig;
+import buildqueue.core.WorkerTransitions;
 import buildqueue.db.DatabaseException;
+import buildqueue.db.Json;
 import buildqueue.faults.Scheduler.Actor;
 import buildqueue.platform.InProcessPlatform;
 import buildqueue.worker.JobHandlers;
@@ -31,6 +34,7 @@ import java.util.Random;
 import java.util.Set;
 import java.util.SplittableRandom;
 import java.util.TreeMap;
+import java.util.TreeSet;
 import java.util.UUID;
 import java.util.function.Consumer;
 import java.util.stream.Collectors;
@@ -93,7 +97,8 @@ final class Simulation {
       Map<Fault, Integer> faults,
       int outages,
       int jobs,
-      Duration recovery) {
+      Duration recovery,
+      int frozenStopped) {
 
     String report() {
       StringBuilder b = new StringBuilder();
@@ -115,10 +120,12 @@ final class Simulation {
   private final Lane lane;
   private final Options options;
   private final Random random;
+  private final Random second;
   private final Faults faults;
   private final QueueClock.Settable clock = new QueueClock.Settable(START);
   private final QueueConfig config;
   private final Scheduler scheduler;
+  private final GatedDatabase db;
   private final InProcessPlatform inProcess;
   private final FaultyPlatform platform;
   private final BuildQueue queue;
@@ -140,6 +147,10 @@ final class Simulation {
   private final Map<Actor, Consumer<Actor>> expectations = new HashMap<>();
   private final Map<Actor, Instant> born = new HashMap<>();
   private final Set<Actor> expectNoChange = new HashSet<>();
+  /** Frozen tasks, and when a stop asked of the platform ends each (after SIGTERM's grace, SIGKILL). */
+  private final Set<String> frozen = new TreeSet<>(Comparator.comparingLong(StopEvents::taskNumber));
+  private final Map<String, Instant> stopsTakeEffect = new TreeMap<>(Comparator.comparingLong(StopEvents::taskNumber));
+  private int frozenStopped;
   private volatile String violation;
   private volatile boolean outage;
   private volatile boolean tearingDown;
@@ -157,8 +168,10 @@ final class Simulation {
     this.lane = lane;
     this.options = options;
     // Neighbouring seeds give java.util.Random nearly the same first draws; mix them first.
-    this.random = new Random(new SplittableRandom(options.seed()).nextLong());
-    this.faults = new Faults(random, options.disabled());
+    SplittableRandom mixer = new SplittableRandom(options.seed());
+    this.random = new Random(mixer.nextLong());
+    this.second = new Random(mixer.nextLong());
+    this.faults = new Faults(random, second, options.disabled());
     this.config = configFrom(random);
     this.users = new ArrayList<>();
     int userCount = 1 + random.nextInt(3);
@@ -172,7 +185,7 @@ final class Simulation {
     // then is a launch the tick retries one that no caller is still making.
     this.callerTimeout = Duration.ofMillis((long) (config.launchGrace().toMillis() * (0.5 + 0.45 * random.nextDouble())));
     this.scheduler = new Scheduler(this::tasksStarted);
-    GatedDatabase db = new GatedDatabase(lane.faults(), scheduler, this);
+    this.db = new GatedDatabase(lane.faults(), scheduler, this);
     JobHandlers handlers = JobHandlers.builtIn().with(new SimHandler(this));
     this.inProcess = new InProcessPlatform(db, config, clock, handlers);
     this.platform = new FaultyPlatform(inProcess, scheduler, this);
@@ -242,7 +255,7 @@ final class Simulation {
     Duration recovery = recoveryStart == null ? Duration.ZERO : Duration.between(recoveryStart, sim.clock.now());
     return new Outcome(options, sim.parameters, sim.violation, List.copyOf(sim.log), sim.operations, sim.statements,
         new EnumMap<>(sim.faults.injected().isEmpty() ? Map.of(Fault.NONE, 0) : sim.faults.injected()),
-        sim.outages, sim.submitted, recovery);
+        sim.outages, sim.submitted, recovery, sim.frozenStopped);
   }
 
   private static String stack(Throwable e) {
@@ -279,10 +292,17 @@ final class Simulation {
       if (faults.rate(Fault.EVIDENCE_FORGED) > 0) {
         add(moves, weights, 0.5, this::forge);
       }
+      if (faults.rate(Fault.WORKER_FORGED) > 0 && current.workers().values().stream().anyMatch(w -> !w.exited())) {
+        add(moves, weights, 0.5, this::forgeWorkerWrites);
+      }
     }
     add(moves, weights, 2, this::advanceClock);
     if (faults.rate(Fault.WORKER_KILLED) > 0 && !scheduler.liveTasks().isEmpty()) {
       add(moves, weights, 1, this::killAWorker);
+    }
+    if (faults.rate(Fault.WORKER_FROZEN) > 0 && !freezable().isEmpty()) {
+      // Weighted up: a worker's task lives for a few steps only, and only once its id is recorded.
+      add(moves, weights, 3, this::freezeAWorker);
     }
     if (faults.rate(Fault.DATABASE_UNREACHABLE) > 0) {
       add(moves, weights, outage ? 1.5 : 0.3, this::toggleOutage);
@@ -356,6 +376,9 @@ final class Simulation {
     StringBuilder b = new StringBuilder();
     current.jobs().values().stream().filter(j -> !j.finished()).forEach(j -> b.append("\n    ").append(j));
     current.workers().values().stream().filter(w -> !w.exited()).forEach(w -> b.append("\n    ").append(w));
+    if (!frozen.isEmpty()) {
+      b.append("\n    frozen tasks ").append(frozen).append(", stops under way ").append(stopsTakeEffect.keySet());
+    }
     b.append("\n    pending evidence ").append(events.size()).append("; ").append(scheduler.describe());
     return b.toString();
   }
@@ -365,6 +388,9 @@ final class Simulation {
   private List<Actor> eligible() {
     List<Actor> out = new ArrayList<>();
     for (Actor a : scheduler.gated()) {
+      if (a.worker && frozen.contains(a.taskId)) {
+        continue; // stopped dead until the platform kills it
+      }
       if (a.worker && lateWorkers.containsKey(a.workerId)) {
         Snapshot.W w = current.workers().get(a.workerId);
         if (w != null && clock.now().isBefore(w.expiresAt())) {
@@ -405,6 +431,9 @@ final class Simulation {
     }
     if (random.nextInt(3) == 0) {
       payload.append(", \"followUp\": true");
+    }
+    if (faults.roll(Fault.JOB_KILLS_WORKER)) {
+      payload.append(", \"killsWorkerAt\": ").append(1 + second.nextInt(steps + 1));
     }
     payload.append('}');
     log("enqueue by " + user + " key " + key + " " + payload);
@@ -632,12 +661,25 @@ final class Simulation {
     log("clock +" + d.toMillis() + " ms");
     List<Map.Entry<String, Deadline>> due;
     synchronized (deadlines) {
-      due = deadlines.entrySet().stream().filter(e -> !e.getValue().at().isAfter(clock.now())).toList();
+      // A frozen worker's deadline timer is frozen with it: it cannot save the lease.
+      due = deadlines.entrySet().stream()
+          .filter(e -> !e.getValue().at().isAfter(clock.now()) && !frozen.contains(e.getKey())).toList();
     }
     for (Map.Entry<String, Deadline> e : due) {
       log("deadline kills " + e.getKey());
       scheduler.expectEnd(e.getKey());
       e.getValue().kill().run();
+    }
+    List<String> stopped = stopsTakeEffect.entrySet().stream().filter(e -> !e.getValue().isAfter(clock.now()))
+        .map(Map.Entry::getKey).toList();
+    for (String task : stopped) {
+      stopsTakeEffect.remove(task);
+      if (frozen.remove(task)) {
+        frozenStopped++;
+        log("the stop of frozen task " + task + " takes effect: it is killed");
+        scheduler.expectEnd(task);
+        inProcess.stop(task, "stopped while frozen");
+      }
     }
     scheduler.awaitQuiet();
     afterStep("clock", null, false, before);
@@ -655,6 +697,126 @@ final class Simulation {
     platform.kill(task, "killed by the simulation");
     scheduler.awaitQuiet();
     afterStep("kill", null, false, before);
+  }
+
+  /**
+   * Live worker tasks that may freeze: those the queue can check (their task id is recorded). One
+   * it cannot check is outside what the design promises: the lease frees its slot (§4, "if still
+   * unknown, the lease decides"), trusting the worker's own deadline (§5.4), which a frozen process
+   * does not keep, and nothing ever stops its task (let such a task freeze before its start and it
+   * is still running when the recovery phase gives up).
+   */
+  private List<String> freezable() {
+    List<String> out = new ArrayList<>();
+    for (Map.Entry<String, Long> e : scheduler.liveTaskWorkers().entrySet()) {
+      Snapshot.W w = current.workers().get(e.getValue());
+      if (!frozen.contains(e.getKey()) && w != null && !w.exited() && e.getKey().equals(w.taskId())) {
+        out.add(e.getKey());
+      }
+    }
+    out.sort(Comparator.comparingLong(StopEvents::taskNumber));
+    return out;
+  }
+
+  /** A worker stops dead where it is, as under SIGSTOP: the platform still reports it running. */
+  private void freezeAWorker() {
+    List<String> candidates = freezable();
+    String task = candidates.get(second.nextInt(candidates.size()));
+    if (!faults.roll(Fault.WORKER_FROZEN)) {
+      return;
+    }
+    operations++;
+    frozen.add(task);
+    log("⚡ task " + task + " frozen: alive to the platform, silent, its deadline timer stopped with it");
+  }
+
+  /** Whether a task is frozen (and not yet killed). */
+  boolean frozen(String taskId) {
+    return frozen.contains(taskId);
+  }
+
+  /**
+   * The platform was asked to stop a frozen task: like ECS's SIGTERM, which a stopped process
+   * cannot handle, then SIGKILL after the stop timeout, it ends a while later (within the lease
+   * slack, as ECS's longest stop timeout, 2 minutes, is within the 5 minutes of slack); its stop
+   * evidence comes only then. A repeated request changes nothing.
+   */
+  void stopFrozen(Actor caller, String taskId, String reason) {
+    if (stopsTakeEffect.containsKey(taskId)) {
+      note(caller, "stop task " + taskId + " (frozen, already stopping): " + reason);
+      return;
+    }
+    Duration after = Duration.ofMillis(second.nextInt((int) config.leaseSlack().toMillis()));
+    stopsTakeEffect.put(taskId, clock.now().plus(after));
+    note(caller, "stop task " + taskId + " (frozen; it ends in " + after.toMillis() + " ms): " + reason);
+  }
+
+  /**
+   * A process that knows a live worker's id but not its token (a stale task after ids were reused,
+   * a misconfigured one, a job that learned its worker's id) makes the worker's writes: a progress
+   * report for the worker's job, then one of end, a follow-up, start, take-next or drain.
+   * §5.2: only the worker, with its token, can change its job; each of these must change nothing.
+   */
+  private void forgeWorkerWrites() {
+    faults.count(Fault.WORKER_FORGED);
+    operations++;
+    List<Snapshot.J> onWorkers = current.jobs().values().stream().filter(Snapshot.J::onWorker)
+        .sorted(Comparator.comparing((Snapshot.J j) -> !j.status().equals("running")).thenComparingLong(Snapshot.J::id))
+        .toList();
+    List<Snapshot.W> live = current.workers().values().stream().filter(w -> !w.exited()).toList();
+    long workerId;
+    long jobId;
+    int progress;
+    if (!onWorkers.isEmpty() && second.nextInt(4) != 0) {
+      // Mostly a running job: the one a forged write could do harm to.
+      Snapshot.J j = onWorkers.get(second.nextInt(Math.min(2, onWorkers.size())));
+      workerId = j.workerId();
+      jobId = j.id();
+      progress = j.progress() + 1;
+    } else {
+      Snapshot.W w = live.get(second.nextInt(live.size()));
+      workerId = w.id();
+      jobId = onWorkers.isEmpty() ? 1 : onWorkers.get(0).id();
+      progress = 1;
+    }
+    int then = second.nextInt(5);
+    UUID wrongToken = UUID.randomUUID();
+    WorkerTransitions as = new WorkerTransitions(db, config, clock);
+    log("⚡ forged writes as worker " + workerId + " (wrong token) for job " + jobId);
+    Actor a = spawnClient("forged-worker", () -> {
+      try {
+        accepted("progress " + progress, as.progress(workerId, wrongToken, jobId, progress)
+            != WorkerTransitions.ProgressAck.FENCED_OFF);
+        switch (then) {
+          case 0 -> accepted("end", !(as.end(workerId, wrongToken, jobId, JobStatus.SUCCEEDED, null)
+              instanceof WorkerTransitions.Ended.FencedOff));
+          case 1 -> accepted("a follow-up", !(as.transactionally(tx -> as.addFollowUps(tx, workerId, wrongToken,
+              jobId, new Json("[{\"kind\": \"" + SimHandler.KIND + "\", \"payload\": {}}]")))
+              instanceof WorkerTransitions.FollowUps.FencedOff));
+          case 2 -> accepted("start", as.start(workerId, wrongToken).isPresent());
+          case 3 -> accepted("take-next", !(as.takeNext(workerId, wrongToken) instanceof WorkerTransitions.Ended.FencedOff));
+          default -> accepted("drain", as.drain(workerId, wrongToken));
+        }
+      } catch (DatabaseException e) {
+        note(scheduler.current(), "forged write failed (" + brief(e) + ")");
+      }
+    });
+    expectNoChange.add(a);
+  }
+
+  private void accepted(String write, boolean accepted) {
+    note(scheduler.current(), "forged " + write + (accepted ? " ACCEPTED" : " refused"));
+    if (accepted) {
+      violation("§5.2 a write with a wrong token was accepted: " + write);
+    }
+  }
+
+  /** A job that kills its worker (SimHandler's {@code killsWorkerAt}), on the worker's own thread. */
+  void jobKillsItsWorker(long jobId) {
+    Actor a = scheduler.current();
+    note(a, "⚡ job " + jobId + " kills its worker");
+    inProcess.kill(a.taskId); // on the task's own thread this unwinds it at once
+    throw new IllegalStateException("the platform did not kill " + a.taskId);
   }
 
   private void toggleOutage() {
@@ -813,8 +975,10 @@ final class Simulation {
       writesInStep = 0;
       current = lane.snapshot();
       Map<String, Long> live = scheduler.liveTaskWorkers();
+      frozen.retainAll(live.keySet());
+      stopsTakeEffect.keySet().retainAll(live.keySet());
       String broken = invariants.afterStep(before, current,
-          new Invariants.Step(actor, workerId, expectNoChange, clock.now(), live));
+          new Invariants.Step(actor, workerId, expectNoChange, clock.now(), live, Set.copyOf(frozen)));
       if (broken != null) {
         violation(broken);
       }

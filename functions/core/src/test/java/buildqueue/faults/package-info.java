@@ -5,8 +5,8 @@
  * <h2>The simulation</h2>
  *
  * {@link buildqueue.faults.FaultInjectionTest} runs 2,000 scenarios by default and prints one
- * line: scenarios, operations, statements, jobs, faults injected by type, outages, the longest
- * recovery, violations. A scenario ({@link buildqueue.faults.Simulation}) wires the production
+ * line: scenarios, operations, statements, jobs, faults injected by type, outages, frozen workers
+ * stopped at the queue's request, the longest recovery, violations. A scenario ({@link buildqueue.faults.Simulation}) wires the production
  * {@code BuildQueue}, {@code HttpApi}, {@code WorkerLoop} and {@code InProcessPlatform} to a
  * database of its own and drives them with actors, each a real thread: API clients (submit, with
  * retries under the same idempotency key; cancel; reads; admin lane changes), ticks, stop-event
@@ -17,14 +17,18 @@
  * must end every job within 15 simulated minutes.
  *
  * <p>Faults ({@link buildqueue.faults.Fault}): a worker crashes at every {@code WorkerLoop.Point}
- * or is killed from outside at any moment; a launch fails definitely or for capacity, ends with an
- * unknown outcome (the task starting or not), or starts after its lease; a caller dies before or
- * after its launch, or outlives its timeout; stop evidence is duplicated, delayed, reordered, lost
- * or forged; a backend is terminated ({@code pg_terminate_backend}) mid-statement, after commit
- * with the reply lost, or mid-transaction; the database is unreachable for a while (on the Data API
- * adapter: {@code DatabaseResumingException} from the wire-level fake, see the aws module's {@code
- * DataApiFaultInjectionTest}). Time is a settable clock: leases are seconds long and expire on
- * demand, and workers' hard deadlines fall on the simulated clock ({@code
+ * or is killed from outside at any moment; a worker freezes (as under SIGSTOP: the platform still
+ * reports it running, it writes nothing, its own deadline timer is stopped with it) and outlives
+ * its lease until the queue asks the platform to stop it, which ends it only a while later; a
+ * process that knows a live worker's id but not its token makes the worker's writes; a job kills
+ * its worker at the same step on every attempt; a launch fails definitely or for capacity, ends
+ * with an unknown outcome (the task starting or not), or starts after its lease; a caller dies
+ * before or after its launch, or outlives its timeout; stop evidence is duplicated, delayed,
+ * reordered, lost or forged; a backend is terminated ({@code pg_terminate_backend}) mid-statement,
+ * after commit with the reply lost, or mid-transaction; the database is unreachable for a while
+ * (on the Data API adapter: {@code DatabaseResumingException} from the wire-level fake, see the aws
+ * module's {@code DataApiFaultInjectionTest}). Time is a settable clock: leases are seconds long
+ * and expire on demand, and workers' hard deadlines fall on the simulated clock ({@code
  * WorkerLoop.DeadlineTimer}).
  *
  * <p>Properties: {@code -Dfaults.scenarios=N} (soak), {@code -Dfaults.baseSeed=B} (scenario i has
@@ -34,13 +38,27 @@
  * fails) and printed with its seed, its replay line and its event log, and replayed once more to
  * show the log is the same.
  *
+ * <h2>Do the checks bite?</h2>
+ *
+ * {@code scripts/mutants.sh -o} breaks the core on purpose, one {@link buildqueue.faults.Mutants
+ * mutant} at a time (an unknown launch taken for a failed one; lease reclaim of a worker the
+ * platform can check; a fifth interruption without progress retried; the progress fence without
+ * the token; no stop for a worker running past its lease; the worker start without the lease),
+ * runs this suite's default scenarios against each in a copy of the working tree, and prints which
+ * invariant caught it, with the seed, the scenarios it took and the time; it exits non-zero if one
+ * went uncaught. {@code --base-seed=B} repeats a batch, {@code --only=name,name} picks mutants.
+ * Each mutant is an exact text replacement that must find its text once; {@link
+ * buildqueue.faults.MutantsTest} checks that on every build, so a change to the core that moves a
+ * mutant's text fails there rather than leaving a mutant that tests nothing.
+ *
  * <h2>What is deterministic</h2>
  *
- * Everything a scenario decides comes from one {@code Random}; actors run one at a time and
- * evidence that arrives during a step is ordered by task; ids restart per scenario; every {@code
- * :now} is the simulated clock as of when the statement runs; tick claims come back in id order. So
- * a seed gives the same event log on any database, whatever ran on it before ({@link
- * buildqueue.faults.ReplayTest}). Not deterministic, and not read by anything that decides: worker
+ * Everything a scenario decides comes from its seed (through one {@code Random}, and a second one
+ * for the faults added after {@link buildqueue.faults.FaultSeedRegressionTest} pinned its seeds);
+ * actors run one at a time and evidence that arrives during a step is ordered by task; ids restart
+ * per scenario; every {@code :now} is the simulated clock as of when the statement runs; tick
+ * claims come back in id order. So a seed gives the same event log on any database, whatever ran
+ * on it before ({@link buildqueue.faults.ReplayTest}). Not deterministic, and not read by anything that decides: worker
  * tokens (random UUIDs), wall-clock durations, the base seed of a default run (printed).
  *
  * <h2>An assumption the core rests on</h2>

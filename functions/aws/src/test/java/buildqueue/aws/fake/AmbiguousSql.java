@@ -35,10 +35,10 @@ public final class AmbiguousSql {
         end = close < 0 ? n : close + 2;
         kind = "comment";
       } else if (c == '\'' || c == '"') {
-        end = closingQuote(sql, i, c);
+        end = FakeSql.closingQuote(sql, i, c);
         kind = c == '\'' ? "string literal" : "quoted identifier";
-      } else if (c == '$' && dollarTag(sql, i) != null) {
-        String tag = dollarTag(sql, i);
+      } else if (c == '$' && FakeSql.dollarTag(sql, i) != null) {
+        String tag = FakeSql.dollarTag(sql, i);
         int close = sql.indexOf(tag, i + tag.length());
         end = close < 0 ? n : close + tag.length();
         kind = "dollar-quoted body";
@@ -63,28 +63,5 @@ public final class AmbiguousSql {
 
   private static String around(String sql, int i) {
     return sql.substring(Math.max(0, i - 30), Math.min(sql.length(), i + 30)).replace('\n', ' ');
-  }
-
-  private static int closingQuote(String sql, int start, char quote) {
-    int i = start + 1;
-    while (i < sql.length()) {
-      if (sql.charAt(i) == quote) {
-        if (i + 1 < sql.length() && sql.charAt(i + 1) == quote) {
-          i += 2;
-          continue;
-        }
-        return i + 1;
-      }
-      i++;
-    }
-    return sql.length();
-  }
-
-  private static String dollarTag(String sql, int i) {
-    int j = i + 1;
-    while (j < sql.length() && (Character.isLetter(sql.charAt(j)) || sql.charAt(j) == '_')) {
-      j++;
-    }
-    return j < sql.length() && sql.charAt(j) == '$' ? sql.substring(i, j + 1) : null;
   }
 }

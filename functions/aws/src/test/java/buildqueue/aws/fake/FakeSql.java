@@ -68,7 +68,7 @@ record FakeSql(String jdbcSql, List<String> names, boolean multipleStatements) {
     return nl < 0 ? sql.length() : nl;
   }
 
-  private static int closingQuote(String sql, int start, char quote) {
+  static int closingQuote(String sql, int start, char quote) {
     int i = start + 1;
     while (i < sql.length()) {
       if (sql.charAt(i) == quote) {
@@ -84,7 +84,7 @@ record FakeSql(String jdbcSql, List<String> names, boolean multipleStatements) {
   }
 
   /** {@code $$} or {@code $tag$} starting at i, else null. */
-  private static String dollarTag(String sql, int i) {
+  static String dollarTag(String sql, int i) {
     int j = i + 1;
     while (j < sql.length() && (Character.isLetter(sql.charAt(j)) || sql.charAt(j) == '_')) {
       j++;

@@ -44,18 +44,23 @@ $$;
 -- What an interruption does to a job: its worker exited under it, or its program exited with a
 -- code that asks to be retried. A job that moved forward on this attempt starts counting again, one
 -- that did not counts one more. Up to p_max_recoveries it goes back to the queue (same id, so the
--- head of its lane), beyond that it fails. A job whose owner asked to cancel it ends cancelled.
--- Callers read the job's columns in their UPDATE's SET, so under READ COMMITTED a row changed by a
--- concurrent cancel is decided again on its newest version.
+-- head of its lane, off its worker), beyond that it fails with p_error. A job whose owner asked to
+-- cancel it ends cancelled. The answer is the job's new (status, recoveries, worker_id, error,
+-- finished_at). Callers pass the job's columns from their UPDATE's SET, so under READ COMMITTED a
+-- row changed by a concurrent cancel is decided again on its newest version.
 create function build_job_interruption(p_cancel_requested boolean, p_progress integer, p_checkpoint integer,
-                                       p_recoveries integer, p_max_recoveries integer)
-returns table (status text, recoveries integer)
+                                       p_recoveries integer, p_max_recoveries integer, p_worker_id bigint,
+                                       p_now timestamptz, p_error text)
+returns table (status text, recoveries integer, worker_id bigint, error text, finished_at timestamptz)
 language sql immutable as $$
-  select case when p_cancel_requested then 'cancelled'
-              when r.n <= p_max_recoveries then 'queued'
-              else 'failed' end,
-         r.n
-  from (select case when p_progress > p_checkpoint then 0 else p_recoveries + 1 end as n) r
+  select d.status, d.n,
+         case when d.status = 'queued' then null else p_worker_id end,
+         case when d.status = 'failed' then p_error end,
+         case when d.status = 'queued' then null else p_now end
+  from (select case when p_cancel_requested then 'cancelled' when r.n <= p_max_recoveries then 'queued'
+                    else 'failed' end as status,
+               r.n
+        from (select case when p_progress > p_checkpoint then 0 else p_recoveries + 1 end as n) r) d
 $$;
 
 -- The history entry of an interruption, written by both transitions that interrupt a job.
@@ -71,4 +76,31 @@ language sql immutable as $$
               || ', recoveries ' || p_recoveries || ', stop reason ' || p_reason end,
     'progressFrom', p_progress_from, 'progressTo', p_progress_to, 'recoveries', p_recoveries,
     'stopReason', p_reason)
+$$;
+
+-- What a failed launch does to its job, which never ran: a launch failure more. A retryable failure
+-- (a capacity shortage, a task that failed to start) puts the job back with a doubling backoff
+-- until p_max_failures, then fails it saying how many tries and the last cause; a configuration
+-- failure fails it at once. A job whose owner asked to cancel it ends cancelled. The answer is the
+-- job's new (status, launch_failures, worker_id, not_before, error, finished_at), read, as for an
+-- interruption, from the job's columns in the caller's SET.
+create function build_job_launch_failure(p_cancel_requested boolean, p_launch_failures integer,
+                                         p_retryable boolean, p_max_failures integer, p_backoff_ms bigint,
+                                         p_worker_id bigint, p_now timestamptz, p_reason text)
+returns table (status text, launch_failures integer, worker_id bigint, not_before timestamptz, error text,
+               finished_at timestamptz)
+language sql immutable as $$
+  select d.status, d.n,
+         case when d.status = 'queued' then null else p_worker_id end,
+         case when d.status = 'queued'
+              then p_now + p_backoff_ms * power(2, p_launch_failures) * interval '1 millisecond' end,
+         case when d.status <> 'failed' then null
+              when not p_retryable
+                then 'Could not start a build worker: ' || p_reason || '. Check the worker configuration and retry.'
+              else 'Could not start a build worker after ' || d.n || ' attempts: ' || p_reason || '. Retry later.' end,
+         case when d.status = 'queued' then null else p_now end
+  from (select p_launch_failures + 1 as n,
+               case when p_cancel_requested then 'cancelled'
+                    when p_retryable and p_launch_failures + 1 < p_max_failures then 'queued'
+                    else 'failed' end as status) d
 $$;
