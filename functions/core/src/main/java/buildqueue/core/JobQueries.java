@@ -180,7 +180,7 @@ public final class JobQueries {
         cross join lateral (
           select count(*) filter (where x.has and x.before) as users_ahead,
                  count(*) filter (where x.has) as others_waiting,
-                 coalesce(sum(x.n), 0) as jobs_ahead
+                 coalesce(sum(x.n), 0)::bigint as jobs_ahead
           from (
             select exists (select 1 from build_job q
                            where q.user_id = u.user_id and q.lane = u.lane and q.status = 'queued' and q.attempts = 0)

@@ -255,4 +255,26 @@ class FairShareTest {
         .containsExactly("a=false", "b=true");
     assertThat(names(runByDispatch(h))).containsExactly("b1", "b2", "b3");
   }
+
+  @Test
+  void a_queued_jobs_place_counts_the_turns_before_it(TestDatabase tdb) {
+    QueueHarness h = harness(tdb, 1, Duration.ZERO, QueueConfig.SharedOrder.FAIR);
+    queue(h, "a", 10);
+    queue(h, "b", 1);
+    queue(h, "c", 1);
+    h.queue.dispatchLane(Lanes.SHARED); // a1 is on its way: b and c have their turns before a2
+    JobQueries queries = new JobQueries(h.db, h.config, h.clock);
+
+    JobQueries.JobView c1 = queries.job(jobs.get("c1")).orElseThrow();
+    JobQueries.JobView a3 = queries.job(jobs.get("a3")).orElseThrow();
+
+    // b1, then c1; then a2, a3
+    assertThat(c1.position()).isEqualTo(2);
+    assertThat(c1.turns()).contains(new JobQueries.Turns(false, 0, 1, 2));
+    assertThat(a3.position()).isEqualTo(4);
+    assertThat(a3.turns()).contains(new JobQueries.Turns(false, 1, 2, 2));
+    assertThat(queries.jobs("c", java.util.Set.of(), 10, null).jobs().get(0).position()).isEqualTo(2);
+    assertThat(new JobQueries(h.db, h.config.withSharedOrder(QueueConfig.SharedOrder.FIFO), h.clock)
+        .job(jobs.get("c1")).orElseThrow().position()).isEqualTo(11);
+  }
 }
