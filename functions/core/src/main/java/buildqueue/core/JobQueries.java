@@ -625,10 +625,8 @@ public final class JobQueries {
       select j.id, j.user_id, j.status, l.tail, l.total_bytes, l.location, l.updated_at
       from build_job j
       left join build_job_log l on l.job_id = j.id
-      %s
       where j.id = :id
-      """
-          .formatted(PLACE);
+      """;
 
   /** One job's log tail, whoever owns it: the caller decides who may see it. */
   public Optional<JobLogView> log(long jobId) {
