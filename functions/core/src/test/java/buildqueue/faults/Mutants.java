@@ -107,6 +107,15 @@ final class Mutants {
                   platform.stop(d.taskId(), "worker " + d.workerId() + " outlived its lease");
           """,
           ""),
+      new Mutant("turn-never-passes",
+          "§12: in the fair shared lane, a user who was served waits for every other waiting user's turn",
+          MAIN + "LaneTurns.java",
+          """
+                  update build_lane_turn u set turn = nextval('build_lane_turn_served')
+          """,
+          """
+                  update build_lane_turn u set turn = u.turn
+          """),
       new Mutant("start-without-lease",
           "§4 worker start: launching → running only before the lease",
           MAIN + "WorkerTransitions.java",
