@@ -288,8 +288,9 @@ public final class HttpApi {
   /** The enqueue statement counted the user's queued jobs against their quota and wrote nothing. */
   private static ApiProblem queueFull(QueueFullException e) {
     return new ApiProblem(ApiProblem.Type.TOO_MANY_QUEUED_JOBS,
-        "You have " + (e.moreThanCounted() ? "more than " + e.limit() : String.valueOf(e.queued()))
-            + " queued jobs; the limit is " + e.limit() + " per user. Nothing was written. Submit again when some"
+        "You have " + (e.moreThanCounted() ? "more than " + e.limit() + " queued jobs"
+            : e.queued() + (e.queued() == 1 ? " queued job" : " queued jobs"))
+            + "; the limit is " + e.limit() + " per user. Nothing was written. Submit again when some"
             + " of them have started, cancel some (POST /jobs/{id}/cancel), or submit with a supersedeKey to"
             + " replace queued jobs with the same key.",
         Map.of("Retry-After", Integer.toString(QUEUE_FULL_RETRY_AFTER_SECONDS)));

@@ -47,26 +47,30 @@ final class WaitingSummary {
     return s.toString();
   }
 
-  /** Its place in a lane that takes turns by user: who goes first, and why. */
+  /**
+   * Its place in a lane that takes turns by user: who goes first, and why. When no other user
+   * waits, the turns change nothing and it reads as in a FIFO lane.
+   */
   private static String turns(Waiting w, Turns t) {
-    if (t.retry()) {
-      return "It ran before and was interrupted, so it is retried ahead of the turns of lane " + w.lane()
-          + (w.jobsAhead() == 0 ? ": it is next." : ", after " + count(w.jobsAhead(), "older retry", "older retries") + ".");
-    }
     if (w.jobsAhead() == 0) {
       return "It is next in lane " + w.lane() + ".";
     }
-    StringBuilder s = new StringBuilder(count(w.jobsAhead(), "job goes", "jobs go"))
-        .append(" before it in lane ").append(w.lane()).append(", which takes turns by user: ");
-    s.append(t.usersAhead() == 0 ? "your turn is next" : count(t.usersAhead(), "other user goes", "other users go") + " first");
-    if (t.ownJobsAhead() > 0) {
-      s.append(", then ").append(count(t.ownJobsAhead(), "older job", "older jobs")).append(" of yours run, one a round");
-      if (t.otherUsersWaiting() > 0) {
-        s.append(", each round also serving ").append(count(t.otherUsersWaiting(), "other user", "other users"))
-            .append(" with jobs waiting");
-      }
+    if (t.retry()) {
+      return "It ran before and came back to the queue, so it goes before the turns of lane " + w.lane() + ", after "
+          + count(w.jobsAhead(), "older retry", "older retries") + ".";
     }
-    return s.append('.').toString();
+    if (t.usersAhead() == 0 && t.otherUsersWaiting() == 0) {
+      return count(w.jobsAhead(), "job is", "jobs are") + " ahead of it in lane " + w.lane() + ".";
+    }
+    List<String> why = new java.util.ArrayList<>();
+    if (t.usersAhead() > 0) {
+      why.add(count(t.usersAhead(), "other user goes", "other users go") + " first");
+    }
+    if (t.ownJobsAhead() > 0) {
+      why.add(count(t.ownJobsAhead(), "older job", "older jobs") + " of yours, one a turn");
+    }
+    return count(w.jobsAhead(), "job goes", "jobs go") + " before it in lane " + w.lane() + ", which takes turns by user: "
+        + String.join("; then ", why) + ".";
   }
 
   private static String count(int n, String one, String many) {
