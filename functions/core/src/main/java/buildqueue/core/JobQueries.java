@@ -462,8 +462,11 @@ public final class JobQueries {
       order by page.name
       """;
 
-  // The first queued jobs of each lane from :firstLane to :lastLane, found by a loose index scan of
-  // the queued-job index (one probe per lane, however many jobs wait).
+  // The first queued jobs of each lane from :firstLane to :lastLane, in the order the lane takes
+  // them, found by a loose index scan of the queued-job index (one probe per lane, however many jobs
+  // wait). A FIFO lane takes them by id. The shared lane with :fair takes its retries first, then
+  // rounds: round k serves the k-th oldest job of each waiting user in turn order (as PLACE counts);
+  // the first :limit users with queued jobs and their first :limit jobs hold every job of the head.
   private static final String LANE_HEADS =
       """
       with recursive lane(name) as (
@@ -479,12 +482,47 @@ public final class JobQueries {
         select q.id, q.user_id, q.kind, q.lane, q.created_at, q.not_before,
                row_number() over (order by q.id) as position
         from build_job q
-        where q.lane = lane.name and q.status = 'queued'
+        where q.lane = lane.name and q.status = 'queued' and not (:fair and lane.name = 'shared')
         order by q.id
         limit :limit
       ) h
       where lane.name <= :lastLane
-      order by h.lane, h.position
+      union all
+      select h.id, h.user_id, h.kind, h.lane, h.created_at, h.not_before, h.position
+      from lane
+      cross join lateral (
+        select x.id, x.user_id, x.kind, x.lane, x.created_at, x.not_before,
+               row_number() over (order by x.round, x.turn, x.user_id, x.id) as position
+        from (
+          (select q.id, q.user_id, q.kind, q.lane, q.created_at, q.not_before, 0::bigint as round, 0::bigint as turn
+           from build_job q
+           where q.lane = lane.name and q.status = 'queued' and q.attempts > 0
+           order by q.id
+           limit :limit)
+          union all
+          select o.id, o.user_id, o.kind, o.lane, o.created_at, o.not_before, o.round, u.turn
+          from (
+            select u.user_id, u.turn from build_lane_turn u
+            where u.lane = lane.name and u.waiting
+              and exists (select 1 from build_job e
+                          where e.user_id = u.user_id and e.lane = u.lane and e.status = 'queued' and e.attempts = 0)
+            order by u.turn, u.user_id
+            limit :limit
+          ) u
+          cross join lateral (
+            select q.id, q.user_id, q.kind, q.lane, q.created_at, q.not_before,
+                   row_number() over (order by q.id) as round
+            from build_job q
+            where q.user_id = u.user_id and q.lane = lane.name and q.status = 'queued' and q.attempts = 0
+            order by q.id
+            limit :limit
+          ) o
+        ) x
+        order by position
+        limit :limit
+      ) h
+      where :fair and lane.name = 'shared'
+      order by lane, position
       """;
 
   /** The most lanes on one page, whatever their size. */
@@ -513,7 +551,8 @@ public final class JobQueries {
     List<WorkerView> workers = liveWorkers(first, last);
     Map<String, List<QueuedJob>> heads = new LinkedHashMap<>();
     if (headLimit > 0) {
-      for (Row r : db.query(LANE_HEADS, Params.of("firstLane", first, "lastLane", last, "limit", headLimit))) {
+      for (Row r : db.query(LANE_HEADS, Params.of("firstLane", first, "lastLane", last, "limit", headLimit)
+          .and("fair", fair()))) {
         heads.computeIfAbsent(r.string("lane"), k -> new ArrayList<>())
             .add(new QueuedJob(r.longValue("id"), r.string("user_id"), r.string("kind"), r.intValue("position"),
                 r.instant("created_at"), r.instant("not_before")));

@@ -277,4 +277,28 @@ class FairShareTest {
     assertThat(new JobQueries(h.db, h.config.withSharedOrder(QueueConfig.SharedOrder.FIFO), h.clock)
         .job(jobs.get("c1")).orElseThrow().position()).isEqualTo(11);
   }
+
+  @Test
+  void the_lanes_view_lists_the_shared_lanes_queued_jobs_in_the_order_of_the_turns(TestDatabase tdb) {
+    QueueHarness h = harness(tdb, 1, Duration.ZERO, QueueConfig.SharedOrder.FAIR);
+    queue(h, "a", 4);
+    queue(h, "b", 2);
+    queue(h, "c", 1);
+    h.queue.dispatchLane(Lanes.SHARED); // a1
+    JobQueries queries = new JobQueries(h.db, h.config, h.clock);
+
+    List<JobQueries.QueuedJob> head = queries.lanes(null, 20).lanes().stream()
+        .filter(l -> l.lane().equals(Lanes.SHARED)).findFirst().orElseThrow().head();
+
+    assertThat(names(head.stream().map(JobQueries.QueuedJob::id).toList()))
+        .containsExactly("b1", "c1", "a2", "b2", "a3", "a4");
+    for (JobQueries.QueuedJob q : head) {
+      assertThat(q.position()).as("job " + q.id()).isEqualTo(queries.job(q.id()).orElseThrow().position());
+    }
+    assertThat(names(queries.lanes(null, 2).lanes().get(0).head().stream().map(JobQueries.QueuedJob::id).toList()))
+        .containsExactly("b1", "c1");
+    JobQueries fifo = new JobQueries(h.db, h.config.withSharedOrder(QueueConfig.SharedOrder.FIFO), h.clock);
+    assertThat(names(fifo.lanes(null, 20).lanes().get(0).head().stream().map(JobQueries.QueuedJob::id).toList()))
+        .containsExactly("a2", "a3", "a4", "b1", "b2", "c1");
+  }
 }
