@@ -45,7 +45,12 @@ package buildqueue.core;
  *       two dispatchers can deadlock over them.
  * </ul>
  *
- * The fragment expects CTEs {@code t(now)} and {@code choose(lane, fair, fifo, room)} before it and
+ * Each scan names its lane as a scalar subquery of {@code choose}, never as a join with it: the
+ * planner then reads the lane's index in order from a value it knows at run time (an empty {@code
+ * choose}, or one of the other order, makes the subquery null and the scan empty at once), where a
+ * join made it walk every job by id or sort every turn row first (figure 4 of BENCHMARKS.md).
+ *
+ * <p>The fragment expects CTEs {@code t(now)} and {@code choose(lane, fair, fifo, room)} before it and
  * the parameter {@code :holdLane}; it defines {@code fair_next(user_id, job_id)} and {@code
  * ready(id)}, the job to take. The statement must then run {@link #SERVED} against the CTE that took
  * the job ({@code %s}: its name, returning {@code id}).
@@ -67,16 +72,16 @@ final class LaneTurns {
   static final String CHOOSE =
       """
       fifo_head as (
-        select q.id, q.not_before from build_job q, choose c, t
-        where c.fifo and q.lane = c.lane and q.status = 'queued'
+        select q.id, q.not_before from build_job q, t
+        where q.lane = (select c.lane from choose c where c.fifo) and q.status = 'queued'
           and (:holdLane or q.not_before is null or q.not_before <= t.now)
         order by q.id
         limit 1
         for update of q skip locked
       ),
       retry_head as (
-        select q.id, q.not_before from build_job q, choose c, t
-        where c.fair and q.lane = c.lane and q.status = 'queued' and q.attempts > 0
+        select q.id, q.not_before from build_job q, t
+        where q.lane = (select c.lane from choose c where c.fair) and q.status = 'queued' and q.attempts > 0
           and (:holdLane or q.not_before is null or q.not_before <= t.now)
         order by q.id
         limit 1
@@ -93,8 +98,9 @@ final class LaneTurns {
                  order by q.id limit 1 for update of q skip locked),
                 exists (select 1 from build_job a where a.user_id = u.user_id and a.lane = u.lane
                         and a.status in ('queued', 'dispatched', 'running'))
-         from (select u.lane, u.user_id, u.turn from build_lane_turn u, choose c
-               where c.fair and c.room and u.lane = c.lane and u.waiting and not exists (select 1 from retry_head)
+         from (select u.lane, u.user_id, u.turn from build_lane_turn u
+               where u.lane = (select c.lane from choose c where c.fair and c.room) and u.waiting
+                 and not exists (select 1 from retry_head)
                order by u.turn, u.user_id
                limit 1
                for update of u skip locked) u)
@@ -109,8 +115,8 @@ final class LaneTurns {
                        and a.status in ('queued', 'dispatched', 'running'))
         from walk w
         cross join lateral (
-          select u.lane, u.user_id, u.turn from build_lane_turn u, choose c
-          where u.lane = c.lane and u.waiting and (u.turn, u.user_id) > (w.turn, w.user_id)
+          select u.lane, u.user_id, u.turn from build_lane_turn u
+          where u.lane = (select c.lane from choose c) and u.waiting and (u.turn, u.user_id) > (w.turn, w.user_id)
           order by u.turn, u.user_id
           limit 1
           for update of u skip locked) u
@@ -125,8 +131,8 @@ final class LaneTurns {
         returning u.user_id
       ),
       fallback as (
-        select q.id from build_job q, choose c, t
-        where c.fair and c.room and q.lane = c.lane and q.status = 'queued'
+        select q.id from build_job q, t
+        where q.lane = (select c.lane from choose c where c.fair and c.room) and q.status = 'queued'
           and (q.not_before is null or q.not_before <= t.now)
           and not exists (select 1 from retry_head) and not exists (select 1 from fair_next)
         order by q.id
