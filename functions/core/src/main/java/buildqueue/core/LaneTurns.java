@@ -88,7 +88,7 @@ final class LaneTurns {
         for update of q skip locked
       ),
       -- Waiting users in turn order, each with its oldest ready queued job (locked) and whether it
-      -- has any job in the lane at all; the walk goes on only past users without a job to take.
+      -- has any job in the lane at all: the walk goes on only past users without a job to take.
       walk(n, user_id, turn, version, job_id, active) as (
         (select 1, u.user_id, u.turn,
                 (select v.version from build_lane_turn v where v.lane = u.lane and v.user_id = u.user_id),
