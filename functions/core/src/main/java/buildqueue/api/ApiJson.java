@@ -82,9 +82,9 @@ final class ApiJson {
     o.put("dispatchedAt", time(j.dispatchedAt()));
     o.put("startedAt", time(j.startedAt()));
     o.put("finishedAt", time(j.finishedAt()));
+    o.set("log", j.log().map(l -> (JsonNode) log(j.id(), l)).orElse(NODES.nullNode()));
     o.put("supersedeKey", j.supersedeKey());
     o.put("supersededBy", j.supersededBy());
-    o.set("log", j.log().map(l -> (JsonNode) log(j.id(), l)).orElse(NODES.nullNode()));
     o.set("waitingFor", waiting.map(w -> (JsonNode) waiting(w)).orElse(NODES.nullNode()));
     return o;
   }
