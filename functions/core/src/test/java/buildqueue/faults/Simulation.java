@@ -9,6 +9,7 @@ import buildqueue.core.JobQueries;
 import buildqueue.core.JobStatus;
 import buildqueue.core.QueueClock;
 import buildqueue.core.QueueConfig;
+import buildqueue.core.TickBudget;
 import buildqueue.core.WorkerTransitions;
 import buildqueue.db.DatabaseException;
 import buildqueue.db.Json;
@@ -19,6 +20,8 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -109,7 +112,8 @@ final class Simulation {
       int outages,
       int jobs,
       Duration recovery,
-      int frozenStopped) {
+      int frozenStopped,
+      Map<String, Integer> programs) {
 
     String report() {
       StringBuilder b = new StringBuilder();
@@ -132,6 +136,7 @@ final class Simulation {
   private final Options options;
   private final Random random;
   private final Random second;
+  private final Random third;
   /** Who supersedes what: a stream of its own, so the other draws of a seed stay as they were. */
   private final Random supersedes;
   private final Faults faults;
@@ -149,6 +154,8 @@ final class Simulation {
   private final int faultSteps;
   private final String parameters;
   private final Duration callerTimeout;
+  private final SimPrograms programs;
+  private final Path workDir;
 
   private final List<String> log = Collections.synchronizedList(new ArrayList<>());
   private final StopEvents events = new StopEvents();
@@ -184,7 +191,8 @@ final class Simulation {
     SplittableRandom mixer = new SplittableRandom(options.seed());
     this.random = new Random(mixer.nextLong());
     this.second = new Random(mixer.nextLong());
-    this.faults = new Faults(random, second, options.disabled());
+    this.third = new Random(mixer.nextLong());
+    this.faults = new Faults(random, second, third, options.disabled());
     // Most scenarios take turns in the shared lane (the default); every fourth keeps FIFO.
     this.config = configFrom(random).withSharedOrder(
         !options.tenants() || Math.floorMod(options.seed(), 4) == 3
@@ -203,20 +211,26 @@ final class Simulation {
     this.callerTimeout = Duration.ofMillis((long) (config.launchGrace().toMillis() * (0.5 + 0.45 * random.nextDouble())));
     this.scheduler = new Scheduler(this::tasksStarted);
     this.db = new GatedDatabase(lane.faults(), scheduler, this);
-    JobHandlers handlers = JobHandlers.builtIn().with(new SimHandler(this));
+    this.programs = new SimPrograms(this, scheduler, faults, third);
+    // Made by the runner on the first program job; removed when the scenario ends.
+    this.workDir = PROGRAM_DIRS.resolve("scenario-" + options.seed() + "-" + UUID.randomUUID());
+    JobHandlers handlers = JobHandlers.builtIn().with(new SimHandler(this), programs.handler(workDir));
     this.inProcess = new InProcessPlatform(db, config, clock, handlers);
     this.platform = new FaultyPlatform(inProcess, scheduler, this);
     this.queue = new BuildQueue(db, platform, config, clock);
     this.api = new HttpApi(queue, new JobQueries(db, config, clock), handlers);
     this.invariants = new Invariants(config);
+    invariants.watch(programs);
     inProcess.onStopped(this::evidence);
     inProcess.deadlineTimer(this::armDeadline);
+    inProcess.nanoTime(this::nanoTime);
     this.parameters = "parameters: " + users.size() + " users, " + jobsToSubmit + " jobs, " + faultSteps
         + " fault steps, " + config.sharedSlots() + " shared slots (" + config.sharedOrder().label() + "), lifetime " + config.workerLifetime().toMillis()
         + " ms + slack " + config.leaseSlack().toMillis() + " ms (margin " + config.deadlineMargin().toMillis()
         + " ms), chain window " + config.chainWindow().toMillis() + " ms, liveness " + config.livenessInterval().toMillis()
         + " ms, launch grace " + config.launchGrace().toMillis() + " ms, caller timeout " + callerTimeout.toMillis()
-        + " ms, max launch failures " + config.maxLaunchFailures()
+        + " ms, max launch failures " + config.maxLaunchFailures() + ", program timeout "
+        + programs.kind.timeout().toMillis() + " ms + grace " + programs.kind.cancelGracePeriod().toMillis() + " ms"
         + "\nfault rates: " + faults.rates().entrySet().stream().filter(e -> e.getValue() > 0)
             .map(e -> e.getKey().label() + "=" + String.format("%.3f", e.getValue())).collect(Collectors.joining(" "));
   }
@@ -268,11 +282,28 @@ final class Simulation {
     } finally {
       sim.tearingDown = true;
       sim.scheduler.abort();
+      deleteTree(sim.workDir);
     }
     Duration recovery = recoveryStart == null ? Duration.ZERO : Duration.between(recoveryStart, sim.clock.now());
     return new Outcome(options, sim.parameters, sim.violation, List.copyOf(sim.log), sim.operations, sim.statements,
         new EnumMap<>(sim.faults.injected().isEmpty() ? Map.of(Fault.NONE, 0) : sim.faults.injected()),
-        sim.outages, sim.submitted, recovery, sim.frozenStopped);
+        sim.outages, sim.submitted, recovery, sim.frozenStopped, sim.programs.counts());
+  }
+
+  /** Where scenarios' programs get their job directories (one folder per scenario, removed after it). */
+  private static final Path PROGRAM_DIRS = Path.of(System.getProperty("java.io.tmpdir"), "buildqueue-faults");
+
+  private static void deleteTree(Path dir) {
+    if (!Files.exists(dir)) {
+      return;
+    }
+    try (var files = Files.walk(dir)) {
+      for (Path p : files.sorted(Comparator.reverseOrder()).toList()) {
+        Files.deleteIfExists(p);
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException("could not remove " + dir, e);
+    }
   }
 
   private static String stack(Throwable e) {
@@ -286,6 +317,9 @@ final class Simulation {
   // ---------------------------------------------------------------- the two phases
 
   private void faultMove() {
+    if (ownerCancelsInGrace()) {
+      return;
+    }
     List<Actor> eligible = eligible();
     int clients = scheduler.live(false);
     List<Runnable> moves = new ArrayList<>();
@@ -303,6 +337,10 @@ final class Simulation {
       }
       if (!acknowledged.isEmpty()) {
         add(moves, weights, 0.4, this::cancel);
+      }
+      if (faults.rate(Fault.PROGRAM_CANCELLED) > 0 && !programs.running(clock.now()).isEmpty()) {
+        // Weighted up: a program runs for a few steps only, and most scenarios start few of them.
+        add(moves, weights, 4, this::cancelARunningProgram);
       }
       add(moves, weights, 0.3, this::toggleDedicated);
       add(moves, weights, 0.5, this::read);
@@ -365,6 +403,9 @@ final class Simulation {
         throw new Violation("§5.5 not everything finished within " + RECOVERY_BOUND + " (" + i
             + " steps) after faults stopped: " + unfinished());
       }
+      if (ownerCancelsInGrace()) {
+        continue;
+      }
       List<Actor> eligible = eligible();
       if (!eligible.isEmpty()) {
         grant(eligible.get(random.nextInt(eligible.size())));
@@ -396,6 +437,7 @@ final class Simulation {
     if (!frozen.isEmpty()) {
       b.append("\n    frozen tasks ").append(frozen).append(", stops under way ").append(stopsTakeEffect.keySet());
     }
+    programs.all().stream().filter(p -> p.live(clock.now()) > 0).forEach(p -> b.append("\n    ").append(p));
     b.append("\n    pending evidence ").append(events.size()).append("; ").append(scheduler.describe());
     return b.toString();
   }
@@ -407,6 +449,9 @@ final class Simulation {
     for (Actor a : scheduler.gated()) {
       if (a.worker && frozen.contains(a.taskId)) {
         continue; // stopped dead until the platform kills it
+      }
+      if (a.wakeAt != null && clock.now().isBefore(a.wakeAt)) {
+        continue; // a worker that polls its job's program sleeps until its next poll
       }
       if (a.worker && lateWorkers.containsKey(a.workerId)) {
         Snapshot.W w = current.workers().get(a.workerId);
@@ -446,17 +491,22 @@ final class Simulation {
     if (steps > 0 && random.nextInt(8) == 0) {
       payload.append(", \"failAt\": ").append(1 + random.nextInt(steps));
     }
-    if (random.nextInt(3) == 0) {
+    boolean followUp = random.nextInt(3) == 0;
+    if (followUp) {
       payload.append(", \"followUp\": true");
     }
-    if (faults.roll(Fault.JOB_KILLS_WORKER)) {
+    boolean program = faults.roll(Fault.PROGRAM);
+    if (!program && faults.roll(Fault.JOB_KILLS_WORKER)) {
       payload.append(", \"killsWorkerAt\": ").append(1 + second.nextInt(steps + 1));
     }
     payload.append('}');
+    String kind = program ? SimPrograms.KIND : SimHandler.KIND;
+    String jobPayload = program ? programs.payload(steps, followUp) : payload.toString();
     // User u2 saves one of two documents over and over: each save supersedes the builds of it.
     String supersede = options.tenants() && user.equals("u2") && supersedes.nextInt(3) > 0 ? "doc" + supersedes.nextInt(2) : null;
-    log("enqueue by " + user + " key " + key + (supersede == null ? "" : " superseding " + supersede) + " " + payload);
-    String body = "{\"kind\": \"" + SimHandler.KIND + "\", \"payload\": " + payload + ", \"idempotencyKey\": \""
+    log("enqueue by " + user + " key " + key + (supersede == null ? "" : " superseding " + supersede)
+        + (program ? " a program job " : " ") + jobPayload);
+    String body = "{\"kind\": \"" + kind + "\", \"payload\": " + jobPayload + ", \"idempotencyKey\": \""
         + key + "\"" + (supersede == null ? "" : ", \"supersedeKey\": \"" + supersede + "\"") + "}";
     spawnClient("enqueue", () -> {
       for (int attempt = 1; attempt <= 4; attempt++) {
@@ -491,11 +541,27 @@ final class Simulation {
     }
   }
 
+  /**
+   * The simulation explores interleavings, not budgets: its ticks are measured on a clock that
+   * stands still, so a tick never runs out of time halfway and a seed replays the same whatever
+   * the machine's load.
+   */
+  private static final TickBudget UNHURRIED =
+      new TickBudget(Duration.ofDays(1), new TickBudget.Time() {
+        @Override
+        public long nanoTime() {
+          return 0;
+        }
+
+        @Override
+        public void sleep(Duration d) {}
+      });
+
   private void tick() {
     operations++;
     spawnClient("tick", () -> {
       try {
-        BuildQueue.TickReport r = queue.tick();
+        BuildQueue.TickReport r = queue.tick(UNHURRIED);
         note(scheduler.current(), "tick: " + r);
       } catch (DatabaseException | FaultyPlatform.CallerDied e) {
         note(scheduler.current(), "tick failed (" + brief(e) + "); the next one carries on");
@@ -604,6 +670,50 @@ final class Simulation {
     }
   }
 
+  /** The owner cancels a job whose program runs: SIGTERM must reach it within the cancel-check interval. */
+  private void cancelARunningProgram() {
+    List<SimProgram> running = programs.running(clock.now());
+    SimProgram p = running.get(third.nextInt(running.size()));
+    if (faults.roll(Fault.PROGRAM_CANCELLED)) {
+      ownerCancels(p, false);
+    }
+  }
+
+  /**
+   * A program sent SIGTERM by its timeout is in its grace, and its job's owner was drawn to cancel
+   * it then ({@code ownerCancelsInGrace}): the cancel goes out now, and counts if it lands before
+   * the SIGKILL. True if it went out.
+   */
+  private boolean ownerCancelsInGrace() {
+    SimProgram p = programs.cancelInGraceDue(clock.now());
+    if (p == null) {
+      return false;
+    }
+    ownerCancels(p, true);
+    return true;
+  }
+
+  private void ownerCancels(SimProgram p, boolean inGrace) {
+    operations++;
+    Snapshot.J job = current.jobs().get(p.jobId);
+    String owner = job.userId();
+    log("cancel job " + p.jobId + " by " + owner + (inGrace ? " in its program's grace after the timeout's SIGTERM"
+        : " while its program runs"));
+    spawnClient("cancel", () -> {
+      ApiResponse r = api.handle(ApiRequest.of("POST", "/jobs/" + p.jobId + "/cancel", Caller.user(owner)));
+      boolean landedInGrace = inGrace && r.status() == 200 && p.inTimeoutGrace(clock.now());
+      if (landedInGrace) {
+        faults.count(Fault.PROGRAM_CANCELLED_IN_GRACE);
+      }
+      note(scheduler.current(), "POST /jobs/" + p.jobId + "/cancel → " + r.status()
+          + (landedInGrace ? " ⚡ during the program's grace" : ""));
+      if (r.status() < 500 && r.status() != 200 && r.status() != 409) {
+        violation("POST /jobs/" + p.jobId + "/cancel by its owner " + owner + " answered " + r.status() + ": "
+            + r.bodyText());
+      }
+    });
+  }
+
   /** A user reads a job, or their list: they see their own jobs and nobody else's. */
   private void read() {
     operations++;
@@ -696,6 +806,7 @@ final class Simulation {
       if (frozen.remove(task)) {
         frozenStopped++;
         log("the stop of frozen task " + task + " takes effect: it is killed");
+        programs.orphan(task, "frozen");
         scheduler.expectEnd(task);
         inProcess.stop(task, "stopped while frozen");
       }
@@ -884,6 +995,16 @@ final class Simulation {
     return clock.now();
   }
 
+  /** The simulated clock as a monotonic clock (nanoseconds since the start), for workers and runners. */
+  long nanoTime() {
+    return Duration.between(START, clock.now()).toNanos();
+  }
+
+  /** A worker's task is killed from outside (SIGKILL, the platform's stop): its own code no longer runs. */
+  void killedFromOutside(String taskId, String how) {
+    programs.orphan(taskId, how);
+  }
+
   Random random() {
     return random;
   }
@@ -942,6 +1063,7 @@ final class Simulation {
 
   /** Stop evidence from a task that ended (on the task's thread). */
   private void evidence(String taskId, long workerId, UUID token, String reason) {
+    programs.taskEnded(taskId);
     if (!tearingDown) {
       events.arrived(taskId, workerId, token, reason);
     }
@@ -998,6 +1120,12 @@ final class Simulation {
       stopsTakeEffect.keySet().retainAll(live.keySet());
       String broken = invariants.afterStep(before, current,
           new Invariants.Step(actor, workerId, expectNoChange, clock.now(), live, Set.copyOf(frozen)));
+      if (broken != null) {
+        violation(broken);
+      }
+    }
+    if (violation == null && programs.any()) {
+      String broken = invariants.programs(before, current, clock.now(), scheduler.liveTaskWorkers());
       if (broken != null) {
         violation(broken);
       }

@@ -52,6 +52,22 @@ public final class MigrateFunction implements RequestStreamHandler {
   public MigrateFunction() {
     this(DATABASE);
     LambdaLogging.install(Component.MIGRATE);
+    Priming.register("MigrateFunction", () -> prime(DATABASE));
+  }
+
+  /**
+   * SnapStart priming ({@link Priming}): the Data API client and the classes a first deploy's
+   * request needs, and the answer's building, on a sample request. No statement is sent and no
+   * answer is put: the migration and its answer happen per request.
+   */
+  static void prime(Supplier<Database> database) {
+    database.get();
+    Priming.loadClasses();
+    ObjectNode sample = JSON.createObjectNode();
+    sample.put("RequestType", "Create").put("ResponseURL", "http://127.0.0.1/priming").put("StackId", "priming")
+        .put("RequestId", "priming").put("LogicalResourceId", "Schema");
+    response(sample, new Answer(true, "primed", 0), null);
+    Priming.rehearse(Rehearsal::dataApi);
   }
 
   public MigrateFunction(Supplier<Database> database) {
