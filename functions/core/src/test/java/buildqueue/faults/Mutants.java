@@ -75,12 +75,12 @@ final class Mutants {
           """),
       new Mutant("lease-reclaims-checkable-worker",
           "§5.3: a worker the platform can check loses its slot only on termination evidence",
-          MAIN + "BuildQueue.java",
+          MAIN + "TickPass.java",
           """
-                if (e.taskId() != null && platform.canCheck(e.taskId())) {
+                  if (e.taskId() != null && platform.canCheck(e.taskId())) {
           """,
           """
-                if (false) {
+                  if (false) {
           """),
       new Mutant("fifth-interruption-retried",
           "§5.6: a job fails after four consecutive interruptions without progress",
@@ -104,7 +104,7 @@ final class Mutants {
           """),
       new Mutant("outlived-lease-never-stopped",
           "§4 liveness: a worker still running past its lease is stopped, and its slot waits for the evidence",
-          MAIN + "BuildQueue.java",
+          MAIN + "TickPass.java",
           """
                   platform.stop(d.taskId(), "worker " + d.workerId() + " outlived its lease");
           """,
