@@ -40,6 +40,8 @@ class WorkerRoleTest {
         "insert into build_job (user_id, kind, lane, created_at) values ('mallory', 'demo', 'shared', now())"));
     m.put("build_job_event", List.of("select * from build_job_event", "delete from build_job_event"));
     m.put("build_job_log", List.of("select * from build_job_log", "delete from build_job_log"));
+    m.put("build_lane_turn", List.of("select * from build_lane_turn",
+        "update build_lane_turn set turn = 0 where user_id = 'mallory'", "delete from build_lane_turn"));
     m.put("build_schema_migration", List.of("select * from build_schema_migration",
         "delete from build_schema_migration"));
     return m;
@@ -163,6 +165,7 @@ class WorkerRoleTest {
     s.put("build_job", h.db.query("select * from build_job order by id"));
     s.put("build_job_event", h.db.query("select * from build_job_event order by id"));
     s.put("build_job_log", h.db.query("select * from build_job_log order by job_id"));
+    s.put("build_lane_turn", h.db.query("select * from build_lane_turn order by lane, user_id"));
     Map<String, List<Map<String, Object>>> out = new LinkedHashMap<>();
     s.forEach((table, rows) -> out.put(table, rows.stream().map(Row::asMap).toList()));
     return out;
