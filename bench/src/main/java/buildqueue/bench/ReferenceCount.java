@@ -1,7 +1,7 @@
 package buildqueue.bench;
 
 /**
- * What the reference implementation ({@code shared/reference/build_queue.js}) sends to the database
+ * What the reference implementation (docs/architecture.md §1) sends to the database
  * for one job, counted by hand from its code; see {@link #NOTE} for how.
  */
 final class ReferenceCount {
@@ -16,7 +16,7 @@ final class ReferenceCount {
       """
       ### How the reference's statements were counted (figure 1)
 
-      From `shared/reference/build_queue.js`, production path (Heroku), one job of a user in the shared
+      From the reference implementation's code (not part of this repository: docs/architecture.md §1), production path (Heroku), one job of a user in the shared
       lane on an otherwise idle queue. One statement = one SQL round trip Sequelize sends, counting
       `BEGIN`/`COMMIT`; one commit = one autocommitted statement or one committed transaction (read-only
       autocommit statements count: PostgreSQL counts them in `xact_commit`, as it does ours). The job's own

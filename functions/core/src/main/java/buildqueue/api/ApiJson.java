@@ -23,7 +23,10 @@ import java.time.Instant;
 import java.util.List;
 import java.util.Optional;
 
-/** The API's JSON shapes (design.md §8). Field names here are the contract with clients. */
+/**
+ * The API's JSON shapes (docs/architecture.md §8). Field names here are the contract with clients,
+ * described in openapi.json, which the route tests hold every response to.
+ */
 final class ApiJson {
   static final ObjectMapper MAPPER =
       JsonMapper.builder()
@@ -62,7 +65,7 @@ final class ApiJson {
     }
   }
 
-  /** The job (design.md §8) plus {@code waitingFor} while it is queued. */
+  /** The job (openapi.json's {@code Job}) plus {@code waitingFor} while it is queued. */
   static ObjectNode job(JobView j, Optional<Waiting> waiting) {
     ObjectNode o = object();
     o.put("id", j.id());

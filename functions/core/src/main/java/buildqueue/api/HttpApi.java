@@ -36,7 +36,7 @@ import java.util.regex.Pattern;
 import java.util.stream.Collectors;
 
 /**
- * The HTTP API of design.md §8 as plain code: a request in, a response out, no server. The API
+ * The HTTP API (docs/architecture.md §8; its contract is openapi.json) as plain code: a request in, a response out, no server. The API
  * Gateway Lambda and the local server both call {@link #handle}, so they share every route, every
  * validation and every error.
  *
@@ -46,8 +46,8 @@ import java.util.stream.Collectors;
  * "forbidden", so ids leak nothing; an unexpected failure is a 500 whose body carries an incident
  * id that is also logged, and never the exception's text. Thread-safe and stateless.
  *
- * <p>Routes: {@code GET /} (the dashboard page, no token needed), {@code GET /health}, {@code POST
- * /jobs}, {@code GET /jobs}, {@code GET /jobs/{id}}, {@code GET /jobs/{id}/events}, {@code POST
+ * <p>Routes: {@code GET /} (the dashboard page, no token needed), {@code GET /health}, {@code GET
+ * /openapi.json} (this API's contract, no token needed), {@code POST /jobs}, {@code GET /jobs}, {@code GET /jobs/{id}}, {@code GET /jobs/{id}/events}, {@code POST
  * /jobs/{id}/cancel}, {@code GET /lanes} (admin), {@code PUT /users/{userId}} (admin).
  */
 public final class HttpApi {
@@ -90,6 +90,7 @@ public final class HttpApi {
     this.routes = List.of(
         new Route("GET", "/", Access.ANYONE, null, c -> Dashboard.page()),
         new Route("GET", "/health", Access.ANYONE, Set.of(), c -> health()),
+        new Route("GET", "/openapi.json", Access.ANYONE, Set.of(), c -> OpenApiDocument.response()),
         new Route("POST", "/jobs", Access.USER, Set.of(), this::submit),
         new Route("GET", "/jobs", Access.USER, Set.of("status", "limit", "userId", "before"), this::listJobs),
         new Route("GET", "/jobs/{id}", Access.USER, Set.of(), this::getJob),
@@ -113,6 +114,11 @@ public final class HttpApi {
           "The server failed to answer this request (incident " + incident + "). Retry it; if it fails again, "
               + "report the incident id to the operator."), request.path());
     }
+  }
+
+  /** Each route as "METHOD /template", in the order they are matched: what openapi.json must describe. */
+  public List<String> routes() {
+    return routes.stream().map(r -> r.method + " " + r.template).toList();
   }
 
   private ApiResponse route(ApiRequest request) {

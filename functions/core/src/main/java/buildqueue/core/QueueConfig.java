@@ -6,7 +6,7 @@ import java.time.Duration;
 /**
  * The queue's settings, immutable. Every field has a documented default ({@link #defaults()}).
  *
- * @param sharedSlots slots in the {@code shared} lane (default 1, as in the reference; at most
+ * @param sharedSlots slots in the {@code shared} lane (default 1, as in the reference implementation, docs/architecture.md §1; at most
  *     {@link #MAX_SHARED_SLOTS}); dedicated lanes always have one
  * @param workerLifetime how long a worker may live; its lease is this plus {@code leaseSlack}
  *     (default 60 min)

@@ -16,7 +16,7 @@ import java.util.UUID;
  * <p>Each transition is one call of its function in migration {@code V005} ({@code
  * build_worker_start}, {@code _check_in}, {@code _interrupt}, {@code _add_follow_ups}, {@code _end},
  * {@code _take_next}, {@code _drain}), where its whole statement is written: those functions are
- * all the worker's database role may run (design.md section 11), so the fences above are enforced
+ * all the worker's database role may run (docs/architecture.md §6.1), so the fences above are enforced
  * by PostgreSQL for any caller holding a worker's login, not only for this class.
  */
 public final class WorkerTransitions {

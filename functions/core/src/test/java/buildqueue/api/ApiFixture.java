@@ -25,7 +25,8 @@ final class ApiFixture implements AutoCloseable {
 
   final QueueHarness h;
   final JobQueries queries;
-  final HttpApi api;
+  /** Every response is held to openapi.json. */
+  final CheckedApi api;
 
   ApiFixture(TestDatabase tdb) {
     this(tdb, QueueHarness.testConfig());
@@ -39,7 +40,7 @@ final class ApiFixture implements AutoCloseable {
   ApiFixture(TestDatabase tdb, QueueConfig config, boolean manualWorkers) {
     this.h = manualWorkers ? QueueHarness.manual(tdb, config) : QueueHarness.open(tdb, config);
     this.queries = new JobQueries(h.db, h.config, h.clock);
-    this.api = new HttpApi(h.queue, queries, h.handlers);
+    this.api = new CheckedApi(new HttpApi(h.queue, queries, h.handlers));
   }
 
   ApiResponse get(String target, Caller caller) {

@@ -27,12 +27,12 @@ class CatalogueKindsApiTest {
       """, buildqueue.core.QueueConfig.defaults());
 
   private ApiFixture f;
-  private HttpApi api;
+  private CheckedApi api;
 
   @BeforeEach
   void open(TestDatabase tdb) {
     f = new ApiFixture(tdb);
-    api = new HttpApi(f.h.queue, f.queries, CATALOGUE.handlers(CommandRunners.API_ONLY));
+    api = new CheckedApi(new HttpApi(f.h.queue, f.queries, CATALOGUE.handlers(CommandRunners.API_ONLY)));
   }
 
   @AfterEach

@@ -390,14 +390,14 @@ class HttpApiErrorsTest {
   }
 
   /** The real JDBC adapter over a database that is gone: every statement fails. */
-  private static HttpApi apiOverAClosedDatabase() {
+  private static CheckedApi apiOverAClosedDatabase() {
     TestDatabase gone = TestDatabases.create();
     gone.close();
     Database db = gone.jdbc();
     QueueConfig config = QueueConfig.defaults();
     JobHandlers handlers = JobHandlers.builtIn();
     InProcessPlatform platform = new InProcessPlatform(db, config, QueueClock.DATABASE, handlers);
-    return new HttpApi(new BuildQueue(db, platform, config, QueueClock.DATABASE),
-        new JobQueries(db, config, QueueClock.DATABASE), handlers);
+    return new CheckedApi(new HttpApi(new BuildQueue(db, platform, config, QueueClock.DATABASE),
+        new JobQueries(db, config, QueueClock.DATABASE), handlers));
   }
 }

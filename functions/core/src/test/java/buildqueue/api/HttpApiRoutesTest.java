@@ -17,7 +17,7 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
-/** Every route of design.md §8 doing its job. */
+/** Every route of the HTTP API (docs/architecture.md §8) doing its job. */
 @ExtendWith(PostgresExtension.class)
 class HttpApiRoutesTest {
   private ApiFixture f;

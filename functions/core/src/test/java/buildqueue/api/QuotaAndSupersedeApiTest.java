@@ -16,7 +16,7 @@ import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
-/** design.md §12 over HTTP: the quota's 429, the admin's PUT /users quota, what a supersede answers. */
+/** docs/architecture.md §4.7 over HTTP: the quota's 429, the admin's PUT /users quota, what a supersede answers. */
 @ExtendWith(PostgresExtension.class)
 class QuotaAndSupersedeApiTest {
 

@@ -18,7 +18,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
- * The shared lane takes turns by user (design.md §12): the next job is the oldest queued job of the
+ * The shared lane takes turns by user (docs/architecture.md §4.7): the next job is the oldest queued job of the
  * user served least recently among those with queued jobs, whether a new worker is dispatched for
  * it or a live worker chains it; {@code fifo} keeps the reference's order. The test plays every
  * worker by hand ({@link buildqueue.testing.ManualPlatform}), so each step happens when it says.

@@ -26,7 +26,7 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
-/** One test per invariant of design.md §5. */
+/** One test per invariant of docs/architecture.md §5. */
 @ExtendWith(PostgresExtension.class)
 class InvariantTest {
 

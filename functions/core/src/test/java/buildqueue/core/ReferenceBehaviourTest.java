@@ -27,7 +27,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
- * One test per behaviour of the reference implementation, with the test playing each worker by
+ * One test per behaviour kept from the reference implementation (docs/architecture.md §1), with the test playing each worker by
  * hand (a {@link buildqueue.testing.ManualPlatform}), so every step happens exactly when it says.
  */
 @ExtendWith(PostgresExtension.class)

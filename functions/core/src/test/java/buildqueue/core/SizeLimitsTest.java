@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import buildqueue.api.ApiRequest;
 import buildqueue.api.ApiResponse;
 import buildqueue.api.Caller;
+import buildqueue.api.CheckedApi;
 import buildqueue.api.HttpApi;
 import buildqueue.db.Json;
 import buildqueue.db.Params;
@@ -47,7 +48,7 @@ class SizeLimitsTest {
   @Test
   void the_largest_payload_the_api_accepts_starts_on_a_fresh_worker_and_succeeds(TestDatabase tdb) {
     try (QueueHarness h = QueueHarness.open(tdb)) {
-      HttpApi api = api(h);
+      CheckedApi api = api(h);
 
       long id = created(api, ALICE, "noop", LARGEST);
 
@@ -63,7 +64,7 @@ class SizeLimitsTest {
   void the_largest_payload_the_api_accepts_is_chained_onto_a_running_worker_and_succeeds(TestDatabase tdb)
       throws InterruptedException {
     try (QueueHarness h = QueueHarness.open(tdb)) {
-      HttpApi api = api(h);
+      CheckedApi api = api(h);
       long first = created(api, ALICE, "gate", "{}");
       h.gates.awaitEntered(first);
 
@@ -94,7 +95,7 @@ class SizeLimitsTest {
   @Test
   void the_widest_job_row_a_worker_can_leave_is_readable(TestDatabase tdb) {
     QueueHarness h = QueueHarness.manual(tdb);
-    HttpApi api = api(h);
+    CheckedApi api = api(h);
     h.queue.setDedicated(WIDEST_USER, true);
     long id = created(api, Caller.user(WIDEST_USER), "noop", LARGEST);
     WorkerLaunch w = h.manual.lastLaunch();
@@ -116,7 +117,7 @@ class SizeLimitsTest {
   @Test
   void the_largest_log_tail_a_worker_keeps_is_readable_beside_the_widest_job_row(TestDatabase tdb) {
     QueueHarness h = QueueHarness.manual(tdb);
-    HttpApi api = api(h);
+    CheckedApi api = api(h);
     h.queue.setDedicated(WIDEST_USER, true);
     long id = created(api, Caller.user(WIDEST_USER), "noop", LARGEST);
     WorkerLaunch w = h.manual.lastLaunch();
@@ -137,7 +138,7 @@ class SizeLimitsTest {
   @Test
   void the_widest_history_rows_a_launch_failure_and_worker_exits_can_leave_are_readable(TestDatabase tdb) {
     QueueHarness h = QueueHarness.manual(tdb);
-    HttpApi api = api(h);
+    CheckedApi api = api(h);
     // Control characters: jsonb writes each as a 6-byte escape in an event's detail.
     String reason = "\u0001".repeat(20_000);
     h.manual.nextOutcomes(new LaunchOutcome.NotStarted(reason, false));
@@ -198,7 +199,7 @@ class SizeLimitsTest {
   void the_largest_page_of_the_largest_jobs_answers_under_1_mib_with_next_links_that_reach_every_job(
       TestDatabase tdb) {
     QueueHarness h = QueueHarness.manual(tdb);
-    HttpApi api = api(h);
+    CheckedApi api = api(h);
     h.queue.setDedicated(WIDEST_USER, true);
     List<Long> ids = new ArrayList<>();
     for (int i = 0; i < HttpApi.MAX_LIST_LIMIT; i++) {
@@ -242,7 +243,7 @@ class SizeLimitsTest {
   @Test
   void the_lanes_page_of_the_widest_lanes_with_their_longest_queues_answers_every_lane(TestDatabase tdb) {
     QueueHarness h = QueueHarness.manual(tdb);
-    HttpApi api = api(h);
+    CheckedApi api = api(h);
     List<String> users = List.of("a", "b", "c", "d").stream().map(p -> p + WIDEST_USER.substring(2)).toList();
     for (String user : users) {
       tdb.jdbc().update("""
@@ -278,16 +279,16 @@ class SizeLimitsTest {
     assertThat(h.manual.launches()).hasSize(150);
   }
 
-  private static HttpApi api(QueueHarness h) {
-    return new HttpApi(h.queue, new JobQueries(h.db, h.config, h.clock), h.handlers);
+  private static CheckedApi api(QueueHarness h) {
+    return new CheckedApi(new HttpApi(h.queue, new JobQueries(h.db, h.config, h.clock), h.handlers));
   }
 
-  private static ApiResponse submit(HttpApi api, Caller caller, String kind, String payload) {
+  private static ApiResponse submit(CheckedApi api, Caller caller, String kind, String payload) {
     return api.handle(ApiRequest.json("POST", "/jobs", "{\"kind\": \"" + kind + "\", \"payload\": " + payload + "}",
         caller));
   }
 
-  private static long created(HttpApi api, Caller caller, String kind, String payload) {
+  private static long created(CheckedApi api, Caller caller, String kind, String payload) {
     ApiResponse r = submit(api, caller, kind, payload);
     assertThat(r.status()).as(r.bodyText()).isEqualTo(201);
     return json(r).get("id").asLong();

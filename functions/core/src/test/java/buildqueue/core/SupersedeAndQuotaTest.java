@@ -20,7 +20,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
- * design.md §12: a submission with a supersede key replaces the same user's unfinished jobs with
+ * docs/architecture.md §4.7: a submission with a supersede key replaces the same user's unfinished jobs with
  * that key, and a user may have at most their quota of queued jobs; both inside the enqueue
  * statement. Runs on every database adapter (the aws module runs this package on the Data API).
  */

@@ -20,7 +20,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
- * The worker role (V005, design.md section 11) as a worker, or a job that stole its worker's
+ * The worker role (V005, docs/architecture.md §6.1) as a worker, or a job that stole its worker's
  * credentials, meets it: no table can be read or written, nothing can be created, and each worker
  * transition changes only the caller's own worker and jobs, and only with its token. Runs on every
  * adapter: on the Data API the statements go with the worker role's secret.

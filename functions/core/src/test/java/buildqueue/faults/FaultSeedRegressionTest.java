@@ -18,6 +18,8 @@ import org.junit.jupiter.api.Test;
  * {@link FaultInjectionTest} with a fixed {@code -Dfaults.baseSeed}, and copy the replay line. Seeds
  * recorded before the shared lane took turns run without it ({@code withoutTenants()}): FIFO, and
  * no user superseding, as the scenario was then.
+ *
+ * <p>A violation names the invariant it breaks as §5.N: invariant N of docs/architecture.md §5.
  */
 class FaultSeedRegressionTest {
   private static final Logger QUIET = Logger.getLogger("buildqueue");

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import buildqueue.api.ApiRequest;
 import buildqueue.api.ApiResponse;
+import buildqueue.api.CheckedApi;
 import buildqueue.api.HttpApi;
 import buildqueue.core.JobQueries;
 import buildqueue.testing.PostgresExtension;
@@ -53,7 +54,7 @@ class HttpFuzzTest {
     int requests = Integer.getInteger("fuzz.requests", DEFAULT_REQUESTS);
     long seed = Long.getLong("fuzz.seed", System.nanoTime() % 1_000_000_000L);
     QueueHarness h = QueueHarness.manual(tdb);
-    HttpApi api = new HttpApi(h.queue, new JobQueries(h.db, h.config, h.clock), h.handlers);
+    CheckedApi api = new CheckedApi(new HttpApi(h.queue, new JobQueries(h.db, h.config, h.clock), h.handlers));
     RequestFuzzer fuzzer = new RequestFuzzer(seed);
     Map<String, Integer> statuses = new TreeMap<>();
     List<String> failures = new ArrayList<>();

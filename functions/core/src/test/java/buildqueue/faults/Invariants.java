@@ -18,8 +18,8 @@ import java.util.Objects;
 import java.util.Set;
 
 /**
- * design.md §5, checked against the database after every step. Each step runs one actor alone, so
- * the difference between the snapshots before and after it is exactly that actor's doing: that
+ * The invariants of docs/architecture.md §5 (cited as §5.N), checked against the database after
+ * every step. Each step runs one actor alone, so the difference between the snapshots before and after it is exactly that actor's doing: that
  * is what makes "a fenced worker's writes change nothing" and "recoveries are counted exactly"
  * checkable from rows alone.
  */
@@ -44,14 +44,14 @@ final class Invariants {
       ExitTransitions.REPEATED_EXIT_ERROR,
       "Could not start a build worker: ",
       "Could not start a build worker after ",
-      // A program job (design.md §10): its own error line, or the runner's words for its end.
+      // A program job (docs/architecture.md §10.1): its own error line, or the runner's words for its end.
       SimPrograms.FAILED_ON_PURPOSE,
       "exited with code ",
       "killed by signal ",
       "timed out after ");
 
   /**
-   * design.md §5.6: a job fails only after four consecutive interruptions without progress, i.e.
+   * docs/architecture.md §5.6: a job fails only after four consecutive interruptions without progress, i.e.
    * it goes back to the queue while its count of them is at most three. The oracle holds the
    * design's number, not the core's constant ({@code ExitTransitions.MAX_RECOVERIES}): a check that
    * read the number from the code it checks would agree with any off-by-one in it.
@@ -135,7 +135,7 @@ final class Invariants {
    *
    * <ul>
    *   <li>a worker whose task id is recorded keeps its slot: the queue can check it, so only the
-   *       evidence of its end may free the slot, never the lease alone (§4 lease reclaim), even
+   *       evidence of its end may free the slot, never the lease alone (§4.5 lease reclaim), even
    *       if the task has not started and no longer can (§1: the slot's next worker must not be
    *       paid for beside it) and even if it is frozen past its lease;
    *   <li>a worker the queue cannot check may lose it once its lease has run out, if its task never
@@ -325,7 +325,7 @@ final class Invariants {
   }
 
   /**
-   * design.md §10, the job process, against the records of the simulated programs (nothing if the
+   * docs/architecture.md §10.1, the job process, against the records of the simulated programs (nothing if the
    * scenario ran none). Checked after every step, those that wrote nothing too: a poll of a program
    * is where the runner must act, and it writes nothing. Null when all hold.
    */
@@ -507,7 +507,7 @@ final class Invariants {
   }
 
   /**
-   * design.md §12, the fair shared lane: from the moment a user has a job queued in it until that
+   * docs/architecture.md §4.7, the fair shared lane: from the moment a user has a job queued in it until that
    * user is dispatched there, no other user is dispatched there more than once. A retry (a job that
    * ran and came back: {@code attempts > 0}) is not a turn, for its user or for the users it passes.
    */

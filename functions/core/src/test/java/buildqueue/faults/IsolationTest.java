@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import buildqueue.api.ApiRequest;
 import buildqueue.api.ApiResponse;
 import buildqueue.api.Caller;
+import buildqueue.api.CheckedApi;
 import buildqueue.api.HttpApi;
 import buildqueue.core.JobQueries;
 import buildqueue.core.JobStatus;
@@ -59,11 +60,11 @@ class IsolationTest {
     }
   }
 
-  private static HttpApi api(QueueHarness h) {
-    return new HttpApi(h.queue, new JobQueries(h.db, h.config, h.clock), h.handlers);
+  private static CheckedApi api(QueueHarness h) {
+    return new CheckedApi(new HttpApi(h.queue, new JobQueries(h.db, h.config, h.clock), h.handlers));
   }
 
-  private static long submit(HttpApi api, Caller caller) {
+  private static long submit(CheckedApi api, Caller caller) {
     ApiResponse r = api.handle(ApiRequest.json("POST", "/jobs", "{\"kind\": \"noop\"}", caller));
     assertThat(r.status()).as(r.bodyText()).isEqualTo(201);
     return json(r).get("id").asLong();
@@ -72,7 +73,7 @@ class IsolationTest {
   @Test
   void a_user_can_neither_see_list_nor_cancel_another_users_job(TestDatabase tdb) {
     QueueHarness h = QueueHarness.manual(tdb);
-    HttpApi api = api(h);
+    CheckedApi api = api(h);
     long alices = submit(api, ALICE);
     long bobs = submit(api, BOB);
     String before = state(h);
@@ -96,7 +97,7 @@ class IsolationTest {
   @Test
   void non_admins_get_403_on_every_admin_route_and_change_nothing(TestDatabase tdb) {
     QueueHarness h = QueueHarness.manual(tdb);
-    HttpApi api = api(h);
+    CheckedApi api = api(h);
     submit(api, ALICE);
     String before = state(h);
 
@@ -117,7 +118,7 @@ class IsolationTest {
   @Test
   void no_route_but_health_and_the_static_page_answers_without_a_caller(TestDatabase tdb) {
     QueueHarness h = QueueHarness.manual(tdb);
-    HttpApi api = api(h);
+    CheckedApi api = api(h);
     long job = submit(api, ALICE);
     String before = state(h);
 

@@ -32,6 +32,8 @@ import java.util.Set;
  * {@code --only=name,name}, {@code --source=DIR} to mutate another checkout). It uses only the
  * JDK, so it runs from the test classes alone: {@code java -cp functions/core/target/test-classes
  * buildqueue.faults.Mutants}.
+ *
+ * <p>Each mutant names what it breaks by its section of docs/architecture.md (§5.N: invariant N).
  */
 final class Mutants {
 
@@ -61,7 +63,7 @@ final class Mutants {
   }
 
   private static final String MAIN = "src/main/java/buildqueue/core/";
-  /** The worker transitions' statements live in their functions (design.md section 11). */
+  /** The worker transitions' statements live in their functions (docs/architecture.md §6.1). */
   private static final String WORKER_FUNCTIONS = "src/main/resources/buildqueue/db/migrations/V005__worker_role.sql";
   private static final String EXEC = "src/main/java/buildqueue/worker/exec/";
 
@@ -105,7 +107,7 @@ final class Mutants {
               returning j.id, j.cancel_requested,
           """),
       new Mutant("outlived-lease-never-stopped",
-          "§4 liveness: a worker still running past its lease is stopped, and its slot waits for the evidence",
+          "§4.5 liveness: a worker still running past its lease is stopped, and its slot waits for the evidence",
           MAIN + "TickPass.java",
           """
                   platform.stop(d.taskId(), "worker " + d.workerId() + " outlived its lease");
@@ -121,7 +123,7 @@ final class Mutants {
                   update build_lane_turn u set turn = u.turn
           """),
       new Mutant("start-without-lease",
-          "§4 worker start: launching → running only before the lease",
+          "§4.3 worker start: launching → running only before the lease",
           WORKER_FUNCTIONS,
           """
               where w.id = p_worker_id and w.token = p_token and w.status = 'launching'
@@ -130,7 +132,7 @@ final class Mutants {
           """
               where w.id = p_worker_id and w.token = p_token and w.status = 'launching'
           """),
-      // The job process (design.md §10): the real ProcessRunner runs the simulation's program jobs.
+      // The job process (docs/architecture.md §10.1): the real ProcessRunner runs the simulation's program jobs.
       new Mutant("timeout-succeeds",
           "§10 outcomes: a program stopped by its timeout fails \"timed out after …\"",
           EXEC + "ProcessRunner.java",

@@ -3,6 +3,7 @@ package buildqueue.faults;
 import buildqueue.api.ApiRequest;
 import buildqueue.api.ApiResponse;
 import buildqueue.api.Caller;
+import buildqueue.api.CheckedApi;
 import buildqueue.api.HttpApi;
 import buildqueue.core.BuildQueue;
 import buildqueue.core.JobQueries;
@@ -52,6 +53,8 @@ import java.util.stream.Collectors;
  * <p>Deterministic: every choice comes from one {@link Random}; actors run one at a time; ids
  * restart per scenario; time is a settable clock. Not deterministic: tokens (random UUIDs, which
  * nothing orders by) and wall-clock durations.
+ *
+ * <p>A violation names the invariant it breaks as §5.N: invariant N of docs/architecture.md §5.
  */
 final class Simulation {
   static final Instant START = Instant.parse("2026-12-01T10:00:00Z");
@@ -148,7 +151,8 @@ final class Simulation {
   private final InProcessPlatform inProcess;
   private final FaultyPlatform platform;
   private final BuildQueue queue;
-  private final HttpApi api;
+  /** Every answer the simulated clients get is held to openapi.json. */
+  private final CheckedApi api;
   private final Invariants invariants;
   private final List<String> users;
   private final int jobsToSubmit;
@@ -221,7 +225,7 @@ final class Simulation {
     this.inProcess = new InProcessPlatform(workerDb, config, clock, handlers);
     this.platform = new FaultyPlatform(inProcess, scheduler, this);
     this.queue = new BuildQueue(db, platform, config, clock);
-    this.api = new HttpApi(queue, new JobQueries(db, config, clock), handlers);
+    this.api = new CheckedApi(new HttpApi(queue, new JobQueries(db, config, clock), handlers));
     this.invariants = new Invariants(config);
     invariants.watch(programs);
     inProcess.onStopped(this::evidence);
@@ -834,7 +838,7 @@ final class Simulation {
 
   /**
    * Live worker tasks that may freeze: those the queue can check (their task id is recorded). One
-   * it cannot check is outside what the design promises: the lease frees its slot (§4, "if still
+   * it cannot check is outside what the design promises: the lease frees its slot (§4.4, "if still
    * unknown, the lease decides"), trusting the worker's own deadline (§5.4), which a frozen process
    * does not keep, and nothing ever stops its task (let such a task freeze before its start and it
    * is still running when the recovery phase gives up).

@@ -14,7 +14,7 @@
  * retries under the same idempotency key; cancel; reads; admin lane changes), ticks, stop-event
  * deliveries and in-process workers. The {@link buildqueue.faults.Scheduler} lets exactly one actor
  * run from one statement (or platform call) to the next, chosen from the scenario's seed, and checks
- * the invariants of design.md §5 against the rows after every step that wrote ({@link
+ * the invariants of docs/architecture.md §5 against the rows after every step that wrote ({@link
  * buildqueue.faults.Invariants}). A fault phase is followed by a recovery phase without faults that
  * must end every job within 15 simulated minutes.
  *
@@ -33,7 +33,7 @@
  * and expire on demand, and workers' hard deadlines fall on the simulated clock ({@code
  * WorkerLoop.DeadlineTimer}).
  *
- * <p>Job processes (design.md §10): about half the scenarios submit program jobs, of a command kind
+ * <p>Job processes (docs/architecture.md §10.1): about half the scenarios submit program jobs, of a command kind
  * whose timeout and grace are drawn per scenario. The production {@code ProcessRunner} runs them
  * inside the real worker loop, on {@link buildqueue.faults.SimProgram}s instead of processes (its
  * {@code ProcessLauncher}, {@code JobProcess} and {@code RunnerClock} seams, on the simulated

@@ -11,7 +11,7 @@ import software.amazon.awssdk.services.secretsmanager.model.ResourceNotFoundExce
 import software.amazon.awssdk.services.secretsmanager.model.SecretsManagerException;
 
 /**
- * The worker role's password (V005, design.md section 11): read from its own Secrets Manager secret,
+ * The worker role's password (V005, docs/architecture.md §6.1): read from its own Secrets Manager secret,
  * the one the worker task is given, and set on the role by the migration, so the secret and the
  * role agree after every deploy. The password is a bound parameter, never statement text, and is
  * never logged.

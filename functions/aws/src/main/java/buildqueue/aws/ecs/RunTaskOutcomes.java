@@ -9,7 +9,7 @@ import software.amazon.awssdk.services.ecs.model.Failure;
 import software.amazon.awssdk.services.ecs.model.RunTaskResponse;
 
 /**
- * How a RunTask answer becomes a {@link LaunchOutcome} (design §4).
+ * How a RunTask answer becomes a {@link LaunchOutcome} (docs/architecture.md §4.4).
  *
  * <ul>
  *   <li>A returned task: started.

@@ -30,7 +30,7 @@ import org.junit.jupiter.api.Test;
  * final String} of the core and aws main classes that reads as SQL, and each statement of every
  * migration as the migrator's own splitter cuts it. AWS documents that the Data API refuses more
  * than one statement and binds {@code :name} parameters, but not how it reads comments and string
- * literals (aws-facts §6, data-api.differences), so no text may depend on it: a {@code ;} only at a
+ * literals (Aurora User Guide, data-api.differences), so no text may depend on it: a {@code ;} only at a
  * statement's end, and no {@code :word} inside a literal or a comment.
  */
 class StatementTextTest {

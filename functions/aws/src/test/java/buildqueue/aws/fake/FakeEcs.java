@@ -586,7 +586,7 @@ public final class FakeEcs implements AutoCloseable {
 
   /**
    * When ECS forgets a client token: "the lesser of 24 hours and the task's lifetime plus one
-   * hour" (ECS API Reference, Ensuring idempotency, RunTask; aws-facts §6), read here as: 24 h
+   * hour" (ECS API Reference, Ensuring idempotency, RunTask), read here as: 24 h
    * after its first use, or one hour after the last of its tasks stopped, whichever comes first.
    * A token whose answer was {@code failures[]} started no task; AWS does not say how long such a
    * token lives, and the fake gives it one hour (a task lifetime of zero plus one hour).

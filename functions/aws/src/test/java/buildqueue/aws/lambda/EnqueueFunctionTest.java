@@ -2,6 +2,9 @@ package buildqueue.aws.lambda;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import buildqueue.api.ApiRequest;
+import buildqueue.api.ApiResponse;
+import buildqueue.api.OpenApiContract;
 import buildqueue.aws.AwsSettings.Component;
 import buildqueue.aws.testing.QueueWorld;
 import buildqueue.aws.testing.SampleEvents;
@@ -16,6 +19,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Base64;
+import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -45,9 +49,18 @@ class EnqueueFunctionTest {
     return (ObjectNode) e.get("requestContext").get("authorizer").get("jwt").get("claims");
   }
 
+  /** Invokes the function; every answer is held to openapi.json, as the core route tests hold theirs. */
   private static APIGatewayV2HTTPResponse invoke(QueueWorld w, ObjectNode event) {
     APIGatewayV2HTTPEvent lambdaEvent = SampleEvents.asLambdaEvent(SampleEvents.bytes(event), APIGatewayV2HTTPEvent.class);
-    return new EnqueueFunction(() -> w.services).handleRequest(lambdaEvent, TestContext.withTimeLeft(Duration.ofSeconds(30)));
+    APIGatewayV2HTTPResponse r =
+        new EnqueueFunction(() -> w.services).handleRequest(lambdaEvent, TestContext.withTimeLeft(Duration.ofSeconds(30)));
+    byte[] body = r.getBody() == null ? new byte[0]
+        : r.getIsBase64Encoded() ? Base64.getDecoder().decode(r.getBody()) : r.getBody().getBytes(StandardCharsets.UTF_8);
+    OpenApiContract.shipped().check(
+        new ApiRequest(lambdaEvent.getRequestContext().getHttp().getMethod(), lambdaEvent.getRawPath(), "", Map.of(),
+            new byte[0], null),
+        new ApiResponse(r.getStatusCode(), r.getHeaders(), body));
+    return r;
   }
 
   private static JsonNode body(APIGatewayV2HTTPResponse r) throws Exception {

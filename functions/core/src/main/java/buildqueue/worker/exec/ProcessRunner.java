@@ -21,7 +21,7 @@ import java.util.Objects;
 import java.util.concurrent.atomic.AtomicReference;
 
 /**
- * Runs a command kind's job as a program on this worker (design.md §10), the way a Buildkite agent
+ * Runs a command kind's job as a program on this worker (docs/architecture.md §10.1), the way a Buildkite agent
  * runs a step:
  *
  * <ul>

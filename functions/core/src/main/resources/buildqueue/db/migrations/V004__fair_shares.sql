@@ -1,4 +1,4 @@
--- Tenants share the shared lane (design.md §12): turns by user, supersede, per-user quotas.
+-- Tenants share the shared lane (docs/architecture.md section 4.7): turns by user, supersede, per-user quotas.
 
 -- A user's own limit on queued jobs, or null for the queue's default (QueueConfig.maxQueuedJobs).
 alter table build_user add column max_queued_jobs integer check (max_queued_jobs >= 1);

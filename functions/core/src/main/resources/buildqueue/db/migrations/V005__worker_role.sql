@@ -1,4 +1,4 @@
--- Least privilege for workers (design.md section 11). A worker connects as buildqueue_worker, a
+-- Least privilege for workers (docs/architecture.md section 6.1). A worker connects as buildqueue_worker, a
 -- role with no table privileges at all: it can only call the functions below, one per worker
 -- transition. Each runs as its owner (security definer) and is fenced by the worker's id and token
 -- in its WHERE clauses as before, so a job that steals its worker's credentials and token can at
