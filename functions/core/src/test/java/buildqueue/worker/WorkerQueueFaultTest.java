@@ -57,7 +57,7 @@ class WorkerQueueFaultTest {
     WorkerLoop loop = new WorkerLoop(flaky(tdb.jdbc(), down), config, QueueClock.DATABASE,
         JobHandlers.of(losesItsDatabase), why -> {
           throw new AssertionError("not killed: " + why);
-        }, WorkerLoop.Hooks.NONE);
+        }, WorkerLoop.Listener.NONE);
 
     assertThatThrownBy(() -> loop.run(launch.workerId(), launch.token())).isInstanceOf(DatabaseException.class);
 

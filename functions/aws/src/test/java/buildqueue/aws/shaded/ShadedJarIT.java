@@ -17,6 +17,7 @@ import buildqueue.testing.ManualPlatform;
 import buildqueue.testing.PostgresExtension;
 import buildqueue.testing.QueueHarness;
 import buildqueue.testing.TestDatabase;
+import buildqueue.testing.TestKitClasses;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -71,6 +72,15 @@ class ShadedJarIT {
         "org/slf4j/simple/")) {
       assertThat(entries).as("entries under %s", forbidden).noneMatch(e -> e.startsWith(forbidden));
     }
+  }
+
+  @Test
+  void the_jar_holds_no_test_double() throws IOException {
+    List<String> entries = entries();
+    assertThat(entries).doesNotContainAnyElementsOf(TestKitClasses.NAMED_DOUBLES);
+    List<String> kit = TestKitClasses.entries();
+    assertThat(kit).as("the test kit's classes, read from its jar").contains("buildqueue/testing/InProcessPlatform.class");
+    assertThat(entries).doesNotContainAnyElementsOf(kit);
   }
 
   @Test
