@@ -130,12 +130,14 @@ public final class BuildQueue {
    * Dispatches a lane after the caller's own transition committed. A failure here (a deadlock with
    * another dispatcher, a lost connection) must not fail the caller: its job or exit is already
    * safely recorded, and the next tick dispatches every lane with queued jobs and a free slot.
+   * Returns the workers it dispatched (none when it failed), for the tick's count.
    */
-  private void dispatchAfterCommit(String lane) {
+  private int dispatchAfterCommit(String lane) {
     try {
-      dispatchLane(lane);
+      return dispatchLane(lane).size();
     } catch (DatabaseException e) {
       LOG.log(Level.WARNING, "dispatch of lane {0} failed ({1}); the next tick dispatches it", lane, e.getMessage());
+      return 0;
     }
   }
 
@@ -173,6 +175,19 @@ public final class BuildQueue {
    * @param token from the task's environment, when known; must then match
    */
   public Optional<ExitTransitions.Exited> taskStopped(String taskId, Long workerId, UUID token, String reason) {
+    return stopped(taskId, workerId, token, reason).exited();
+  }
+
+  /** A task's stop as the tick counts it: the exit, and the workers its lane's dispatch launched. */
+  private record Stopped(Optional<ExitTransitions.Exited> exited, int dispatched) {
+    static final Stopped NOTHING = new Stopped(Optional.empty(), 0);
+
+    int exitedCount() {
+      return exited.isPresent() ? 1 : 0;
+    }
+  }
+
+  private Stopped stopped(String taskId, Long workerId, UUID token, String reason) {
     Optional<ExitTransitions.Exited> exited = exits.exited(taskId, workerId, token, reason);
     if (exited.isEmpty()) {
       // Rare, so a second statement here costs nothing on the common path: the worker never
@@ -184,8 +199,7 @@ public final class BuildQueue {
     // worker still live (and so skipped its dispatch) may commit while the exit runs, and only a
     // statement that starts after both sees its job. The enqueue's share lock on the live workers
     // guarantees that either it sees this exit or this dispatch sees its job.
-    exited.ifPresent(e -> dispatchAfterCommit(e.lane()));
-    return exited;
+    return new Stopped(exited, exited.map(e -> dispatchAfterCommit(e.lane())).orElse(0));
   }
 
   /** What one tick did. */
@@ -201,6 +215,9 @@ public final class BuildQueue {
     int checked = 0;
     int exitedCount = 0;
     int stopRequests = 0;
+    // Counts every worker the tick launched, including those the dispatch after an exit launched
+    // (a crashed job's next worker), not only those of the lanes the tick's own pass dispatches.
+    int dispatched = 0;
     Map<String, TickTransitions.DueCheck> byTask = new LinkedHashMap<>();
     for (TickTransitions.DueCheck d : tick.claimDueChecks(BATCH)) {
       if (platform.canCheck(d.taskId())) {
@@ -211,17 +228,19 @@ public final class BuildQueue {
     for (TickTransitions.DueCheck d : byTask.values()) {
       checked++;
       TaskState state = states.getOrDefault(d.taskId(), new TaskState.Missing());
+      Stopped stop = Stopped.NOTHING;
       if (state instanceof TaskState.Stopped s) {
-        exitedCount += taskStopped(d.taskId(), d.workerId(), null, s.reason()).isPresent() ? 1 : 0;
+        stop = stopped(d.taskId(), d.workerId(), null, s.reason());
       } else if (state instanceof TaskState.Missing && d.leaseExpired()) {
-        exitedCount += taskStopped(d.taskId(), d.workerId(), null, "task missing after its lease expired")
-            .isPresent() ? 1 : 0;
+        stop = stopped(d.taskId(), d.workerId(), null, "task missing after its lease expired");
       } else if (state instanceof TaskState.Running && d.leaseExpired()) {
         // A worker past its lease should have killed itself; ask the platform to make sure. The
         // slot stays held until the stop is confirmed.
         platform.stop(d.taskId(), "worker " + d.workerId() + " outlived its lease");
         stopRequests++;
       }
+      exitedCount += stop.exitedCount();
+      dispatched += stop.dispatched();
     }
 
     int relaunched = 0;
@@ -235,11 +254,11 @@ public final class BuildQueue {
       if (e.taskId() != null && platform.canCheck(e.taskId())) {
         continue; // evidence will come from the liveness check, never from the clock alone
       }
-      reclaimed += taskStopped(e.taskId(), e.workerId(), null,
-          "lease expired with no way to check the worker").isPresent() ? 1 : 0;
+      Stopped stop = stopped(e.taskId(), e.workerId(), null, "lease expired with no way to check the worker");
+      reclaimed += stop.exitedCount();
+      dispatched += stop.dispatched();
     }
 
-    int dispatched = 0;
     List<String> lanes;
     String after = null;
     do {
