@@ -128,24 +128,9 @@ public final class JobQueries {
    */
   public record LaneView(String lane, int capacity, long queued, List<SlotView> slots, List<QueuedJob> head) {}
 
-  private static final String JOB =
-      """
-      select j.id, j.user_id, j.kind, j.payload, j.status, j.lane, j.progress, j.attempts, j.recoveries,
-             j.cancel_requested, j.error, j.worker_id, j.created_at, j.dispatched_at, j.started_at,
-             j.finished_at, j.not_before, l.total_bytes as log_bytes, l.location as log_location,
-             l.updated_at as log_updated_at,
-             case when j.status = 'queued' then
-               (select count(*) + 1 from build_job q
-                where q.lane = j.lane and q.status = 'queued' and q.id < j.id)
-             end as position
-      from build_job j
-      left join build_job_log l on l.job_id = j.id
-      where j.id = :id
-      """;
-
-  /** One job, whoever owns it: the caller decides who may see it. */
+  /** One job, whoever owns it: the caller decides who may see it. JOBS with its id, so one column list serves both. */
   public Optional<JobView> job(long id) {
-    return db.queryOptional(JOB, Params.of("id", id)).map(JobQueries::jobView);
+    return rows(id, null, null, 1, null).stream().findFirst().map(JobQueries::jobView);
   }
 
   /**
@@ -170,7 +155,8 @@ public final class JobQueries {
                row_number() over (order by j.id desc) as n
         from build_job j
         left join build_job_log l on l.job_id = j.id
-        where (:userId::text is null or j.user_id = :userId)
+        where (:id::bigint is null or j.id = :id)
+          and (:userId::text is null or j.user_id = :userId)
           and (:statuses::text is null or j.status = any (string_to_array(:statuses, ',')))
           and (:before::bigint is null or j.id < :before)
         order by j.id desc
@@ -205,15 +191,20 @@ public final class JobQueries {
   public JobPage jobs(String userId, Set<JobStatus> statuses, int limit, Long before) {
     String statusList =
         statuses.isEmpty() ? null : statuses.stream().map(JobStatus::sql).sorted().collect(Collectors.joining(","));
-    Params params =
-        Params.of("userId", userId, "statuses", statusList, "limit", limit)
-            .and("before", before)
-            .and("rowFixedBytes", RowLimits.ROW_FIXED_BYTES)
-            .and("budgetBytes", RowLimits.PAGE_BUDGET_BYTES);
-    List<Row> rows = db.query(JOBS, params);
+    List<Row> rows = rows(null, userId, statusList, limit, before);
     List<JobView> jobs = rows.stream().map(JobQueries::jobView).toList();
     boolean more = !rows.isEmpty() && rows.get(0).bool("more");
     return new JobPage(jobs, more ? Optional.of(jobs.get(jobs.size() - 1).id()) : Optional.empty());
+  }
+
+  private List<Row> rows(Long id, String userId, String statusList, int limit, Long before) {
+    Params params =
+        Params.of("id", id, "userId", userId, "statuses", statusList)
+            .and("limit", limit)
+            .and("before", before)
+            .and("rowFixedBytes", RowLimits.ROW_FIXED_BYTES)
+            .and("budgetBytes", RowLimits.PAGE_BUDGET_BYTES);
+    return db.query(JOBS, params);
   }
 
   /**
