@@ -2,7 +2,6 @@ package buildqueue.testing;
 
 import buildqueue.core.QueueClock;
 import buildqueue.core.QueueConfig;
-import buildqueue.db.CheckedDatabase;
 import buildqueue.db.Database;
 import buildqueue.platform.LaunchOutcome;
 import buildqueue.platform.TaskState;

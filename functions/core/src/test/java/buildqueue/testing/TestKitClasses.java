@@ -5,7 +5,10 @@ import java.io.UncheckedIOException;
 import java.net.URISyntaxException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Collection;
 import java.util.List;
+import java.util.Set;
+import java.util.TreeSet;
 import java.util.jar.JarFile;
 import java.util.stream.Stream;
 import java.util.zip.ZipEntry;
@@ -48,7 +51,27 @@ public final class TestKitClasses {
   public static final List<String> NAMED_DOUBLES = List.of(
       "buildqueue/testing/InProcessPlatform.class",
       "buildqueue/platform/InProcessPlatform.class",
+      "buildqueue/db/CheckedDatabase.class",
       "buildqueue/faults/FaultyPlatform.class",
       "buildqueue/testing/ManualPlatform.class",
       "buildqueue/testing/RecordingJobContext.class");
+
+  /** Where the test kit's packages are: nothing of a production jar may be under them. */
+  public static final List<String> KIT_PACKAGES = List.of("buildqueue/testing/", "buildqueue/faults/");
+
+  /**
+   * The entries of a jar that belong to the test kit: a named double, any class of the kit as
+   * loaded now, or anything under its packages. Empty for a production jar.
+   */
+  public static Set<String> doublesIn(Collection<String> jarEntries) {
+    Set<String> kit = new TreeSet<>(NAMED_DOUBLES);
+    kit.addAll(entries());
+    Set<String> found = new TreeSet<>();
+    for (String e : jarEntries) {
+      if (kit.contains(e) || KIT_PACKAGES.stream().anyMatch(e::startsWith)) {
+        found.add(e);
+      }
+    }
+    return found;
+  }
 }

@@ -6,7 +6,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import buildqueue.core.BuildQueue;
 import buildqueue.core.QueueClock;
 import buildqueue.core.QueueConfig;
-import buildqueue.db.CheckedDatabase;
+import buildqueue.testing.CheckedDatabase;
 import buildqueue.db.Database;
 import buildqueue.db.DatabaseException;
 import buildqueue.db.Json;
