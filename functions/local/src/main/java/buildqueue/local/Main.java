@@ -263,7 +263,17 @@ public final class Main {
       Path catalogue = DemoKinds.prepare(dataDir,
           kindsFile == null || kindsFile.isBlank() ? Optional.empty() : Optional.of(Path.of(kindsFile)), defaults.queue());
       try (LocalRuntime runtime = LocalRuntime.start(settings.withKindsFile(catalogue))) {
-        return tryOn(runtime, kind, payload);
+        // Ctrl-C must not leave the embedded PostgreSQL running or the temporary directory behind.
+        Thread interrupted = new Thread(() -> {
+          runtime.close();
+          deleteQuietly(dataDir);
+        }, "buildqueue-try-stop");
+        Runtime.getRuntime().addShutdownHook(interrupted);
+        try {
+          return tryOn(runtime, kind, payload);
+        } finally {
+          removeShutdownHook(interrupted);
+        }
       }
     } catch (KindCatalogueException e) {
       throw new CommandLine.UsageException(e.getMessage());
@@ -310,6 +320,14 @@ public final class Main {
         + (job.path("attempts").asInt() == 1 ? "" : "s") + ", progress " + job.path("progress").asInt()
         + (error.isEmpty() || job.path("error").isNull() ? "" : ": " + error));
     return "succeeded".equals(status) ? OK : API_ERROR;
+  }
+
+  private static void removeShutdownHook(Thread hook) {
+    try {
+      Runtime.getRuntime().removeShutdownHook(hook);
+    } catch (IllegalStateException shuttingDown) {
+      // The hook is running or about to: it does the same cleanup.
+    }
   }
 
   private static void deleteQuietly(Path dir) {
