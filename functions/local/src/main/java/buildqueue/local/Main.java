@@ -23,6 +23,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * The runnable jar: {@code serve} runs the whole system; {@code try} runs one job on a queue of its
@@ -35,6 +36,8 @@ public final class Main {
   static final int API_ERROR = 1;
   static final int USAGE = 2;
   static final int UNREACHABLE = 3;
+  /** {@code try} stopped by Ctrl-C (SIGINT), as shells report it. */
+  static final int INTERRUPTED = 130;
 
   private static final ObjectMapper JSON = new ObjectMapper();
   private static final Duration CLI_TOKEN_TTL = Duration.ofMinutes(5);
@@ -239,6 +242,7 @@ public final class Main {
   static final String KINDS_FILE_ENV = "BUILDQUEUE_KINDS_FILE";
   /** How often {@code try} reads the job's new output. */
   static final Duration TRY_POLL = Duration.ofMillis(200);
+  static final Duration TRY_SHUTDOWN_GRACE = Duration.ofSeconds(5);
 
   /**
    * {@code try KIND PAYLOAD}: one job through a queue of its own, with the same catalogue checks,
@@ -258,27 +262,43 @@ public final class Main {
       throw new UncheckedIOException("could not make a temporary directory: " + e.getMessage(), e);
     }
     LocalSettings defaults = LocalSettings.defaults();
-    LocalSettings settings = defaults.withPort(0).withDataDir(dataDir).withTickInterval(Duration.ofSeconds(1));
+    // A short grace: the job has ended (or was interrupted) when the runtime closes, so only its
+    // worker's last statements are left to wait for.
+    LocalSettings settings = defaults.withPort(0).withDataDir(dataDir).withTickInterval(Duration.ofSeconds(1))
+        .withShutdownGrace(TRY_SHUTDOWN_GRACE);
+    AtomicBoolean interrupted = new AtomicBoolean();
     try {
       Path catalogue = DemoKinds.prepare(dataDir,
           kindsFile == null || kindsFile.isBlank() ? Optional.empty() : Optional.of(Path.of(kindsFile)), defaults.queue());
       try (LocalRuntime runtime = LocalRuntime.start(settings.withKindsFile(catalogue))) {
-        // Ctrl-C must not leave the embedded PostgreSQL running or the temporary directory behind.
-        Thread interrupted = new Thread(() -> {
+        // Ctrl-C stops the job's worker at once (a try is not a server: nothing waits for it), and
+        // leaves neither the embedded PostgreSQL running nor the temporary directory behind. The
+        // hook alone cleans up then: the directory goes only once the database has stopped.
+        Thread hook = new Thread(() -> {
+          interrupted.set(true);
+          runtime.platform().liveWorkers().forEach(w -> runtime.platform().stop(w.toString(), "bq try was interrupted"));
           runtime.close();
           deleteQuietly(dataDir);
         }, "buildqueue-try-stop");
-        Runtime.getRuntime().addShutdownHook(interrupted);
+        Runtime.getRuntime().addShutdownHook(hook);
         try {
           return tryOn(runtime, kind, payload);
         } finally {
-          removeShutdownHook(interrupted);
+          removeShutdownHook(hook);
         }
       }
     } catch (KindCatalogueException e) {
       throw new CommandLine.UsageException(e.getMessage());
+    } catch (ApiClient.UnreachableException e) {
+      if (!interrupted.get()) {
+        throw e;
+      }
+      err.println("buildqueue: interrupted; the job's worker was stopped");
+      return INTERRUPTED;
     } finally {
-      deleteQuietly(dataDir);
+      if (!interrupted.get()) {
+        deleteQuietly(dataDir);
+      }
     }
   }
 
