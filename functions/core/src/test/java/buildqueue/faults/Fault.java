@@ -31,7 +31,28 @@ enum Fault {
   /** A process claims a live worker's id with a wrong token and makes the worker's writes. */
   WORKER_FORGED,
   /** A job kills its worker at the same step on every attempt (out of memory, a crashing tool). */
-  JOB_KILLS_WORKER;
+  JOB_KILLS_WORKER,
+  /**
+   * A job is of the command kind {@code prog}: the real ProcessRunner runs its program (a {@link
+   * SimProgram}), which reports progress and exits 0 unless one of the program faults below strikes.
+   */
+  PROGRAM,
+  /** The program exits with a code that is neither 0 nor a retry code, with or without an error line. */
+  PROGRAM_CRASHES,
+  /** The program dies of a signal (SIGSEGV, SIGABRT). */
+  PROGRAM_SIGNALLED,
+  /** The program exits with its kind's retry code on its first attempts. */
+  PROGRAM_RETRY_CODE,
+  /** The program never ends by itself: only its timeout (or a cancel, or its worker's end) ends it. */
+  PROGRAM_HANGS,
+  /** The program ignores SIGTERM: only SIGKILL after the grace ends it. */
+  PROGRAM_IGNORES_SIGTERM,
+  /** The program leaves a child behind that outlives it (and may ignore SIGTERM). */
+  PROGRAM_LEAVES_CHILD,
+  /** The owner cancels a job while its program runs. */
+  PROGRAM_CANCELLED,
+  /** The owner's cancel lands after a timeout's SIGTERM and before the SIGKILL. */
+  PROGRAM_CANCELLED_IN_GRACE;
 
   /**
    * Faults added after {@link FaultSeedRegressionTest} pinned its seeds: they draw from the
@@ -39,6 +60,12 @@ enum Fault {
    * before they existed.
    */
   static final Set<Fault> SECOND_STREAM = EnumSet.of(WORKER_FROZEN, WORKER_FORGED, JOB_KILLS_WORKER);
+
+  /**
+   * The program faults, added later still: they draw from a third stream of their own, so with them
+   * left out (no program jobs at all) a scenario takes the path it took before they existed.
+   */
+  static final Set<Fault> PROGRAMS = EnumSet.range(PROGRAM, PROGRAM_CANCELLED_IN_GRACE);
 
   String label() {
     return name().toLowerCase(java.util.Locale.ROOT).replace('_', '-');

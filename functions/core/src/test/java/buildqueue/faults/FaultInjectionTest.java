@@ -15,7 +15,8 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The seeded fault-injection suite. By default it runs {@value #DEFAULT_SCENARIOS} scenarios from a
- * fresh base seed and prints one summary line. Properties:
+ * fresh base seed, prints one summary line (with how many of each fault it injected) and fails if a
+ * fault type was never injected. Properties:
  *
  * <ul>
  *   <li>{@code -Dfaults.scenarios=N}: a longer soak;
@@ -65,6 +66,23 @@ class FaultInjectionTest {
         .as(() -> summary.failure().report() + summary.replayCheck())
         .isZero();
     assertThat(summary.scenarios()).isEqualTo(scenarios);
+    if (scenarios >= DEFAULT_SCENARIOS) {
+      // A fault that a changed weight or guard no longer injects would leave its invariants
+      // testing nothing while the run still passed.
+      assertThat(notInjected(summary, disabled())).as("fault types the run never injected").isEmpty();
+    }
+  }
+
+  /** Fault types this run could inject and never did (the Data API's resuming error is not one). */
+  static Set<Fault> notInjected(FaultRun.Summary summary, Set<Fault> disabled) {
+    Set<Fault> missing = EnumSet.complementOf(EnumSet.of(Fault.NONE, Fault.DATABASE_RESUMING));
+    missing.removeAll(disabled);
+    summary.faults().forEach((f, n) -> {
+      if (n > 0) {
+        missing.remove(f);
+      }
+    });
+    return missing;
   }
 
   /** {@code -Dfaults.disable=a,b}: fault types left out, by their summary-line names. */

@@ -25,18 +25,20 @@ final class FaultRun {
   /** The run's totals, and the shrunk first failure if there was one. */
   record Summary(
       int scenarios, long operations, long statements, Map<Fault, Integer> faults, int outages, int jobs,
-      int frozenStopped, Duration longestRecovery, Duration wall, int violations, Simulation.Outcome failure,
-      String replayCheck) {
+      int frozenStopped, Map<String, Integer> programs, Duration longestRecovery, Duration wall, int violations,
+      Simulation.Outcome failure, String replayCheck) {
 
     String line() {
       String injected = faults.entrySet().stream().filter(e -> e.getKey() != Fault.NONE && e.getValue() > 0)
           .map(e -> e.getKey().label() + "=" + e.getValue()).collect(Collectors.joining(" "));
+      String ran = programs.entrySet().stream().map(e -> e.getKey() + "=" + e.getValue())
+          .collect(Collectors.joining(", "));
       return String.format(
           "faults: %d scenarios, %d operations (%d statements), %d jobs, faults injected: %s outages=%d;"
-              + " frozen workers stopped at the queue's request=%d; longest recovery %.1f s simulated;"
+              + " frozen workers stopped at the queue's request=%d; programs: %s; longest recovery %.1f s simulated;"
               + " violations=%d; %.1f s",
-          scenarios, operations, statements, jobs, injected, outages, frozenStopped, longestRecovery.toMillis() / 1000.0,
-          violations, wall.toMillis() / 1000.0);
+          scenarios, operations, statements, jobs, injected, outages, frozenStopped, ran.isEmpty() ? "none" : ran,
+          longestRecovery.toMillis() / 1000.0, violations, wall.toMillis() / 1000.0);
     }
   }
 
@@ -119,6 +121,7 @@ final class FaultRun {
     int outages = 0;
     int jobs = 0;
     int frozenStopped = 0;
+    Map<String, Integer> programs = new java.util.TreeMap<>();
     int violations = 0;
     Duration longest = Duration.ZERO;
     for (Simulation.Outcome o : done) {
@@ -129,12 +132,13 @@ final class FaultRun {
       frozenStopped += o.frozenStopped();
       violations += o.violation() == null ? 0 : 1;
       o.faults().forEach((f, n) -> faults.merge(f, n, Integer::sum));
+      o.programs().forEach((what, n) -> programs.merge(what, n, Integer::sum));
       if (o.violation() == null && o.recovery().compareTo(longest) > 0) {
         longest = o.recovery();
       }
     }
-    return new Summary(done.size(), ops, statements, faults, outages, jobs, frozenStopped, longest, wall, violations,
-        failure, replayCheck);
+    return new Summary(done.size(), ops, statements, faults, outages, jobs, frozenStopped, programs, longest, wall,
+        violations, failure, replayCheck);
   }
 
   /**

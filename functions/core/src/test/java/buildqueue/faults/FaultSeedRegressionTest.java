@@ -33,11 +33,14 @@ class FaultSeedRegressionTest {
   }
 
   /**
-   * The seeds predate the faults of {@link Fault#SECOND_STREAM}; with those left out (they draw from
-   * a stream of their own) a seed takes the path it was found on.
+   * The seeds predate the faults of {@link Fault#SECOND_STREAM} and {@link Fault#PROGRAMS}; with
+   * those left out (they draw from streams of their own) a seed takes the path it was found on.
    */
   private static Simulation.Outcome replay(Simulation.Options options) {
     for (Fault f : Fault.SECOND_STREAM) {
+      options = options.without(f);
+    }
+    for (Fault f : Fault.PROGRAMS) {
       options = options.without(f);
     }
     return Simulation.run(lane, options);

@@ -7,21 +7,23 @@ import java.util.Set;
 
 /**
  * The scenario's fault decisions, drawn from its random stream (and a second one for the faults of
- * {@link Fault#SECOND_STREAM}). A decision always draws, even when its fault is switched off (after
- * the fault phase, or by a shrinking replay), so that switching one fault off leaves every other
- * decision of the replay where it was.
+ * {@link Fault#SECOND_STREAM}, a third for those of {@link Fault#PROGRAMS}). A decision always
+ * draws, even when its fault is switched off (after the fault phase, or by a shrinking replay), so
+ * that switching one fault off leaves every other decision of the replay where it was.
  */
 final class Faults {
   private final Random random;
   private final Random second;
+  private final Random third;
   private final Set<Fault> disabled;
   private final Map<Fault, Double> rates = new EnumMap<>(Fault.class);
   private final Map<Fault, Integer> injected = new EnumMap<>(Fault.class);
   private boolean active = true;
 
-  Faults(Random random, Random second, Set<Fault> disabled) {
+  Faults(Random random, Random second, Random third, Set<Fault> disabled) {
     this.random = random;
     this.second = second;
+    this.third = third;
     this.disabled = disabled;
     // Each family is on in about half the scenarios, at a rate drawn per scenario: some scenarios
     // are calm, some are storms, and every combination turns up over a run.
@@ -40,6 +42,14 @@ final class Faults {
     family(0.5, 0.6, Fault.WORKER_FROZEN);
     family(0.4, 0.5, Fault.WORKER_FORGED);
     family(0.15, 0.2, Fault.JOB_KILLS_WORKER);
+    // PROGRAM's rate is the share of jobs that run a program; the four ways it ends are drawn as one
+    // choice, so their rate is shared among them.
+    family(0.5, 0.5, Fault.PROGRAM);
+    family(0.7, 0.6, Fault.PROGRAM_CRASHES, Fault.PROGRAM_SIGNALLED, Fault.PROGRAM_RETRY_CODE, Fault.PROGRAM_HANGS);
+    family(0.6, 0.5, Fault.PROGRAM_IGNORES_SIGTERM);
+    family(0.5, 0.4, Fault.PROGRAM_LEAVES_CHILD);
+    family(0.7, 0.8, Fault.PROGRAM_CANCELLED);
+    family(0.6, 0.8, Fault.PROGRAM_CANCELLED_IN_GRACE);
   }
 
   private void family(double chance, double maxRate, Fault... members) {
@@ -69,9 +79,9 @@ final class Faults {
     return active && !disabled.contains(f) ? rates.getOrDefault(f, 0.0) : 0.0;
   }
 
-  /** The stream {@code f}'s decisions draw from (see {@link Fault#SECOND_STREAM}). */
+  /** The stream {@code f}'s decisions draw from (see {@link Fault#SECOND_STREAM}, {@link Fault#PROGRAMS}). */
   Random streamOf(Fault f) {
-    return Fault.SECOND_STREAM.contains(f) ? second : random;
+    return Fault.PROGRAMS.contains(f) ? third : Fault.SECOND_STREAM.contains(f) ? second : random;
   }
 
   /** One decision: does {@code f} happen now? Counts it when it does. */
@@ -84,9 +94,9 @@ final class Faults {
     return false;
   }
 
-  /** The first of {@code choices} that happens, or {@link Fault#NONE}; draws once. */
+  /** The first of {@code choices} that happens, or {@link Fault#NONE}; draws once, from their stream. */
   Fault pick(Fault... choices) {
-    double draw = random.nextDouble();
+    double draw = streamOf(choices[0]).nextDouble();
     double edge = 0;
     for (Fault f : choices) {
       edge += rate(f) / choices.length;

@@ -122,12 +122,17 @@ final class FaultyPlatform extends ForwardingWorkerPlatform {
       return;
     }
     sim.note(actor, "stop task " + taskId + ": " + reason);
-    kill(taskId, reason);
+    end(taskId, reason, "stopped");
   }
 
   /** Kills a task from outside its thread and tells the scheduler to wait for it to end. */
   void kill(String taskId, String reason) {
+    end(taskId, reason, "killed");
+  }
+
+  private void end(String taskId, String reason, String how) {
     if (platform.check(List.of(taskId)).get(taskId) instanceof TaskState.Running) {
+      sim.killedFromOutside(taskId, how);
       scheduler.expectEnd(taskId);
       platform.stop(taskId, reason);
     }

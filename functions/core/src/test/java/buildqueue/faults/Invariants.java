@@ -7,6 +7,8 @@ import buildqueue.db.Params;
 import buildqueue.db.Row;
 import buildqueue.faults.Snapshot.J;
 import buildqueue.faults.Snapshot.W;
+import buildqueue.worker.JobContext;
+import buildqueue.worker.exec.ProgramExit;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.HashMap;
@@ -41,7 +43,12 @@ final class Invariants {
       SimHandler.FAILED_ON_PURPOSE,
       ExitTransitions.REPEATED_EXIT_ERROR,
       "Could not start a build worker: ",
-      "Could not start a build worker after ");
+      "Could not start a build worker after ",
+      // A program job (design.md §10): its own error line, or the runner's words for its end.
+      SimPrograms.FAILED_ON_PURPOSE,
+      "exited with code ",
+      "killed by signal ",
+      "timed out after ");
 
   /**
    * design.md §5.6: a job fails only after four consecutive interruptions without progress, i.e.
@@ -52,9 +59,19 @@ final class Invariants {
   static final int INTERRUPTIONS_RETRIED = 3;
 
   private final Duration margin;
+  private SimPrograms programs;
+  /** When each job's cancel request was first seen committed. */
+  private final Map<Long, Instant> cancelSeen = new HashMap<>();
+  /** How many of each program's laps (by pid) have been checked. */
+  private final Map<Long, Integer> lapsChecked = new HashMap<>();
 
   Invariants(QueueConfig config) {
     this.margin = config.deadlineMargin();
+  }
+
+  /** Checks the job processes of these programs too ({@link #programs}). */
+  void watch(SimPrograms programs) {
+    this.programs = programs;
   }
 
   /** The first invariant the step broke, or null. */
@@ -215,6 +232,7 @@ final class Invariants {
       W worker = before.workerId() == null ? null : next.workers().get(before.workerId());
       W workerBefore = before.workerId() == null ? null : prev.workers().get(before.workerId());
       boolean byExit = leftWorker && worker != null && worker.exited() && workerBefore != null && !workerBefore.exited();
+      SimProgram retried = leftWorker && worker != null && !worker.exited() ? retriedBy(before, step.now()) : null;
       if (byExit && worker.exitReason() != null && worker.exitReason().startsWith("not started:")) {
         if (after.recoveries() != before.recoveries() || after.launchFailures() != before.launchFailures() + 1) {
           return "§5.7 job " + after.id() + " after a failed launch: recoveries " + before.recoveries() + " → "
@@ -232,6 +250,11 @@ final class Invariants {
         if (expectedStatus.equals("failed") && !ExitTransitions.REPEATED_EXIT_ERROR.equals(after.error())) {
           return "§5.6 job " + after.id() + " failed after repeated exits with error " + after.error();
         }
+      } else if (retried != null) {
+        String v = interruptedByRetryCode(before, after, retried);
+        if (v != null) {
+          return v;
+        }
       } else if (after.recoveries() != before.recoveries()) {
         return "§5.6 job " + after.id() + " recoveries changed " + before.recoveries() + " → " + after.recoveries()
             + " without its worker exiting (" + before.status() + " → " + after.status() + ")";
@@ -246,6 +269,226 @@ final class Invariants {
                 + other.id() + " (recoveries " + other.recoveries() + ")";
           }
         }
+      }
+    }
+    return null;
+  }
+
+  /** The program of the job's attempt if it ended with its kind's retry code, or null. */
+  private SimProgram retriedBy(J before, Instant now) {
+    if (programs == null) {
+      return null;
+    }
+    SimProgram p = programs.of(before.id(), before.attempts());
+    return p != null && before.workerId() != null && p.workerId == before.workerId() && p.retryExit(now) ? p : null;
+  }
+
+  /**
+   * §5.6 for {@code WorkerTransitions.interrupt}: a program that exits with one of its kind's retry
+   * codes is interrupted as if its worker had exited — to the head of its lane, or failed after four
+   * interruptions without progress, or cancelled if its owner asked — while its worker stays and
+   * takes its next job. So its recoveries change without any worker exiting, by the same rule,
+   * counted on the progress the program reached: the interruption records the progress the program
+   * reported after its last check-in, in the same statement, and that is what must decide whether
+   * it moved forward (not the last progress a check-in happened to write).
+   */
+  private static String interruptedByRetryCode(J before, J after, SimProgram p) {
+    if (before.cancelRequested() && after.status().equals("cancelled")) {
+      return null; // the worker saw the cancel first, or the interruption found it: cancelled either way
+    }
+    int reached = p.lastProgress() != null ? p.lastProgress() : before.progress();
+    int expected = reached > before.checkpoint() ? 0 : before.recoveries() + 1;
+    String expectedStatus = before.cancelRequested() ? "cancelled"
+        : expected <= INTERRUPTIONS_RETRIED ? "queued" : "failed";
+    if (after.progress() != reached || after.recoveries() != expected || !after.status().equals(expectedStatus)) {
+      return "§5.6 job " + after.id() + " interrupted by its program's retry exit code (progress " + before.checkpoint()
+          + "→" + reached + " reported, recoveries " + before.recoveries() + ") became " + after.status()
+          + " with progress " + after.progress() + " and recoveries " + after.recoveries() + "; expected "
+          + expectedStatus + " with progress " + reached + " and recoveries " + expected + " (" + p + ")";
+    }
+    if (expectedStatus.equals("failed") && !ExitTransitions.REPEATED_EXIT_ERROR.equals(after.error())) {
+      return "§5.6 job " + after.id() + " failed after repeated retry exits with error " + after.error();
+    }
+    return null;
+  }
+
+  /**
+   * design.md §10, the job process, against the records of the simulated programs (nothing if the
+   * scenario ran none). Checked after every step, those that wrote nothing too: a poll of a program
+   * is where the runner must act, and it writes nothing. Null when all hold.
+   */
+  String programs(Snapshot prev, Snapshot next, Instant now, Map<String, Long> liveTasks) {
+    if (programs == null || !programs.any()) {
+      return null;
+    }
+    for (J j : next.jobs().values()) {
+      if (j.cancelRequested()) {
+        cancelSeen.putIfAbsent(j.id(), now);
+      }
+    }
+    List<SimProgram> all = programs.all();
+    String v;
+    if ((v = noProcessOutlivesItsJob(all, next, now, liveTasks)) != null
+        || (v = theRunnerActsInTime(all)) != null
+        || (v = programOutcomes(prev, next, now)) != null) {
+      return v;
+    }
+    return null;
+  }
+
+  /**
+   * §10 "no process of a job outlives it", and §5.2 for programs. A program still running while
+   * its job is final, back in the queue or on another attempt would go on working on a job the
+   * queue has given up or given to another worker (the same job twice, or a build writing after its
+   * verdict); so would one whose worker the queue counts exited (its slot may hold the next worker).
+   * And a dead worker's programs die with it: the local platform kills their sessions before it
+   * reports the worker gone (LeftoverJobs), a Fargate task's end kills every process in it, the
+   * worker's own halt kills them first (RunningJobs).
+   */
+  private static String noProcessOutlivesItsJob(List<SimProgram> all, Snapshot next, Instant now,
+      Map<String, Long> liveTasks) {
+    Map<Long, SimProgram> byJob = new HashMap<>();
+    for (SimProgram p : all) {
+      if (p.live(now) == 0) {
+        continue;
+      }
+      String what = "§10 " + p + " still runs (" + p.live(now) + " process(es) of it alive)";
+      if (!liveTasks.containsKey(p.taskId)) {
+        return what + " though its worker's task has ended: a job's processes die with its worker";
+      }
+      W w = next.workers().get(p.workerId);
+      if (w == null || w.exited()) {
+        return what + " though the queue counts its worker exited (" + (w == null ? "no row" : w.exitReason())
+            + "): its slot and its job may go to another worker while it runs";
+      }
+      J j = next.jobs().get(p.jobId);
+      if (j == null || !j.onWorker() || !Objects.equals(j.workerId(), p.workerId) || j.attempts() != p.attempt) {
+        return what + " though its job is now " + j + ": no process of a job may outlive its attempt";
+      }
+      SimProgram other = byJob.put(p.jobId, p);
+      if (other != null) {
+        return "§5.2 job " + p.jobId + " runs two programs at once: " + other + " and " + p;
+      }
+    }
+    return null;
+  }
+
+  /**
+   * §10 timeout, cancel and grace, on the runner's own time. A worker can be starved (the
+   * simulation moves time while it waits at a gate, as a paused JVM would); what the runner owes is
+   * to act on its first chance after each deadline: having come back from a poll at or after it,
+   * it must have done so by its next call on the program.
+   *
+   * <ul>
+   *   <li>a program running past its kind's timeout gets SIGTERM (it is then failed "timed out
+   *       after …": {@link #programOutcomes});
+   *   <li>a running program whose owner cancelled its job gets SIGTERM once the cancel-check
+   *       interval has passed since the cancel ({@link JobContext#CANCEL_CHECK_INTERVAL}: cancel
+   *       reaches a job that never reports progress);
+   *   <li>SIGKILL follows SIGTERM once the kind's grace period is over, so a program that ignores
+   *       SIGTERM is dead within timeout + grace (+ one poll);
+   *   <li>what a program left running is sent SIGTERM before it is waited for, and is not waited
+   *       for past the grace.
+   * </ul>
+   */
+  private String theRunnerActsInTime(List<SimProgram> all) {
+    for (SimProgram p : all) {
+      int from = lapsChecked.getOrDefault(p.pid, 0);
+      int to = p.lapCount();
+      for (int i = from; i < to; i++) {
+        String v = lap(p, p.lap(i));
+        if (v != null) {
+          return v;
+        }
+      }
+      lapsChecked.put(p.pid, to);
+    }
+    return null;
+  }
+
+  private String lap(SimProgram p, SimProgram.Lap lap) {
+    String back = "; the runner came back from a poll at +" + SimPrograms.at(lap.since()) + " and called on it again at +"
+        + SimPrograms.at(lap.at()) + " — " + p;
+    if (lap.kind() == SimProgram.LapKind.LEFTOVERS) {
+      if (lap.termAt() == null) {
+        return "§10 the runner waits for what job " + p.jobId + "'s program left running without sending it SIGTERM" + back;
+      }
+      if (!lap.since().isBefore(lap.termAt().plus(p.grace))) {
+        return "§10 grace: what job " + p.jobId + "'s program left running got SIGTERM at +" + SimPrograms.at(lap.termAt())
+            + "; the grace of " + p.grace.toMillis() + " ms is over and the runner waits on instead of sending SIGKILL" + back;
+      }
+      return null;
+    }
+    Instant timeoutAt = p.startedAt.plus(p.timeout);
+    if (lap.termAt() == null && !lap.since().isBefore(timeoutAt)) {
+      return "§10 timeout: job " + p.jobId + "'s program ran past its timeout of " + p.timeout.toMillis()
+          + " ms without SIGTERM" + back;
+    }
+    Instant cancelAt = cancelSeen.get(p.jobId);
+    if (lap.termAt() == null && cancelAt != null
+        && !lap.since().isBefore(cancelAt.plus(JobContext.CANCEL_CHECK_INTERVAL))) {
+      return "§10 cancel: job " + p.jobId + " was cancelled at +" + SimPrograms.at(cancelAt) + " and its program got no SIGTERM"
+          + " within the cancel-check interval of " + JobContext.CANCEL_CHECK_INTERVAL.toSeconds() + " s" + back;
+    }
+    if (lap.termAt() != null && !lap.killed() && !lap.since().isBefore(lap.termAt().plus(p.grace))) {
+      return "§10 grace: job " + p.jobId + "'s program got SIGTERM at +" + SimPrograms.at(lap.termAt()) + " and no SIGKILL"
+          + " when the grace of " + p.grace.toMillis() + " ms was over" + back;
+    }
+    return null;
+  }
+
+  /**
+   * §10 outcomes: when a program job's worker ends it, the verdict is the program's. A program
+   * sent SIGTERM while it ran was stopped by a timeout (failed "timed out after …", and only if it
+   * really ran past its timeout) or by its owner's cancel (cancelled, and only if the owner asked);
+   * otherwise exit 0 succeeds, another code fails with the program's error line or the code, and a
+   * signal fails naming it. A job whose owner asked to cancel it may end cancelled whatever its
+   * program did. (A retry code is an interruption: §5.6, {@link #transitions}.)
+   */
+  private String programOutcomes(Snapshot prev, Snapshot next, Instant now) {
+    for (J after : next.jobs().values()) {
+      J before = prev.jobs().get(after.id());
+      if (before == null || !before.status().equals("running") || before.workerId() == null
+          || (after.onWorker() && Objects.equals(after.workerId(), before.workerId())
+              && after.attempts() == before.attempts())) {
+        continue;
+      }
+      W w = next.workers().get(before.workerId());
+      SimProgram p = programs.of(before.id(), before.attempts());
+      if (w == null || w.exited() || p == null || p.workerId != before.workerId() || p.retryExit(now)) {
+        continue; // ended by its worker's exit (§5.6), not a program job, or interrupted by a retry code
+      }
+      ProgramExit exit = p.exitAt(now);
+      if (exit == null) {
+        continue; // still running: noProcessOutlivesItsJob reports it
+      }
+      if (before.cancelRequested() && after.status().equals("cancelled")) {
+        // The owner asked before the job ended, so the cancel may win a race with the program's
+        // own end: the program exits while its worker's check-in is reading the cancel.
+        continue;
+      }
+      String expected;
+      boolean ok;
+      if (p.termMainAlive()) {
+        expected = (before.cancelRequested() ? "cancelled" : "")
+            + (p.timedOut() ? (before.cancelRequested() ? " or " : "") + "failed \"timed out after …\"" : "");
+        ok = (after.status().equals("cancelled") && before.cancelRequested())
+            || (after.status().equals("failed") && p.timedOut() && after.error() != null
+                && after.error().startsWith("timed out after "));
+      } else if (exit instanceof ProgramExit.Exited e && e.code() == 0) {
+        expected = "succeeded";
+        ok = after.status().equals("succeeded");
+      } else {
+        String error = exit instanceof ProgramExit.Exited
+            ? (p.error() != null ? p.error() : exit.describe())
+            : (p.error() != null ? exit.describe() + ": " + p.error() : exit.describe());
+        expected = "failed \"" + error + "\"";
+        ok = after.status().equals("failed") && error.equals(after.error());
+      }
+      if (!ok) {
+        return "§10 job " + after.id() + " ended " + after.status() + (after.error() == null ? "" : " \"" + after.error() + "\"")
+            + "; its program says it should have ended " + (expected.isEmpty() ? "otherwise (SIGTERM without a timeout"
+                + " or a cancel)" : expected) + " — " + p;
       }
     }
     return null;

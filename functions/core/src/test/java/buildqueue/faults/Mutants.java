@@ -18,18 +18,19 @@ import java.util.Optional;
 import java.util.Set;
 
 /**
- * Deliberate bugs in the queue core, and a runner that shows the fault simulation catches each
- * one. A mutant is an exact text replacement in one production source file; {@link #apply} fails
- * when the text is not there exactly once, so a mutant never silently stops applying when the core
- * changes ({@code MutantsTest} checks that on every build). The runner copies the repository (its
- * working tree, without {@code target} folders) to {@code functions/core/target/mutants/}, applies
- * one mutant at a time, runs {@link FaultInjectionTest} there as the default build does (default
- * scenario count, one base seed for all mutants), and prints a table: caught or not, by which seed
- * and invariant, after how many scenarios, how long it took.
+ * Deliberate bugs in the queue core (and in the job runner that runs the simulation's program
+ * jobs), and a runner that shows the fault simulation catches each one. A mutant is an exact text
+ * replacement in one production source file; {@link #apply} fails when the text is not there
+ * exactly once, so a mutant never silently stops applying when the core changes ({@code
+ * MutantsTest} checks that on every build). The runner copies the repository (its working tree,
+ * without {@code target} folders) to {@code functions/core/target/mutants/}, applies one mutant at
+ * a time, runs {@link FaultInjectionTest} there as the default build does (default scenario count,
+ * one base seed for all mutants), and prints a table: caught or not, by which seed and invariant,
+ * after how many scenarios, how long it took.
  *
  * <p>Run it with {@code scripts/mutants.sh} ({@code -o} for Maven offline, {@code --base-seed=B},
- * {@code --only=name,name}, {@code --source=DIR} to mutate another checkout). It uses only the JDK,
- * so it runs from the test classes alone: {@code java -cp functions/core/target/test-classes
+ * {@code --only=name,name}, {@code --source=DIR} to mutate another checkout). It uses only the
+ * JDK, so it runs from the test classes alone: {@code java -cp functions/core/target/test-classes
  * buildqueue.faults.Mutants}.
  */
 final class Mutants {
@@ -60,6 +61,7 @@ final class Mutants {
   }
 
   private static final String MAIN = "src/main/java/buildqueue/core/";
+  private static final String EXEC = "src/main/java/buildqueue/worker/exec/";
 
   static final List<Mutant> ALL = List.of(
       new Mutant("unknown-launch-not-started",
@@ -116,6 +118,48 @@ final class Mutants {
           """,
           """
                   where w.id = :workerId and w.token = :token::uuid and w.status = 'launching'
+          """),
+      // The job process (design.md §10): the real ProcessRunner runs the simulation's program jobs.
+      new Mutant("timeout-succeeds",
+          "§10 outcomes: a program stopped by its timeout fails \"timed out after …\"",
+          EXEC + "ProcessRunner.java",
+          """
+                if (stopFailure != null) {
+                  return JobOutcome.failed(stopFailure);
+          """,
+          """
+                if (stopFailure != null) {
+                  return JobOutcome.succeeded();
+          """),
+      new Mutant("no-sigkill-after-grace",
+          "§10: a program that ignores SIGTERM gets SIGKILL once the grace period is over",
+          EXEC + "ProcessRunner.java",
+          """
+                    process.kill();
+                    killed = true;
+          """,
+          """
+                    killed = true;
+          """),
+      new Mutant("cancel-never-signals-program",
+          "§10 cancel: a running program gets SIGTERM once its owner's cancel is seen",
+          EXEC + "ProcessRunner.java",
+          """
+                    if (terminatedAt < 0) {
+                      terminate("cancel requested");
+          """,
+          """
+                    if (false) {
+                      terminate("cancel requested");
+          """),
+      new Mutant("retry-code-fails",
+          "§10 outcomes: a retry exit code interrupts the job (§5.6), it does not fail it",
+          EXEC + "ProcessRunner.java",
+          """
+                  if (kind.retryExitCodes().contains(e.code())) {
+          """,
+          """
+                  if (false) {
           """));
 
   private Mutants() {}

@@ -1,6 +1,7 @@
 package buildqueue.faults;
 
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
@@ -45,6 +46,8 @@ final class Scheduler {
     Thread thread;
     State state = State.RUNNING;
     String pending;
+    /** While it waits at a gate: the simulated instant before which it sleeps (a poll), or null. */
+    volatile Instant wakeAt;
     final Semaphore go = new Semaphore(0);
     boolean mustEnd;
 
@@ -137,6 +140,28 @@ final class Scheduler {
       }
     }
     return a;
+  }
+
+  /**
+   * As {@link #gate}, for an actor that sleeps until a simulated instant (a job's program polled
+   * every so often): it is not eligible before then ({@code Simulation#eligible}), so time must
+   * move for it to run again, as for a thread in {@code Thread.sleep}.
+   */
+  Actor sleep(String op, Instant until) {
+    Actor a = current();
+    if (a == null) {
+      return null;
+    }
+    synchronized (this) {
+      a.wakeAt = until;
+    }
+    try {
+      return gate(op);
+    } finally {
+      synchronized (this) {
+        a.wakeAt = null;
+      }
+    }
   }
 
   /** The actor on the calling thread, or null. */
@@ -327,6 +352,7 @@ final class Scheduler {
       if (a.state != State.DONE) {
         b.append("\n  ").append(a.name).append(' ').append(a.state)
             .append(a.pending == null ? "" : " at " + a.pending)
+            .append(a.wakeAt == null ? "" : " (asleep until " + a.wakeAt + ")")
             .append(a.mustEnd ? " (must end)" : "")
             .append(a.thread.isAlive() ? "" : " (thread gone)");
         if (a.state == State.RUNNING) {

@@ -19,6 +19,8 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -98,7 +100,8 @@ final class Simulation {
       int outages,
       int jobs,
       Duration recovery,
-      int frozenStopped) {
+      int frozenStopped,
+      Map<String, Integer> programs) {
 
     String report() {
       StringBuilder b = new StringBuilder();
@@ -121,6 +124,7 @@ final class Simulation {
   private final Options options;
   private final Random random;
   private final Random second;
+  private final Random third;
   private final Faults faults;
   private final QueueClock.Settable clock = new QueueClock.Settable(START);
   private final QueueConfig config;
@@ -136,6 +140,8 @@ final class Simulation {
   private final int faultSteps;
   private final String parameters;
   private final Duration callerTimeout;
+  private final SimPrograms programs;
+  private final Path workDir;
 
   private final List<String> log = Collections.synchronizedList(new ArrayList<>());
   private final StopEvents events = new StopEvents();
@@ -171,7 +177,8 @@ final class Simulation {
     SplittableRandom mixer = new SplittableRandom(options.seed());
     this.random = new Random(mixer.nextLong());
     this.second = new Random(mixer.nextLong());
-    this.faults = new Faults(random, second, options.disabled());
+    this.third = new Random(mixer.nextLong());
+    this.faults = new Faults(random, second, third, options.disabled());
     this.config = configFrom(random);
     this.users = new ArrayList<>();
     int userCount = 1 + random.nextInt(3);
@@ -186,20 +193,26 @@ final class Simulation {
     this.callerTimeout = Duration.ofMillis((long) (config.launchGrace().toMillis() * (0.5 + 0.45 * random.nextDouble())));
     this.scheduler = new Scheduler(this::tasksStarted);
     this.db = new GatedDatabase(lane.faults(), scheduler, this);
-    JobHandlers handlers = JobHandlers.builtIn().with(new SimHandler(this));
+    this.programs = new SimPrograms(this, scheduler, faults, third);
+    // Made by the runner on the first program job; removed when the scenario ends.
+    this.workDir = PROGRAM_DIRS.resolve("scenario-" + options.seed() + "-" + UUID.randomUUID());
+    JobHandlers handlers = JobHandlers.builtIn().with(new SimHandler(this), programs.handler(workDir));
     this.inProcess = new InProcessPlatform(db, config, clock, handlers);
     this.platform = new FaultyPlatform(inProcess, scheduler, this);
     this.queue = new BuildQueue(db, platform, config, clock);
     this.api = new HttpApi(queue, new JobQueries(db, config, clock), handlers);
     this.invariants = new Invariants(config);
+    invariants.watch(programs);
     inProcess.onStopped(this::evidence);
     inProcess.deadlineTimer(this::armDeadline);
+    inProcess.nanoTime(this::nanoTime);
     this.parameters = "parameters: " + users.size() + " users, " + jobsToSubmit + " jobs, " + faultSteps
         + " fault steps, " + config.sharedSlots() + " shared slots, lifetime " + config.workerLifetime().toMillis()
         + " ms + slack " + config.leaseSlack().toMillis() + " ms (margin " + config.deadlineMargin().toMillis()
         + " ms), chain window " + config.chainWindow().toMillis() + " ms, liveness " + config.livenessInterval().toMillis()
         + " ms, launch grace " + config.launchGrace().toMillis() + " ms, caller timeout " + callerTimeout.toMillis()
-        + " ms, max launch failures " + config.maxLaunchFailures()
+        + " ms, max launch failures " + config.maxLaunchFailures() + ", program timeout "
+        + programs.kind.timeout().toMillis() + " ms + grace " + programs.kind.cancelGracePeriod().toMillis() + " ms"
         + "\nfault rates: " + faults.rates().entrySet().stream().filter(e -> e.getValue() > 0)
             .map(e -> e.getKey().label() + "=" + String.format("%.3f", e.getValue())).collect(Collectors.joining(" "));
   }
@@ -251,11 +264,28 @@ final class Simulation {
     } finally {
       sim.tearingDown = true;
       sim.scheduler.abort();
+      deleteTree(sim.workDir);
     }
     Duration recovery = recoveryStart == null ? Duration.ZERO : Duration.between(recoveryStart, sim.clock.now());
     return new Outcome(options, sim.parameters, sim.violation, List.copyOf(sim.log), sim.operations, sim.statements,
         new EnumMap<>(sim.faults.injected().isEmpty() ? Map.of(Fault.NONE, 0) : sim.faults.injected()),
-        sim.outages, sim.submitted, recovery, sim.frozenStopped);
+        sim.outages, sim.submitted, recovery, sim.frozenStopped, sim.programs.counts());
+  }
+
+  /** Where scenarios' programs get their job directories (one folder per scenario, removed after it). */
+  private static final Path PROGRAM_DIRS = Path.of(System.getProperty("java.io.tmpdir"), "buildqueue-faults");
+
+  private static void deleteTree(Path dir) {
+    if (!Files.exists(dir)) {
+      return;
+    }
+    try (var files = Files.walk(dir)) {
+      for (Path p : files.sorted(Comparator.reverseOrder()).toList()) {
+        Files.deleteIfExists(p);
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException("could not remove " + dir, e);
+    }
   }
 
   private static String stack(Throwable e) {
@@ -269,6 +299,9 @@ final class Simulation {
   // ---------------------------------------------------------------- the two phases
 
   private void faultMove() {
+    if (ownerCancelsInGrace()) {
+      return;
+    }
     List<Actor> eligible = eligible();
     int clients = scheduler.live(false);
     List<Runnable> moves = new ArrayList<>();
@@ -286,6 +319,10 @@ final class Simulation {
       }
       if (!acknowledged.isEmpty()) {
         add(moves, weights, 0.4, this::cancel);
+      }
+      if (faults.rate(Fault.PROGRAM_CANCELLED) > 0 && !programs.running(clock.now()).isEmpty()) {
+        // Weighted up: a program runs for a few steps only, and most scenarios start few of them.
+        add(moves, weights, 4, this::cancelARunningProgram);
       }
       add(moves, weights, 0.3, this::toggleDedicated);
       add(moves, weights, 0.5, this::read);
@@ -348,6 +385,9 @@ final class Simulation {
         throw new Violation("§5.5 not everything finished within " + RECOVERY_BOUND + " (" + i
             + " steps) after faults stopped: " + unfinished());
       }
+      if (ownerCancelsInGrace()) {
+        continue;
+      }
       List<Actor> eligible = eligible();
       if (!eligible.isEmpty()) {
         grant(eligible.get(random.nextInt(eligible.size())));
@@ -379,6 +419,7 @@ final class Simulation {
     if (!frozen.isEmpty()) {
       b.append("\n    frozen tasks ").append(frozen).append(", stops under way ").append(stopsTakeEffect.keySet());
     }
+    programs.all().stream().filter(p -> p.live(clock.now()) > 0).forEach(p -> b.append("\n    ").append(p));
     b.append("\n    pending evidence ").append(events.size()).append("; ").append(scheduler.describe());
     return b.toString();
   }
@@ -390,6 +431,9 @@ final class Simulation {
     for (Actor a : scheduler.gated()) {
       if (a.worker && frozen.contains(a.taskId)) {
         continue; // stopped dead until the platform kills it
+      }
+      if (a.wakeAt != null && clock.now().isBefore(a.wakeAt)) {
+        continue; // a worker that polls its job's program sleeps until its next poll
       }
       if (a.worker && lateWorkers.containsKey(a.workerId)) {
         Snapshot.W w = current.workers().get(a.workerId);
@@ -429,15 +473,19 @@ final class Simulation {
     if (steps > 0 && random.nextInt(8) == 0) {
       payload.append(", \"failAt\": ").append(1 + random.nextInt(steps));
     }
-    if (random.nextInt(3) == 0) {
+    boolean followUp = random.nextInt(3) == 0;
+    if (followUp) {
       payload.append(", \"followUp\": true");
     }
-    if (faults.roll(Fault.JOB_KILLS_WORKER)) {
+    boolean program = faults.roll(Fault.PROGRAM);
+    if (!program && faults.roll(Fault.JOB_KILLS_WORKER)) {
       payload.append(", \"killsWorkerAt\": ").append(1 + second.nextInt(steps + 1));
     }
     payload.append('}');
-    log("enqueue by " + user + " key " + key + " " + payload);
-    String body = "{\"kind\": \"" + SimHandler.KIND + "\", \"payload\": " + payload + ", \"idempotencyKey\": \""
+    String kind = program ? SimPrograms.KIND : SimHandler.KIND;
+    String jobPayload = program ? programs.payload(steps, followUp) : payload.toString();
+    log("enqueue by " + user + " key " + key + (program ? " a program job " : " ") + jobPayload);
+    String body = "{\"kind\": \"" + kind + "\", \"payload\": " + jobPayload + ", \"idempotencyKey\": \""
         + key + "\"}";
     spawnClient("enqueue", () -> {
       for (int attempt = 1; attempt <= 4; attempt++) {
@@ -585,6 +633,50 @@ final class Simulation {
     }
   }
 
+  /** The owner cancels a job whose program runs: SIGTERM must reach it within the cancel-check interval. */
+  private void cancelARunningProgram() {
+    List<SimProgram> running = programs.running(clock.now());
+    SimProgram p = running.get(third.nextInt(running.size()));
+    if (faults.roll(Fault.PROGRAM_CANCELLED)) {
+      ownerCancels(p, false);
+    }
+  }
+
+  /**
+   * A program sent SIGTERM by its timeout is in its grace, and its job's owner was drawn to cancel
+   * it then ({@code ownerCancelsInGrace}): the cancel goes out now, and counts if it lands before
+   * the SIGKILL. True if it went out.
+   */
+  private boolean ownerCancelsInGrace() {
+    SimProgram p = programs.cancelInGraceDue(clock.now());
+    if (p == null) {
+      return false;
+    }
+    ownerCancels(p, true);
+    return true;
+  }
+
+  private void ownerCancels(SimProgram p, boolean inGrace) {
+    operations++;
+    Snapshot.J job = current.jobs().get(p.jobId);
+    String owner = job.userId();
+    log("cancel job " + p.jobId + " by " + owner + (inGrace ? " in its program's grace after the timeout's SIGTERM"
+        : " while its program runs"));
+    spawnClient("cancel", () -> {
+      ApiResponse r = api.handle(ApiRequest.of("POST", "/jobs/" + p.jobId + "/cancel", Caller.user(owner)));
+      boolean landedInGrace = inGrace && r.status() == 200 && p.inTimeoutGrace(clock.now());
+      if (landedInGrace) {
+        faults.count(Fault.PROGRAM_CANCELLED_IN_GRACE);
+      }
+      note(scheduler.current(), "POST /jobs/" + p.jobId + "/cancel → " + r.status()
+          + (landedInGrace ? " ⚡ during the program's grace" : ""));
+      if (r.status() < 500 && r.status() != 200 && r.status() != 409) {
+        violation("POST /jobs/" + p.jobId + "/cancel by its owner " + owner + " answered " + r.status() + ": "
+            + r.bodyText());
+      }
+    });
+  }
+
   /** A user reads a job, or their list: they see their own jobs and nobody else's. */
   private void read() {
     operations++;
@@ -677,6 +769,7 @@ final class Simulation {
       if (frozen.remove(task)) {
         frozenStopped++;
         log("the stop of frozen task " + task + " takes effect: it is killed");
+        programs.orphan(task, "frozen");
         scheduler.expectEnd(task);
         inProcess.stop(task, "stopped while frozen");
       }
@@ -865,6 +958,16 @@ final class Simulation {
     return clock.now();
   }
 
+  /** The simulated clock as a monotonic clock (nanoseconds since the start), for workers and runners. */
+  long nanoTime() {
+    return Duration.between(START, clock.now()).toNanos();
+  }
+
+  /** A worker's task is killed from outside (SIGKILL, the platform's stop): its own code no longer runs. */
+  void killedFromOutside(String taskId, String how) {
+    programs.orphan(taskId, how);
+  }
+
   Random random() {
     return random;
   }
@@ -923,6 +1026,7 @@ final class Simulation {
 
   /** Stop evidence from a task that ended (on the task's thread). */
   private void evidence(String taskId, long workerId, UUID token, String reason) {
+    programs.taskEnded(taskId);
     if (!tearingDown) {
       events.arrived(taskId, workerId, token, reason);
     }
@@ -979,6 +1083,12 @@ final class Simulation {
       stopsTakeEffect.keySet().retainAll(live.keySet());
       String broken = invariants.afterStep(before, current,
           new Invariants.Step(actor, workerId, expectNoChange, clock.now(), live, Set.copyOf(frozen)));
+      if (broken != null) {
+        violation(broken);
+      }
+    }
+    if (violation == null && programs.any()) {
+      String broken = invariants.programs(before, current, clock.now(), scheduler.liveTaskWorkers());
       if (broken != null) {
         violation(broken);
       }

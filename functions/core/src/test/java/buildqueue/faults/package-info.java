@@ -6,7 +6,9 @@
  *
  * {@link buildqueue.faults.FaultInjectionTest} runs 2,000 scenarios by default and prints one
  * line: scenarios, operations, statements, jobs, faults injected by type, outages, frozen workers
- * stopped at the queue's request, the longest recovery, violations. A scenario ({@link buildqueue.faults.Simulation}) wires the production
+ * stopped at the queue's request, what the program jobs did (started, timed out, SIGKILLed after
+ * the grace, exited with the retry code, died with their worker), the longest recovery,
+ * violations; it fails if a fault type was never injected. A scenario ({@link buildqueue.faults.Simulation}) wires the production
  * {@code BuildQueue}, {@code HttpApi}, {@code WorkerLoop} and {@code InProcessPlatform} to a
  * database of its own and drives them with actors, each a real thread: API clients (submit, with
  * retries under the same idempotency key; cancel; reads; admin lane changes), ticks, stop-event
@@ -31,6 +33,22 @@
  * and expire on demand, and workers' hard deadlines fall on the simulated clock ({@code
  * WorkerLoop.DeadlineTimer}).
  *
+ * <p>Job processes (design.md §10): about half the scenarios submit program jobs, of a command kind
+ * whose timeout and grace are drawn per scenario. The production {@code ProcessRunner} runs them
+ * inside the real worker loop, on {@link buildqueue.faults.SimProgram}s instead of processes (its
+ * {@code ProcessLauncher}, {@code JobProcess} and {@code RunnerClock} seams, on the simulated
+ * clock), so the outcome mapping under test is the runner's own. A program reports progress
+ * through the real control file, then exits 0 (with a follow-up), crashes with a code (with or
+ * without an error line), dies of a signal, exits with its kind's retry code on its first
+ * attempts, or hangs past its timeout; it dies on SIGTERM, after a while, or ignores it; it may
+ * leave a child that outlives it; its owner cancels it while it runs, or in the grace after its
+ * timeout's SIGTERM. The invariants check the runner's timing (SIGTERM at the timeout and within
+ * the cancel-check interval of a cancel, SIGKILL once the grace is over, leftovers signalled and
+ * not waited for past the grace), the job's outcome (a timed-out job fails "timed out after …", a
+ * cancelled one ends cancelled, a crash fails with the program's error or its code, a signal
+ * fails naming it, a retry code is an interruption under §5.6), and that no process of a job
+ * outlives its attempt, its worker or its worker's slot (no job runs twice).
+ *
  * <p>Properties: {@code -Dfaults.scenarios=N} (soak), {@code -Dfaults.baseSeed=B} (scenario i has
  * seed B + i), {@code -Dfaults.seed=S -Dfaults.steps=n} (replay one and print its log), {@code
  * -Dfaults.disable=a,b} (leave fault types out), {@code -Dfaults.parallel=P} (databases side by
@@ -43,7 +61,9 @@
  * {@code scripts/mutants.sh -o} breaks the core on purpose, one {@link buildqueue.faults.Mutants
  * mutant} at a time (an unknown launch taken for a failed one; lease reclaim of a worker the
  * platform can check; a fifth interruption without progress retried; the progress fence without
- * the token; no stop for a worker running past its lease; the worker start without the lease),
+ * the token; no stop for a worker running past its lease; the worker start without the lease;
+ * and in the job runner: a timeout that succeeds, no SIGKILL after the grace, a cancel that never
+ * signals the program, a retry code that fails the job),
  * runs this suite's default scenarios against each in a copy of the working tree, and prints which
  * invariant caught it, with the seed, the scenarios it took and the time; it exits non-zero if one
  * went uncaught. {@code --base-seed=B} repeats a batch, {@code --only=name,name} picks mutants.
@@ -53,8 +73,9 @@
  *
  * <h2>What is deterministic</h2>
  *
- * Everything a scenario decides comes from its seed (through one {@code Random}, and a second one
- * for the faults added after {@link buildqueue.faults.FaultSeedRegressionTest} pinned its seeds);
+ * Everything a scenario decides comes from its seed (through one {@code Random}, a second one for
+ * the faults added after {@link buildqueue.faults.FaultSeedRegressionTest} pinned its seeds, and a
+ * third for the program jobs' faults); a program's state is a function of the simulated clock;
  * actors run one at a time and evidence that arrives during a step is ordered by task; ids restart
  * per scenario; every {@code :now} is the simulated clock as of when the statement runs; tick
  * claims come back in id order. So a seed gives the same event log on any database, whatever ran

@@ -23,6 +23,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.LongSupplier;
 
 /**
  * Workers as threads in this JVM, for tests, simulations and benchmarks. Each launch runs the real
@@ -100,6 +101,7 @@ public final class InProcessPlatform implements WorkerPlatform {
   private volatile CountDownLatch heldStarts = new CountDownLatch(1);
   private volatile StopListener listener = (taskId, workerId, token, reason) -> {};
   private volatile WorkerLoop.DeadlineTimer deadlines = WorkerLoop.DeadlineTimer.WALL_CLOCK;
+  private volatile LongSupplier nanoTime = System::nanoTime;
 
   public InProcessPlatform(Database db, QueueConfig config, QueueClock clock, JobHandlers handlers) {
     this.db = db;
@@ -118,6 +120,15 @@ public final class InProcessPlatform implements WorkerPlatform {
    */
   public void deadlineTimer(WorkerLoop.DeadlineTimer timer) {
     this.deadlines = timer;
+  }
+
+  /**
+   * The monotonic clock workers pace a running program's check-ins on ({@link
+   * WorkerLoop#withNanoTime}); by default the system's. A simulation that moves a settable clock
+   * gives its own, so each check-in falls at the same simulated instant on every run.
+   */
+  public void nanoTime(LongSupplier clock) {
+    this.nanoTime = clock;
   }
 
   /** The next launch requests follow these plans, in order; later ones are normal. */
@@ -295,7 +306,8 @@ public final class InProcessPlatform implements WorkerPlatform {
               }
             };
         WorkerLoop loop =
-            new WorkerLoop(new CheckedDatabase(db, sql -> alive()), config, clock, handlers, this, crashes, deadlines);
+            new WorkerLoop(new CheckedDatabase(db, sql -> alive()), config, clock, handlers, this, crashes, deadlines)
+                .withNanoTime(nanoTime);
         WorkerLoop.Exit exit = loop.run(launch.workerId(), launch.token());
         exitReason = "exited: " + exit.name().toLowerCase(java.util.Locale.ROOT);
       } catch (WorkerKilled e) {
