@@ -17,14 +17,17 @@ import java.util.Set;
  * and writes it, with the machine, versions and date, to {@code BENCHMARKS.md}.
  *
  * <pre>
- * java -jar bench/target/buildqueue-bench.jar [--quick] [--only=1,3] [--out=BENCHMARKS.md]
+ * java -jar bench/target/buildqueue-bench.jar [--quick] [--only=1,3] [--out=BENCHMARKS.md] [--record-primed-classes]
  * </pre>
+ *
+ * {@code --record-primed-classes}: figure 7 first records the classes the functions' first events
+ * load into the aws module's {@code primed-classes.txt} (rebuild the jar for priming to use them).
  */
 public final class BenchMain {
   private BenchMain() {}
 
   /** How much work each figure does: the full run, or a quick smoke run. */
-  record Plan(boolean quick, Set<Integer> figures, Path out, Path benchDir) {
+  record Plan(boolean quick, Set<Integer> figures, Path out, Path benchDir, boolean recordPrimedClasses) {
     int runs() {
       return quick ? 2 : 5;
     }
@@ -56,9 +59,12 @@ public final class BenchMain {
     boolean quick = false;
     Set<Integer> only = new LinkedHashSet<>();
     Path out = Path.of("BENCHMARKS.md");
+    boolean record = false;
     for (String a : args) {
       if (a.equals("--quick")) {
         quick = true;
+      } else if (a.equals("--record-primed-classes")) {
+        record = true;
       } else if (a.startsWith("--only=")) {
         for (String n : a.substring("--only=".length()).split(",")) {
           only.add(Integer.parseInt(n.trim()));
@@ -66,10 +72,10 @@ public final class BenchMain {
       } else if (a.startsWith("--out=")) {
         out = Path.of(a.substring("--out=".length()));
       } else {
-        throw new IllegalArgumentException("unknown argument " + a + "; known: --quick, --only=1,2,..., --out=FILE");
+        throw new IllegalArgumentException("unknown argument " + a + "; known: --quick, --only=1,2,..., --out=FILE, --record-primed-classes");
       }
     }
-    return new Plan(quick, only, out, benchDir());
+    return new Plan(quick, only, out, benchDir(), record);
   }
 
   /** bench/ of the checkout: the jar sits in bench/target. */

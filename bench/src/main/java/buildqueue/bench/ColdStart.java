@@ -44,11 +44,33 @@ final class ColdStart {
   private static final String EMPTY_QUEUE =
       "truncate build_job_event, build_job, build_worker, build_user restart identity cascade";
 
+  /** How a primed case's name ends. */
+  static final String PRIMED = ", primed: first event after priming";
+
   /** One cold start: wall time from spawn to the handled line, and the child's own split. */
   record Start(double wallMs, double constructMs, double handleMs, long classes) {}
 
-  /** A handler and the event it gets. */
-  record Case(String name, String handlerClass, Path event) {}
+  /**
+   * A handler and the event it gets; {@code primed}: its SnapStart priming runs after it is built
+   * and only the first event is the measure.
+   */
+  record Case(String name, String handlerClass, Path event, boolean primed) {
+    Case(String name, String handlerClass, Path event) {
+      this(name, handlerClass, event, false);
+    }
+
+    Case primedCase() {
+      return new Case(name.replaceFirst(" \\(.*$", "") + PRIMED, handlerClass, event, true);
+    }
+
+    List<String> launch() {
+      List<String> args = new ArrayList<>(List.of(ColdStartLaunch.class.getName(), handlerClass, event.toString()));
+      if (primed) {
+        args.add("--primed");
+      }
+      return args;
+    }
+  }
 
   /** An HTTP client for the Data API, and the jars it needs beyond the shaded jar. */
   record ClientCase(String name, String clientClass, List<Path> jars) {}
@@ -67,6 +89,11 @@ final class ColdStart {
     this.repo = benchDir.toAbsolutePath().getParent();
     this.jar = repo.resolve("functions/aws/target/buildqueue-aws.jar");
     this.work = benchDir.toAbsolutePath().resolve("target/coldstart");
+  }
+
+  /** The list of classes the functions' priming loads, in the aws module's sources. */
+  Path primedClassList() {
+    return repo.resolve("functions/aws/src/main/resources/buildqueue/aws/lambda/primed-classes.txt");
   }
 
   Path jar() {
@@ -112,6 +139,15 @@ final class ColdStart {
 
   /** Runs every case {@code runs} times, interleaved, and returns the starts by case name. */
   Map<String, List<Start>> measure(int runs) throws Exception {
+    return measure(runs, null);
+  }
+
+  /**
+   * As {@link #measure(int)}; first, when {@code classList} is given, records into it the classes
+   * the four functions' first events load (their union, in order of first load, from the jar and
+   * the JDK), which their priming then loads before a snapshot.
+   */
+  Map<String, List<Start>> measure(int runs, Path classList) throws Exception {
     if (!Files.exists(jar)) {
       throw new IllegalStateException("no shaded jar at " + jar
           + "; build it with mvn -B -ntp -pl bench -am package -DskipTests");
@@ -148,23 +184,26 @@ final class ColdStart {
       env.put("BUILDQUEUE_TASK_DEFINITION", FakeEcs.TASK_DEFINITION);
       env.put("BUILDQUEUE_SUBNETS", "subnet-0a1b2c3d");
       env.put("BUILDQUEUE_CONTAINER_NAME", FakeEcs.CONTAINER);
+      env.put("BUILDQUEUE_KINDS_FILE", repo.resolve("infra/kinds/kinds.json").toString());
 
       List<Case> cases = cases(cfn.getAddress().getPort());
       List<ClientCase> clients = clientCases();
       JdbcDatabase db = new JdbcDatabase(ds);
+      if (classList != null) {
+        recordClasses(classpath, env, cases, db, classList);
+      }
       Map<String, List<Start>> out = new LinkedHashMap<>();
       for (int i = 0; i < runs; i++) {
         for (Case c : cases) {
           // Every start sees the same queue: empty, so the enqueue dispatches and calls RunTask.
           db.update(EMPTY_QUEUE);
-          out.computeIfAbsent(c.name(), k -> new ArrayList<>()).add(start(classpath, env, c.name(),
-              List.of(ColdStartLaunch.class.getName(), c.handlerClass(), c.event().toString())));
+          out.computeIfAbsent(c.name(), k -> new ArrayList<>()).add(start(classpath, env, c.name(), List.of(), c.launch()));
         }
         for (ClientCase c : clients) {
           List<String> cp = new ArrayList<>(List.of(jar.toString(), launcher.toString()));
           c.jars().forEach(j -> cp.add(j.toString()));
           out.computeIfAbsent(c.name(), k -> new ArrayList<>()).add(start(String.join(java.io.File.pathSeparator, cp),
-              env, c.name(), List.of(HttpClientProbe.class.getName(), c.clientClass())));
+              env, c.name(), List.of(), List.of(HttpClientProbe.class.getName(), c.clientClass())));
         }
       }
       return out;
@@ -188,21 +227,57 @@ final class ColdStart {
          "region": "eu-west-1", "resources": ["arn:aws:events:eu-west-1:111122223333:rule/buildqueue-tick"],
          "detail": {}}
         """);
-    return List.of(
-        new Case("trivial handler (reads the event, answers a constant)", ColdStartLaunch.Trivial.class.getName(), tick),
+    List<Case> functions = List.of(
         new Case("EnqueueFunction (POST /jobs: enqueue, dispatch, RunTask)", "buildqueue.aws.lambda.EnqueueFunction",
             events.resolve("api-gateway-post-jobs.json")),
         new Case("TickFunction (scheduled tick)", "buildqueue.aws.lambda.TickFunction", tick),
         new Case("TaskStateChangeFunction (ECS STOPPED event)", "buildqueue.aws.lambda.TaskStateChangeFunction",
             events.resolve("ecs-task-failed-to-start.json")),
         new Case("MigrateFunction (CloudFormation create, schema up to date)", "buildqueue.aws.lambda.MigrateFunction", cfn));
+    List<Case> all = new ArrayList<>();
+    all.add(new Case("trivial handler (reads the event, answers a constant)", ColdStartLaunch.Trivial.class.getName(), tick));
+    all.addAll(functions);
+    functions.forEach(f -> all.add(f.primedCase()));
+    return all;
   }
 
-  private Start start(String classpath, Map<String, String> env, String name, List<String> mainAndArgs)
+  private static final Pattern LOADED = Pattern.compile("\\[class,load\\] (\\S+) source: (.*)$");
+
+  private void recordClasses(String classpath, Map<String, String> env, List<Case> cases, JdbcDatabase db, Path out)
       throws IOException, InterruptedException {
+    java.util.Set<String> classes = new java.util.LinkedHashSet<>();
+    for (Case c : cases) {
+      if (c.primed() || !c.handlerClass().startsWith("buildqueue.aws.")) {
+        continue;
+      }
+      Path log = work.resolve("classes-" + c.handlerClass().replaceAll(".*\\.", "") + ".log");
+      db.update(EMPTY_QUEUE);
+      start(classpath, env, c.name(), List.of("-Xlog:class+load=info:file=" + log), c.launch());
+      for (String line : Files.readAllLines(log)) {
+        Matcher m = LOADED.matcher(line);
+        // From the jar or the JDK; not the launcher's, nor generated classes (lambdas, proxies).
+        if (m.find() && !m.group(1).startsWith("buildqueue.bench.") && !m.group(1).contains("$$")
+            && !m.group(1).contains("/") && (m.group(2).contains(jar.getFileName().toString())
+                || m.group(2).startsWith("jrt:/") || m.group(2).startsWith("shared objects file"))) {
+          classes.add(m.group(1));
+        }
+      }
+    }
+    List<String> lines = new ArrayList<>();
+    lines.add("# The classes the four functions' first events load, recorded by the benchmark from the shaded jar");
+    lines.add("# (java -jar bench/target/buildqueue-bench.jar --record-primed-classes); Priming loads them before a");
+    lines.add("# snapshot, all but those whose names suggest a random generator (Priming.SKIPPED).");
+    lines.addAll(classes);
+    Files.createDirectories(out.getParent());
+    Files.write(out, lines, StandardCharsets.UTF_8);
+  }
+
+  private Start start(String classpath, Map<String, String> env, String name, List<String> jvmFlags,
+      List<String> mainAndArgs) throws IOException, InterruptedException {
     List<String> cmd = new ArrayList<>();
     cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
     cmd.addAll(LAMBDA_JVM_FLAGS);
+    cmd.addAll(jvmFlags);
     cmd.addAll(List.of("-cp", classpath));
     cmd.addAll(mainAndArgs);
     ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);

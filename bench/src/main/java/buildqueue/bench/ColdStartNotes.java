@@ -32,5 +32,13 @@ final class ColdStartNotes {
       first event); they are there for SnapStart's sake. What dominates every handler's first event is
       building the SDK clients and loading their classes (the client rows show one client alone costs
       hundreds of milliseconds in a fresh JVM); SnapStart, on in `template.yaml`, is what removes it.
+
+      The "primed: first event after priming" rows start a fresh JVM, build the handler, run its SnapStart
+      priming hooks (`Priming`: services and clients built, the recorded first-event classes loaded, the
+      function's local code and its SDK calls rehearsed against a loopback server) as the runtime does before a
+      snapshot, and time the first event alone: what a restored snapshot still pays, beside the trivial
+      handler's first event. It leaves out the restore itself, and a restored JVM's JIT state is the
+      snapshot's, which this run approximates. Most of what remains for the API and the tick is likely real work:
+      several Data API round trips to the fake and PostgreSQL, and a RunTask (a warm second event is not measured here).
       """;
 }

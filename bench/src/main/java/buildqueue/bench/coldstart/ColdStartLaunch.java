@@ -19,16 +19,27 @@ import java.nio.file.Path;
  * with how long each step took. Loaded on its own (never with the rest of the benchmark), so it
  * may use only the JDK, the Lambda interfaces and the runtime's event serializers.
  *
- * <pre>java -cp buildqueue-aws.jar:launcher:serialization.jar ColdStartLaunch HANDLER EVENT_FILE</pre>
+ * <pre>java -cp buildqueue-aws.jar:launcher:serialization.jar ColdStartLaunch HANDLER EVENT_FILE [--primed]</pre>
+ *
+ * <p>With {@code --primed} it plays a SnapStart snapshot in between: after building the handler it
+ * runs the registered priming hooks' {@code beforeCheckpoint} and {@code afterRestore} (through
+ * {@value #PRIMING}, as a JVM without CRaC cannot checkpoint), and then times the first event
+ * alone: the part a restored snapshot still pays.
  */
 public final class ColdStartLaunch {
   private ColdStartLaunch() {}
+
+  /** The functions' priming, reached by name: the launcher compiles against no function class. */
+  static final String PRIMING = "buildqueue.aws.lambda.Priming";
 
   public static void main(String[] args) throws Exception {
     long t0 = System.nanoTime();
     byte[] event = Files.readAllBytes(Path.of(args[1]));
     Class<?> type = Class.forName(args[0]);
     Object handler = type.getDeclaredConstructor().newInstance();
+    if (args.length > 2 && args[2].equals("--primed")) {
+      Class.forName(PRIMING).getMethod("checkpointAndRestore").invoke(null);
+    }
     long t1 = System.nanoTime();
     Context context = context();
     if (handler instanceof RequestStreamHandler stream) {

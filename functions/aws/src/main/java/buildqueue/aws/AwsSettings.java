@@ -27,6 +27,8 @@ import java.util.function.Function;
  *   <tr><th>variable</th><th>read by</th><th>default</th></tr>
  *   <tr><td>{@value #DB_CLUSTER_ARN}, {@value #DB_SECRET_ARN}</td><td>all (worker: unless
  *       {@value #JDBC_URL})</td><td>required</td></tr>
+ *   <tr><td>{@value #WORKER_DB_SECRET_ARN}</td><td>migrate</td><td>required: the worker role's
+ *       secret, whose password the migration gives the role</td></tr>
  *   <tr><td>{@value #DB_NAME}</td><td>as above</td><td>{@code buildqueue}</td></tr>
  *   <tr><td>{@value #JDBC_URL}</td><td>worker</td><td>unset: the Data API</td></tr>
  *   <tr><td>{@value #ECS_CLUSTER}, {@value #TASK_DEFINITION}, {@value #SUBNETS}</td><td>the
@@ -55,6 +57,7 @@ public final class AwsSettings {
   public static final String DB_CLUSTER_ARN = "BUILDQUEUE_DB_CLUSTER_ARN";
   public static final String DB_SECRET_ARN = "BUILDQUEUE_DB_SECRET_ARN";
   public static final String DB_NAME = "BUILDQUEUE_DB_NAME";
+  public static final String WORKER_DB_SECRET_ARN = "BUILDQUEUE_WORKER_DB_SECRET_ARN";
   public static final String JDBC_URL = "BUILDQUEUE_JDBC_URL";
   public static final String ECS_CLUSTER = "BUILDQUEUE_ECS_CLUSTER";
   public static final String TASK_DEFINITION = "BUILDQUEUE_TASK_DEFINITION";
@@ -140,6 +143,7 @@ public final class AwsSettings {
   private final Optional<String> metricsNamespace;
   private final Optional<WorkerIdentity> worker;
   private final Optional<Path> kindsFile;
+  private final Optional<String> workerSecretArn;
 
   private AwsSettings(Component component, Function<String, String> env) {
     Reader r = new Reader(env);
@@ -163,6 +167,13 @@ public final class AwsSettings {
         ? Optional.of(new WorkerIdentity(r.positiveLong(WORKER_ID), r.uuid(WORKER_TOKEN)))
         : Optional.empty();
     this.kindsFile = component.needsKinds() ? Optional.of(r.absolutePath(KINDS_FILE)) : Optional.empty();
+    this.workerSecretArn =
+        component == Component.MIGRATE ? Optional.of(r.required(WORKER_DB_SECRET_ARN)) : Optional.empty();
+  }
+
+  /** The worker role's secret (migrate only): the password it gives the role. */
+  public String workerSecretArn() {
+    return workerSecretArn.orElseThrow(() -> new IllegalStateException(component + " has no worker secret"));
   }
 
   /** Reads the variables {@code component} needs from the process environment. */

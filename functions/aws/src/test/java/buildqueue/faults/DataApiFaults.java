@@ -27,6 +27,7 @@ final class DataApiFaults implements DatabaseFaults {
   private final DataApiFake fake;
   private final RdsDataClient client;
   private final DataApiDatabase adapter;
+  private final DataApiDatabase workerAdapter;
 
   DataApiFaults(TestDatabase db, Lane lane) {
     this.fake = DataApiFake.start();
@@ -35,11 +36,18 @@ final class DataApiFaults implements DatabaseFaults {
     AtomicLong nanos = new AtomicLong();
     ResumeRetry retry = new ResumeRetry(ResumeRetry.DEFAULT_BUDGET, d -> nanos.addAndGet(d.toNanos()), nanos::get);
     this.adapter = new DataApiDatabase(client, fake.settings(db.name()), retry);
+    fake.serve(db.name(), DataApiFake.WORKER_SECRET_ARN, db.workerDataSource());
+    this.workerAdapter = new DataApiDatabase(client, fake.workerSettings(db.name()), retry);
   }
 
   @Override
   public Database adapter() {
     return adapter;
+  }
+
+  @Override
+  public Database workerAdapter() {
+    return workerAdapter;
   }
 
   @Override

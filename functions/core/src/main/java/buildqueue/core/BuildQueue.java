@@ -5,14 +5,12 @@ import buildqueue.db.DatabaseException;
 import buildqueue.db.Json;
 import buildqueue.db.UniqueViolationException;
 import buildqueue.platform.LaunchOutcome;
-import buildqueue.platform.TaskState;
 import buildqueue.platform.WorkerLaunch;
 import buildqueue.platform.WorkerPlatform;
 import java.lang.System.Logger.Level;
+import java.time.Duration;
 import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.Optional;
 import java.util.UUID;
 
@@ -24,7 +22,6 @@ import java.util.UUID;
  */
 public final class BuildQueue {
   private static final System.Logger LOG = System.getLogger(BuildQueue.class.getName());
-  private static final int BATCH = 100;
 
   /**
    * Told of every worker exit this queue records, whichever caller found the evidence (a stop
@@ -102,9 +99,38 @@ public final class BuildQueue {
    * the dispatches made. A unique violation on the slot means another dispatcher won the race.
    */
   public List<DispatchTransitions.Dispatched> dispatchLane(String lane) {
+    return dispatchLane(lane, LaunchGate.OPEN);
+  }
+
+  /**
+   * What a caller that makes many launches (the tick) puts between the queue and the platform: it
+   * is asked before each dispatch (and may wait for the platform's request rate, or refuse, which
+   * leaves the lane's job queued) and told each launch's outcome.
+   */
+  interface LaunchGate {
+    boolean mayLaunch();
+
+    void launched(LaunchOutcome outcome);
+
+    LaunchGate OPEN =
+        new LaunchGate() {
+          @Override
+          public boolean mayLaunch() {
+            return true;
+          }
+
+          @Override
+          public void launched(LaunchOutcome outcome) {}
+        };
+  }
+
+  List<DispatchTransitions.Dispatched> dispatchLane(String lane, LaunchGate gate) {
     List<DispatchTransitions.Dispatched> done = new ArrayList<>();
     int races = 0;
     while (true) {
+      if (!gate.mayLaunch()) {
+        return done;
+      }
       Optional<DispatchTransitions.Dispatched> next;
       try {
         next = dispatch.dispatch(lane);
@@ -119,7 +145,7 @@ public final class BuildQueue {
         return done;
       }
       done.add(next.get());
-      launch(next.get().launch());
+      gate.launched(launch(next.get().launch()));
       if (!next.get().moreToDo()) {
         return done;
       }
@@ -130,19 +156,21 @@ public final class BuildQueue {
    * Dispatches a lane after the caller's own transition committed. A failure here (a deadlock with
    * another dispatcher, a lost connection) must not fail the caller: its job or exit is already
    * safely recorded, and the next tick dispatches every lane with queued jobs and a free slot.
-   * Returns the workers it dispatched (none when it failed), for the tick's count.
    */
-  private int dispatchAfterCommit(String lane) {
+  private void dispatchAfterCommit(String lane) {
+    dispatchAfterCommit(lane, LaunchGate.OPEN);
+  }
+
+  private void dispatchAfterCommit(String lane, LaunchGate gate) {
     try {
-      return dispatchLane(lane).size();
+      dispatchLane(lane, gate);
     } catch (DatabaseException e) {
       LOG.log(Level.WARNING, "dispatch of lane {0} failed ({1}); the next tick dispatches it", lane, e.getMessage());
-      return 0;
     }
   }
 
   /** Starts the task for a dispatched worker and records the outcome. */
-  void launch(WorkerLaunch launch) {
+  LaunchOutcome launch(WorkerLaunch launch) {
     LaunchOutcome outcome;
     try {
       outcome = platform.launch(launch);
@@ -150,6 +178,7 @@ public final class BuildQueue {
       outcome = new LaunchOutcome.Unknown(e.toString());
     }
     record(launch, outcome);
+    return outcome;
   }
 
   private void record(WorkerLaunch launch, LaunchOutcome outcome) {
@@ -175,19 +204,11 @@ public final class BuildQueue {
    * @param token from the task's environment, when known; must then match
    */
   public Optional<ExitTransitions.Exited> taskStopped(String taskId, Long workerId, UUID token, String reason) {
-    return stopped(taskId, workerId, token, reason).exited();
+    return taskStopped(taskId, workerId, token, reason, LaunchGate.OPEN);
   }
 
-  /** A task's stop as the tick counts it: the exit, and the workers its lane's dispatch launched. */
-  private record Stopped(Optional<ExitTransitions.Exited> exited, int dispatched) {
-    static final Stopped NOTHING = new Stopped(Optional.empty(), 0);
-
-    int exitedCount() {
-      return exited.isPresent() ? 1 : 0;
-    }
-  }
-
-  private Stopped stopped(String taskId, Long workerId, UUID token, String reason) {
+  Optional<ExitTransitions.Exited> taskStopped(
+      String taskId, Long workerId, UUID token, String reason, LaunchGate gate) {
     Optional<ExitTransitions.Exited> exited = exits.exited(taskId, workerId, token, reason);
     if (exited.isEmpty()) {
       // Rare, so a second statement here costs nothing on the common path: the worker never
@@ -199,78 +220,38 @@ public final class BuildQueue {
     // worker still live (and so skipped its dispatch) may commit while the exit runs, and only a
     // statement that starts after both sees its job. The enqueue's share lock on the live workers
     // guarantees that either it sees this exit or this dispatch sees its job.
-    return new Stopped(exited, exited.map(e -> dispatchAfterCommit(e.lane())).orElse(0));
+    exited.ifPresent(e -> dispatchAfterCommit(e.lane(), gate));
+    return exited;
   }
 
-  /** What one tick did. */
+  /**
+   * What one tick did. {@code cutShort} names each part that stopped before everything due was
+   * done, and why ("out of time", the platform throttled it); empty when the tick caught up.
+   */
   public record TickReport(
       int checked, int exited, int relaunched, int reclaimed, int stopRequests, int dispatched,
-      long housekeptWorkers, long housekeptJobs) {}
+      long housekeptWorkers, long housekeptJobs, List<String> cutShort) {}
+
+  /**
+   * The most one tick may run, whatever its caller allows: half the launch grace (see {@link
+   * TickBudget}).
+   */
+  public Duration maxTickBudget() {
+    return config.launchGrace().dividedBy(2);
+  }
+
+  /** The scheduled pass with the longest budget the queue allows ({@link #maxTickBudget}). */
+  public TickReport tick() {
+    return tick(TickBudget.of(maxTickBudget()));
+  }
 
   /**
    * The scheduled pass: liveness checks, resolution of unknown launches, lease reclaim of workers
-   * that cannot be checked, dispatch of every lane with queued jobs and a free slot, housekeeping.
+   * that cannot be checked, dispatch of every lane with queued jobs and a free slot, housekeeping;
+   * each worked through in batches until done or until the budget (at most {@link #maxTickBudget})
+   * is spent, at the pace the platform allows ({@link TickPass}).
    */
-  public TickReport tick() {
-    int checked = 0;
-    int exitedCount = 0;
-    int stopRequests = 0;
-    // Counts every worker the tick launched, including those the dispatch after an exit launched
-    // (a crashed job's next worker), not only those of the lanes the tick's own pass dispatches.
-    int dispatched = 0;
-    Map<String, TickTransitions.DueCheck> byTask = new LinkedHashMap<>();
-    for (TickTransitions.DueCheck d : tick.claimDueChecks(BATCH)) {
-      if (platform.canCheck(d.taskId())) {
-        byTask.put(d.taskId(), d);
-      }
-    }
-    Map<String, TaskState> states = byTask.isEmpty() ? Map.of() : platform.check(byTask.keySet());
-    for (TickTransitions.DueCheck d : byTask.values()) {
-      checked++;
-      TaskState state = states.getOrDefault(d.taskId(), new TaskState.Missing());
-      Stopped stop = Stopped.NOTHING;
-      if (state instanceof TaskState.Stopped s) {
-        stop = stopped(d.taskId(), d.workerId(), null, s.reason());
-      } else if (state instanceof TaskState.Missing && d.leaseExpired()) {
-        stop = stopped(d.taskId(), d.workerId(), null, "task missing after its lease expired");
-      } else if (state instanceof TaskState.Running && d.leaseExpired()) {
-        // A worker past its lease should have killed itself; ask the platform to make sure. The
-        // slot stays held until the stop is confirmed.
-        platform.stop(d.taskId(), "worker " + d.workerId() + " outlived its lease");
-        stopRequests++;
-      }
-      exitedCount += stop.exitedCount();
-      dispatched += stop.dispatched();
-    }
-
-    int relaunched = 0;
-    for (WorkerLaunch unresolved : dispatch.claimUnresolvedLaunches(BATCH)) {
-      launch(unresolved);
-      relaunched++;
-    }
-
-    int reclaimed = 0;
-    for (TickTransitions.ExpiredLease e : tick.expiredLeases(BATCH)) {
-      if (e.taskId() != null && platform.canCheck(e.taskId())) {
-        continue; // evidence will come from the liveness check, never from the clock alone
-      }
-      Stopped stop = stopped(e.taskId(), e.workerId(), null, "lease expired with no way to check the worker");
-      reclaimed += stop.exitedCount();
-      dispatched += stop.dispatched();
-    }
-
-    List<String> lanes;
-    String after = null;
-    do {
-      lanes = tick.lanesToDispatch(after, BATCH);
-      for (String lane : lanes) {
-        dispatched += dispatchLane(lane).size();
-      }
-      after = lanes.isEmpty() ? null : lanes.get(lanes.size() - 1);
-    } while (lanes.size() == BATCH);
-
-    TickTransitions.Housekept housekept = tick.housekeep(1000);
-    return new TickReport(checked, exitedCount, relaunched, reclaimed, stopRequests, dispatched,
-        housekept.workers(), housekept.jobs());
+  public TickReport tick(TickBudget budget) {
+    return new TickPass(this, platform, tick, dispatch, budget.atMost(maxTickBudget())).run();
   }
 }

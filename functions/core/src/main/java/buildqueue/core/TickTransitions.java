@@ -3,6 +3,7 @@ package buildqueue.core;
 import buildqueue.db.Database;
 import buildqueue.db.Params;
 import buildqueue.db.Row;
+import java.time.Instant;
 import java.util.List;
 
 /** The scheduled tick's reads and claims: liveness checks, expired leases, lanes, housekeeping. */
@@ -17,8 +18,12 @@ public final class TickTransitions {
     this.clock = clock;
   }
 
-  /** A worker whose task this caller, and no concurrent one, is to check now. */
-  public record DueCheck(long workerId, String taskId, boolean leaseExpired) {}
+  /**
+   * A worker whose task this caller, and no concurrent one, is to check now. {@code claimedAt} is
+   * the time of the claim: passed back as {@code asOf}, it keeps a tick's later batches from
+   * claiming again the workers its earlier ones checked.
+   */
+  public record DueCheck(long workerId, String taskId, boolean leaseExpired, Instant claimedAt) {}
 
   private static final String CLAIM_DUE_CHECKS =
       """
@@ -30,14 +35,18 @@ public final class TickTransitions {
         where w.id = any(array(
           select d.id from build_worker d, t
           where d.status <> 'exited' and d.task_id is not null
-            and (d.checked_at is null or d.checked_at <= t.now - :intervalMs * interval '1 millisecond')
+            -- Due as of the tick's first claim, and not checked since: a worker this tick has
+            -- checked, or launched, is not due again in it, however long the tick takes.
+            and (:asOf::timestamptz is null or coalesce(d.checked_at, d.launched_at) < :asOf::timestamptz)
+            and (d.checked_at is null
+                 or d.checked_at <= coalesce(:asOf::timestamptz, t.now) - :intervalMs * interval '1 millisecond')
           order by d.checked_at nulls first, d.id
           limit :limit
           for update skip locked))
-        returning w.id, w.task_id, w.expires_at <= t.now as lease_expired
+        returning w.id, w.task_id, w.expires_at <= t.now as lease_expired, t.now as claimed_at
       )
       -- RETURNING has no order, so a tick that works through its claims in id order is reproducible.
-      -- Size: at most the limit (the tick's 100) of rows of an id and a task id (400 bytes).
+      -- Size: at most the limit (the tick's 100) of rows of an id, a task id and two times (450 bytes).
       select * from claimed order by id
       """;
 
@@ -45,13 +54,25 @@ public final class TickTransitions {
    * Claims workers due for a liveness check in one {@code UPDATE … RETURNING}: each worker is
    * checked at most once per {@link QueueConfig#livenessInterval()}, and concurrent ticks claim
    * disjoint sets (rows locked by one are skipped by the other, and a row it has claimed no longer
-   * matches).
+   * matches). The least recently checked come first, so a tick that cannot check every live worker
+   * leaves the rest to be first in the next one.
    */
   public List<DueCheck> claimDueChecks(int limit) {
+    return claimDueChecks(limit, null);
+  }
+
+  /**
+   * As {@link #claimDueChecks(int)}, counting as due only workers due at {@code asOf} (the {@code
+   * claimedAt} of the tick's first batch; null for the first batch): a tick that works through ten
+   * thousand workers in batches ends when it has checked each once.
+   */
+  public List<DueCheck> claimDueChecks(int limit, Instant asOf) {
     Params params =
-        Params.of("now", clock.now(), "intervalMs", config.livenessInterval().toMillis(), "limit", limit);
+        Params.of("now", clock.now(), "intervalMs", config.livenessInterval().toMillis(), "limit", limit)
+            .and("asOf", asOf);
     return db.query(CLAIM_DUE_CHECKS, params).stream()
-        .map(r -> new DueCheck(r.longValue("id"), r.string("task_id"), r.bool("lease_expired")))
+        .map(r -> new DueCheck(
+            r.longValue("id"), r.string("task_id"), r.bool("lease_expired"), r.instant("claimed_at")))
         .toList();
   }
 
@@ -63,14 +84,17 @@ public final class TickTransitions {
       with t as (select coalesce(:now::timestamptz, now()) as now)
       -- Size: at most the limit (the tick's 100) of rows of an id and a task id (400 bytes).
       select w.id, w.task_id from build_worker w, t
-      where w.status <> 'exited' and w.expires_at <= t.now
+      where w.status <> 'exited' and w.expires_at <= t.now and w.id > :afterId::bigint
       order by w.id
       limit :limit
       """;
 
-  /** Live workers past their lease; the caller reclaims only those it cannot check. */
-  public List<ExpiredLease> expiredLeases(int limit) {
-    return db.query(EXPIRED_LEASES, Params.of("now", clock.now(), "limit", limit)).stream()
+  /**
+   * Live workers past their lease, in id order, after {@code afterId} (0 for the first page); the
+   * caller reclaims only those it cannot check, and pages on past the ones it can.
+   */
+  public List<ExpiredLease> expiredLeases(long afterId, int limit) {
+    return db.query(EXPIRED_LEASES, Params.of("now", clock.now(), "afterId", afterId, "limit", limit)).stream()
         .map(r -> new ExpiredLease(r.longValue("id"), r.string("task_id")))
         .toList();
   }

@@ -12,6 +12,12 @@ import java.util.UUID;
  * What a worker does to the queue. Every statement is fenced by the worker's id and token, its
  * status, and its lease: a worker that has been fenced off (its slot reclaimed, its job requeued)
  * changes nothing, and learns so from the zero rows it gets back.
+ *
+ * <p>Each transition is one call of its function in migration {@code V005} ({@code
+ * build_worker_start}, {@code _check_in}, {@code _interrupt}, {@code _add_follow_ups}, {@code _end},
+ * {@code _take_next}, {@code _drain}), where its whole statement is written: those functions are
+ * all the worker's database role may run (design.md section 11), so the fences above are enforced
+ * by PostgreSQL for any caller holding a worker's login, not only for this class.
  */
 public final class WorkerTransitions {
   private final Database db;
@@ -31,32 +37,10 @@ public final class WorkerTransitions {
   /** The worker is running. {@code job} is empty when its job went away (it was cancelled). */
   public record Started(Instant databaseNow, Instant expiresAt, Optional<AssignedJob> job) {}
 
+  /** Each worker transition is a function of V005: the worker's database role may call nothing else. */
   private static final String START =
       """
-      with t as (select coalesce(:now::timestamptz, now()) as now),
-      worker as (
-        update build_worker w set status = 'running', started_at = t.now
-        from t
-        where w.id = :workerId and w.token = :token::uuid and w.status = 'launching'
-          and w.expires_at - :deadlineMarginMs * interval '1 millisecond' > t.now
-        returning w.id, w.expires_at
-      ),
-      job as (
-        update build_job j set status = 'running', started_at = t.now
-        from worker, t
-        where j.worker_id = worker.id and j.status = 'dispatched'
-        returning j.id, j.user_id, j.kind, j.payload, j.progress, j.attempts, j.cancel_requested
-      ),
-      event as (
-        insert into build_job_event (job_id, type, detail, at)
-        select job.id, 'started', jsonb_build_object('message', 'started on worker ' || :workerId, 'workerId', :workerId), t.now
-        from job, t
-      )
-      -- One row carrying the job's payload: within RowLimits' job row (the payload at most
-      -- MAX_PAYLOAD_BYTES as stored, checked when it was enqueued).
-      select t.now as database_now, worker.expires_at,
-             job.id, job.user_id, job.kind, job.payload, job.progress, job.attempts, job.cancel_requested
-      from worker cross join t left join job on true
+      select * from build_worker_start(:workerId::bigint, :token::uuid, :deadlineMarginMs::bigint, :now::timestamptz)
       """;
 
   /**
@@ -80,17 +64,8 @@ public final class WorkerTransitions {
 
   private static final String CHECK_IN =
       """
-      with t as (select coalesce(:now::timestamptz, now()) as now),
-      job as (
-        update build_job j set progress = coalesce(:progress::integer, j.progress)
-        from build_worker w, t
-        where j.id = :jobId and j.worker_id = :workerId and j.status = 'running'
-          and w.id = :workerId and w.token = :token::uuid and w.status = 'running' and w.expires_at > t.now
-        returning j.id, j.cancel_requested,
-          -- The log tail, saved by the row it belongs to (a function here runs only if fenced in).
-          case when :logTail::text is not null then build_job_log_save(j.id, :logTail::text, :logBytes::bigint, :logLocation::text, t.now) end
-      )
-      select job.cancel_requested from job
+      select * from build_worker_check_in(:workerId::bigint, :token::uuid, :jobId::bigint, :progress::integer,
+                                          :logTail::text, :logBytes::bigint, :logLocation::text, :now::timestamptz)
       """;
 
   /** Outcome of a progress report or check-in. */
@@ -131,27 +106,9 @@ public final class WorkerTransitions {
 
   private static final String INTERRUPT =
       """
-      with t as (select coalesce(:now::timestamptz, now()) as now),
-      job as (
-        update build_job j set (status, recoveries, worker_id, error, finished_at, progress) = (
-          select d.*, coalesce(:progress::integer, j.progress)
-          from build_job_interruption(j.cancel_requested, coalesce(:progress::integer, j.progress), j.checkpoint,
-                                      j.recoveries, :maxRecoveries::integer, j.worker_id, t.now, :repeatedExitError::text) d)
-        from build_worker w, t
-        where j.id = :jobId and j.worker_id = :workerId and j.status = 'running'
-          and w.id = :workerId and w.token = :token::uuid and w.status = 'running' and w.expires_at > t.now
-        returning j.id, j.status, j.progress, j.checkpoint, j.recoveries, j.error,
-          -- The log tail, saved by the row it belongs to (a function here runs only if fenced in).
-          case when :logTail::text is not null then build_job_log_save(j.id, :logTail::text, :logBytes::bigint, :logLocation::text, t.now) end
-      ),
-      event as (
-        insert into build_job_event (job_id, type, detail, at)
-        select job.id, case job.status when 'queued' then 'interrupted' else job.status end,
-               build_job_interruption_detail(job.status, job.checkpoint, job.progress, job.recoveries, job.error, :reason),
-               t.now
-        from job, t
-      )
-      select job.status from job
+      select * from build_worker_interrupt(:workerId::bigint, :token::uuid, :jobId::bigint, :progress::integer,
+                                           :reason::text, :maxRecoveries::integer, :repeatedExitError::text,
+                                           :logTail::text, :logBytes::bigint, :logLocation::text, :now::timestamptz)
       """;
 
   /**
@@ -187,45 +144,8 @@ public final class WorkerTransitions {
 
   private static final String ADD_FOLLOW_UPS =
       """
-      with t as (select coalesce(:now::timestamptz, now()) as now),
-      fence as (
-        select j.user_id from build_job j
-        join build_worker w on w.id = j.worker_id, t
-        where j.id = :jobId and j.status = 'running'
-          and w.id = :workerId and w.token = :token::uuid and w.status = 'running' and w.expires_at > t.now
-      ),
-      follow_up as (
-        select f.kind, coalesce(f.payload, '{}'::jsonb) as payload, f.n
-        from rows from (jsonb_to_recordset(:followUps::jsonb) as (kind text, payload jsonb)) with ordinality as f(kind, payload, n)
-      ),
-      -- A follow-up whose worker could not read it back in one Data API row, as POST /jobs refuses
-      -- one: then none of them is inserted.
-      too_large as (
-        select u.n, octet_length(u.payload::text) as payload_bytes, octet_length(u.kind) as kind_bytes
-        from follow_up u
-        where octet_length(u.payload::text) > :maxPayloadBytes or octet_length(u.kind) > :maxKindBytes
-        order by u.n
-        limit 1
-      ),
-      inserted as (
-        insert into build_job (user_id, kind, payload, lane, created_at)
-        select fence.user_id, u.kind, u.payload, build_lane_of(fence.user_id), t.now
-        from fence, t, follow_up u
-        where not exists (select 1 from too_large)
-        order by u.n
-        returning id, lane
-      ),
-      event as (
-        insert into build_job_event (job_id, type, detail, at)
-        select i.id, 'enqueued',
-               jsonb_build_object('message', 'enqueued in lane ' || i.lane || ' as a follow-up of job ' || :jobId,
-                                  'lane', i.lane, 'followUpOf', :jobId),
-               t.now
-        from inserted i, t
-      )
-      select (select count(*) from fence) as fenced_in, (select count(*) from inserted) as inserted,
-             too_large.n as too_large_n, too_large.payload_bytes, too_large.kind_bytes
-      from (select 1) as one left join too_large on true
+      select * from build_worker_add_follow_ups(:workerId::bigint, :token::uuid, :jobId::bigint, :followUps::jsonb,
+                                                :now::timestamptz)
       """;
 
   /** What {@link #addFollowUps} did. */
@@ -264,9 +184,7 @@ public final class WorkerTransitions {
     Params params =
         Params.of("now", clock.now(), "workerId", workerId, "token", token)
             .and("jobId", jobId)
-            .and("followUps", followUps)
-            .and("maxPayloadBytes", RowLimits.MAX_PAYLOAD_BYTES)
-            .and("maxKindBytes", RowLimits.MAX_KIND_BYTES);
+            .and("followUps", followUps);
     Row r = tx.query(ADD_FOLLOW_UPS, params).get(0);
     if (r.longValue("fenced_in") == 0) {
       return new FollowUps.FencedOff();
@@ -295,86 +213,13 @@ public final class WorkerTransitions {
     record Idle() implements Ended {}
   }
 
-  /**
-   * The CTEs {@link #END} and {@link #TAKE_NEXT} share, after a {@code fence} CTE that yields the
-   * worker's id, its lane and whether its chain window is {@code open}: take the oldest ready job of
-   * the lane (skipping one another worker holds), start it on this worker, and record it. Each
-   * statement then has its own {@code drained} CTE, and both end with {@link #ANSWER}.
-   */
-  private static final String TAKE_OLDEST_READY =
-      """
-      next as (
-        select q.id from build_job q, fence f, t
-        where f.open and q.lane = f.lane and q.status = 'queued' and (q.not_before is null or q.not_before <= t.now)
-        order by q.id
-        limit 1
-        for update of q skip locked
-      ),
-      taken as (
-        update build_job j set status = 'running', worker_id = :workerId, checkpoint = j.progress,
-          attempts = j.attempts + 1, dispatched_at = t.now, started_at = t.now
-        from next, t
-        where j.id = next.id
-        returning j.id, j.user_id, j.kind, j.payload, j.progress, j.attempts, j.cancel_requested
-      ),
-      taken_event as (
-        insert into build_job_event (job_id, type, detail, at)
-        select n.id, 'dispatched',
-               jsonb_build_object('message', :takenBy || ' ' || :workerId || ' (attempt ' || n.attempts || ')',
-                                  'workerId', :workerId, 'attempt', n.attempts, 'chained', true),
-               t.now
-        from taken n, t
-      ),
-      """;
-
-  /** One row: whether the worker was fenced in, whether it drained, and the job it took, if any. */
-  private static final String ANSWER =
-      """
-      -- One row carrying the taken job's payload: within RowLimits' job row, as START.
-      select (select count(*) from fence) as fenced_in, (select count(*) from drained) as drained,
-             taken.id, taken.user_id, taken.kind, taken.payload, taken.progress, taken.attempts, taken.cancel_requested
-      from (select 1) as one left join taken on true
-      """;
-
-  /** Whether a worker's chain window is open: inside it, and far enough from its hard deadline. */
-  private static final String WINDOW_OPEN =
-      "t.now < %1$s.started_at + :chainWindowMs * interval '1 millisecond'"
-          + " and t.now < %1$s.expires_at - :deadlineMarginMs * interval '1 millisecond'";
-
   private static final String END =
       """
-      with t as (select coalesce(:now::timestamptz, now()) as now),
-      ended as (
-        update build_job j set status = :status, error = :error, finished_at = t.now,
-          progress = coalesce(:progress::integer, j.progress)
-        from build_worker w, t
-        where j.id = :jobId and j.worker_id = :workerId and j.status = 'running'
-          and w.id = :workerId and w.token = :token::uuid and w.status = 'running' and w.expires_at > t.now
-        returning j.id, j.lane, j.status, j.error, w.started_at, w.expires_at,
-          -- The final log tail, saved by the row it belongs to (a function here runs only if fenced in).
-          case when :logTail::text is not null then build_job_log_save(j.id, :logTail::text, :logBytes::bigint, :logLocation::text, t.now) end
-      ),
-      ended_event as (
-        insert into build_job_event (job_id, type, detail, at)
-        select e.id, e.status,
-               jsonb_build_object('message', case when e.status = 'failed' then 'failed: ' || e.error else e.status end,
-                                  'workerId', :workerId),
-               t.now
-        from ended e, t
-      ),
-      fence as (
-        select :workerId::bigint as id, e.lane, %s as open from ended e, t
-      ),
-      %s
-      drained as (
-        -- A lingering worker stays running while its window is open and polls with TAKE_NEXT.
-        update build_worker w set status = 'draining'
-        from fence
-        where w.id = fence.id and not exists (select 1 from taken) and not (:linger::boolean and fence.open)
-        returning w.id
-      )
-      %s"""
-          .formatted(WINDOW_OPEN.formatted("e"), TAKE_OLDEST_READY, ANSWER);
+      select * from build_worker_end(:workerId::bigint, :token::uuid, :jobId::bigint, :status::text, :error::text,
+                                     :progress::integer, :logTail::text, :logBytes::bigint, :logLocation::text,
+                                     :chainWindowMs::bigint, :deadlineMarginMs::bigint, :linger::boolean,
+                                     :now::timestamptz)
+      """;
 
   /**
    * Ends the worker's job ({@code succeeded}, {@code failed} with an error, or {@code cancelled})
@@ -405,8 +250,7 @@ public final class WorkerTransitions {
             .and("error", status == JobStatus.FAILED ? (error == null ? "failed" : RowLimits.boundedError(error)) : null)
             .and("chainWindowMs", config.chainWindow().toMillis())
             .and("deadlineMarginMs", config.deadlineMargin().toMillis())
-            .and("linger", !config.linger().isZero())
-            .and("takenBy", "chained onto worker");
+            .and("linger", !config.linger().isZero());
     return ended(tx.query(END, params).get(0));
   }
 
@@ -442,21 +286,9 @@ public final class WorkerTransitions {
 
   private static final String TAKE_NEXT =
       """
-      with t as (select coalesce(:now::timestamptz, now()) as now),
-      fence as (
-        select w.id, w.lane, %s as open
-        from build_worker w, t
-        where w.id = :workerId and w.token = :token::uuid and w.status = 'running' and w.expires_at > t.now
-      ),
-      %s
-      drained as (
-        update build_worker w set status = 'draining'
-        from fence
-        where w.id = fence.id and not fence.open
-        returning w.id
-      )
-      %s"""
-          .formatted(WINDOW_OPEN.formatted("w"), TAKE_OLDEST_READY, ANSWER);
+      select * from build_worker_take_next(:workerId::bigint, :token::uuid, :chainWindowMs::bigint,
+                                           :deadlineMarginMs::bigint, :now::timestamptz)
+      """;
 
   /**
    * For a lingering worker: takes the oldest ready job of its lane if its chain window and lease
@@ -467,20 +299,18 @@ public final class WorkerTransitions {
     Params params =
         Params.of("now", clock.now(), "workerId", workerId, "token", token)
             .and("chainWindowMs", config.chainWindow().toMillis())
-            .and("deadlineMarginMs", config.deadlineMargin().toMillis())
-            .and("takenBy", "taken by lingering worker");
+            .and("deadlineMarginMs", config.deadlineMargin().toMillis());
     return ended(db.query(TAKE_NEXT, params).get(0));
   }
 
   private static final String DRAIN =
       """
-      update build_worker set status = 'draining'
-      where id = :workerId and token = :token::uuid and status = 'running'
+      select build_worker_drain(:workerId::bigint, :token::uuid) as drained
       """;
 
   /** For a worker that started without a job to run: {@code running → draining}. */
   public boolean drain(long workerId, UUID token) {
-    return db.update(DRAIN, Params.of("workerId", workerId, "token", token)) == 1;
+    return db.query(DRAIN, Params.of("workerId", workerId, "token", token)).get(0).bool("drained");
   }
 
   private static Optional<AssignedJob> assignedJob(Row r) {

@@ -23,6 +23,14 @@ public final class CountingDatabase implements Database {
     this.transactions = transactions;
   }
 
+  /**
+   * Another database (the worker role's, say) counted together with this one, so that the round
+   * trips of a job's whole life add up whichever connection each side uses.
+   */
+  public CountingDatabase alsoCounting(Database other) {
+    return new CountingDatabase(other, statements, transactions);
+  }
+
   public long statements() {
     return statements.get();
   }

@@ -33,4 +33,9 @@ public abstract class ForwardingWorkerPlatform implements WorkerPlatform {
   public void stop(String taskId, String reason) {
     delegate.stop(taskId, reason);
   }
+
+  @Override
+  public CallRates callRates() {
+    return delegate.callRates();
+  }
 }

@@ -15,7 +15,13 @@ public sealed interface LaunchOutcome {
 
   /**
    * The request may or may not have started a task (a timeout, a 5xx, a dead caller). The slot
-   * stays held: a retry with the same token resolves it, or the lease does.
+   * stays held: a retry with the same token resolves it, or the lease does. {@code throttled}: the
+   * platform refused the request for its request rate (after its own retries), so a caller with
+   * more launches to make should stop for now.
    */
-  record Unknown(String reason) implements LaunchOutcome {}
+  record Unknown(String reason, boolean throttled) implements LaunchOutcome {
+    public Unknown(String reason) {
+      this(reason, false);
+    }
+  }
 }

@@ -11,4 +11,11 @@ public sealed interface TaskState {
 
   /** The platform does not know the task (MISSING): no evidence until the lease has expired. */
   record Missing() implements TaskState {}
+
+  /**
+   * The platform gave no answer for the task (its call failed): no evidence either way, so it is
+   * checked again later. {@code throttled}: the platform refused the call for its request rate, and
+   * the caller should stop checking for now rather than add to the load.
+   */
+  record Unanswered(String reason, boolean throttled) implements TaskState {}
 }

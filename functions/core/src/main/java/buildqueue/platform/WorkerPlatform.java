@@ -30,4 +30,9 @@ public interface WorkerPlatform {
 
   /** Asks the platform to stop a task. Best effort: the slot is freed by the stop evidence. */
   void stop(String taskId, String reason);
+
+  /** How fast the tick may call this platform; by default without limit. */
+  default CallRates callRates() {
+    return CallRates.UNLIMITED;
+  }
 }

@@ -21,6 +21,9 @@ interface DatabaseFaults {
   /** The adapter under test. */
   Database adapter();
 
+  /** The same adapter connected as the worker role (V005), as workers connect. */
+  Database workerAdapter();
+
   /** Runs the statement so that it fails without taking effect; the caller sees the error. */
   <T> T failBeforeEffect(Database target, Function<Database, T> statement);
 

@@ -38,8 +38,13 @@ final class GatedDatabase implements Database {
   private final DatabaseFaults faults;
 
   GatedDatabase(DatabaseFaults faults, Scheduler scheduler, Simulation sim) {
+    this(faults, faults.adapter(), scheduler, sim);
+  }
+
+  /** Gates {@code target}: the queue's adapter, or the worker role's for the workers. */
+  GatedDatabase(DatabaseFaults faults, Database target, Scheduler scheduler, Simulation sim) {
     this.faults = faults;
-    this.target = faults.adapter();
+    this.target = target;
     this.scheduler = scheduler;
     this.sim = sim;
   }

@@ -27,6 +27,11 @@ final class JdbcFaults implements DatabaseFaults {
   }
 
   @Override
+  public Database workerAdapter() {
+    return db.worker();
+  }
+
+  @Override
   public <T> T failBeforeEffect(Database target, Function<Database, T> statement) {
     return target.transaction(tx -> {
       int pid = backendPid(tx);

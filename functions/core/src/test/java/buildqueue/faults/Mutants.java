@@ -61,6 +61,8 @@ final class Mutants {
   }
 
   private static final String MAIN = "src/main/java/buildqueue/core/";
+  /** The worker transitions' statements live in their functions (design.md section 11). */
+  private static final String WORKER_FUNCTIONS = "src/main/resources/buildqueue/db/migrations/V005__worker_role.sql";
   private static final String EXEC = "src/main/java/buildqueue/worker/exec/";
 
   static final List<Mutant> ALL = List.of(
@@ -93,14 +95,14 @@ final class Mutants {
           """),
       new Mutant("progress-fence-without-token",
           "§5.2: only the job's worker, with its token, changes its progress",
-          MAIN + "WorkerTransitions.java",
+          WORKER_FUNCTIONS,
           """
-                    and w.id = :workerId and w.token = :token::uuid and w.status = 'running' and w.expires_at > t.now
-                  returning j.id, j.cancel_requested,
+                and w.id = p_worker_id and w.token = p_token and w.status = 'running' and w.expires_at > t.now
+              returning j.id, j.cancel_requested,
           """,
           """
-                    and w.id = :workerId and w.status = 'running' and w.expires_at > t.now
-                  returning j.id, j.cancel_requested,
+                and w.id = p_worker_id and w.status = 'running' and w.expires_at > t.now
+              returning j.id, j.cancel_requested,
           """),
       new Mutant("outlived-lease-never-stopped",
           "§4 liveness: a worker still running past its lease is stopped, and its slot waits for the evidence",
@@ -111,13 +113,13 @@ final class Mutants {
           ""),
       new Mutant("start-without-lease",
           "§4 worker start: launching → running only before the lease",
-          MAIN + "WorkerTransitions.java",
+          WORKER_FUNCTIONS,
           """
-                  where w.id = :workerId and w.token = :token::uuid and w.status = 'launching'
-                    and w.expires_at - :deadlineMarginMs * interval '1 millisecond' > t.now
+              where w.id = p_worker_id and w.token = p_token and w.status = 'launching'
+                and w.expires_at - p_deadline_margin_ms * interval '1 millisecond' > t.now
           """,
           """
-                  where w.id = :workerId and w.token = :token::uuid and w.status = 'launching'
+              where w.id = p_worker_id and w.token = p_token and w.status = 'launching'
           """),
       // The job process (design.md §10): the real ProcessRunner runs the simulation's program jobs.
       new Mutant("timeout-succeeds",

@@ -9,6 +9,7 @@ import buildqueue.core.JobQueries;
 import buildqueue.core.JobStatus;
 import buildqueue.core.QueueClock;
 import buildqueue.core.QueueConfig;
+import buildqueue.core.TickBudget;
 import buildqueue.core.WorkerTransitions;
 import buildqueue.db.DatabaseException;
 import buildqueue.db.Json;
@@ -130,6 +131,7 @@ final class Simulation {
   private final QueueConfig config;
   private final Scheduler scheduler;
   private final GatedDatabase db;
+  private final GatedDatabase workerDb;
   private final InProcessPlatform inProcess;
   private final FaultyPlatform platform;
   private final BuildQueue queue;
@@ -197,7 +199,9 @@ final class Simulation {
     // Made by the runner on the first program job; removed when the scenario ends.
     this.workDir = PROGRAM_DIRS.resolve("scenario-" + options.seed() + "-" + UUID.randomUUID());
     JobHandlers handlers = JobHandlers.builtIn().with(new SimHandler(this), programs.handler(workDir));
-    this.inProcess = new InProcessPlatform(db, config, clock, handlers);
+    // Workers run as the worker role (V005), through the same gate as every other caller.
+    this.workerDb = new GatedDatabase(lane.faults(), lane.faults().workerAdapter(), scheduler, this);
+    this.inProcess = new InProcessPlatform(workerDb, config, clock, handlers);
     this.platform = new FaultyPlatform(inProcess, scheduler, this);
     this.queue = new BuildQueue(db, platform, config, clock);
     this.api = new HttpApi(queue, new JobQueries(db, config, clock), handlers);
@@ -520,11 +524,27 @@ final class Simulation {
     }
   }
 
+  /**
+   * The simulation explores interleavings, not budgets: its ticks are measured on a clock that
+   * stands still, so a tick never runs out of time halfway and a seed replays the same whatever
+   * the machine's load.
+   */
+  private static final TickBudget UNHURRIED =
+      new TickBudget(Duration.ofDays(1), new TickBudget.Time() {
+        @Override
+        public long nanoTime() {
+          return 0;
+        }
+
+        @Override
+        public void sleep(Duration d) {}
+      });
+
   private void tick() {
     operations++;
     spawnClient("tick", () -> {
       try {
-        BuildQueue.TickReport r = queue.tick();
+        BuildQueue.TickReport r = queue.tick(UNHURRIED);
         note(scheduler.current(), "tick: " + r);
       } catch (DatabaseException | FaultyPlatform.CallerDied e) {
         note(scheduler.current(), "tick failed (" + brief(e) + "); the next one carries on");
@@ -874,7 +894,7 @@ final class Simulation {
     }
     int then = second.nextInt(5);
     UUID wrongToken = UUID.randomUUID();
-    WorkerTransitions as = new WorkerTransitions(db, config, clock);
+    WorkerTransitions as = new WorkerTransitions(workerDb, config, clock);
     log("⚡ forged writes as worker " + workerId + " (wrong token) for job " + jobId);
     Actor a = spawnClient("forged-worker", () -> {
       try {

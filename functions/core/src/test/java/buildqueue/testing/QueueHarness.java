@@ -27,6 +27,8 @@ import java.util.List;
 public final class QueueHarness implements AutoCloseable {
   public final TestDatabase testDb;
   public final CountingDatabase db;
+  /** What workers run on: the worker role's connection, counted with {@link #db}. */
+  public final CountingDatabase workerDb;
   public final QueueClock.Settable clock;
   public final QueueConfig config;
   public final GateHandler gates = new GateHandler();
@@ -103,24 +105,27 @@ public final class QueueHarness implements AutoCloseable {
         }
       };
 
-  public QueueHarness(TestDatabase testDb, Database adapter, QueueConfig config) {
-    this(testDb, adapter, config, false);
+  /** {@code workerAdapter}: the same adapter connected as the worker role (V005). */
+  public QueueHarness(TestDatabase testDb, Database adapter, Database workerAdapter, QueueConfig config) {
+    this(testDb, adapter, workerAdapter, config, false);
   }
 
-  private QueueHarness(TestDatabase testDb, Database adapter, QueueConfig config, boolean manualWorkers) {
+  private QueueHarness(
+      TestDatabase testDb, Database adapter, Database workerAdapter, QueueConfig config, boolean manualWorkers) {
     this.testDb = testDb;
     this.db = new CountingDatabase(adapter);
+    this.workerDb = db.alsoCounting(workerAdapter);
     this.clock = new QueueClock.Settable(Instant.parse("2026-12-01T10:00:00Z"));
     this.config = config;
     this.handlers = JobHandlers.builtIn().with(gates, noop, quiet, print);
-    this.workers = new WorkerTransitions(db, config, clock);
+    this.workers = new WorkerTransitions(workerDb, config, clock);
     if (manualWorkers) {
       this.platform = null;
       this.manual = new ManualPlatform();
       this.queue = new BuildQueue(db, manual, config, clock);
     } else {
       this.manual = null;
-      this.platform = new InProcessPlatform(db, config, clock, handlers);
+      this.platform = new InProcessPlatform(workerDb, config, clock, handlers);
       this.queue = new BuildQueue(db, platform, config, clock);
       platform.onStopped((taskId, workerId, token, reason) -> queue.taskStopped(taskId, workerId, token, reason));
     }
@@ -128,7 +133,13 @@ public final class QueueHarness implements AutoCloseable {
 
   /** A harness whose platform runs nothing: the test plays every worker through {@link #workers}. */
   public static QueueHarness manual(TestDatabase testDb, QueueConfig config) {
-    return new QueueHarness(testDb, TestAdapter.selected().open(testDb), config, true);
+    TestAdapter adapter = TestAdapter.selected();
+    return new QueueHarness(testDb, adapter.open(testDb), adapter.openAsWorker(testDb), config, true);
+  }
+
+  /** As {@link #manual}, on adapters the caller opened (a database it migrated itself, say). */
+  public static QueueHarness manualOn(TestDatabase testDb, Database adapter, Database workerAdapter) {
+    return new QueueHarness(testDb, adapter, workerAdapter, testConfig(), true);
   }
 
   public static QueueHarness manual(TestDatabase testDb) {
@@ -142,7 +153,8 @@ public final class QueueHarness implements AutoCloseable {
 
   /** A harness on the adapter selected for this test run ({@link TestAdapter#selected()}). */
   public static QueueHarness open(TestDatabase testDb, QueueConfig config) {
-    return new QueueHarness(testDb, TestAdapter.selected().open(testDb), config);
+    TestAdapter adapter = TestAdapter.selected();
+    return new QueueHarness(testDb, adapter.open(testDb), adapter.openAsWorker(testDb), config);
   }
 
   public static QueueHarness open(TestDatabase testDb) {

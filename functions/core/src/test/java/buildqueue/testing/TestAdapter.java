@@ -17,6 +17,9 @@ public interface TestAdapter {
   /** The adapter under test over this test database. */
   Database open(TestDatabase db);
 
+  /** The adapter under test over this test database, connected as the worker role (V005). */
+  Database openAsWorker(TestDatabase db);
+
   static TestAdapter selected() {
     String wanted = System.getProperty(PROPERTY, "jdbc");
     if (wanted.equals("jdbc")) {
@@ -42,6 +45,11 @@ public interface TestAdapter {
     @Override
     public Database open(TestDatabase db) {
       return db.jdbc();
+    }
+
+    @Override
+    public Database openAsWorker(TestDatabase db) {
+      return db.worker();
     }
   }
 }

@@ -11,6 +11,8 @@ public final class TestDatabase implements AutoCloseable {
   private final HikariDataSource dataSource;
   private final Runnable drop;
   private final Database jdbc;
+  private HikariDataSource workerPool;
+  private Database worker;
 
   TestDatabase(String name, HikariDataSource dataSource, Runnable drop) {
     this.name = name;
@@ -36,8 +38,32 @@ public final class TestDatabase implements AutoCloseable {
     return jdbc;
   }
 
+  /**
+   * The JDBC adapter connected as the worker role (V005): it may call the worker transitions'
+   * functions and nothing else. Workers in tests run on it, as they do in production.
+   */
+  public synchronized Database worker() {
+    if (worker == null) {
+      worker = new JdbcDatabase(workerDataSource());
+    }
+    return worker;
+  }
+
+  /** The pool behind {@link #worker()}: connections that log in as the worker role. */
+  public synchronized DataSource workerDataSource() {
+    if (workerPool == null) {
+      workerPool = TestDatabases.workerPool(name, 8);
+    }
+    return workerPool;
+  }
+
   @Override
   public void close() {
+    synchronized (this) {
+      if (workerPool != null) {
+        workerPool.close();
+      }
+    }
     dataSource.close();
     drop.run();
   }

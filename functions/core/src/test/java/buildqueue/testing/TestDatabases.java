@@ -2,6 +2,7 @@ package buildqueue.testing;
 
 import buildqueue.db.JdbcDatabase;
 import buildqueue.db.Migrator;
+import buildqueue.db.Params;
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
@@ -20,6 +21,9 @@ import java.util.concurrent.atomic.AtomicInteger;
 public final class TestDatabases {
   private static final String TEMPLATE = "bq_template";
   private static final AtomicInteger COUNTER = new AtomicInteger();
+  /** The worker role's password on the test cluster (set once: roles are cluster-wide). */
+  public static final String WORKER_ROLE = "buildqueue_worker";
+  public static final String WORKER_PASSWORD = "test-worker-password";
   private static EmbeddedPostgres postgres;
 
   private TestDatabases() {}
@@ -53,7 +57,9 @@ public final class TestDatabases {
   private static void createTemplate() {
     execute("create database " + TEMPLATE);
     try (HikariDataSource ds = pool(TEMPLATE, 2)) {
-      new Migrator(new JdbcDatabase(ds)).migrate();
+      JdbcDatabase db = new JdbcDatabase(ds);
+      new Migrator(db).migrate();
+      db.query("select build_worker_role_login(:password)", Params.of("password", WORKER_PASSWORD));
     }
   }
 
@@ -78,12 +84,23 @@ public final class TestDatabases {
   }
 
   static HikariDataSource pool(String database, int size) {
+    return pool(database, size, "postgres", null);
+  }
+
+  /** A pool on {@code database} as the worker role: what a worker process gets. */
+  static HikariDataSource workerPool(String database, int size) {
+    return pool(database, size, WORKER_ROLE, WORKER_PASSWORD);
+  }
+
+  private static HikariDataSource pool(String database, int size, String user, String password) {
     HikariConfig config = new HikariConfig();
-    config.setJdbcUrl(jdbcUrl(database));
-    config.setUsername("postgres");
+    // Not jdbcUrl(): its URL names the superuser, and a URL's user wins over the pool's.
+    config.setJdbcUrl("jdbc:postgresql://localhost:" + postgres().getPort() + "/" + database);
+    config.setUsername(user);
+    config.setPassword(password);
     config.setMaximumPoolSize(size);
     config.setMinimumIdle(0);
-    config.setPoolName("test-" + database);
+    config.setPoolName("test-" + user + "-" + database);
     return new HikariDataSource(config);
   }
 

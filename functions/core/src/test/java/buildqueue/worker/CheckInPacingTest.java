@@ -47,7 +47,7 @@ class CheckInPacingTest {
     };
     h.submit("alice", "scripted", "{}");
     WorkerLaunch w = h.manual.lastLaunch();
-    WorkerLoop loop = new WorkerLoop(h.db, h.config, h.clock, JobHandlers.of(scripted),
+    WorkerLoop loop = new WorkerLoop(h.workerDb, h.config, h.clock, JobHandlers.of(scripted),
         why -> {
           throw new AssertionError("killed: " + why);
         },

@@ -54,7 +54,7 @@ class WorkerQueueFaultTest {
         return JobOutcome.succeeded();
       }
     };
-    WorkerLoop loop = new WorkerLoop(flaky(tdb.jdbc(), down), config, QueueClock.DATABASE,
+    WorkerLoop loop = new WorkerLoop(flaky(tdb.worker(), down), config, QueueClock.DATABASE,
         JobHandlers.of(losesItsDatabase), why -> {
           throw new AssertionError("not killed: " + why);
         }, WorkerLoop.Listener.NONE);

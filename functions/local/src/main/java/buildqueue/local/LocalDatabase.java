@@ -34,13 +34,16 @@ public final class LocalDatabase implements AutoCloseable {
   private final String url;
   private final String user;
   private final String password;
+  private final String workerPassword;
   private final Runnable stopServer;
   private final FileChannel lock;
 
-  private LocalDatabase(String url, String user, String password, Runnable stopServer, FileChannel lock) {
+  private LocalDatabase(String url, String user, String password, String workerPassword, Runnable stopServer,
+      FileChannel lock) {
     this.url = url;
     this.user = user;
     this.password = password;
+    this.workerPassword = workerPassword;
     this.stopServer = stopServer;
     this.lock = lock;
     this.pool = pool(url, user, password);
@@ -48,26 +51,38 @@ public final class LocalDatabase implements AutoCloseable {
 
   public static LocalDatabase open(LocalSettings settings) {
     if (settings.databaseUrl() != null) {
-      return new LocalDatabase(settings.databaseUrl(), settings.databaseUser(), settings.databasePassword(), null, null);
+      DatabasePasswords passwords = DatabasePasswords.loadOrCreate(settings.dataDir());
+      return new LocalDatabase(settings.databaseUrl(), settings.databaseUser(), settings.databasePassword(),
+          passwords.worker(), null, null);
     }
     FileChannel lock = lock(settings.dataDir());
     Runnable stop = null;
     try {
       Path dir = settings.dataDir().resolve("postgres");
+      // A data directory made before passwords were asked for: its cluster trusts every local
+      // connection, and is given passwords and password authentication once it runs.
+      boolean trusting = Files.exists(dir.resolve("PG_VERSION")) && !DatabasePasswords.exist(settings.dataDir());
+      DatabasePasswords passwords = DatabasePasswords.loadOrCreate(settings.dataDir());
       Optional<LeftRunning> left = LeftRunning.find(dir);
-      String jdbcUrl;
+      int port;
       if (left.isPresent()) {
         LOG.log(Level.WARNING, "adopting the PostgreSQL (pid {0}, port {1}) that a server which did not stop cleanly left"
             + " running in {2}; its workers keep running", Long.toString(left.get().pid()),
             Integer.toString(left.get().port()), dir);
-        jdbcUrl = "jdbc:postgresql://localhost:" + left.get().port() + "/postgres?user=postgres";
+        port = left.get().port();
         stop = left.get()::stop;
       } else {
-        EmbeddedPostgres pg = start(settings.dataDir(), dir);
-        jdbcUrl = pg.getJdbcUrl("postgres", "postgres");
+        EmbeddedPostgres pg = start(settings.dataDir(), dir, passwords, trusting);
+        port = pg.getPort();
         stop = () -> closeQuietly(pg);
       }
-      return new LocalDatabase(jdbcUrl, "postgres", null, stop, lock);
+      // No user in the URL: a URL's user wins over the pool's, and a worker gets this URL too.
+      String jdbcUrl = "jdbc:postgresql://localhost:" + port + "/postgres";
+      if (trusting) {
+        askForPasswords(jdbcUrl, dir, passwords);
+      }
+      return new LocalDatabase(jdbcUrl, DatabasePasswords.SUPERUSER, passwords.superuser(), passwords.worker(), stop,
+          lock);
     } catch (RuntimeException e) {
       if (stop != null) {
         stop.run();
@@ -77,12 +92,25 @@ public final class LocalDatabase implements AutoCloseable {
     }
   }
 
-  private static EmbeddedPostgres start(Path dataDir, Path dir) {
+  private static EmbeddedPostgres start(Path dataDir, Path dir, DatabasePasswords passwords, boolean trusting) {
     Path log = dataDir.resolve("postgres.log");
+    Path pwfile = null;
     try {
       Files.createDirectories(dir);
       boolean fresh = !Files.exists(dir.resolve("PG_VERSION"));
-      EmbeddedPostgres pg = EmbeddedPostgres.builder()
+      EmbeddedPostgres.Builder builder = EmbeddedPostgres.builder();
+      if (fresh) {
+        // initdb's own "-A trust" is overridden by the later option: the superuser gets its
+        // password at once, and there is no moment when the cluster trusts anyone.
+        pwfile = passwords.superuserPasswordFile(dataDir);
+        builder.setLocaleConfig("auth", "scram-sha-256").setLocaleConfig("pwfile", pwfile.toString());
+      }
+      if (!trusting) {
+        builder.setDataDirectoryCustomizer(d -> writeHba(d.toPath()));
+        // Its readiness check logs in too.
+        builder.setConnectConfig("password", passwords.superuser());
+      }
+      EmbeddedPostgres pg = builder
           .setDataDirectory(dir)
           .setCleanDataDirectory(false)
           // The server stops it itself, after its workers had their grace period (LocalRuntime).
@@ -96,6 +124,54 @@ public final class LocalDatabase implements AutoCloseable {
       return pg;
     } catch (IOException e) {
       throw new UncheckedIOException("could not start embedded PostgreSQL in " + dir + "; see " + log, e);
+    } finally {
+      if (pwfile != null) {
+        try {
+          Files.deleteIfExists(pwfile);
+        } catch (IOException e) {
+          LOG.log(Level.WARNING, "could not remove " + pwfile + ": " + e.getMessage());
+        }
+      }
+    }
+  }
+
+  /**
+   * Every role gives its password, over TCP and the local socket alike: workers, and the jobs they
+   * run, connect as the same OS user as the server, so "trust" would give them the superuser.
+   */
+  static final String HBA =
+      """
+      # Written by buildqueue at every start (LocalDatabase): every role gives its password.
+      local all all scram-sha-256
+      host  all all 127.0.0.1/32 scram-sha-256
+      host  all all ::1/128 scram-sha-256
+      """;
+
+  private static void writeHba(Path dir) {
+    try {
+      Files.writeString(dir.resolve("pg_hba.conf"), HBA);
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot write " + dir.resolve("pg_hba.conf"), e);
+    }
+  }
+
+  /**
+   * For a cluster made when it trusted local connections: gives the superuser its password (the
+   * driver sends only a SCRAM verifier computed here), then requires passwords and reloads.
+   */
+  private static void askForPasswords(String jdbcUrl, Path dir, DatabasePasswords passwords) {
+    java.util.Properties props = new java.util.Properties();
+    props.setProperty("user", DatabasePasswords.SUPERUSER);
+    try (java.sql.Connection c = java.sql.DriverManager.getConnection(jdbcUrl, props)) {
+      c.unwrap(org.postgresql.PGConnection.class)
+          .alterUserPassword(DatabasePasswords.SUPERUSER, passwords.superuser().toCharArray(), "scram-sha-256");
+      writeHba(dir);
+      try (java.sql.Statement st = c.createStatement()) {
+        st.execute("select pg_reload_conf()");
+      }
+      LOG.log(Level.INFO, "the embedded PostgreSQL in {0} now asks every role for its password", dir);
+    } catch (java.sql.SQLException e) {
+      throw new BuildQueueException("could not give the embedded PostgreSQL in " + dir + " passwords: " + e.getMessage(), e);
     }
   }
 
@@ -192,9 +268,36 @@ public final class LocalDatabase implements AutoCloseable {
     return pool;
   }
 
-  /** The JDBC URL a worker process on this host uses. */
+  /**
+   * The JDBC URL a worker process on this host uses: the server's, without any user or password
+   * among its parameters, since a worker logs in as the worker role ({@link #workerUser()}).
+   */
   public String workerUrl() {
-    return url;
+    int q = url.indexOf('?');
+    if (q < 0) {
+      return url;
+    }
+    List<String> kept = java.util.Arrays.stream(url.substring(q + 1).split("&"))
+        .filter(p -> !p.toLowerCase(java.util.Locale.ROOT).matches("(user|password)(=.*)?"))
+        .toList();
+    return kept.isEmpty() ? url.substring(0, q) : url.substring(0, q + 1) + String.join("&", kept);
+  }
+
+  /** The role a worker logs in as (V005): it can call the worker transitions and nothing else. */
+  public String workerUser() {
+    return DatabasePasswords.WORKER;
+  }
+
+  public String workerPassword() {
+    return workerPassword;
+  }
+
+  /**
+   * Lets the worker role log in with its password (after the migrations made it). The password is
+   * a bound parameter, so it is in no statement text.
+   */
+  public void allowWorkerLogin(buildqueue.db.Database db) {
+    db.query("select build_worker_role_login(:password)", buildqueue.db.Params.of("password", workerPassword));
   }
 
   public String user() {

@@ -90,8 +90,10 @@ public final class LocalRuntime implements AutoCloseable {
       if (!applied.isEmpty()) {
         LOG.log(Level.INFO, "applied migrations {0}", applied);
       }
+      database.allowWorkerLogin(db);
       LocalProcessPlatform platform = new LocalProcessPlatform(workerCommand,
-          new LocalProcessPlatform.WorkerDatabase(database.workerUrl(), database.user(), database.password()),
+          new LocalProcessPlatform.WorkerDatabase(database.workerUrl(), database.workerUser(),
+              database.workerPassword()),
           settings.queue(), LocalProcessPlatform.Directories.under(settings.dataDir()), LocalProcessPlatform.thisHost(),
           workerKinds);
       opened.push(platform);

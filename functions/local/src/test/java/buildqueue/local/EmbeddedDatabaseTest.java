@@ -1,6 +1,7 @@
 package buildqueue.local;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import buildqueue.core.QueueConfig;
 import buildqueue.db.Params;
@@ -8,6 +9,13 @@ import buildqueue.db.Row;
 import buildqueue.testing.Await;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.List;
+import java.util.Properties;
 import java.time.Duration;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -33,6 +41,47 @@ class EmbeddedDatabaseTest {
         .set("payload", TestServer.JSON.createObjectNode().put("steps", steps).put("stepMillis", stepMillis)));
     assertThat(reply.status()).as(reply.text()).isEqualTo(201);
     return reply.json().path("id").asLong();
+  }
+
+  @Test
+  void the_embedded_database_asks_every_role_for_its_password_and_the_server_keeps_them_owner_only() throws Exception {
+    try (LocalRuntime runtime = LocalRuntime.start(settings())) {
+      long id = submit(runtime, "ann", 1, 1);
+      Await.until("job " + id + " to succeed on a worker logged in as the worker role", Duration.ofSeconds(60),
+          () -> "succeeded".equals(job(runtime, id).string("status")));
+
+      Path file = dataDir.resolve(DatabasePasswords.FILE);
+      assertThat(Files.getPosixFilePermissions(file)).isEqualTo(PosixFilePermissions.fromString("rw-------"));
+      DatabasePasswords passwords = DatabasePasswords.loadOrCreate(dataDir);
+      String url = "jdbc:postgresql://localhost:" + postgresPort() + "/postgres";
+      for (String user : List.of("postgres", "buildqueue_worker")) {
+        assertThatThrownBy(() -> connect(url, user, null)).as(user + " without a password")
+            .isInstanceOf(SQLException.class);
+        assertThatThrownBy(() -> connect(url, user, "guessed")).as(user + " with a wrong password")
+            .isInstanceOf(SQLException.class).hasMessageContaining("password authentication failed");
+      }
+      try (Connection worker = connect(url, "buildqueue_worker", passwords.worker());
+          Statement st = worker.createStatement()) {
+        assertThatThrownBy(() -> st.executeQuery("select * from build_job"))
+            .hasMessageContaining("permission denied");
+      }
+      try (Connection superuser = connect(url, "postgres", passwords.superuser())) {
+        assertThat(superuser.isValid(5)).isTrue();
+      }
+    }
+  }
+
+  private int postgresPort() throws java.io.IOException {
+    return Integer.parseInt(Files.readAllLines(dataDir.resolve("postgres").resolve("postmaster.pid")).get(3).strip());
+  }
+
+  private static Connection connect(String url, String user, String password) throws SQLException {
+    Properties props = new Properties();
+    props.setProperty("user", user);
+    if (password != null) {
+      props.setProperty("password", password);
+    }
+    return DriverManager.getConnection(url, props);
   }
 
   @Test

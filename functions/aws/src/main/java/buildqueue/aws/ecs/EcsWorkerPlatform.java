@@ -1,5 +1,6 @@
 package buildqueue.aws.ecs;
 
+import buildqueue.platform.CallRates;
 import buildqueue.platform.LaunchOutcome;
 import buildqueue.platform.TaskState;
 import buildqueue.platform.WorkerLaunch;
@@ -10,6 +11,7 @@ import java.util.Collection;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import software.amazon.awssdk.awscore.exception.AwsServiceException;
 import software.amazon.awssdk.core.exception.SdkException;
 import software.amazon.awssdk.services.ecs.EcsClient;
 import software.amazon.awssdk.services.ecs.model.AssignPublicIp;
@@ -108,16 +110,41 @@ public final class EcsWorkerPlatform implements WorkerPlatform {
    * DescribeTasks in batches of 100. STOPPED is evidence; any other status may still run. A task
    * ECS does not answer for is {@link TaskState.Missing}, as are all tasks of a cluster that no
    * longer exists (a cluster with tasks cannot be deleted). A call that fails otherwise gives no
-   * evidence either way: its tasks count as running, to be checked again at the next tick.
+   * evidence either way: its tasks are {@link TaskState.Unanswered}, to be checked again at the
+   * next tick. Once a call is throttled, the batches after it are not sent: they would only add to
+   * the load, and are unanswered, throttled, too.
    */
   @Override
   public Map<String, TaskState> check(Collection<String> taskIds) {
     List<String> ids = List.copyOf(taskIds);
     Map<String, TaskState> states = new LinkedHashMap<>();
+    boolean throttled = false;
     for (int from = 0; from < ids.size(); from += DESCRIBE_BATCH) {
-      states.putAll(describe(ids.subList(from, Math.min(ids.size(), from + DESCRIBE_BATCH))));
+      List<String> batch = ids.subList(from, Math.min(ids.size(), from + DESCRIBE_BATCH));
+      if (throttled) {
+        batch.forEach(id -> states.put(id, new TaskState.Unanswered("DescribeTasks not sent: ECS throttled the call before", true)));
+        continue;
+      }
+      Map<String, TaskState> answered = describe(batch);
+      throttled = answered.values().stream().anyMatch(s -> s instanceof TaskState.Unanswered u && u.throttled());
+      states.putAll(answered);
     }
     return states;
+  }
+
+  /**
+   * ECS's default request rates per account and Region, which the tick paces itself by: RunTask
+   * on Fargate 20 calls a second, burst and sustained (StopTask shares RunTask's bucket of 100 at 40
+   * a second, and Fargate launches 100 at 20 a second: 20 a second bounds them all for one task a
+   * call); DescribeTasks a bucket of 100 at 20 a second (ECS API Reference, Request throttling; ECS
+   * Developer Guide, AWS Fargate throttling quotas). The API and the stop handler share them, so a
+   * tick can still be throttled: it then stops that part until the next tick.
+   */
+  static final CallRates ECS_RATES = new CallRates(new CallRates.Rate(20, 20), new CallRates.Rate(100, 20));
+
+  @Override
+  public CallRates callRates() {
+    return ECS_RATES;
   }
 
   private Map<String, TaskState> describe(List<String> batch) {
@@ -131,9 +158,12 @@ public final class EcsWorkerPlatform implements WorkerPlatform {
       batch.forEach(id -> states.put(id, new TaskState.Missing()));
       return states;
     } catch (RuntimeException e) {
-      LOG.log(Level.WARNING, "DescribeTasks failed for {0} tasks; no evidence until the next check: {1}",
-          batch.size(), e.toString());
-      batch.forEach(id -> states.put(id, new TaskState.Running()));
+      boolean throttled = e instanceof AwsServiceException s
+          && (s.isThrottlingException() || RunTaskOutcomes.isThrottlingMessage(s.getMessage()));
+      LOG.log(Level.WARNING, "DescribeTasks {0} for {1} tasks; no evidence until the next check: {2}",
+          throttled ? "throttled" : "failed", batch.size(), e.toString());
+      String reason = RunTaskOutcomes.limit("DescribeTasks " + (throttled ? "throttled: " : "failed: ") + e);
+      batch.forEach(id -> states.put(id, new TaskState.Unanswered(reason, throttled)));
       return states;
     }
     for (Task t : response.tasks()) {

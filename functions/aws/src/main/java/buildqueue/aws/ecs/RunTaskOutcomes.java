@@ -24,7 +24,8 @@ import software.amazon.awssdk.services.ecs.model.RunTaskResponse;
  *       #isThrottlingMessage}): unknown, not "not started". The SDK has already retried it, and an earlier
  *       attempt of the same call may have timed out after ECS started the task; freeing the slot
  *       then could put a second paid worker in it. Holding the slot until the tick's relaunch
- *       (same token, a minute later) costs one minute of one slot and doubles as backoff.
+ *       (same token, a minute later) costs one minute of one slot and doubles as backoff; the
+ *       outcome says it was throttled, so a tick with more launches to make stops making them.
  *   <li>5xx, timeouts, I/O errors: unknown; the tick retries with the same token, which returns
  *       the task if one was started.
  * </ul>
@@ -60,7 +61,8 @@ final class RunTaskOutcomes {
       String code = service.awsErrorDetails() == null ? null : service.awsErrorDetails().errorCode();
       String what = (code == null ? "HTTP " + service.statusCode() : code) + ": " + message(e);
       if (service.isThrottlingException() || isThrottlingMessage(message(e))) {
-        return new LaunchOutcome.Unknown(limit("RunTask throttled (" + what + "); the tick retries with the same client token"));
+        return new LaunchOutcome.Unknown(
+            limit("RunTask throttled (" + what + "); the tick retries with the same client token"), true);
       }
       if (service.statusCode() >= 400 && service.statusCode() < 500) {
         return new LaunchOutcome.NotStarted(limit("ECS refused RunTask: " + what), isCapacityShortage(message(e)));

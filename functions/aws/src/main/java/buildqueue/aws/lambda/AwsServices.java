@@ -67,6 +67,14 @@ public final class AwsServices {
     return new EcsWorkerPlatform(EcsClients.create(EcsClients.Settings.defaults(settings.region())), settings.ecs());
   }
 
+  /** For the Migrate function only: the worker role's secret. */
+  static software.amazon.awssdk.services.secretsmanager.SecretsManagerClient secretsManager(String region) {
+    return software.amazon.awssdk.services.secretsmanager.SecretsManagerClient.builder()
+        .region(software.amazon.awssdk.regions.Region.of(region))
+        .httpClientBuilder(software.amazon.awssdk.http.urlconnection.UrlConnectionHttpClient.builder())
+        .build();
+  }
+
   static EventBridgeClient eventBridge(String region) {
     return EventBridgeClient.builder()
         .region(Region.of(region))

@@ -2,6 +2,7 @@ package buildqueue.aws.lambda;
 
 import buildqueue.aws.AwsSettings;
 import buildqueue.aws.AwsSettings.Component;
+import buildqueue.aws.db.WorkerRolePassword;
 import buildqueue.db.Database;
 import buildqueue.db.Migrator;
 import com.amazonaws.services.lambda.runtime.Context;
@@ -27,6 +28,7 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.function.Supplier;
+import software.amazon.awssdk.services.secretsmanager.SecretsManagerClient;
 
 /**
  * A CloudFormation custom resource that applies the schema migrations ({@link Migrator}) over the
@@ -44,18 +46,45 @@ public final class MigrateFunction implements RequestStreamHandler {
   private static final int MAX_REASON_CHARS = 1500;
   private static final System.Logger LOG = System.getLogger(MigrateFunction.class.getName());
   private static final ObjectMapper JSON = new ObjectMapper();
+  private static final Lazy<AwsSettings> SETTINGS = Lazy.of(() -> AwsSettings.fromEnvironment(Component.MIGRATE));
   private static final Lazy<Database> DATABASE =
-      Lazy.of(() -> AwsServices.forSchemaChanges(AwsServices.database(AwsSettings.fromEnvironment(Component.MIGRATE))));
+      Lazy.of(() -> AwsServices.forSchemaChanges(AwsServices.database(SETTINGS.get())));
 
   private final Supplier<Database> database;
+  private final Supplier<String> workerPassword;
 
   public MigrateFunction() {
-    this(DATABASE);
+    this(DATABASE, () -> {
+      try (SecretsManagerClient client = AwsServices.secretsManager(SETTINGS.get().region())) {
+        return WorkerRolePassword.read(client, SETTINGS.get().workerSecretArn());
+      }
+    });
     LambdaLogging.install(Component.MIGRATE);
+    Priming.register("MigrateFunction", () -> prime(DATABASE));
   }
 
-  public MigrateFunction(Supplier<Database> database) {
+  /**
+   * SnapStart priming ({@link Priming}): the Data API client and the classes a first deploy's
+   * request needs, and the answer's building, on a sample request. No statement is sent and no
+   * answer is put: the migration and its answer happen per request.
+   */
+  static void prime(Supplier<Database> database) {
+    database.get();
+    Priming.loadClasses();
+    ObjectNode sample = JSON.createObjectNode();
+    sample.put("RequestType", "Create").put("ResponseURL", "http://127.0.0.1/priming").put("StackId", "priming")
+        .put("RequestId", "priming").put("LogicalResourceId", "Schema");
+    response(sample, new Answer(true, "primed", 0), null);
+    Priming.rehearse(Rehearsal::dataApi);
+  }
+
+  /**
+   * @param workerPassword the worker role's password, from its secret: read on every Create and
+   *     Update, after the migrations, so a rotated secret reaches the role at the next deploy
+   */
+  public MigrateFunction(Supplier<Database> database, Supplier<String> workerPassword) {
     this.database = database;
+    this.workerPassword = workerPassword;
   }
 
   /** The answer CloudFormation gets. */
@@ -106,7 +135,12 @@ public final class MigrateFunction implements RequestStreamHandler {
       return t;
     });
     try {
-      Future<List<String>> migration = runner.submit(() -> new Migrator(database.get()).migrate());
+      Future<List<String>> migration = runner.submit(() -> {
+        List<String> applied = new Migrator(database.get()).migrate();
+        // The role exists once V005 ran; it logs in with the password its own secret holds.
+        WorkerRolePassword.apply(database.get(), workerPassword.get());
+        return applied;
+      });
       List<String> applied = migration.get(budget.toMillis(), TimeUnit.MILLISECONDS);
       LOG.log(Level.INFO, "migrations applied: {0}", applied);
       return new Answer(true, "applied " + applied, applied.size());

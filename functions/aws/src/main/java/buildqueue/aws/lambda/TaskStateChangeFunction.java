@@ -48,6 +48,36 @@ public final class TaskStateChangeFunction implements RequestStreamHandler {
   public TaskStateChangeFunction() {
     this(SERVICES);
     LambdaLogging.install(Component.TASK_STATE_CHANGE);
+    Priming.register("TaskStateChangeFunction", () -> prime(SERVICES.get()));
+  }
+
+  /** A STOPPED event as ECS sends it, for priming: no task of ours, an all-zero token. */
+  private static final String SAMPLE_STOPPED =
+      """
+      {"version": "0", "id": "00000000-0000-0000-0000-000000000000", "detail-type": "ECS Task State Change",
+       "source": "aws.ecs", "account": "111122223333", "time": "2026-01-01T00:00:00Z", "region": "eu-west-1",
+       "resources": ["arn:aws:ecs:eu-west-1:111122223333:task/priming/0"],
+       "detail": {"taskArn": "arn:aws:ecs:eu-west-1:111122223333:task/priming/0", "lastStatus": "STOPPED",
+                  "desiredStatus": "STOPPED", "startedBy": "bq-0", "version": 1, "stopCode": "EssentialContainerExited",
+                  "stoppedReason": "Essential container in task exited",
+                  "containers": [{"name": "worker", "exitCode": 0, "lastStatus": "STOPPED"}],
+                  "overrides": {"containerOverrides": [{"name": "worker", "environment": [
+                      {"name": "BUILDQUEUE_WORKER_TOKEN", "value": "00000000-0000-0000-0000-000000000000"}]}]}}}
+      """;
+
+  /**
+   * SnapStart priming ({@link Priming}): the services and classes a first event needs, and the
+   * event's reading, on a sample that names no task of ours. No statement is sent.
+   */
+  static void prime(QueueServices s) {
+    Priming.loadClasses();
+    s.primeLocally();
+    try {
+      EcsTaskStateChange.parse(SAMPLE_STOPPED.getBytes(StandardCharsets.UTF_8)).stopEvidence().orElseThrow().toString();
+    } catch (UnreadableEventException e) {
+      throw new IllegalStateException("priming's sample event no longer reads", e);
+    }
+    Priming.rehearse(r -> r.dataApi().ecs().eventBridge());
   }
 
   public TaskStateChangeFunction(Supplier<QueueServices> services) {

@@ -49,6 +49,8 @@ public final class Metrics {
   public static final String TICK_DISPATCHED = "TickDispatched";
   public static final String LAUNCHES_RETRIED = "LaunchesRetried";
   public static final String LEASES_RECLAIMED = "LeasesReclaimed";
+  /** Parts of a tick that stopped before all that was due was done (out of time, throttled). */
+  public static final String TICK_CUT_SHORT = "TickCutShort";
 
   private static final ObjectMapper JSON = new ObjectMapper();
   /** EMF takes at most 100 values per metric in one line. */

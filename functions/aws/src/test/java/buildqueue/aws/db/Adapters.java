@@ -20,6 +20,12 @@ final class Adapters {
     return new DataApiDatabase(client, fake.settings(tdb.name()), retry);
   }
 
+  /** The adapter as a worker task has it: the worker role's secret, so its statements run as that role. */
+  static DataApiDatabase dataApiAsWorker(DataApiFake fake, RdsDataClient client, TestDatabase tdb) {
+    fake.serve(tdb.name(), DataApiFake.WORKER_SECRET_ARN, tdb.workerDataSource());
+    return new DataApiDatabase(client, fake.workerSettings(tdb.name()), ResumeRetry.standard());
+  }
+
   /** A clock that only moves when the retry sleeps, so budget tests take no time. */
   static final class FakeTime implements ResumeRetry.Sleeper {
     final List<Duration> sleeps = new ArrayList<>();

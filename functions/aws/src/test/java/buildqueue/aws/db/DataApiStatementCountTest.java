@@ -25,7 +25,8 @@ class DataApiStatementCountTest {
 
   @Test
   void a_jobs_life_makes_one_data_api_call_per_statement(TestDatabase tdb, DataApiFake fake, RdsDataClient client) {
-    try (QueueHarness h = new QueueHarness(tdb, Adapters.dataApi(fake, client, tdb), QueueHarness.testConfig())) {
+    try (QueueHarness h = new QueueHarness(tdb, Adapters.dataApi(fake, client, tdb),
+        Adapters.dataApiAsWorker(fake, client, tdb), QueueHarness.testConfig())) {
       long job = h.submit("alice", "noop", "{}");
       h.awaitStatus(job, "succeeded");
       h.awaitQuiet();

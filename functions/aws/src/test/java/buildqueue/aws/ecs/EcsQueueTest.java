@@ -327,6 +327,112 @@ class EcsQueueTest {
     assertThat(ticks).as("ticks to resolve %d launches at 20 RunTask calls a second", jobs).isBetween(2, 10);
   }
 
+  /**
+   * The same burst, with the tick timed on the queue's clock (its pacing waits move it, as real
+   * waits move real time): it spends RunTask's rate as it refills, 20 calls a second, so one tick
+   * relaunches every throttled launch without being throttled itself, over the real SDK client.
+   */
+  @Test
+  void a_tick_paced_to_ecs_rates_relaunches_a_throttled_burst_in_one_go_without_being_throttled() {
+    int jobs = 200;
+    QueueConfig burst = QueueConfig.defaults().withSharedSlots(100);
+    EcsClient once = fake.newClient(fake.clientSettings().withMaxAttempts(1));
+    BuildQueue burstQueue = new BuildQueue(db.jdbc(), new EcsWorkerPlatform(once, EcsWorkerPlatformTest.SETTINGS), burst, clock);
+    fake.useClock(clock::now);
+    for (int i = 0; i < jobs; i++) {
+      burstQueue.setDedicated("user-" + i, true);
+      burstQueue.enqueue("user-" + i, "demo", new Json("{}"), null);
+    }
+    long throttledByTheBurst = throttledRunTasks();
+    // Each throttled launch is unresolved; so is one whose answer the loaded machine timed out.
+    int unresolvedByTheBurst = unresolved().size();
+    assertThat(unresolvedByTheBurst).isGreaterThanOrEqualTo((int) throttledByTheBurst);
+    assertThat(throttledByTheBurst).isGreaterThan(100);
+
+    clock.advance(burst.launchGrace().plusSeconds(1));
+    BuildQueue.TickReport report = burstQueue.tick(lambdaBudgetOnTheClock());
+    once.close();
+
+    assertThat(report.cutShort()).isEmpty();
+    assertThat(report.relaunched()).isEqualTo(unresolvedByTheBurst);
+    assertThat(unresolved()).isEmpty();
+    assertThat(throttledRunTasks()).as("throttled answers: only the burst's").isEqualTo(throttledByTheBurst);
+    assertThat(fake.tasks()).hasSize(jobs);
+    assertThat(fake.tasks()).extracting(FakeEcs.TaskView::clientToken).doesNotHaveDuplicates();
+    assertNoSlotRunsTwoTasks();
+  }
+
+  private static final String RUNNING_WORKER =
+      """
+      insert into build_worker (lane, slot, token, status, task_id, expires_at, launched_at, started_at, checked_at)
+      values (:lane, :lane || '#1', gen_random_uuid(), 'running', :task, :now::timestamptz + interval '65 minutes',
+              :now::timestamptz, :now::timestamptz, :now::timestamptz)
+      """;
+
+  /**
+   * A thousand live workers in a thousand lanes, one in ten of whose tasks stopped with its
+   * event lost, and the account's DescribeTasks bucket nearly spent by other callers: one tick
+   * checks them all in batches of 100, waiting for the bucket to refill rather than running into
+   * it, and finds every stopped task, over the real SDK client and the fake's throttling.
+   */
+  @Test
+  void a_tick_paced_to_ecs_rates_checks_a_thousand_workers_and_finds_every_lost_stop_without_being_throttled() {
+    int lanes = 1_000;
+    fake.useClock(clock::now);
+    EcsClient once = fake.newClient(fake.clientSettings().withMaxAttempts(1));
+    EcsWorkerPlatform platform = new EcsWorkerPlatform(once, EcsWorkerPlatformTest.SETTINGS);
+    BuildQueue checking = new BuildQueue(db.jdbc(), platform, config, clock);
+    int lost = 0;
+    for (int i = 0; i < lanes; i++) {
+      String arn = fake.addTask(EcsWorkerPlatformTest.CLUSTER, "RUNNING");
+      db.jdbc().update(RUNNING_WORKER, Params.of("lane", "user:u" + i, "task", arn, "now", clock.now()));
+      if (i % 10 == 7) {
+        fake.stopTask(arn, "EssentialContainerExited", "Essential container in task exited", 0, null);
+        lost++;
+      }
+    }
+    String other = fake.addTask(EcsWorkerPlatformTest.CLUSTER, "RUNNING");
+    for (int i = 0; i < 95; i++) {
+      platform.check(List.of(other)); // the stop handler and the API have spent most of the bucket
+    }
+    int before = fake.requests(DESCRIBE_TASKS).size();
+
+    clock.advance(Duration.ofMinutes(1));
+    BuildQueue.TickReport report = checking.tick(lambdaBudgetOnTheClock());
+    once.close();
+
+    assertThat(report.cutShort()).isEmpty();
+    assertThat(report.checked()).isEqualTo(lanes);
+    assertThat(report.exited()).isEqualTo(lost);
+    assertThat(fake.requests(DESCRIBE_TASKS).subList(before, fake.requests(DESCRIBE_TASKS).size()))
+        .hasSize(lanes / EcsWorkerPlatform.DESCRIBE_BATCH)
+        .allSatisfy(r -> assertThat(r.body().path("tasks").size()).isEqualTo(EcsWorkerPlatform.DESCRIBE_BATCH));
+    assertThat(fake.replies(DESCRIBE_TASKS)).extracting(FakeEcs.Reply::errorType).containsOnlyNulls();
+    assertThat(liveWorkers()).hasSize(lanes - lost);
+  }
+
+  /**
+   * What the Lambda's timeout leaves a tick, timed on the queue's clock: its pacing waits move the
+   * clock, as real waits move real time, and so refill the fake's buckets.
+   */
+  private buildqueue.core.TickBudget lambdaBudgetOnTheClock() {
+    return new buildqueue.core.TickBudget(Duration.ofSeconds(45), new buildqueue.core.TickBudget.Time() {
+      @Override
+      public long nanoTime() {
+        return clock.now().getEpochSecond() * 1_000_000_000L + clock.now().getNano();
+      }
+
+      @Override
+      public void sleep(Duration d) {
+        clock.advance(d);
+      }
+    });
+  }
+
+  private long throttledRunTasks() {
+    return fake.replies(RUN_TASK).stream().filter(r -> "ThrottlingException".equals(r.errorType())).count();
+  }
+
   private List<Row> unresolved() {
     return db.jdbc().query("select * from build_worker where status <> 'exited' and task_id is null");
   }

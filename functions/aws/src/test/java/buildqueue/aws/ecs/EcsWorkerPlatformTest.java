@@ -258,6 +258,7 @@ class EcsWorkerPlatformTest {
 
     assertThat(outcome).isInstanceOf(LaunchOutcome.Unknown.class);
     assertThat(((LaunchOutcome.Unknown) outcome).reason()).contains("ThrottlingException").contains("Rate exceeded");
+    assertThat(((LaunchOutcome.Unknown) outcome).throttled()).as("a tick stops launching on it").isTrue();
     assertThat(fake.count(RUN_TASK)).isEqualTo(2);
   }
 
@@ -270,6 +271,7 @@ class EcsWorkerPlatformTest {
     assertThat(outcome).isInstanceOf(LaunchOutcome.Unknown.class);
     assertThat(((LaunchOutcome.Unknown) outcome).reason())
         .contains("InvalidParameterException").contains("Request limit exceeded");
+    assertThat(((LaunchOutcome.Unknown) outcome).throttled()).isTrue();
     assertThat(fake.tasks()).isEmpty();
   }
 
@@ -333,10 +335,10 @@ class EcsWorkerPlatformTest {
    * A check that meets DescribeTasks' rate (a bucket of 100 calls, refilled at 20 a second; here
    * all but one call of it already spent by other checks): the batch past it is throttled, and a
    * throttled batch is no evidence either way, neither stopped nor missing, so its workers keep
-   * their slots until a later check.
+   * their slots until a later check; it says it was throttled, and no further batch is sent.
    */
   @Test
-  void a_check_past_the_describe_tasks_rate_gives_no_evidence_for_the_throttled_batch() {
+  void a_check_past_the_describe_tasks_rate_gives_no_evidence_for_the_throttled_batch_and_sends_no_more() {
     java.time.Instant now = java.time.Instant.parse("2026-12-01T10:00:00Z");
     fake.useClock(() -> now);
     EcsClient once = fake.newClient(fake.clientSettings().withMaxAttempts(1));
@@ -346,7 +348,7 @@ class EcsWorkerPlatformTest {
       checking.check(List.of(other));
     }
     List<String> arns = new ArrayList<>();
-    for (int i = 0; i < 2 * EcsWorkerPlatform.DESCRIBE_BATCH; i++) {
+    for (int i = 0; i < 3 * EcsWorkerPlatform.DESCRIBE_BATCH; i++) {
       String arn = fake.addTask(CLUSTER, "RUNNING");
       fake.stopTask(arn, "EssentialContainerExited", "Essential container in task exited", 0, null);
       arns.add(arn);
@@ -360,7 +362,9 @@ class EcsWorkerPlatformTest {
     assertThat(arns.subList(0, EcsWorkerPlatform.DESCRIBE_BATCH))
         .allSatisfy(arn -> assertThat(states.get(arn)).isInstanceOf(TaskState.Stopped.class));
     assertThat(arns.subList(EcsWorkerPlatform.DESCRIBE_BATCH, arns.size()))
-        .allSatisfy(arn -> assertThat(states.get(arn)).isEqualTo(new TaskState.Running()));
+        .allSatisfy(arn -> assertThat(states.get(arn)).isInstanceOfSatisfying(TaskState.Unanswered.class,
+            u -> assertThat(u.throttled()).isTrue()));
+    assertThat(fake.requests(DESCRIBE_TASKS)).as("99 before, the one answered, the one throttled").hasSize(101);
   }
 
   @Test
@@ -415,7 +419,18 @@ class EcsWorkerPlatformTest {
     String arn = fake.addTask(CLUSTER, "STOPPED");
     fake.answerAlways(DESCRIBE_TASKS, Answer.serverError());
 
-    assertThat(platform.check(List.of(arn))).containsExactly(Map.entry(arn, new TaskState.Running()));
+    assertThat(platform.check(List.of(arn))).hasEntrySatisfying(arn, s -> assertThat(s)
+        .isInstanceOfSatisfying(TaskState.Unanswered.class, u -> {
+          assertThat(u.throttled()).isFalse();
+          assertThat(u.reason()).contains("ServerException");
+        }));
+  }
+
+  @Test
+  void the_tick_is_told_ecs_default_request_rates_the_same_the_ecs_fake_enforces() {
+    assertThat(platform.callRates().changes()).isEqualTo(new buildqueue.platform.CallRates.Rate(20, 20));
+    assertThat(platform.callRates().checks()).isEqualTo(new buildqueue.platform.CallRates.Rate(100, 20));
+    assertThat(platform.callRates()).isEqualTo(FakeEcs.enforcedRates());
   }
 
   @Test

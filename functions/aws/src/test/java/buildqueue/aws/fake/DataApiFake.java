@@ -85,6 +85,9 @@ public final class DataApiFake implements AutoCloseable {
   public static final String REGION = "eu-west-1";
   public static final String RESOURCE_ARN = "arn:aws:rds:eu-west-1:111122223333:cluster:buildqueue-test";
   public static final String SECRET_ARN = "arn:aws:secretsmanager:eu-west-1:111122223333:secret:buildqueue-test-AbCdEf";
+  /** The worker role's secret: statements sent with it run as that role, as on AWS. */
+  public static final String WORKER_SECRET_ARN =
+      "arn:aws:secretsmanager:eu-west-1:111122223333:secret:buildqueue-test-worker-GhIjKl";
 
   /** The calls the fake answers, by request path. */
   public enum Operation {
@@ -123,7 +126,11 @@ public final class DataApiFake implements AutoCloseable {
   private final HttpServer server;
   private final ExecutorService executor;
   private final Clock clock;
-  private final Map<String, DataSource> databases = new ConcurrentHashMap<>();
+  /**
+   * By secret ARN, then database name: the Data API connects with the credentials the request's
+   * secret holds, so each secret is served by a pool that logs in as the secret's user.
+   */
+  private final Map<String, Map<String, DataSource>> databases = new ConcurrentHashMap<>();
   private final Map<String, Tx> transactions = new ConcurrentHashMap<>();
   private final Map<Operation, AtomicLong> counts = new EnumMap<>(Operation.class);
   private final List<Fault> faults = new CopyOnWriteArrayList<>();
@@ -172,9 +179,20 @@ public final class DataApiFake implements AutoCloseable {
     }
   }
 
-  /** Makes {@code database} (the request's {@code database} field) run on {@code dataSource}. */
+  /**
+   * Makes {@code database} (the request's {@code database} field) run on {@code dataSource} for
+   * requests that name the master secret.
+   */
   public DataApiFake serve(String database, DataSource dataSource) {
-    databases.put(database, dataSource);
+    return serve(database, SECRET_ARN, dataSource);
+  }
+
+  /**
+   * Makes {@code database} run on {@code dataSource} for requests that name {@code secretArn}: the
+   * pool must log in as that secret's user (the worker role's, for {@link #WORKER_SECRET_ARN}).
+   */
+  public DataApiFake serve(String database, String secretArn, DataSource dataSource) {
+    databases.computeIfAbsent(secretArn, k -> new ConcurrentHashMap<>()).put(database, dataSource);
     return this;
   }
 
@@ -185,6 +203,11 @@ public final class DataApiFake implements AutoCloseable {
   /** Settings that point the adapter at this fake and {@code database}. */
   public DataApiSettings settings(String database) {
     return DataApiSettings.of(REGION, RESOURCE_ARN, SECRET_ARN, database).withEndpointOverride(endpoint());
+  }
+
+  /** As {@link #settings}, with the worker role's secret, as a worker task has. */
+  public DataApiSettings workerSettings(String database) {
+    return DataApiSettings.of(REGION, RESOURCE_ARN, WORKER_SECRET_ARN, database).withEndpointOverride(endpoint());
   }
 
   /** A real SDK client, built by the production factory, pointed at this fake. Close it. */
@@ -369,7 +392,8 @@ public final class DataApiFake implements AutoCloseable {
     if (!RESOURCE_ARN.equals(request.path("resourceArn").asText(null))) {
       throw new ApiError(400, "BadRequestException", "Invalid resourceArn: " + request.path("resourceArn").asText(""));
     }
-    if (!SECRET_ARN.equals(request.path("secretArn").asText(null))) {
+    String secretArn = request.path("secretArn").asText("");
+    if (!SECRET_ARN.equals(secretArn) && !databases.containsKey(secretArn)) {
       throw new ApiError(400, "BadRequestException", "Invalid secretArn");
     }
   }
@@ -709,10 +733,11 @@ public final class DataApiFake implements AutoCloseable {
 
   private DataSource dataSource(JsonNode request) {
     String name = request.path("database").asText(null);
-    if (name == null && databases.size() == 1) {
-      return databases.values().iterator().next();
+    Map<String, DataSource> ofSecret = databases.getOrDefault(request.path("secretArn").asText(""), Map.of());
+    if (name == null && ofSecret.size() == 1) {
+      return ofSecret.values().iterator().next();
     }
-    DataSource ds = name == null ? null : databases.get(name);
+    DataSource ds = name == null ? null : ofSecret.get(name);
     if (ds == null) {
       throw new ApiError(404, "DatabaseNotFoundException", "database " + name + " does not exist");
     }

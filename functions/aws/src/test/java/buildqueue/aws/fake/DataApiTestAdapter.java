@@ -25,6 +25,13 @@ public final class DataApiTestAdapter implements TestAdapter {
     return new DataApiDatabase(shared.client, shared.fake.settings(db.name()));
   }
 
+  @Override
+  public Database openAsWorker(TestDatabase db) {
+    Shared shared = Shared.INSTANCE;
+    shared.fake.serve(db.name(), DataApiFake.WORKER_SECRET_ARN, db.workerDataSource());
+    return new DataApiDatabase(shared.client, shared.fake.workerSettings(db.name()));
+  }
+
   /** The fake behind the suite, for tests that want to look at its counters. */
   public static DataApiFake fake() {
     return Shared.INSTANCE.fake;

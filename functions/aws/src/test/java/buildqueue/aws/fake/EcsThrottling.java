@@ -1,9 +1,11 @@
 package buildqueue.aws.fake;
 
 import buildqueue.aws.fake.FakeEcs.Operation;
+import buildqueue.platform.CallRates;
 import com.fasterxml.jackson.databind.JsonNode;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.List;
 
 /**
  * ECS's request rates for one account and Region, as token buckets on the fake's clock. Each
@@ -35,6 +37,19 @@ final class EcsThrottling {
   static final Bucket.Rate CLUSTER_RESOURCE_READ = new Bucket.Rate(100, 20);
   static final Bucket.Rate FARGATE_RUN_TASK = new Bucket.Rate(20, 20);
   static final Bucket.Rate FARGATE_LAUNCHES = new Bucket.Rate(100, 20);
+
+  /**
+   * The rates a client that starts one Fargate task a call must keep to never be throttled here:
+   * for RunTask and StopTask the tightest of the buckets a RunTask takes from, for DescribeTasks
+   * the read bucket.
+   */
+  static CallRates paced() {
+    List<Bucket.Rate> changes = List.of(CLUSTER_RESOURCE_MODIFY, FARGATE_RUN_TASK, FARGATE_LAUNCHES);
+    return new CallRates(
+        new CallRates.Rate(changes.stream().mapToInt(Bucket.Rate::burst).min().orElseThrow(),
+            changes.stream().mapToInt(Bucket.Rate::perSecond).min().orElseThrow()),
+        new CallRates.Rate(CLUSTER_RESOURCE_READ.burst(), CLUSTER_RESOURCE_READ.perSecond()));
+  }
 
   private final Bucket modify = new Bucket(CLUSTER_RESOURCE_MODIFY);
   private final Bucket read = new Bucket(CLUSTER_RESOURCE_READ);

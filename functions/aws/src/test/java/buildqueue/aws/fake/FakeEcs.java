@@ -231,6 +231,14 @@ public final class FakeEcs implements AutoCloseable {
   private volatile Supplier<Instant> clock = Instant::now;
   private final EcsThrottling throttling = new EcsThrottling();
 
+  /**
+   * The request rates this fake enforces ({@link EcsThrottling}), as a client that starts one
+   * task a call must pace itself to stay under them: what the queue's tick should be told.
+   */
+  public static buildqueue.platform.CallRates enforcedRates() {
+    return EcsThrottling.paced();
+  }
+
   private FakeEcs() throws IOException {
     server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 0);
     executor = Executors.newCachedThreadPool(r -> {

@@ -2,11 +2,15 @@ package buildqueue.aws.lambda;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import buildqueue.aws.db.WorkerRolePassword;
+import buildqueue.aws.fake.DataApiFake;
+import buildqueue.aws.fake.SecretsManagerFake;
 import buildqueue.aws.testing.QueueWorld;
 import buildqueue.aws.testing.SampleEvents;
 import buildqueue.aws.testing.TestContext;
 import buildqueue.db.Database;
 import buildqueue.db.Migrator;
+import buildqueue.db.Row;
 import buildqueue.testing.PostgresExtension;
 import buildqueue.testing.TestDatabase;
 import buildqueue.testing.TestDatabases;
@@ -31,6 +35,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 import org.junit.jupiter.api.extension.ExtendWith;
+import software.amazon.awssdk.services.secretsmanager.SecretsManagerClient;
 
 @ExtendWith(PostgresExtension.class)
 class MigrateFunctionTest {
@@ -92,7 +97,7 @@ class MigrateFunctionTest {
   void create_migrates_an_empty_database_and_answers_success(String adapter) throws Exception {
     try (TestDatabase empty = TestDatabases.createEmpty()) {
       Database db = QueueWorld.adapter(adapter, empty);
-      invoke(new MigrateFunction(() -> db), request("Create"), Duration.ofMinutes(5));
+      invoke(new MigrateFunction(() -> db, () -> TestDatabases.WORKER_PASSWORD), request("Create"), Duration.ofMinutes(5));
 
       assertThat(tables(empty)).contains("build_job", "build_worker", "build_job_event", "build_schema_migration");
       assertThat(answers).hasSize(1);
@@ -110,7 +115,7 @@ class MigrateFunctionTest {
 
   @Test
   void update_on_a_current_schema_applies_nothing_and_succeeds(TestDatabase db) throws Exception {
-    invoke(new MigrateFunction(db::jdbc), request("Update"), Duration.ofMinutes(5));
+    invoke(new MigrateFunction(db::jdbc, () -> TestDatabases.WORKER_PASSWORD), request("Update"), Duration.ofMinutes(5));
 
     assertThat(answers).singleElement().satisfies(a -> {
       assertThat(a.get("Status").asText()).isEqualTo("SUCCESS");
@@ -125,10 +130,65 @@ class MigrateFunctionTest {
     };
     List<String> before = tables(db);
 
-    invoke(new MigrateFunction(mustNotBeUsed), request("Delete"), Duration.ofMinutes(5));
+    invoke(new MigrateFunction(mustNotBeUsed, () -> TestDatabases.WORKER_PASSWORD), request("Delete"), Duration.ofMinutes(5));
 
     assertThat(tables(db)).isEqualTo(before);
     assertThat(answers).singleElement().satisfies(a -> assertThat(a.get("Status").asText()).isEqualTo("SUCCESS"));
+  }
+
+  @ParameterizedTest(name = "on {0}")
+  @ValueSource(strings = {"jdbc", "dataapi"})
+  void create_gives_the_worker_role_a_login_with_the_password_its_secret_holds(String adapter) throws Exception {
+    try (TestDatabase empty = TestDatabases.createEmpty();
+        SecretsManagerFake secrets = SecretsManagerFake.start();
+        SecretsManagerClient client = secrets.newClient()) {
+      // Roles are cluster-wide: the test cluster's worker password stays the one the suite uses.
+      secrets.put(DataApiFake.WORKER_SECRET_ARN,
+          "{\"username\": \"buildqueue_worker\", \"password\": \"" + TestDatabases.WORKER_PASSWORD + "\"}");
+      Database db = QueueWorld.adapter(adapter, empty);
+
+      invoke(new MigrateFunction(() -> db, () -> WorkerRolePassword.read(client, DataApiFake.WORKER_SECRET_ARN)),
+          request("Create"), Duration.ofMinutes(5));
+
+      assertThat(answers).singleElement().satisfies(a -> {
+        assertThat(a.get("Status").asText()).isEqualTo("SUCCESS");
+        assertThat(a.toString()).doesNotContain(TestDatabases.WORKER_PASSWORD);
+      });
+      Row role = empty.jdbc().query("select rolcanlogin, rolpassword from pg_authid where rolname = 'buildqueue_worker'")
+          .get(0);
+      assertThat(role.bool("rolcanlogin")).isTrue();
+      assertThat(scramVerifies(role.string("rolpassword"), TestDatabases.WORKER_PASSWORD)).isTrue();
+      assertThat(scramVerifies(role.string("rolpassword"), "another password")).isFalse();
+    }
+  }
+
+  @Test
+  void a_worker_secret_that_does_not_exist_fails_the_deploy_naming_it(TestDatabase db) throws Exception {
+    try (SecretsManagerFake secrets = SecretsManagerFake.start();
+        SecretsManagerClient client = secrets.newClient()) {
+      invoke(new MigrateFunction(db::jdbc, () -> WorkerRolePassword.read(client, DataApiFake.WORKER_SECRET_ARN)),
+          request("Update"), Duration.ofMinutes(5));
+
+      assertThat(answers).singleElement().satisfies(a -> {
+        assertThat(a.get("Status").asText()).isEqualTo("FAILED");
+        assertThat(a.get("Reason").asText()).contains(DataApiFake.WORKER_SECRET_ARN).contains("does not exist");
+      });
+    }
+  }
+
+  /** Whether {@code password} matches a stored {@code SCRAM-SHA-256$iter:salt$StoredKey:ServerKey} (RFC 5802). */
+  private static boolean scramVerifies(String stored, String password) throws Exception {
+    java.util.regex.Matcher m = java.util.regex.Pattern.compile("SCRAM-SHA-256\\$(\\d+):([^$]+)\\$([^:]+):(.+)").matcher(stored);
+    assertThat(m.matches()).as("a SCRAM verifier").isTrue();
+    byte[] salt = java.util.Base64.getDecoder().decode(m.group(2));
+    javax.crypto.SecretKeyFactory f = javax.crypto.SecretKeyFactory.getInstance("PBKDF2WithHmacSHA256");
+    byte[] salted = f.generateSecret(new javax.crypto.spec.PBEKeySpec(password.toCharArray(), salt,
+        Integer.parseInt(m.group(1)), 256)).getEncoded();
+    javax.crypto.Mac mac = javax.crypto.Mac.getInstance("HmacSHA256");
+    mac.init(new javax.crypto.spec.SecretKeySpec(salted, "HmacSHA256"));
+    byte[] clientKey = mac.doFinal("Client Key".getBytes(StandardCharsets.UTF_8));
+    byte[] storedKey = java.security.MessageDigest.getInstance("SHA-256").digest(clientKey);
+    return java.util.Base64.getEncoder().encodeToString(storedKey).equals(m.group(3));
   }
 
   @Test
@@ -137,7 +197,7 @@ class MigrateFunctionTest {
       throw new IllegalStateException("database cluster arn:aws:rds:eu-west-1:111122223333:cluster:bq not reachable");
     };
 
-    invoke(new MigrateFunction(unreachable), request("Create"), Duration.ofMinutes(5));
+    invoke(new MigrateFunction(unreachable, () -> TestDatabases.WORKER_PASSWORD), request("Create"), Duration.ofMinutes(5));
 
     assertThat(answers).singleElement().satisfies(a -> {
       assertThat(a.get("Status").asText()).isEqualTo("FAILED");
@@ -160,7 +220,7 @@ class MigrateFunctionTest {
     Duration timeLeft = MigrateFunction.RESERVE.plusSeconds(2);
     long start = System.nanoTime();
 
-    invoke(new MigrateFunction(hanging), request("Create"), timeLeft);
+    invoke(new MigrateFunction(hanging, () -> TestDatabases.WORKER_PASSWORD), request("Create"), timeLeft);
 
     Duration took = Duration.ofNanos(System.nanoTime() - start);
     assertThat(took).isLessThan(timeLeft);
@@ -174,7 +234,7 @@ class MigrateFunctionTest {
   void a_refused_answer_is_sent_again(TestDatabase db) throws Exception {
     refuseNext.set(1);
 
-    invoke(new MigrateFunction(db::jdbc), request("Update"), Duration.ofMinutes(5));
+    invoke(new MigrateFunction(db::jdbc, () -> TestDatabases.WORKER_PASSWORD), request("Update"), Duration.ofMinutes(5));
 
     assertThat(answers).singleElement().satisfies(a -> assertThat(a.get("Status").asText()).isEqualTo("SUCCESS"));
   }
@@ -183,7 +243,7 @@ class MigrateFunctionTest {
   void an_unknown_request_type_is_answered_failed() throws Exception {
     invoke(new MigrateFunction(() -> {
       throw new AssertionError("not to be used");
-    }), request("Rename"), Duration.ofMinutes(5));
+    }, () -> TestDatabases.WORKER_PASSWORD), request("Rename"), Duration.ofMinutes(5));
 
     assertThat(answers).singleElement().satisfies(a -> {
       assertThat(a.get("Status").asText()).isEqualTo("FAILED");
@@ -195,7 +255,7 @@ class MigrateFunctionTest {
   void a_request_that_is_not_json_is_logged_and_left() throws Exception {
     invoke(new MigrateFunction(() -> {
       throw new AssertionError("not to be used");
-    }), "nonsense".getBytes(StandardCharsets.UTF_8), Duration.ofMinutes(5));
+    }, () -> TestDatabases.WORKER_PASSWORD), "nonsense".getBytes(StandardCharsets.UTF_8), Duration.ofMinutes(5));
 
     assertThat(answers).isEmpty();
   }

@@ -57,6 +57,13 @@ public class TickFunctionTest {
     }
   }
 
+  @Test
+  void the_tick_works_for_what_the_functions_timeout_leaves_less_the_reserve() {
+    assertThat(TickFunction.budget(TestContext.withTimeLeft(Duration.ofSeconds(55))))
+        .isBetween(Duration.ofSeconds(44), Duration.ofSeconds(45));
+    assertThat(TickFunction.budget(TestContext.withTimeLeft(Duration.ofSeconds(5)))).isZero();
+  }
+
   @ParameterizedTest(name = "on {0}")
   @ValueSource(strings = {"jdbc", "dataapi"})
   void a_tick_finds_a_stopped_task_recovers_its_job_dispatches_and_reports(String adapter, TestDatabase tdb) {

@@ -47,6 +47,8 @@ class TemplateTest {
   private static final String CLUSTER_ARN = STOPPED.get("detail").get("clusterArn").asText();
   private static final String DB_CLUSTER_ARN = "arn:aws:rds:eu-west-1:111122223333:cluster:buildqueue-db";
   private static final String SECRET_ARN = "arn:aws:secretsmanager:eu-west-1:111122223333:secret:bq-db-AbCdEf";
+  private static final String WORKER_SECRET_ARN =
+      "arn:aws:secretsmanager:eu-west-1:111122223333:secret:bq-db-worker-GhIjKl";
   /** The kind catalogue the operator writes: one file for the API function and the worker image. */
   private static final String CATALOGUE = "infra/kinds/kinds.json";
 
@@ -67,7 +69,7 @@ class TemplateTest {
       Component.ENQUEUE, Set.of("ecs:RunTask", "ecs:StopTask", "events:PutEvents"),
       Component.TICK, Set.of("ecs:RunTask", "ecs:DescribeTasks", "ecs:StopTask", "events:PutEvents"),
       Component.TASK_STATE_CHANGE, Set.of("ecs:RunTask", "events:PutEvents"),
-      Component.MIGRATE, Set.of(),
+      Component.MIGRATE, Set.of("secretsmanager:GetSecretValue"), // the worker role's password
       Component.WORKER, Set.of());
 
   private static final Map<String, Set<String>> SDK_CALLS =
@@ -96,6 +98,9 @@ class TemplateTest {
     }
     if (resource.equals("DatabaseSecret") && attribute.equals("Ref")) {
       return SECRET_ARN;
+    }
+    if (resource.equals("WorkerDatabaseSecret") && attribute.equals("Ref")) {
+      return WORKER_SECRET_ARN;
     }
     return switch (resource + "." + attribute) {
       case "WorkerCluster.Arn" -> CLUSTER_ARN;
@@ -279,6 +284,49 @@ class TemplateTest {
   }
 
   @Test
+  void the_worker_task_can_read_the_worker_roles_secret_and_never_the_master_secret() {
+    List<Map<String, Object>> statements = new java.util.ArrayList<>();
+    for (Object p : list(TEMPLATE.properties("WorkerTaskRole").get("Policies"))) {
+      statements.addAll(statements(List.of(map(p).get("PolicyDocument"))));
+    }
+    Set<Object> secretsRead = new java.util.HashSet<>();
+    for (Map<String, Object> s : statements) {
+      for (Object a : list(s.get("Action"))) {
+        String action = String.valueOf(a);
+        // A wildcard would reach the master secret (or let the task read it some other way).
+        assertThat(action).as("WorkerTaskRole action").doesNotContain("*");
+        if (action.startsWith("secretsmanager:")) {
+          secretsRead.addAll(list(resolve(s.get("Resource"))));
+        }
+      }
+      assertThat(list(resolve(s.get("Resource")))).as("WorkerTaskRole resources").doesNotContain("*", SECRET_ARN);
+    }
+    // The Data API reads the secret a request names with the caller's permissions: without the
+    // master secret, rds-data with it is refused.
+    assertThat(secretsRead).containsExactly(WORKER_SECRET_ARN);
+    assertThat(workerEnvironment()).containsEntry(AwsSettings.DB_SECRET_ARN, WORKER_SECRET_ARN);
+  }
+
+  @Test
+  void the_migrate_function_reads_both_secrets_and_is_told_the_worker_roles() throws Exception {
+    String migrate = null;
+    for (String f : functions()) {
+      if (HANDLERS.get(handlerClass(f)) == Component.MIGRATE) {
+        migrate = f;
+      }
+    }
+    assertThat(migrate).isNotNull();
+    Set<Object> secretsRead = new java.util.HashSet<>();
+    for (Map<String, Object> s : statements(TEMPLATE.properties(migrate).get("Policies"))) {
+      if (list(s.get("Action")).contains("secretsmanager:GetSecretValue")) {
+        secretsRead.addAll(list(resolve(s.get("Resource"))));
+      }
+    }
+    assertThat(secretsRead).containsExactlyInAnyOrder(SECRET_ARN, WORKER_SECRET_ARN);
+    assertThat(environment(migrate)).containsEntry(AwsSettings.WORKER_DB_SECRET_ARN, WORKER_SECRET_ARN);
+  }
+
+  @Test
   void the_api_function_and_the_worker_image_read_one_catalogue_file() throws IOException {
     byte[] catalogue = Files.readAllBytes(SampleEvents.repoFile(CATALOGUE));
 
@@ -354,7 +402,13 @@ class TemplateTest {
         if (action.startsWith("rds-data:")) {
           assertThat(resource).as("%s %s", who, action).isEqualTo(DB_CLUSTER_ARN);
         } else if (action.equals("secretsmanager:GetSecretValue")) {
-          assertThat(resource).isEqualTo(SECRET_ARN);
+          // A worker reads its own role's secret only; the Migrate function also reads it, to set
+          // the role's password; every other function reads the master secret only.
+          if (c == Component.MIGRATE) {
+            assertThat(resource).as("%s reads", who).isIn(SECRET_ARN, WORKER_SECRET_ARN);
+          } else {
+            assertThat(resource).as("%s reads", who).isEqualTo(c == Component.WORKER ? WORKER_SECRET_ARN : SECRET_ARN);
+          }
         } else if (action.equals("ecs:RunTask")) {
           assertThat(resource).isEqualTo(standIn("WorkerTaskDefinition", "Ref"));
           assertThat(condition).isEqualTo(Map.of("ArnEquals", Map.of("ecs:cluster", CLUSTER_ARN)));

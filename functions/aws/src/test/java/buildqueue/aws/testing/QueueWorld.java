@@ -51,7 +51,7 @@ public final class QueueWorld implements AutoCloseable {
   public QueueWorld(TestDatabase tdb, Component component, Database adapter) {
     this.tdb = tdb;
     this.services = TestServices.of(component, adapter, platform, eventBridge, clock, QueueHarness.testConfig(), metrics);
-    this.workers = new WorkerTransitions(tdb.jdbc(), QueueHarness.testConfig(), clock);
+    this.workers = new WorkerTransitions(tdb.worker(), QueueHarness.testConfig(), clock);
   }
 
   public long submit(String user) {

@@ -1,0 +1,311 @@
+-- Least privilege for workers (design.md section 11). A worker connects as buildqueue_worker, a
+-- role with no table privileges at all: it can only call the functions below, one per worker
+-- transition. Each runs as its owner (security definer) and is fenced by the worker's id and token
+-- in its WHERE clauses as before, so a job that steals its worker's credentials and token can at
+-- worst change its own worker's jobs. Each pins its search_path (pg_temp last) so that nothing the
+-- caller creates can stand in for a table, function or operator the body names.
+
+-- The role is cluster-wide, so a second database (or a test's copy) finds it made. It starts
+-- without LOGIN: the deploy (Migrate function) or the local server gives it one with a password
+-- through build_worker_role_login. plpgsql needs a semicolon between statements, and no statement
+-- we send may hold one before its end (StatementTextTest), so the body writes it as the escape \073.
+do E'begin
+  if not exists (select 1 from pg_roles where rolname = ''buildqueue_worker'') then
+    create role buildqueue_worker nologin\073
+  end if\073
+end';
+
+-- PostgreSQL 14 lets every role create objects in the public schema. A worker that could create an
+-- operator or function there could make a body below resolve to its own code, run as the owner.
+revoke create on schema public from public;
+
+-- Lets the role log in with a password, given as a bound parameter so that it appears in no
+-- statement text. For the owner of the schema only (the deploy and the local server).
+create function build_worker_role_login(p_password text) returns void
+language plpgsql volatile set search_path = pg_catalog, pg_temp as
+E'begin
+  execute format(''alter role buildqueue_worker with login password %L'', p_password)\073
+end';
+revoke all on function build_worker_role_login(text) from public;
+
+-- launching -> running with the right token and before the lease, and its dispatched job -> running
+-- (WorkerTransitions.start). No row: wrong token, already started, or too late.
+create function build_worker_start(p_worker_id bigint, p_token uuid, p_deadline_margin_ms bigint,
+                                   p_now timestamptz)
+returns table (database_now timestamptz, expires_at timestamptz, id bigint, user_id text, kind text,
+               payload jsonb, progress integer, attempts integer, cancel_requested boolean)
+language sql volatile security definer set search_path = public, pg_temp as $$
+  with t as (select coalesce(p_now, now()) as now),
+  worker as (
+    update build_worker w set status = 'running', started_at = t.now
+    from t
+    where w.id = p_worker_id and w.token = p_token and w.status = 'launching'
+      and w.expires_at - p_deadline_margin_ms * interval '1 millisecond' > t.now
+    returning w.id, w.expires_at
+  ),
+  job as (
+    update build_job j set status = 'running', started_at = t.now
+    from worker, t
+    where j.worker_id = worker.id and j.status = 'dispatched'
+    returning j.id, j.user_id, j.kind, j.payload, j.progress, j.attempts, j.cancel_requested
+  ),
+  event as (
+    insert into build_job_event (job_id, type, detail, at)
+    select job.id, 'started', jsonb_build_object('message', 'started on worker ' || p_worker_id, 'workerId', p_worker_id), t.now
+    from job, t
+  )
+  -- One row carrying the job's payload, within RowLimits' job row (the payload at most
+  -- MAX_PAYLOAD_BYTES as stored, checked when it was enqueued).
+  select t.now, worker.expires_at,
+         job.id, job.user_id, job.kind, job.payload, job.progress, job.attempts, job.cancel_requested
+  from worker cross join t left join job on true
+$$;
+
+-- Records a running job's progress and log tail (null: unchanged), fenced, and reads whether its
+-- owner asked to cancel it (WorkerTransitions.checkIn). No row: fenced off.
+create function build_worker_check_in(p_worker_id bigint, p_token uuid, p_job_id bigint, p_progress integer,
+                                      p_log_tail text, p_log_bytes bigint, p_log_location text, p_now timestamptz)
+returns table (cancel_requested boolean)
+language sql volatile security definer set search_path = public, pg_temp as $$
+  with t as (select coalesce(p_now, now()) as now),
+  job as (
+    update build_job j set progress = coalesce(p_progress, j.progress)
+    from build_worker w, t
+    where j.id = p_job_id and j.worker_id = p_worker_id and j.status = 'running'
+      and w.id = p_worker_id and w.token = p_token and w.status = 'running' and w.expires_at > t.now
+    returning j.id, j.cancel_requested,
+      -- The log tail, saved by the row it belongs to (a function here runs only if fenced in).
+      case when p_log_tail is not null then build_job_log_save(j.id, p_log_tail, p_log_bytes, p_log_location, t.now) end
+  )
+  select job.cancel_requested from job
+$$;
+
+-- The job's program asked to be retried: the job is interrupted as if its worker had exited, while
+-- the worker stays running (WorkerTransitions.interrupt). No row: fenced off.
+create function build_worker_interrupt(p_worker_id bigint, p_token uuid, p_job_id bigint, p_progress integer,
+                                       p_reason text, p_max_recoveries integer, p_repeated_exit_error text,
+                                       p_log_tail text, p_log_bytes bigint, p_log_location text,
+                                       p_now timestamptz)
+returns table (status text)
+language sql volatile security definer set search_path = public, pg_temp as $$
+  with t as (select coalesce(p_now, now()) as now),
+  job as (
+    update build_job j set (status, recoveries, worker_id, error, finished_at, progress) = (
+      select d.*, coalesce(p_progress, j.progress)
+      from build_job_interruption(j.cancel_requested, coalesce(p_progress, j.progress), j.checkpoint,
+                                  j.recoveries, p_max_recoveries, j.worker_id, t.now, p_repeated_exit_error) d)
+    from build_worker w, t
+    where j.id = p_job_id and j.worker_id = p_worker_id and j.status = 'running'
+      and w.id = p_worker_id and w.token = p_token and w.status = 'running' and w.expires_at > t.now
+    returning j.id, j.status, j.progress, j.checkpoint, j.recoveries, j.error,
+      -- The log tail, saved by the row it belongs to (a function here runs only if fenced in).
+      case when p_log_tail is not null then build_job_log_save(j.id, p_log_tail, p_log_bytes, p_log_location, t.now) end
+  ),
+  event as (
+    insert into build_job_event (job_id, type, detail, at)
+    select job.id, case job.status when 'queued' then 'interrupted' else job.status end,
+           build_job_interruption_detail(job.status, job.checkpoint, job.progress, job.recoveries, job.error, p_reason),
+           t.now
+    from job, t
+  )
+  select job.status from job
+$$;
+
+-- Inserts follow-up jobs for the running job's user, all or none (WorkerTransitions.addFollowUps).
+-- The size limits are written here rather than passed in, since the caller is the worker: they are
+-- RowLimits.MAX_PAYLOAD_BYTES (55000) and MAX_KIND_BYTES (200), checked by SizeLimitsTest.
+create function build_worker_add_follow_ups(p_worker_id bigint, p_token uuid, p_job_id bigint, p_follow_ups jsonb,
+                                            p_now timestamptz)
+returns table (fenced_in bigint, inserted bigint, too_large_n bigint, payload_bytes integer, kind_bytes integer)
+language sql volatile security definer set search_path = public, pg_temp as $$
+  with t as (select coalesce(p_now, now()) as now),
+  fence as (
+    select j.user_id from build_job j
+    join build_worker w on w.id = j.worker_id, t
+    where j.id = p_job_id and j.status = 'running'
+      and w.id = p_worker_id and w.token = p_token and w.status = 'running' and w.expires_at > t.now
+  ),
+  follow_up as (
+    select f.kind, coalesce(f.payload, '{}'::jsonb) as payload, f.n
+    from rows from (jsonb_to_recordset(p_follow_ups) as (kind text, payload jsonb)) with ordinality as f(kind, payload, n)
+  ),
+  -- A follow-up whose worker could not read it back in one Data API row, as POST /jobs refuses
+  -- one, and then none of them is inserted.
+  too_large as (
+    select u.n, octet_length(u.payload::text) as payload_bytes, octet_length(u.kind) as kind_bytes
+    from follow_up u
+    where octet_length(u.payload::text) > 55000 or octet_length(u.kind) > 200
+    order by u.n
+    limit 1
+  ),
+  inserted as (
+    insert into build_job (user_id, kind, payload, lane, created_at)
+    select fence.user_id, u.kind, u.payload, build_lane_of(fence.user_id), t.now
+    from fence, t, follow_up u
+    where not exists (select 1 from too_large)
+    order by u.n
+    returning id, lane
+  ),
+  event as (
+    insert into build_job_event (job_id, type, detail, at)
+    select i.id, 'enqueued',
+           jsonb_build_object('message', 'enqueued in lane ' || i.lane || ' as a follow-up of job ' || p_job_id,
+                              'lane', i.lane, 'followUpOf', p_job_id),
+           t.now
+    from inserted i, t
+  )
+  select (select count(*) from fence), (select count(*) from inserted),
+         too_large.n, too_large.payload_bytes, too_large.kind_bytes
+  from (select 1) as one left join too_large on true
+$$;
+
+-- Ends the worker's job and, in the same statement, takes the oldest ready job of its lane if the
+-- chain window is open (skipping one another worker holds), or else marks the worker draining
+-- unless it lingers (WorkerTransitions.end). Always one row: whether the worker was fenced in,
+-- whether it drained, and the job it took, if any. The window is open while inside it and far
+-- enough from the hard deadline.
+create function build_worker_end(p_worker_id bigint, p_token uuid, p_job_id bigint, p_status text, p_error text,
+                                 p_progress integer, p_log_tail text, p_log_bytes bigint, p_log_location text,
+                                 p_chain_window_ms bigint, p_deadline_margin_ms bigint, p_linger boolean,
+                                 p_now timestamptz)
+returns table (fenced_in bigint, drained bigint, id bigint, user_id text, kind text, payload jsonb,
+               progress integer, attempts integer, cancel_requested boolean)
+language sql volatile security definer set search_path = public, pg_temp as $$
+  with t as (select coalesce(p_now, now()) as now),
+  ended as (
+    update build_job j set status = p_status, error = p_error, finished_at = t.now,
+      progress = coalesce(p_progress, j.progress)
+    from build_worker w, t
+    where j.id = p_job_id and j.worker_id = p_worker_id and j.status = 'running'
+      and w.id = p_worker_id and w.token = p_token and w.status = 'running' and w.expires_at > t.now
+      and p_status in ('succeeded', 'failed', 'cancelled')
+    returning j.id, j.lane, j.status, j.error, w.started_at, w.expires_at,
+      -- The final log tail, saved by the row it belongs to (a function here runs only if fenced in).
+      case when p_log_tail is not null then build_job_log_save(j.id, p_log_tail, p_log_bytes, p_log_location, t.now) end
+  ),
+  ended_event as (
+    insert into build_job_event (job_id, type, detail, at)
+    select e.id, e.status,
+           jsonb_build_object('message', case when e.status = 'failed' then 'failed: ' || e.error else e.status end,
+                              'workerId', p_worker_id),
+           t.now
+    from ended e, t
+  ),
+  fence as (
+    select p_worker_id as id, e.lane,
+           t.now < e.started_at + p_chain_window_ms * interval '1 millisecond'
+             and t.now < e.expires_at - p_deadline_margin_ms * interval '1 millisecond' as open
+    from ended e, t
+  ),
+  next as (
+    select q.id from build_job q, fence f, t
+    where f.open and q.lane = f.lane and q.status = 'queued' and (q.not_before is null or q.not_before <= t.now)
+    order by q.id
+    limit 1
+    for update of q skip locked
+  ),
+  taken as (
+    update build_job j set status = 'running', worker_id = p_worker_id, checkpoint = j.progress,
+      attempts = j.attempts + 1, dispatched_at = t.now, started_at = t.now
+    from next, t
+    where j.id = next.id
+    returning j.id, j.user_id, j.kind, j.payload, j.progress, j.attempts, j.cancel_requested
+  ),
+  taken_event as (
+    insert into build_job_event (job_id, type, detail, at)
+    select n.id, 'dispatched',
+           jsonb_build_object('message', 'chained onto worker ' || p_worker_id || ' (attempt ' || n.attempts || ')',
+                              'workerId', p_worker_id, 'attempt', n.attempts, 'chained', true),
+           t.now
+    from taken n, t
+  ),
+  drained as (
+    -- A lingering worker stays running while its window is open and polls with take-next.
+    update build_worker w set status = 'draining'
+    from fence
+    where w.id = fence.id and not exists (select 1 from taken) and not (p_linger and fence.open)
+    returning w.id
+  )
+  -- One row carrying the taken job's payload, within RowLimits' job row, as build_worker_start.
+  select (select count(*) from fence), (select count(*) from drained),
+         taken.id, taken.user_id, taken.kind, taken.payload, taken.progress, taken.attempts, taken.cancel_requested
+  from (select 1) as one left join taken on true
+$$;
+
+-- For a lingering worker: takes the oldest ready job of its lane if its chain window and lease
+-- still allow, finds none, or finds the window closed and marks the worker draining
+-- (WorkerTransitions.takeNext). One row, as build_worker_end.
+create function build_worker_take_next(p_worker_id bigint, p_token uuid, p_chain_window_ms bigint,
+                                       p_deadline_margin_ms bigint, p_now timestamptz)
+returns table (fenced_in bigint, drained bigint, id bigint, user_id text, kind text, payload jsonb,
+               progress integer, attempts integer, cancel_requested boolean)
+language sql volatile security definer set search_path = public, pg_temp as $$
+  with t as (select coalesce(p_now, now()) as now),
+  fence as (
+    select w.id, w.lane,
+           t.now < w.started_at + p_chain_window_ms * interval '1 millisecond'
+             and t.now < w.expires_at - p_deadline_margin_ms * interval '1 millisecond' as open
+    from build_worker w, t
+    where w.id = p_worker_id and w.token = p_token and w.status = 'running' and w.expires_at > t.now
+  ),
+  next as (
+    select q.id from build_job q, fence f, t
+    where f.open and q.lane = f.lane and q.status = 'queued' and (q.not_before is null or q.not_before <= t.now)
+    order by q.id
+    limit 1
+    for update of q skip locked
+  ),
+  taken as (
+    update build_job j set status = 'running', worker_id = p_worker_id, checkpoint = j.progress,
+      attempts = j.attempts + 1, dispatched_at = t.now, started_at = t.now
+    from next, t
+    where j.id = next.id
+    returning j.id, j.user_id, j.kind, j.payload, j.progress, j.attempts, j.cancel_requested
+  ),
+  taken_event as (
+    insert into build_job_event (job_id, type, detail, at)
+    select n.id, 'dispatched',
+           jsonb_build_object('message', 'taken by lingering worker ' || p_worker_id || ' (attempt ' || n.attempts || ')',
+                              'workerId', p_worker_id, 'attempt', n.attempts, 'chained', true),
+           t.now
+    from taken n, t
+  ),
+  drained as (
+    update build_worker w set status = 'draining'
+    from fence
+    where w.id = fence.id and not fence.open
+    returning w.id
+  )
+  select (select count(*) from fence), (select count(*) from drained),
+         taken.id, taken.user_id, taken.kind, taken.payload, taken.progress, taken.attempts, taken.cancel_requested
+  from (select 1) as one left join taken on true
+$$;
+
+-- For a worker that started without a job to run, or whose lingering ended: running -> draining
+-- (WorkerTransitions.drain).
+create function build_worker_drain(p_worker_id bigint, p_token uuid) returns boolean
+language sql volatile security definer set search_path = public, pg_temp as $$
+  with drained as (
+    update build_worker set status = 'draining'
+    where id = p_worker_id and token = p_token and status = 'running'
+    returning id
+  )
+  select count(*) = 1 from drained
+$$;
+
+-- Functions are executable by PUBLIC when created: these are for the worker role alone (and their
+-- owner, who runs the queue).
+revoke all on function build_worker_start(bigint, uuid, bigint, timestamptz) from public;
+revoke all on function build_worker_check_in(bigint, uuid, bigint, integer, text, bigint, text, timestamptz) from public;
+revoke all on function build_worker_interrupt(bigint, uuid, bigint, integer, text, integer, text, text, bigint, text, timestamptz) from public;
+revoke all on function build_worker_add_follow_ups(bigint, uuid, bigint, jsonb, timestamptz) from public;
+revoke all on function build_worker_end(bigint, uuid, bigint, text, text, integer, text, bigint, text, bigint, bigint, boolean, timestamptz) from public;
+revoke all on function build_worker_take_next(bigint, uuid, bigint, bigint, timestamptz) from public;
+revoke all on function build_worker_drain(bigint, uuid) from public;
+grant execute on function build_worker_start(bigint, uuid, bigint, timestamptz) to buildqueue_worker;
+grant execute on function build_worker_check_in(bigint, uuid, bigint, integer, text, bigint, text, timestamptz) to buildqueue_worker;
+grant execute on function build_worker_interrupt(bigint, uuid, bigint, integer, text, integer, text, text, bigint, text, timestamptz) to buildqueue_worker;
+grant execute on function build_worker_add_follow_ups(bigint, uuid, bigint, jsonb, timestamptz) to buildqueue_worker;
+grant execute on function build_worker_end(bigint, uuid, bigint, text, text, integer, text, bigint, text, bigint, bigint, boolean, timestamptz) to buildqueue_worker;
+grant execute on function build_worker_take_next(bigint, uuid, bigint, bigint, timestamptz) to buildqueue_worker;
+grant execute on function build_worker_drain(bigint, uuid) to buildqueue_worker;
