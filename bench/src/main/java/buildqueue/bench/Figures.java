@@ -1,5 +1,6 @@
 package buildqueue.bench;
 
+import buildqueue.core.QueueConfig;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -166,6 +167,7 @@ final class Figures {
     } catch (java.io.IOException e) {
       throw new java.io.UncheckedIOException(e);
     }
+    sharedOrder(cost, runs, hours);
     report.note("""
         ### How the cost figure is modelled (figure 6)
 
@@ -183,6 +185,31 @@ final class Figures {
             FargateModel.START_MAX_S, FargateModel.MIN_BILLED_S, FargateModel.STOP_EVIDENCE_S, TrafficCost.SHARED_SLOTS));
   }
 
+  /** Figure 6's light users' wait when a heavy user shares their lane: turns by user beside FIFO. */
+  private void sharedOrder(TrafficCost cost, int runs, double hours) throws InterruptedException {
+    TrafficCost.Trace trace = TrafficCost.heavySharing(hours, 42);
+    TrafficCost.Policy policy = TrafficCost.orderPolicy();
+    Map<QueueConfig.SharedOrder, Stats> lightP99 = new java.util.EnumMap<>(QueueConfig.SharedOrder.class);
+    for (QueueConfig.SharedOrder order : List.of(QueueConfig.SharedOrder.FIFO, QueueConfig.SharedOrder.FAIR)) {
+      List<TrafficCost.Result> results = new ArrayList<>();
+      for (int i = 0; i < runs; i++) {
+        results.add(cost.replay(trace, policy, order, 7 + i));
+      }
+      Stats light = stats(results, TrafficCost.Result::lightWaitP99);
+      lightP99.put(order, light);
+      report.add(F6, trace.name() + " (" + trace.arrivals().size() + " jobs), " + policy.name() + ", shared lane `"
+              + order.label() + "`: light users' wait p99", light, " s", 0,
+          "heavy user's wait p50 " + Report.format(stats(results, TrafficCost.Result::heavyWaitP50).median(), 0)
+              + " s; all jobs p99 " + Report.format(stats(results, TrafficCost.Result::waitP99).median(), 0)
+              + " s; billed worker-s per job-s " + Report.format(stats(results, TrafficCost.Result::billedPerJobSecond)
+                  .median(), 2)
+              + (order == QueueConfig.SharedOrder.FAIR ? "; fair ÷ fifo = " + Report.format(
+                  light.median() / lightP99.get(QueueConfig.SharedOrder.FIFO).median(), 2) : ""));
+    }
+    report.note("- Trace **" + trace.name() + "**: " + trace.description() + "; replayed under `fifo` and under `fair`"
+        + " (turns by user, the default) with the reference's chain window.");
+  }
+
   private void scale() {
     Scale scale = new Scale(pg);
     int batches = plan.quick() ? 2 : 5;
@@ -192,7 +219,10 @@ final class Figures {
     Scale.Result small = scale.run(1_000, batches, perBatch);
     Scale.Result large = scale.run(big, batches, perBatch);
     String sizes = "1,000 vs " + Report.format(big, 0) + " queued jobs, " + Report.format(Scale.USERS, 0) + " users";
-    scaleLines("dispatch of a lane (dispatch + record launch)", small.dispatchMs(), large.dispatchMs(), sizes);
+    scaleLines("fair dispatch of the shared lane (dispatch by the turns + record launch)", small.dispatchMs(),
+        large.dispatchMs(), sizes);
+    scaleLines("fair chaining (a live worker ends its job and takes the next by the turns)", small.chainMs(),
+        large.chainMs(), sizes);
     scaleLines("tick (101 live workers checked, 101 lanes walked, housekeeping)", small.tickMs(), large.tickMs(), sizes);
     scaleLines("enqueue into a full lane", small.enqueueMs(), large.enqueueMs(), sizes);
     scalePlans(small, large, big);
@@ -204,9 +234,12 @@ final class Figures {
   private void scalePlans(Scale.Result small, Scale.Result large, int big) {
     StringBuilder b = new StringBuilder("### Plans at scale (figure 4)\n\n");
     b.append("`EXPLAIN (ANALYZE, BUFFERS)` of the queue's hot statements, as sent, after the timed samples ")
-        .append("(the dispatch with the shared slot freed): planning + execution time with 1,000 and with ")
-        .append(Report.format(big, 0)).append(" queued jobs, and whether the plan scans `build_job`.\n\n");
-    b.append("| statement | 1,000 jobs | ").append(Report.format(big, 0)).append(" jobs | scan of build_job |\n|---|---:|---:|---|\n");
+        .append("(the dispatch with the shared slot freed; the chaining by a live worker of the shared lane): planning + ")
+        .append("execution time with 1,000 and with ")
+        .append(Report.format(big, 0)).append(" queued jobs over ").append(Report.format(Scale.USERS, 0))
+        .append(" users (the shared lane takes turns by user), and whether the plan scans `build_job` or `build_lane_turn`.\n\n");
+    b.append("| statement | 1,000 jobs | ").append(Report.format(big, 0))
+        .append(" jobs | scan of build_job or build_lane_turn |\n|---|---:|---:|---|\n");
     ScalePlans.Plan slowest = null;
     for (int i = 0; i < large.plans().size(); i++) {
       ScalePlans.Plan s = small.plans().get(i);
@@ -220,7 +253,8 @@ final class Figures {
       }
     }
     for (ScalePlans.Plan l : large.plans()) {
-      if (l == slowest || l.seqScanOfJobs()) {
+      if (l == slowest || l.seqScanOfJobs() || l.statement().startsWith("chaining")
+          || l.statement().startsWith("dispatch")) {
         b.append("\n`").append(l.statement()).append("` at ").append(Report.format(big, 0)).append(" jobs")
             .append(l == slowest ? " (the slowest)" : "").append(l.seqScanOfJobs() ? " (scans build_job)" : "")
             .append(":\n\n```\n").append(l.text()).append("```\n");

@@ -1,8 +1,10 @@
 package buildqueue.bench;
 
 import buildqueue.core.BuildQueue;
+import buildqueue.core.JobStatus;
 import buildqueue.core.QueueClock;
 import buildqueue.core.QueueConfig;
+import buildqueue.core.WorkerTransitions;
 import buildqueue.db.Json;
 import buildqueue.db.JdbcDatabase;
 import buildqueue.db.Params;
@@ -19,9 +21,10 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * Figure 4: dispatch, tick and enqueue latency with N queued jobs over 10,000 users (100 of them
- * with a dedicated lane, the rest in {@code shared}). Workers are only held slots here: the
- * platform starts nothing and reports every task running, so a tick checks every live worker.
+ * Figure 4: dispatch, chaining, tick and enqueue latency with N queued jobs over 10,000 users (100
+ * of them with a dedicated lane, the rest in {@code shared}, which takes turns by user: the
+ * default). Workers are only held slots here: the platform starts nothing and reports every task
+ * running, so a tick checks every live worker; the chaining worker is started and ended by hand.
  */
 final class Scale {
   static final int USERS = 10_000;
@@ -46,6 +49,18 @@ final class Scale {
       ) j
       """;
 
+  /**
+   * Each shared-lane user's place in the turns, as V004 gives the jobs it finds queued: the bulk
+   * insert bypasses the enqueue statement that would otherwise keep it.
+   */
+  private static final String TURNS_SQL =
+      """
+      insert into build_lane_turn (lane, user_id, turn)
+      select lane, user_id, min(id) - 4611686018427387904 from build_job
+      where status = 'queued' and lane = 'shared'
+      group by lane, user_id
+      """;
+
   private static final String FREE_SHARED_SLOT =
       """
       update build_worker set status = 'exited', exited_at = now(), exit_reason = 'bench: slot freed'
@@ -53,8 +68,8 @@ final class Scale {
       """;
 
   /** Latencies of one size, in milliseconds, per batch. */
-  record Result(List<Double> dispatchMs, List<Double> tickMs, List<Double> enqueueMs, double bulkInsertSeconds,
-      List<ScalePlans.Plan> plans) {}
+  record Result(List<Double> dispatchMs, List<Double> chainMs, List<Double> tickMs, List<Double> enqueueMs,
+      double bulkInsertSeconds, List<ScalePlans.Plan> plans) {}
 
   private final BenchPostgres pg;
 
@@ -69,13 +84,15 @@ final class Scale {
       long t0 = System.nanoTime();
       db.update(USERS_SQL, Params.of("users", USERS, "dedicated", DEDICATED));
       db.update(JOBS_SQL, Params.of("users", USERS, "dedicated", DEDICATED, "jobs", jobs));
+      db.update(TURNS_SQL);
       // What autovacuum does to a table after a bulk of inserts: statistics, and the visibility map
       // that lets index-only scans skip the heap.
       db.update("vacuum analyze");
       double bulk = (System.nanoTime() - t0) / 1e9;
 
       QueueConfig config = QueueConfig.defaults().withLivenessInterval(Duration.ZERO);
-      BuildQueue queue = new BuildQueue(db, new HeldSlots(), config, QueueClock.DATABASE);
+      HeldSlots slots = new HeldSlots();
+      BuildQueue queue = new BuildQueue(db, slots, config, QueueClock.DATABASE);
       queue.tick(); // fills every lane's slot: the state a busy queue is in
 
       List<Double> dispatch = new ArrayList<>();
@@ -105,7 +122,32 @@ final class Scale {
         enqueue.add(new Stats(e).median());
       }
       db.update(FREE_SHARED_SLOT);
-      return new Result(dispatch, tick, enqueue, bulk, ScalePlans.explain(db));
+      List<ScalePlans.Plan> plans = new ArrayList<>(ScalePlans.explain(db));
+
+      // Fair chaining: one live worker of the shared lane ends job after job, each end taking the
+      // next job by the turns in the same statement.
+      db.update(FREE_SHARED_SLOT);
+      queue.dispatchLane("shared");
+      WorkerLaunch worker = slots.last();
+      WorkerTransitions workers = new WorkerTransitions(db, config, QueueClock.DATABASE);
+      long job = workers.start(worker.workerId(), worker.token()).orElseThrow().job().orElseThrow().id();
+      List<Double> chain = new ArrayList<>();
+      for (int b = 0; b < batches; b++) {
+        List<Double> c = new ArrayList<>();
+        for (int i = 0; i < perBatch; i++) {
+          long s0 = System.nanoTime();
+          WorkerTransitions.Ended ended = workers.end(worker.workerId(), worker.token(), job, JobStatus.SUCCEEDED, null);
+          c.add((System.nanoTime() - s0) / 1e6);
+          if (!(ended instanceof WorkerTransitions.Ended.Chained next)) {
+            throw new IllegalStateException("the shared lane's worker chained nothing with " + jobs + " jobs: " + ended);
+          }
+          job = next.next().id();
+        }
+        chain.add(new Stats(c).median());
+      }
+      plans.add(ScalePlans.explainChaining(db, config, worker.workerId(), worker.token(), job));
+      db.update(FREE_SHARED_SLOT);
+      return new Result(dispatch, chain, tick, enqueue, bulk, plans);
     } finally {
       pg.drop(database);
     }
@@ -114,12 +156,18 @@ final class Scale {
   /** Slots held by tasks that never run; every task reports running. */
   private static final class HeldSlots implements WorkerPlatform {
     private final Map<String, Boolean> tasks = new HashMap<>();
+    private WorkerLaunch last;
 
     @Override
     public synchronized LaunchOutcome launch(WorkerLaunch launch) {
       String id = "held-" + launch.workerId();
       tasks.put(id, true);
+      last = launch;
       return new LaunchOutcome.Started(id);
+    }
+
+    synchronized WorkerLaunch last() {
+      return last;
     }
 
     @Override

@@ -36,8 +36,20 @@ final class TrafficCost {
   /** A policy: chain window and linger, in model time. */
   record Policy(String name, Duration chainWindow, Duration linger) {}
 
-  /** What one replay cost. */
-  record Result(double launchesPerJob, double billedPerJobSecond, double waitP50, double waitP99) {}
+  /**
+   * What one replay cost. {@code lightWaitP99} and {@code heavyWaitP50} split the waits by user:
+   * {@link #HEAVY} against everyone else.
+   */
+  record Result(double launchesPerJob, double billedPerJobSecond, double waitP50, double waitP99, double lightWaitP99,
+      double heavyWaitP50) {}
+
+  /** The user who builds far more than the others in the "heavy + light" traces. */
+  static final String HEAVY = "heavy";
+
+  /** The policy the shared lane's order is compared under: the reference's chain window. */
+  static Policy orderPolicy() {
+    return policies().get(1);
+  }
 
   static List<Policy> policies() {
     return List.of(
@@ -79,8 +91,30 @@ final class TrafficCost {
     }
     heavy.sort((a, b) -> Double.compare(a.at(), b.at()));
     out.add(new Trace("heavy + light", "one user with a dedicated lane building every 3 min on average, 30 light users sharing one build per 5 min",
-        heavy, List.of("heavy")));
+        heavy, List.of(HEAVY)));
     return out;
+  }
+
+  /**
+   * The trace on which the shared lane's order matters: the heavy user shares the lane and
+   * rebuilds everything at once (12 builds within a minute every 20 min), while 30 light users
+   * share one build per 5 min on average.
+   */
+  static Trace heavySharing(double hours, long seed) {
+    double horizon = hours * 3600;
+    Random r = new Random(seed + 3);
+    List<Arrival> arrivals = new ArrayList<>();
+    for (double burst = 120; burst < horizon; burst += 20 * 60) {
+      for (int i = 0; i < 12; i++) {
+        arrivals.add(new Arrival(burst + r.nextDouble() * 60, HEAVY, build(r)));
+      }
+    }
+    for (double t = exp(r, 300); t < horizon; t += exp(r, 300)) {
+      arrivals.add(new Arrival(t, "l" + r.nextInt(30), build(r)));
+    }
+    arrivals.sort((a, b) -> Double.compare(a.at(), b.at()));
+    return new Trace("heavy + light, sharing", "the heavy user in the shared lane, 12 builds within a minute every 20 min;"
+        + " 30 light users sharing one build per 5 min", arrivals, List.of());
   }
 
   private static double exp(Random r, double mean) {
@@ -98,6 +132,10 @@ final class TrafficCost {
   }
 
   Result replay(Trace trace, Policy policy, long seed) throws InterruptedException {
+    return replay(trace, policy, QueueConfig.SharedOrder.FAIR, seed);
+  }
+
+  Result replay(Trace trace, Policy policy, QueueConfig.SharedOrder order, long seed) throws InterruptedException {
     Map<Long, Long> startedAt = new ConcurrentHashMap<>();
     JobHandler sleep = new JobHandler() {
       @Override
@@ -118,7 +156,8 @@ final class TrafficCost {
         .withLinger(scaled(policy.linger()))
         .withLease(scaled(Duration.ofMinutes(60)), scaled(Duration.ofMinutes(5)), scaled(Duration.ofSeconds(60)))
         .withLivenessInterval(scaled(Duration.ofSeconds(5)))
-        .withLaunchGrace(scaled(Duration.ofSeconds(60)));
+        .withLaunchGrace(scaled(Duration.ofSeconds(60)))
+        .withSharedOrder(order);
     String database = pg.createQueueDatabase("bq_cost");
     FargateModel model = null;
     try (HikariDataSource ds = pg.pool(database, 16)) {
@@ -131,6 +170,7 @@ final class TrafficCost {
       }
       Thread ticker = ticker(queue);
       Map<Long, Long> arrivedAt = new ConcurrentHashMap<>();
+      Map<Long, String> userOf = new ConcurrentHashMap<>();
       double jobSeconds = 0;
       long t0 = System.nanoTime();
       for (Arrival a : trace.arrivals()) {
@@ -143,6 +183,7 @@ final class TrafficCost {
         long now = System.nanoTime();
         long id = queue.enqueue(a.user(), "sleep", new Json("{\"ms\": " + ms + "}"), null).jobId();
         arrivedAt.put(id, now);
+        userOf.put(id, a.user());
         jobSeconds += a.seconds();
       }
       long deadline = System.nanoTime() + Duration.ofMinutes(5).toNanos();
@@ -156,12 +197,18 @@ final class TrafficCost {
       ticker.interrupt();
       ticker.join();
       List<Double> waits = new ArrayList<>();
+      List<Double> light = new ArrayList<>();
+      List<Double> heavyWaits = new ArrayList<>();
       for (Map.Entry<Long, Long> e : arrivedAt.entrySet()) {
-        waits.add((startedAt.get(e.getKey()) - e.getValue()) / 1e9 * SCALE);
+        double wait = (startedAt.get(e.getKey()) - e.getValue()) / 1e9 * SCALE;
+        waits.add(wait);
+        (HEAVY.equals(userOf.get(e.getKey())) ? heavyWaits : light).add(wait);
       }
       Stats w = new Stats(waits);
       double billed = model.billedSeconds().stream().mapToDouble(Double::doubleValue).sum();
-      return new Result((double) model.launches() / arrivedAt.size(), billed / jobSeconds, w.percentile(50), w.percentile(99));
+      return new Result((double) model.launches() / arrivedAt.size(), billed / jobSeconds, w.percentile(50), w.percentile(99),
+          light.isEmpty() ? Double.NaN : new Stats(light).percentile(99),
+          heavyWaits.isEmpty() ? Double.NaN : new Stats(heavyWaits).percentile(50));
     } finally {
       if (model != null) {
         model.shutdown();

@@ -7,6 +7,7 @@ import buildqueue.aws.ecs.EcsWorkerPlatform;
 import buildqueue.core.QueueConfig;
 import buildqueue.kinds.KindCatalogue;
 import buildqueue.kinds.KindCatalogueException;
+import buildqueue.worker.WorkerEnvironment;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Arrays;
@@ -41,6 +42,10 @@ import java.util.function.Function;
  *   <tr><td>{@value #WORKER_LIFETIME_MINUTES}</td><td>as above</td><td>60</td></tr>
  *   <tr><td>{@value #CHAIN_WINDOW_SECONDS}</td><td>as above</td><td>300 (0: one job per
  *       worker)</td></tr>
+ *   <tr><td>{@value #SHARED_ORDER}</td><td>as above (the worker chains by it)</td><td>{@code fair}
+ *       ({@code fifo}: the oldest job first, whoever submitted it)</td></tr>
+ *   <tr><td>{@value #MAX_QUEUED_JOBS}</td><td>enqueue (checks the quota)</td><td>1000 (each user's
+ *       queued jobs at most, unless an admin set their own)</td></tr>
  *   <tr><td>{@value #METRICS_NAMESPACE}</td><td>all but migrate</td><td>{@code buildqueue}</td></tr>
  *   <tr><td>{@value #KINDS_FILE}</td><td>enqueue (the API checks submissions), worker (runs
  *       them)</td><td>required: an absolute path to the kind catalogue ({@link #ENQUEUE_KINDS_FILE}
@@ -69,6 +74,9 @@ public final class AwsSettings {
   public static final String SHARED_SLOTS = "BUILDQUEUE_SHARED_SLOTS";
   public static final String WORKER_LIFETIME_MINUTES = "BUILDQUEUE_WORKER_LIFETIME_MINUTES";
   public static final String CHAIN_WINDOW_SECONDS = "BUILDQUEUE_CHAIN_WINDOW_SECONDS";
+  /** The worker reads the same variable when it runs outside AWS ({@link WorkerEnvironment}). */
+  public static final String SHARED_ORDER = WorkerEnvironment.SHARED_ORDER;
+  public static final String MAX_QUEUED_JOBS = "BUILDQUEUE_MAX_QUEUED_JOBS";
   public static final String METRICS_NAMESPACE = "BUILDQUEUE_METRICS_NAMESPACE";
   public static final String KINDS_FILE = KindCatalogue.FILE_VARIABLE;
   /**
@@ -295,12 +303,19 @@ public final class AwsSettings {
     int sharedSlots = (int) r.positiveLong(SHARED_SLOTS, defaults.sharedSlots());
     Duration lifetime = Duration.ofMinutes(r.positiveLong(WORKER_LIFETIME_MINUTES, defaults.workerLifetime().toMinutes()));
     Duration chainWindow = Duration.ofSeconds(r.nonNegativeLong(CHAIN_WINDOW_SECONDS, defaults.chainWindow().toSeconds()));
+    QueueConfig.SharedOrder order = WorkerEnvironment.sharedOrder(r.optional(SHARED_ORDER).orElse(null), SHARED_ORDER);
+    long maxQueued = r.positiveLong(MAX_QUEUED_JOBS, defaults.maxQueuedJobs());
+    if (maxQueued > 1_000_000) {
+      throw new BuildQueueException(MAX_QUEUED_JOBS + " must be from 1 to 1000000, was " + maxQueued);
+    }
     QueueConfig config;
     try {
       config = defaults
           .withSharedSlots(sharedSlots)
           .withLease(lifetime, defaults.leaseSlack(), defaults.deadlineMargin())
-          .withChainWindow(chainWindow);
+          .withChainWindow(chainWindow)
+          .withSharedOrder(order)
+          .withMaxQueuedJobs((int) maxQueued);
     } catch (BuildQueueException e) {
       throw new BuildQueueException(
           "the queue settings (" + SHARED_SLOTS + ", " + WORKER_LIFETIME_MINUTES + ", " + CHAIN_WINDOW_SECONDS

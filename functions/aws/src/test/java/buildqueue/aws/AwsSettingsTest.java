@@ -43,6 +43,26 @@ class AwsSettingsTest {
     assertThat(s.queue().sharedSlots()).isEqualTo(1);
     assertThat(s.queue().workerLifetime()).isEqualTo(Duration.ofMinutes(60));
     assertThat(s.queue().chainWindow()).isEqualTo(Duration.ofMinutes(5));
+    assertThat(s.queue().sharedOrder()).isEqualTo(buildqueue.core.QueueConfig.SharedOrder.FAIR);
+    assertThat(s.queue().maxQueuedJobs()).isEqualTo(1000);
+  }
+
+  @Test
+  void the_shared_lanes_order_and_the_quota_are_settings() {
+    Map<String, String> env = queueFunctionEnv();
+    env.put(AwsSettings.SHARED_ORDER, "fifo");
+    env.put(AwsSettings.MAX_QUEUED_JOBS, "50");
+    Map<String, String> order = queueFunctionEnv();
+    order.put(AwsSettings.SHARED_ORDER, "lottery");
+    Map<String, String> quota = queueFunctionEnv();
+    quota.put(AwsSettings.MAX_QUEUED_JOBS, "0");
+
+    AwsSettings s = AwsSettings.load(Component.ENQUEUE, env::get);
+
+    assertThat(s.queue().sharedOrder()).isEqualTo(buildqueue.core.QueueConfig.SharedOrder.FIFO);
+    assertThat(s.queue().maxQueuedJobs()).isEqualTo(50);
+    assertThatThrownBy(() -> AwsSettings.load(Component.TICK, order::get)).hasMessageContaining(AwsSettings.SHARED_ORDER);
+    assertThatThrownBy(() -> AwsSettings.load(Component.TICK, quota::get)).hasMessageContaining(AwsSettings.MAX_QUEUED_JOBS);
   }
 
   @Test

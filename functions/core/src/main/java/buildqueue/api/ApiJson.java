@@ -83,6 +83,8 @@ final class ApiJson {
     o.put("startedAt", time(j.startedAt()));
     o.put("finishedAt", time(j.finishedAt()));
     o.set("log", j.log().map(l -> (JsonNode) log(j.id(), l)).orElse(NODES.nullNode()));
+    o.put("supersedeKey", j.supersedeKey());
+    o.put("supersededBy", j.supersededBy());
     o.set("waitingFor", waiting.map(w -> (JsonNode) waiting(w)).orElse(NODES.nullNode()));
     return o;
   }
@@ -103,8 +105,19 @@ final class ApiJson {
     o.put("lane", w.lane());
     o.put("capacity", w.capacity());
     o.put("jobsAhead", w.jobsAhead());
+    o.set("turns", w.turns().map(t -> (JsonNode) turns(t)).orElse(NODES.nullNode()));
     o.put("notBefore", time(w.notBefore()));
     o.set("slots", slots(w.slots()));
+    return o;
+  }
+
+  /** A queued job's place in a lane that takes turns by user. */
+  static ObjectNode turns(buildqueue.core.JobQueries.Turns t) {
+    ObjectNode o = object();
+    o.put("retry", t.retry());
+    o.put("ownJobsAhead", t.ownJobsAhead());
+    o.put("usersAhead", t.usersAhead());
+    o.put("otherUsersWaiting", t.otherUsersWaiting());
     return o;
   }
 

@@ -24,6 +24,7 @@ public final class ApiProblem extends BuildQueueException {
     CONFLICT(409, "conflict", "Conflict with the job's current state"),
     PAYLOAD_TOO_LARGE(413, "payload-too-large", "Content too large"),
     UNSUPPORTED_MEDIA_TYPE(415, "unsupported-media-type", "Unsupported media type"),
+    TOO_MANY_QUEUED_JOBS(429, "too-many-queued-jobs", "Too many queued jobs"),
     INTERNAL(500, "internal-error", "Internal server error"),
     UNAVAILABLE(503, "unavailable", "Service unavailable");
 

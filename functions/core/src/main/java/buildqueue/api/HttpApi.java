@@ -10,6 +10,7 @@ import buildqueue.core.JobQueries.WorkerView;
 import buildqueue.core.JobStatus;
 import buildqueue.core.JobTransitions;
 import buildqueue.core.PayloadTooLargeException;
+import buildqueue.core.QueueFullException;
 import buildqueue.core.RowLimits;
 import buildqueue.db.Json;
 import buildqueue.worker.JobHandler;
@@ -64,7 +65,11 @@ public final class HttpApi {
   static final String PROBLEM_JSON = "application/problem+json";
   private static final String SUBMIT_EXAMPLE =
       "{\"kind\": \"demo\", \"payload\": {\"steps\": 5}, \"idempotencyKey\": \"build-1234\"}";
-  private static final String USER_EXAMPLE = "{\"dedicatedWorker\": true}";
+  private static final String USER_EXAMPLE = "{\"dedicatedWorker\": true, \"maxQueuedJobs\": 5000}";
+  /** The largest per-user quota an admin may set. */
+  public static final int MAX_QUOTA = 1_000_000;
+  /** What a 429 asks a client to wait before it tries again, in seconds. */
+  public static final int QUEUE_FULL_RETRY_AFTER_SECONDS = 60;
   private static final Pattern JOB_ID = Pattern.compile("[0-9]{1,18}");
   private static final Pattern WHOLE_NUMBER = Pattern.compile("[0-9]{1,9}");
 
@@ -212,7 +217,8 @@ public final class HttpApi {
 
   private ApiResponse submit(Call call) {
     ObjectNode body = JsonBodies.object(call.request, SUBMIT_EXAMPLE);
-    JsonBodies.onlyFields(body, new LinkedHashSet<>(List.of("kind", "payload", "idempotencyKey")), "POST /jobs");
+    JsonBodies.onlyFields(body, new LinkedHashSet<>(List.of("kind", "payload", "idempotencyKey", "supersedeKey")),
+        "POST /jobs");
     JsonNode kindNode = body.get("kind");
     if (kindNode == null || kindNode.isNull()) {
       throw ApiProblem.invalid("The field \"kind\" is missing; send one of the known kinds ("
@@ -241,7 +247,8 @@ public final class HttpApi {
           + (e.getMessage() == null ? "the kind's validation refused it without saying why" : e.getMessage()));
     }
 
-    String key = idempotencyKey(body.get("idempotencyKey"));
+    String key = key(body.get("idempotencyKey"), "idempotencyKey");
+    String supersedeKey = key(body.get("supersedeKey"), "supersedeKey");
     String payloadText;
     try {
       payloadText = ApiJson.MAPPER.writeValueAsString(payload);
@@ -251,9 +258,11 @@ public final class HttpApi {
 
     JobTransitions.Enqueued enqueued;
     try {
-      enqueued = queue.enqueue(call.caller.userId(), kind, new Json(payloadText), key);
+      enqueued = queue.enqueue(call.caller.userId(), kind, new Json(payloadText), key, supersedeKey);
     } catch (PayloadTooLargeException e) {
       throw payloadTooLarge(e.storedBytes());
+    } catch (QueueFullException e) {
+      throw queueFull(e);
     }
     JobView job = queries.job(enqueued.jobId()).orElseThrow(() -> new IllegalStateException(
         "job " + enqueued.jobId() + " was enqueued but cannot be read back"));
@@ -264,8 +273,27 @@ public final class HttpApi {
               + "'s exact request.",
           Map.of("Location", "/jobs/" + job.id()));
     }
-    return json(enqueued.created() ? 201 : 200, jobJson(job, call.caller))
-        .withHeader("Location", "/jobs/" + job.id());
+    ObjectNode out = jobJson(job, call.caller);
+    if (supersedeKey != null && enqueued.created()) {
+      ObjectNode superseded = out.putObject("superseded");
+      superseded.put("cancelledCount", enqueued.supersededCount());
+      ArrayNode cancelled = superseded.putArray("cancelled");
+      enqueued.superseded().forEach(cancelled::add);
+      ArrayNode requested = superseded.putArray("cancelRequested");
+      enqueued.cancelRequested().forEach(requested::add);
+    }
+    return json(enqueued.created() ? 201 : 200, out).withHeader("Location", "/jobs/" + job.id());
+  }
+
+  /** The enqueue statement counted the user's queued jobs against their quota and wrote nothing. */
+  private static ApiProblem queueFull(QueueFullException e) {
+    return new ApiProblem(ApiProblem.Type.TOO_MANY_QUEUED_JOBS,
+        "You have " + (e.moreThanCounted() ? "more than " + e.limit() + " queued jobs"
+            : e.queued() + (e.queued() == 1 ? " queued job" : " queued jobs"))
+            + "; the limit is " + e.limit() + " per user. Nothing was written. Submit again when some"
+            + " of them have started, cancel some (POST /jobs/{id}/cancel), or submit with a supersedeKey to"
+            + " replace queued jobs with the same key.",
+        Map.of("Retry-After", Integer.toString(QUEUE_FULL_RETRY_AFTER_SECONDS)));
   }
 
   /** The enqueue statement measured the payload as stored and wrote nothing. */
@@ -277,17 +305,17 @@ public final class HttpApi {
             + " inputs in object storage (e.g. S3) and pass a reference in the payload.");
   }
 
-  private static String idempotencyKey(JsonNode node) {
+  private static String key(JsonNode node, String field) {
     if (node == null || node.isNull()) {
       return null;
     }
     if (!node.isTextual()) {
-      throw ApiProblem.invalid("The field \"idempotencyKey\" must be a string of 1 to " + MAX_KEY_CHARS
+      throw ApiProblem.invalid("The field \"" + field + "\" must be a string of 1 to " + MAX_KEY_CHARS
           + " characters, not " + JsonBodies.kindOf(node) + ".");
     }
     String key = node.textValue();
     if (!isUsableId(key)) {
-      throw ApiProblem.invalid("The field \"idempotencyKey\" must be 1 to " + MAX_KEY_CHARS
+      throw ApiProblem.invalid("The field \"" + field + "\" must be 1 to " + MAX_KEY_CHARS
           + " characters without control characters; it has " + key.codePointCount(0, key.length())
           + " characters" + (hasControl(key) ? ", some of them control characters" : "") + ".");
     }
@@ -468,18 +496,36 @@ public final class HttpApi {
           + " characters without control characters.");
     }
     ObjectNode body = JsonBodies.object(call.request, USER_EXAMPLE);
-    JsonBodies.onlyFields(body, Set.of("dedicatedWorker"), "PUT /users/{userId}");
+    JsonBodies.onlyFields(body, new LinkedHashSet<>(List.of("dedicatedWorker", "maxQueuedJobs")), "PUT /users/{userId}");
+    if (!body.has("dedicatedWorker") && !body.has("maxQueuedJobs")) {
+      throw ApiProblem.invalid("Send \"dedicatedWorker\", \"maxQueuedJobs\" or both, e.g. " + USER_EXAMPLE + ".");
+    }
     JsonNode dedicated = body.get("dedicatedWorker");
-    if (dedicated == null || !dedicated.isBoolean()) {
-      throw ApiProblem.invalid("The field \"dedicatedWorker\" must be true or false"
-          + (dedicated == null ? " and is missing" : ", not " + JsonBodies.kindOf(dedicated))
+    if (dedicated != null && !dedicated.isBoolean()) {
+      throw ApiProblem.invalid("The field \"dedicatedWorker\" must be true or false, not " + JsonBodies.kindOf(dedicated)
           + "; send e.g. " + USER_EXAMPLE + ".");
     }
-    JobTransitions.LaneChange change = queue.setDedicated(userId, dedicated.booleanValue());
+    Optional<java.util.OptionalInt> quota = Optional.empty();
+    if (body.has("maxQueuedJobs")) {
+      JsonNode max = body.get("maxQueuedJobs");
+      if (max.isNull()) {
+        quota = Optional.of(java.util.OptionalInt.empty());
+      } else if (max.canConvertToInt() && max.isIntegralNumber() && max.intValue() >= 1 && max.intValue() <= MAX_QUOTA) {
+        quota = Optional.of(java.util.OptionalInt.of(max.intValue()));
+      } else {
+        throw ApiProblem.invalid("The field \"maxQueuedJobs\" must be a whole number from 1 to " + MAX_QUOTA
+            + " (the user's own limit on queued jobs), or null for the queue's default ("
+            + queue.config().maxQueuedJobs() + "), not " + JsonBodies.printable(max.toString()) + ".");
+      }
+    }
+    JobTransitions.LaneChange change = queue.updateUser(userId,
+        new JobTransitions.UserChange(Optional.ofNullable(dedicated).map(JsonNode::booleanValue), quota));
     ObjectNode out = ApiJson.object();
     out.put("userId", change.userId());
     out.put("dedicatedWorker", change.dedicatedWorker());
     out.put("lane", change.lane());
+    out.put("maxQueuedJobs", change.maxQueuedJobs());
+    out.put("maxQueuedJobsIsDefault", !change.ownMaxQueuedJobs());
     out.put("movedCount", change.movedCount());
     ArrayNode moved = out.putArray("movedJobs");
     change.movedJobs().forEach(moved::add);
@@ -513,7 +559,7 @@ public final class HttpApi {
             worker.startedAt(), worker.job().map(j -> j.userId().equals(caller.userId()) ? j
                 : new CurrentJob(j.id(), null, j.kind(), j.status(), j.progress(), j.payloadSteps()))))))
         .toList();
-    return new Waiting(w.lane(), w.capacity(), w.jobsAhead(), slots, w.notBefore());
+    return new Waiting(w.lane(), w.capacity(), w.jobsAhead(), slots, w.notBefore(), w.turns());
   }
 
   private static long jobId(Call call) {

@@ -1,6 +1,7 @@
 package buildqueue.api;
 
 import buildqueue.core.JobQueries.SlotView;
+import buildqueue.core.JobQueries.Turns;
 import buildqueue.core.JobQueries.Waiting;
 import buildqueue.core.JobQueries.WorkerView;
 import java.util.List;
@@ -12,7 +13,9 @@ final class WaitingSummary {
 
   static String of(Waiting w) {
     StringBuilder s = new StringBuilder();
-    if (w.jobsAhead() == 0) {
+    if (w.turns().isPresent()) {
+      s.append(turns(w, w.turns().get()));
+    } else if (w.jobsAhead() == 0) {
       s.append("It is next in lane ").append(w.lane()).append('.');
     } else {
       s.append(w.jobsAhead()).append(w.jobsAhead() == 1 ? " job is" : " jobs are")
@@ -42,6 +45,36 @@ final class WaitingSummary {
       }
     }
     return s.toString();
+  }
+
+  /**
+   * Its place in a lane that takes turns by user: who goes first, and why. When no other user
+   * waits, the turns change nothing and it reads as in a FIFO lane.
+   */
+  private static String turns(Waiting w, Turns t) {
+    if (w.jobsAhead() == 0) {
+      return "It is next in lane " + w.lane() + ".";
+    }
+    if (t.retry()) {
+      return "It ran before and came back to the queue, so it goes before the turns of lane " + w.lane() + ", after "
+          + count(w.jobsAhead(), "older retry", "older retries") + ".";
+    }
+    if (t.usersAhead() == 0 && t.otherUsersWaiting() == 0) {
+      return count(w.jobsAhead(), "job is", "jobs are") + " ahead of it in lane " + w.lane() + ".";
+    }
+    List<String> why = new java.util.ArrayList<>();
+    if (t.usersAhead() > 0) {
+      why.add(count(t.usersAhead(), "other user goes", "other users go") + " first");
+    }
+    if (t.ownJobsAhead() > 0) {
+      why.add(count(t.ownJobsAhead(), "older job", "older jobs") + " of yours, one a turn");
+    }
+    return count(w.jobsAhead(), "job goes", "jobs go") + " before it in lane " + w.lane() + ", which takes turns by user: "
+        + String.join("; then ", why) + ".";
+  }
+
+  private static String count(int n, String one, String many) {
+    return n + " " + (n == 1 ? one : many);
   }
 
   private static String describe(SlotView slot) {

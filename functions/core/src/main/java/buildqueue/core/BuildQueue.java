@@ -64,7 +64,18 @@ public final class BuildQueue {
 
   /** Enqueues a job and, if its lane has a free slot, dispatches the lane. */
   public JobTransitions.Enqueued enqueue(String userId, String kind, Json payload, String idempotencyKey) {
-    JobTransitions.Enqueued enqueued = jobs.enqueue(userId, kind, payload, idempotencyKey);
+    return enqueue(userId, kind, payload, idempotencyKey, null);
+  }
+
+  /**
+   * Enqueues a job that supersedes the user's unfinished jobs with {@code supersedeKey} (null:
+   * none) and, if its lane has a free slot, dispatches the lane.
+   *
+   * @throws QueueFullException when the user's queued jobs are at their quota; nothing is written
+   */
+  public JobTransitions.Enqueued enqueue(
+      String userId, String kind, Json payload, String idempotencyKey, String supersedeKey) {
+    JobTransitions.Enqueued enqueued = jobs.enqueue(userId, kind, payload, idempotencyKey, supersedeKey);
     if (enqueued.created() && enqueued.laneHasRoom()) {
       dispatchAfterCommit(enqueued.lane());
     }
@@ -87,7 +98,12 @@ public final class BuildQueue {
 
   /** Gives or takes a user's dedicated worker, moves their queued jobs, dispatches the new lane. */
   public JobTransitions.LaneChange setDedicated(String userId, boolean dedicated) {
-    JobTransitions.LaneChange change = jobs.setDedicated(userId, dedicated);
+    return updateUser(userId, JobTransitions.UserChange.dedicated(dedicated));
+  }
+
+  /** Changes a user's dedicated worker and quota; moved jobs are dispatched in their new lane. */
+  public JobTransitions.LaneChange updateUser(String userId, JobTransitions.UserChange userChange) {
+    JobTransitions.LaneChange change = jobs.updateUser(userId, userChange);
     if (change.movedCount() > 0) {
       dispatchAfterCommit(change.lane());
     }

@@ -30,18 +30,7 @@ public final class DispatchTransitions {
 
   private static final String DISPATCH =
       """
-      with t as (select coalesce(:now::timestamptz, now()) as now),
-      head as (
-        select j.id, j.not_before from build_job j
-        where j.lane = :lane and j.status = 'queued'
-        order by j.id
-        limit 1
-        for update skip locked
-      ),
-      ready as (
-        -- A head job backing off after a capacity failure holds the lane: others would fail too.
-        select head.id from head, t where head.not_before is null or head.not_before <= t.now
-      ),
+      with recursive t as (select coalesce(:now::timestamptz, now()) as now),
       slot as (
         select :lane || '#' || n as name
         from generate_series(1, :capacity::int) n
@@ -50,6 +39,11 @@ public final class DispatchTransitions {
         order by n
         limit 1
       ),
+      choose as (
+        select :lane::text as lane, :fair::boolean as fair, not :fair::boolean as fifo,
+               exists (select 1 from slot) as room
+      ),
+      %s
       worker as (
         insert into build_worker (lane, slot, token, status, expires_at, launched_at)
         select :lane, slot.name, :token::uuid, 'launching', t.now + :leaseMs * interval '1 millisecond', t.now
@@ -63,6 +57,7 @@ public final class DispatchTransitions {
         where j.id = ready.id
         returning j.id, j.attempts, worker.id as worker_id, worker.slot, worker.expires_at
       ),
+      %s
       event as (
         insert into build_job_event (job_id, type, detail, at)
         select job.id, 'dispatched',
@@ -79,12 +74,14 @@ public final class DispatchTransitions {
              and exists (select 1 from build_job q where q.lane = :lane and q.status = 'queued' and q.id <> job.id)
                as more_to_do
       from job
-      """;
+      """
+          .formatted(LaneTurns.CHOOSE, LaneTurns.served("job"));
 
   /**
    * If the lane has a free slot and a ready queued job: a new {@code launching} worker with a fresh
-   * token and lease takes the slot, and the oldest queued job becomes its {@code dispatched} job.
-   * Empty when there is nothing to do. Throws {@link buildqueue.db.UniqueViolationException} when a
+   * token and lease takes the slot, and the lane's next job becomes its {@code dispatched} job: the
+   * oldest queued one, or in a lane that takes turns by user, the oldest of the user whose turn it
+   * is ({@link LaneTurns}). Empty when there is nothing to do. Throws {@link buildqueue.db.UniqueViolationException} when a
    * concurrent dispatcher took the same slot first.
    */
   public Optional<Dispatched> dispatch(String lane) {
@@ -92,7 +89,9 @@ public final class DispatchTransitions {
     Params params =
         Params.of("now", clock.now(), "lane", lane, "capacity", Lanes.capacity(lane, config))
             .and("token", token)
-            .and("leaseMs", config.lease().toMillis());
+            .and("leaseMs", config.lease().toMillis())
+            .and("fair", config.takesTurns(lane))
+            .and("holdLane", true);
     return db.queryOptional(DISPATCH, params)
         .map(
             r ->

@@ -34,10 +34,16 @@ public final class JobQueries {
   /**
    * A job as its owner sees it.
    *
-   * @param position 1-based place in its lane while {@code queued} (queued jobs of the lane with a
-   *     smaller id, plus one); null in any other status
+   * @param position 1-based place in its lane while {@code queued}: how many jobs the lane takes
+   *     before it, plus one (in a FIFO lane its queued jobs with a smaller id; in one that takes turns
+   *     by user, see {@link #PLACE}); null in any other status
    * @param notBefore while queued after a worker failed to start for lack of capacity: the job is
    *     not dispatched before this; else null
+   * @param supersedeKey the key it was submitted with: a later job of its user with the same key
+   *     supersedes it; null if none
+   * @param supersededBy the job that superseded it (it was then cancelled, or its cancel requested)
+   * @param turns while queued in a lane that takes turns by user: its place in the turns, from
+   *     which {@code position} is counted; else empty
    */
   public record JobView(
       long id,
@@ -58,7 +64,10 @@ public final class JobQueries {
       Instant startedAt,
       Instant finishedAt,
       Instant notBefore,
-      Optional<LogSummary> log) {}
+      Optional<LogSummary> log,
+      String supersedeKey,
+      Long supersededBy,
+      Optional<Turns> turns) {}
 
   /**
    * What is known of a job's output: how many bytes it wrote (the queue keeps the last part, read
@@ -108,12 +117,25 @@ public final class JobQueries {
    * @param slots every slot of the lane with its worker; all held means the job waits for one of
    *     them to exit
    * @param notBefore when a launch for it failed for lack of capacity: not retried before this
+   * @param turns in a lane that takes turns by user, where the job's user is in them; empty in a
+   *     FIFO lane
    */
-  public record Waiting(String lane, int capacity, int jobsAhead, List<SlotView> slots, Instant notBefore) {
+  public record Waiting(String lane, int capacity, int jobsAhead, List<SlotView> slots, Instant notBefore,
+      Optional<Turns> turns) {
     public boolean allSlotsHeld() {
       return slots.stream().noneMatch(SlotView::free);
     }
   }
+
+  /**
+   * A queued job's place in a lane that takes turns by user.
+   *
+   * @param retry the job ran and came back: it goes before every turn, oldest retry first
+   * @param ownJobsAhead the user's own queued jobs that go before it (FIFO within a user)
+   * @param usersAhead other users whose turn comes before the user's next one
+   * @param otherUsersWaiting other users with queued jobs: each gets a turn in every round
+   */
+  public record Turns(boolean retry, int ownJobsAhead, int usersAhead, int otherUsersWaiting) {}
 
   /** One entry of a job's history. {@code message} is {@code detail.message}. */
   public record EventView(long id, String type, String message, Json detail, Instant at) {}
@@ -128,9 +150,81 @@ public final class JobQueries {
    */
   public record LaneView(String lane, int capacity, long queued, List<SlotView> slots, List<QueuedJob> head) {}
 
-  /** One job, whoever owns it: the caller decides who may see it. JOBS with its id, so one column list serves both. */
+  /**
+   * A queued job's place in a lane that takes turns by user ({@link LaneTurns}), as a lateral join
+   * on job {@code j}: with {@code :fair} and {@code j} queued in the shared lane, one row; else
+   * none. A retry goes after the older retries. Any other job is the user's k-th ({@code own_ahead}
+   * + 1): every retry goes first, then in each round every other user with queued jobs is served
+   * once in turn order, so a user whose turn comes before this user's takes up to k of its jobs
+   * before it, one whose turn comes after up to k − 1. Costs one probe per waiting user, and up to k
+   * index entries each.
+   */
+  static final String PLACE =
+      """
+      left join lateral (
+        select p.retry, p.own_ahead, o.users_ahead, o.others_waiting,
+               case when p.retry then p.retries_before + 1
+                    else p.retries + p.own_ahead + o.jobs_ahead + 1 end as position
+        from (
+          select j.attempts > 0 as retry,
+                 (select count(*) from build_job q
+                  where q.lane = j.lane and q.status = 'queued' and q.attempts > 0 and q.id < j.id) as retries_before,
+                 (select count(*) from build_job q
+                  where q.lane = j.lane and q.status = 'queued' and q.attempts > 0) as retries,
+                 (select count(*) from build_job q
+                  where q.user_id = j.user_id and q.lane = j.lane and q.status = 'queued' and q.attempts = 0
+                    and q.id < j.id) as own_ahead,
+                 coalesce((select u.turn from build_lane_turn u where u.lane = j.lane and u.user_id = j.user_id), 0)
+                   as turn
+        ) p
+        cross join lateral (
+          select count(*) filter (where x.has and x.before) as users_ahead,
+                 count(*) filter (where x.has) as others_waiting,
+                 coalesce(sum(x.n), 0)::bigint as jobs_ahead
+          from (
+            select exists (select 1 from build_job q
+                           where q.user_id = u.user_id and q.lane = u.lane and q.status = 'queued' and q.attempts = 0)
+                     as has,
+                   (u.turn, u.user_id) < (p.turn, j.user_id) as before,
+                   (select count(*) from (
+                      select 1 from build_job q
+                      where q.user_id = u.user_id and q.lane = u.lane and q.status = 'queued' and q.attempts = 0
+                      limit p.own_ahead + case when (u.turn, u.user_id) < (p.turn, j.user_id) then 1 else 0 end) c)
+                     as n
+            from build_lane_turn u
+            where u.lane = j.lane and u.waiting and u.user_id <> j.user_id
+          ) x
+        ) o
+        where :fair and j.status = 'queued' and j.lane = 'shared'
+      ) fair on true""";
+
+  private static final String JOB =
+      """
+      select j.id, j.user_id, j.kind, j.payload, j.status, j.lane, j.progress, j.attempts, j.recoveries,
+             j.cancel_requested, j.error, j.worker_id, j.created_at, j.dispatched_at, j.started_at,
+             j.finished_at, j.not_before, j.supersede_key, j.superseded_by, l.total_bytes as log_bytes,
+             l.location as log_location,
+             l.updated_at as log_updated_at,
+             case when j.status = 'queued' and fair.retry is null then
+               (select count(*) + 1 from build_job q
+                where q.lane = j.lane and q.status = 'queued' and q.id < j.id)
+             when j.status = 'queued' then fair.position end as position,
+             fair.retry as turn_retry, fair.own_ahead as turn_own_ahead, fair.users_ahead as turn_users_ahead,
+             fair.others_waiting as turn_others_waiting
+      from build_job j
+      left join build_job_log l on l.job_id = j.id
+      %s
+      where j.id = :id
+      """
+          .formatted(PLACE);
+
+  private boolean fair() {
+    return config.sharedOrder() == QueueConfig.SharedOrder.FAIR;
+  }
+
+  /** One job, whoever owns it: the caller decides who may see it. */
   public Optional<JobView> job(long id) {
-    return rows(id, null, null, 1, null).stream().findFirst().map(JobQueries::jobView);
+    return db.queryOptional(JOB, Params.of("id", id).and("fair", fair())).map(JobQueries::jobView);
   }
 
   /**
@@ -155,8 +249,7 @@ public final class JobQueries {
                row_number() over (order by j.id desc) as n
         from build_job j
         left join build_job_log l on l.job_id = j.id
-        where (:id::bigint is null or j.id = :id)
-          and (:userId::text is null or j.user_id = :userId)
+        where (:userId::text is null or j.user_id = :userId)
           and (:statuses::text is null or j.status = any (string_to_array(:statuses, ',')))
           and (:before::bigint is null or j.id < :before)
         order by j.id desc
@@ -167,18 +260,23 @@ public final class JobQueries {
       )
       select j.id, j.user_id, j.kind, j.payload, j.status, j.lane, j.progress, j.attempts, j.recoveries,
              j.cancel_requested, j.error, j.worker_id, j.created_at, j.dispatched_at, j.started_at,
-             j.finished_at, j.not_before, l.total_bytes as log_bytes, l.location as log_location,
+             j.finished_at, j.not_before, j.supersede_key, j.superseded_by, l.total_bytes as log_bytes,
+             l.location as log_location,
              l.updated_at as log_updated_at,
-             case when j.status = 'queued' then
+             case when j.status = 'queued' and fair.retry is null then
                (select count(*) + 1 from build_job q
                 where q.lane = j.lane and q.status = 'queued' and q.id < j.id)
-             end as position,
+             when j.status = 'queued' then fair.position end as position,
+             fair.retry as turn_retry, fair.own_ahead as turn_own_ahead, fair.users_ahead as turn_users_ahead,
+             fair.others_waiting as turn_others_waiting,
              (select count(*) from candidate) > (select count(*) from page) as more
       from page
       join build_job j on j.id = page.id
       left join build_job_log l on l.job_id = j.id
+      %s
       order by j.id desc
-      """;
+      """
+          .formatted(PLACE);
 
   /**
    * Jobs newest first, a page at a time: at most {@code limit}, fewer when their size would pass
@@ -191,20 +289,16 @@ public final class JobQueries {
   public JobPage jobs(String userId, Set<JobStatus> statuses, int limit, Long before) {
     String statusList =
         statuses.isEmpty() ? null : statuses.stream().map(JobStatus::sql).sorted().collect(Collectors.joining(","));
-    List<Row> rows = rows(null, userId, statusList, limit, before);
+    Params params =
+        Params.of("userId", userId, "statuses", statusList, "limit", limit)
+            .and("before", before)
+            .and("rowFixedBytes", RowLimits.ROW_FIXED_BYTES)
+            .and("budgetBytes", RowLimits.PAGE_BUDGET_BYTES)
+            .and("fair", fair());
+    List<Row> rows = db.query(JOBS, params);
     List<JobView> jobs = rows.stream().map(JobQueries::jobView).toList();
     boolean more = !rows.isEmpty() && rows.get(0).bool("more");
     return new JobPage(jobs, more ? Optional.of(jobs.get(jobs.size() - 1).id()) : Optional.empty());
-  }
-
-  private List<Row> rows(Long id, String userId, String statusList, int limit, Long before) {
-    Params params =
-        Params.of("id", id, "userId", userId, "statuses", statusList)
-            .and("limit", limit)
-            .and("before", before)
-            .and("rowFixedBytes", RowLimits.ROW_FIXED_BYTES)
-            .and("budgetBytes", RowLimits.PAGE_BUDGET_BYTES);
-    return db.query(JOBS, params);
   }
 
   /**
@@ -319,7 +413,7 @@ public final class JobQueries {
       }
       List<SlotView> slots = slotsByLane.computeIfAbsent(j.lane(), this::slots);
       int ahead = j.position() == null ? 0 : j.position() - 1;
-      byJob.put(j.id(), new Waiting(j.lane(), Lanes.capacity(j.lane(), config), ahead, slots, j.notBefore()));
+      byJob.put(j.id(), new Waiting(j.lane(), Lanes.capacity(j.lane(), config), ahead, slots, j.notBefore(), j.turns()));
     }
     return byJob;
   }
@@ -368,8 +462,11 @@ public final class JobQueries {
       order by page.name
       """;
 
-  // The first queued jobs of each lane from :firstLane to :lastLane, found by a loose index scan of
-  // the queued-job index (one probe per lane, however many jobs wait).
+  // The first queued jobs of each lane from :firstLane to :lastLane, in the order the lane takes
+  // them, found by a loose index scan of the queued-job index (one probe per lane, however many jobs
+  // wait). A FIFO lane takes them by id. The shared lane with :fair takes its retries first, then
+  // rounds: round k serves the k-th oldest job of each waiting user in turn order (as PLACE counts);
+  // the first :limit users with queued jobs and their first :limit jobs hold every job of the head.
   private static final String LANE_HEADS =
       """
       with recursive lane(name) as (
@@ -385,12 +482,47 @@ public final class JobQueries {
         select q.id, q.user_id, q.kind, q.lane, q.created_at, q.not_before,
                row_number() over (order by q.id) as position
         from build_job q
-        where q.lane = lane.name and q.status = 'queued'
+        where q.lane = lane.name and q.status = 'queued' and not (:fair and lane.name = 'shared')
         order by q.id
         limit :limit
       ) h
       where lane.name <= :lastLane
-      order by h.lane, h.position
+      union all
+      select h.id, h.user_id, h.kind, h.lane, h.created_at, h.not_before, h.position
+      from lane
+      cross join lateral (
+        select x.id, x.user_id, x.kind, x.lane, x.created_at, x.not_before,
+               row_number() over (order by x.round, x.turn, x.user_id, x.id) as position
+        from (
+          (select q.id, q.user_id, q.kind, q.lane, q.created_at, q.not_before, 0::bigint as round, 0::bigint as turn
+           from build_job q
+           where q.lane = lane.name and q.status = 'queued' and q.attempts > 0
+           order by q.id
+           limit :limit)
+          union all
+          select o.id, o.user_id, o.kind, o.lane, o.created_at, o.not_before, o.round, u.turn
+          from (
+            select u.user_id, u.turn from build_lane_turn u
+            where u.lane = lane.name and u.waiting
+              and exists (select 1 from build_job e
+                          where e.user_id = u.user_id and e.lane = u.lane and e.status = 'queued' and e.attempts = 0)
+            order by u.turn, u.user_id
+            limit :limit
+          ) u
+          cross join lateral (
+            select q.id, q.user_id, q.kind, q.lane, q.created_at, q.not_before,
+                   row_number() over (order by q.id) as round
+            from build_job q
+            where q.user_id = u.user_id and q.lane = lane.name and q.status = 'queued' and q.attempts = 0
+            order by q.id
+            limit :limit
+          ) o
+        ) x
+        order by position
+        limit :limit
+      ) h
+      where :fair and lane.name = 'shared'
+      order by lane, position
       """;
 
   /** The most lanes on one page, whatever their size. */
@@ -419,7 +551,8 @@ public final class JobQueries {
     List<WorkerView> workers = liveWorkers(first, last);
     Map<String, List<QueuedJob>> heads = new LinkedHashMap<>();
     if (headLimit > 0) {
-      for (Row r : db.query(LANE_HEADS, Params.of("firstLane", first, "lastLane", last, "limit", headLimit))) {
+      for (Row r : db.query(LANE_HEADS, Params.of("firstLane", first, "lastLane", last, "limit", headLimit)
+          .and("fair", fair()))) {
         heads.computeIfAbsent(r.string("lane"), k -> new ArrayList<>())
             .add(new QueuedJob(r.longValue("id"), r.string("user_id"), r.string("kind"), r.intValue("position"),
                 r.instant("created_at"), r.instant("not_before")));
@@ -508,7 +641,13 @@ public final class JobQueries {
         r.instant("not_before"),
         r.get("log_bytes") == null
             ? Optional.empty()
-            : Optional.of(new LogSummary(r.longValue("log_bytes"), r.string("log_location"), r.instant("log_updated_at"))));
+            : Optional.of(new LogSummary(r.longValue("log_bytes"), r.string("log_location"), r.instant("log_updated_at"))),
+        r.string("supersede_key"),
+        r.longValue("superseded_by"),
+        r.get("turn_retry") == null
+            ? Optional.empty()
+            : Optional.of(new Turns(r.bool("turn_retry"), r.intValue("turn_own_ahead"), r.intValue("turn_users_ahead"),
+                r.intValue("turn_others_waiting"))));
   }
 
   /**

@@ -23,8 +23,21 @@ public final class JobTransitions {
    * A new job, or the one the user already submitted with this idempotency key. {@code laneHasRoom}
    * says whether a dispatch could succeed now, so a caller skips the dispatch round trip when the
    * lane's slots are all held (the worker there will chain the job, or its exit will dispatch it).
+   *
+   * @param superseded the user's queued jobs with the same supersede key that the new job cancelled
+   *     (the first {@link #MAX_SUPERSEDED_LISTED}, in order), and how many in all
+   * @param cancelRequested the user's jobs with that key already on a worker, whose cancel was
+   *     requested (their workers see it at their next check-in)
    */
-  public record Enqueued(long jobId, String lane, boolean created, boolean laneHasRoom) {}
+  public record Enqueued(long jobId, String lane, boolean created, boolean laneHasRoom, List<Long> superseded,
+      long supersededCount, List<Long> cancelRequested) {
+    public Enqueued(long jobId, String lane, boolean created, boolean laneHasRoom) {
+      this(jobId, lane, created, laneHasRoom, List.of(), 0, List.of());
+    }
+  }
+
+  /** The most superseded job ids an enqueue lists: its statement answers them in one row. */
+  public static final int MAX_SUPERSEDED_LISTED = 100;
 
   private static final String ENQUEUE =
       """
@@ -32,17 +45,65 @@ public final class JobTransitions {
       -- The payload's size as it is stored and read back, which is what a worker's row carries.
       doc as (select :payload::jsonb as payload),
       size as (select coalesce(octet_length(doc.payload::text), 0) as payload_bytes from doc),
+      -- The quota: the user's own limit, else the queue's. Queued jobs are counted only to one past
+      -- it (plus those this job would supersede), so the check reads at most that many index entries.
+      -- Two submissions of one user at the same moment can each see the other's job missing: the
+      -- quota may be passed by as many jobs as arrive together, never more.
+      quota as (
+        select coalesce((select u.max_queued_jobs from build_user u where u.user_id = :userId),
+                        :defaultMaxQueued::integer) as max_queued
+      ),
+      replaced as (
+        select count(*) as n from build_job r
+        where :supersedeKey::text is not null and r.user_id = :userId and r.supersede_key = :supersedeKey
+          and r.status = 'queued'
+      ),
+      queued as (
+        select count(*) as n from (
+          select 1 from build_job q
+          where q.user_id = :userId and q.status = 'queued'
+          limit (select max_queued from quota) + (select n from replaced) + 1) q
+      ),
+      fits as (
+        select size.payload_bytes <= :maxPayloadBytes as small, queued.n - replaced.n < quota.max_queued as room,
+               queued.n = quota.max_queued + replaced.n + 1 as counted_past
+        from size, queued, replaced, quota
+      ),
       inserted as (
-        insert into build_job (user_id, kind, payload, idempotency_key, lane, created_at)
-        select :userId, :kind, doc.payload, :key, build_lane_of(:userId), t.now from t, doc, size
-        where size.payload_bytes <= :maxPayloadBytes
+        insert into build_job (user_id, kind, payload, idempotency_key, supersede_key, lane, created_at)
+        select :userId, :kind, doc.payload, :key, :supersedeKey, build_lane_of(:userId), t.now from t, doc, fits
+        where fits.small and fits.room
         on conflict (user_id, idempotency_key) do nothing
-        returning id, lane
+        returning id, lane, user_id
       ),
       event as (
         insert into build_job_event (job_id, type, detail, at)
         select i.id, 'enqueued', jsonb_build_object('message', 'enqueued in lane ' || i.lane, 'lane', i.lane), t.now
         from inserted i, t
+      ),
+      %s
+      -- The same user's unfinished jobs with this supersede key: queued ones are cancelled, and a
+      -- worker running one sees its cancel at its next check-in, as after POST /jobs/{id}/cancel.
+      superseded as (
+        update build_job j set
+          status = case when j.status = 'queued' then 'cancelled' else j.status end,
+          finished_at = case when j.status = 'queued' then t.now else j.finished_at end,
+          cancel_requested = true, superseded_by = i.id
+        from inserted i, t
+        where :supersedeKey::text is not null and j.user_id = :userId and j.supersede_key = :supersedeKey
+          and (j.status = 'queued' or (j.status in ('dispatched', 'running') and not j.cancel_requested))
+        returning j.id, j.status, j.worker_id, i.id as by_id
+      ),
+      superseded_event as (
+        insert into build_job_event (job_id, type, detail, at)
+        select s.id, case when s.status = 'cancelled' then 'cancelled' else 'cancel-requested' end,
+               jsonb_build_object('message',
+                 case when s.status = 'cancelled' then 'superseded by job ' || s.by_id
+                      else 'superseded by job ' || s.by_id || ': cancel requested, worker ' || s.worker_id
+                           || ' stops the job at its next check-in' end,
+                 'supersededBy', s.by_id),
+               t.now
+        from superseded s, t
       ),
       job as (
         select id, lane, true as created from inserted
@@ -50,15 +111,25 @@ public final class JobTransitions {
         select id, lane, false from build_job
         where user_id = :userId and idempotency_key = :key and not exists (select 1 from inserted)
       )
-      select size.payload_bytes, job.id, job.lane, job.created,
+      -- One row: sizes, counts, and at most MAX_SUPERSEDED_LISTED ids plus the user's running jobs
+      -- with the key (at most the shared lane's 100 slots): under 4 KB.
+      select size.payload_bytes, fits.room, fits.counted_past, queued.n as queued_count, quota.max_queued,
+             job.id, job.lane, job.created,
              -- The share lock makes a concurrent worker exit wait for this insert to commit (so
              -- its follow-up dispatch sees the job), or this count wait for the exit (so it sees
              -- the free slot): a new job never waits for the tick because of that race.
              (select count(*) from (
                 select 1 from build_worker w where w.lane = job.lane and w.status <> 'exited' for share of w) live)
-               < case when job.lane = 'shared' then :sharedSlots else 1 end as lane_has_room
-      from size left join job on true
-      """;
+               < case when job.lane = 'shared' then :sharedSlots else 1 end as lane_has_room,
+             (select count(*) from superseded s where s.status = 'cancelled') as superseded_count,
+             (select string_agg(c.id::text, ',' order by c.id)
+              from (select s.id from superseded s where s.status = 'cancelled' order by s.id limit :maxListed) c)
+               as superseded_ids,
+             (select string_agg(s.id::text, ',' order by s.id) from superseded s where s.status <> 'cancelled')
+               as cancel_requested_ids
+      from size cross join fits cross join queued cross join quota left join job on true
+      """
+          .formatted(LaneTurns.joined("inserted"));
 
   /**
    * Inserts a queued job in the user's current lane, deduplicated by (user, idempotency key).
@@ -67,12 +138,27 @@ public final class JobTransitions {
    *     RowLimits#MAX_PAYLOAD_BYTES}; nothing is written, whether or not the key was used before
    */
   public Enqueued enqueue(String userId, String kind, Json payload, String idempotencyKey) {
+    return enqueue(userId, kind, payload, idempotencyKey, null);
+  }
+
+  /**
+   * As {@link #enqueue(String, String, Json, String)}; with a {@code supersedeKey}, the new job also
+   * cancels the user's queued jobs with that key and requests the cancel of those on a worker, in
+   * the same statement (a repeated idempotency key changes nothing).
+   *
+   * @throws QueueFullException when the user already has their quota of queued jobs (those this job
+   *     supersedes not counted) and the idempotency key is new; nothing is written
+   */
+  public Enqueued enqueue(String userId, String kind, Json payload, String idempotencyKey, String supersedeKey) {
     Params params =
         Params.of("now", clock.now(), "userId", userId, "kind", kind)
             .and("payload", payload)
             .and("key", idempotencyKey)
+            .and("supersedeKey", supersedeKey)
             .and("sharedSlots", config.sharedSlots())
-            .and("maxPayloadBytes", RowLimits.MAX_PAYLOAD_BYTES);
+            .and("maxPayloadBytes", RowLimits.MAX_PAYLOAD_BYTES)
+            .and("defaultMaxQueued", config.maxQueuedJobs())
+            .and("maxListed", MAX_SUPERSEDED_LISTED);
     // With a concurrent insert of the same key, "do nothing" waits for it, but this statement's
     // snapshot predates it and finds no row: the next attempt sees the committed job.
     for (int attempt = 0; attempt < 3; attempt++) {
@@ -81,12 +167,22 @@ public final class JobTransitions {
         throw new PayloadTooLargeException("The payload", r.longValue("payload_bytes"));
       }
       if (r.get("id") != null) {
-        return new Enqueued(r.longValue("id"), r.string("lane"), r.bool("created"), r.bool("lane_has_room"));
+        return new Enqueued(r.longValue("id"), r.string("lane"), r.bool("created"), r.bool("lane_has_room"),
+            ids(r.string("superseded_ids")), r.longValue("superseded_count"), ids(r.string("cancel_requested_ids")));
+      }
+      if (!r.bool("room")) {
+        throw new QueueFullException(userId, r.longValue("queued_count"), r.bool("counted_past"),
+            r.intValue("max_queued"));
       }
     }
     throw new buildqueue.BuildQueueException(
         "enqueue for user " + userId + " with idempotency key " + idempotencyKey
             + " found neither a new nor an existing job after 3 attempts; retry the request");
+  }
+
+  private static List<Long> ids(String commaSeparated) {
+    return commaSeparated == null ? List.of()
+        : java.util.Arrays.stream(commaSeparated.split(",")).map(Long::valueOf).toList();
   }
 
   /** What a cancel request did. */
@@ -161,51 +257,88 @@ public final class JobTransitions {
   }
 
   /**
-   * The user's flag after the change, the lane their queued jobs are now in, how many moved.
+   * The user's settings after the change, the lane their queued jobs are now in, how many moved.
    *
    * @param movedJobs the ids of the first {@link #MAX_MOVED_LISTED} moved jobs, in order
+   * @param maxQueuedJobs the user's quota of queued jobs: their own, else the queue's default
+   * @param ownMaxQueuedJobs whether {@code maxQueuedJobs} is the user's own (set by an admin)
    */
-  public record LaneChange(String userId, boolean dedicatedWorker, String lane, long movedCount, List<Long> movedJobs) {}
+  public record LaneChange(String userId, boolean dedicatedWorker, String lane, long movedCount, List<Long> movedJobs,
+      int maxQueuedJobs, boolean ownMaxQueuedJobs) {}
 
   /** The most moved job ids a lane change lists: the statement answers them in one row. */
   public static final int MAX_MOVED_LISTED = 1000;
 
-  private static final String SET_DEDICATED =
+  /**
+   * What to change of a user; an empty field is left as it is.
+   *
+   * @param maxQueuedJobs present: set the user's own quota, {@code OptionalInt.empty()} inside
+   *     it: back to the queue's default
+   */
+  public record UserChange(Optional<Boolean> dedicatedWorker, Optional<java.util.OptionalInt> maxQueuedJobs) {
+    public static UserChange dedicated(boolean dedicated) {
+      return new UserChange(Optional.of(dedicated), Optional.empty());
+    }
+  }
+
+  private static final String SET_USER =
       """
       with t as (select coalesce(:now::timestamptz, now()) as now),
-      lane as (select case when :dedicated then 'user:' || :userId else 'shared' end as name),
+      old as (select u.dedicated_worker, u.max_queued_jobs from build_user u where u.user_id = :userId),
+      wanted as (
+        select coalesce(:dedicated::boolean, (select o.dedicated_worker from old o), false) as dedicated,
+               case when :setMaxQueued then :maxQueued::integer else (select o.max_queued_jobs from old o) end
+                 as max_queued
+      ),
+      lane as (select case when wanted.dedicated then 'user:' || :userId else 'shared' end as name from wanted),
       saved as (
-        insert into build_user (user_id, dedicated_worker, updated_at)
-        select :userId, :dedicated, t.now from t
-        on conflict (user_id) do update set dedicated_worker = excluded.dedicated_worker, updated_at = excluded.updated_at
+        insert into build_user (user_id, dedicated_worker, max_queued_jobs, updated_at)
+        select :userId, wanted.dedicated, wanted.max_queued, t.now from t, wanted
+        on conflict (user_id) do update set dedicated_worker = excluded.dedicated_worker,
+          max_queued_jobs = excluded.max_queued_jobs, updated_at = excluded.updated_at
         returning user_id
       ),
       moved as (
         update build_job j set lane = lane.name
         from lane
         where j.user_id = :userId and j.status = 'queued' and j.lane <> lane.name
-        returning j.id, j.lane
+        returning j.id, j.lane, j.user_id
       ),
+      %s
       event as (
         insert into build_job_event (job_id, type, detail, at)
         select m.id, 'moved', jsonb_build_object('message', 'moved to lane ' || m.lane, 'lane', m.lane), t.now
         from moved m, t
       )
       -- One row however many jobs move: a lane, a count and at most MAX_MOVED_LISTED ids (20 KB).
-      select lane.name as lane, (select count(*) from saved) as saved, (select count(*) from moved) as moved_count,
+      select lane.name as lane, wanted.dedicated, wanted.max_queued, (select count(*) from saved) as saved,
+             (select count(*) from moved) as moved_count,
              (select string_agg(m.id::text, ',' order by m.id)
               from (select id from moved order by id limit :maxListed) m) as moved_ids
-      from lane
-      """;
+      from lane cross join wanted
+      """
+          .formatted(LaneTurns.joined("moved"));
 
   /** Gives or takes a user's dedicated worker; their queued jobs move to the new lane in order. */
   public LaneChange setDedicated(String userId, boolean dedicated) {
+    return updateUser(userId, UserChange.dedicated(dedicated));
+  }
+
+  /**
+   * Changes a user's dedicated worker and quota in one statement; when the lane changes, their
+   * queued jobs move to the new one in order.
+   */
+  public LaneChange updateUser(String userId, UserChange change) {
+    java.util.OptionalInt max = change.maxQueuedJobs().orElse(java.util.OptionalInt.empty());
     Row r =
-        db.query(SET_DEDICATED, Params.of("now", clock.now(), "userId", userId, "dedicated", dedicated)
+        db.query(SET_USER, Params.of("now", clock.now(), "userId", userId, "dedicated",
+                    change.dedicatedWorker().orElse(null))
+                .and("setMaxQueued", change.maxQueuedJobs().isPresent())
+                .and("maxQueued", max.isPresent() ? max.getAsInt() : null)
                 .and("maxListed", MAX_MOVED_LISTED))
             .get(0);
-    String ids = r.string("moved_ids");
-    List<Long> moved = ids == null ? List.of() : java.util.Arrays.stream(ids.split(",")).map(Long::valueOf).toList();
-    return new LaneChange(userId, dedicated, r.string("lane"), r.longValue("moved_count"), moved);
+    Integer own = r.get("max_queued") == null ? null : r.intValue("max_queued");
+    return new LaneChange(userId, r.bool("dedicated"), r.string("lane"), r.longValue("moved_count"),
+        ids(r.string("moved_ids")), own == null ? config.maxQueuedJobs() : own, own != null);
   }
 }

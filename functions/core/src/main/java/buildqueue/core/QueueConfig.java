@@ -26,6 +26,10 @@ import java.time.Duration;
  *     (default 0: off), polling its lane every {@link #lingerPoll()}, and only while the chain
  *     window and its lease allow. On Fargate a worker is billed for at least a minute and a new one
  *     takes 30–60 s to start, so lingering can cost less than launching the next job's worker.
+ * @param sharedOrder how the {@code shared} lane picks its next job (default {@link
+ *     SharedOrder#FAIR}: round robin by user); dedicated lanes are always FIFO
+ * @param maxQueuedJobs how many queued jobs a user may have at once, unless an admin set the
+ *     user's own limit (default 1,000); a submission beyond it is refused and writes nothing
  */
 public record QueueConfig(
     int sharedSlots,
@@ -38,7 +42,45 @@ public record QueueConfig(
     int maxLaunchFailures,
     Duration launchBackoff,
     Duration retention,
-    Duration linger) {
+    Duration linger,
+    SharedOrder sharedOrder,
+    int maxQueuedJobs) {
+
+  /** How the {@code shared} lane orders its jobs. */
+  public enum SharedOrder {
+    /**
+     * Round robin by user: the next job is the oldest queued job of the user served least
+     * recently among those with queued jobs; a job that ran and came back (an interruption, a
+     * launch failure) goes first, as in FIFO.
+     */
+    FAIR,
+    /** Oldest queued job first, whoever submitted it: the reference's order. */
+    FIFO;
+
+    /** The setting's name in flags and environment variables: {@code fair} or {@code fifo}. */
+    public String label() {
+      return name().toLowerCase(java.util.Locale.ROOT);
+    }
+
+    /** The order a setting names; null if it names none. */
+    public static SharedOrder ofLabel(String label) {
+      for (SharedOrder o : values()) {
+        if (o.label().equals(label)) {
+          return o;
+        }
+      }
+      return null;
+    }
+  }
+
+  /** The settings before the shared lane's order and the quota existed: fair, 1,000. */
+  public QueueConfig(
+      int sharedSlots, Duration workerLifetime, Duration leaseSlack, Duration deadlineMargin,
+      Duration chainWindow, Duration livenessInterval, Duration launchGrace, int maxLaunchFailures,
+      Duration launchBackoff, Duration retention, Duration linger) {
+    this(sharedSlots, workerLifetime, leaseSlack, deadlineMargin, chainWindow, livenessInterval,
+        launchGrace, maxLaunchFailures, launchBackoff, retention, linger, SharedOrder.FAIR, DEFAULT_MAX_QUEUED_JOBS);
+  }
 
   /** The settings before {@code linger} existed; linger off. */
   public QueueConfig(
@@ -61,7 +103,17 @@ public record QueueConfig(
         5,
         Duration.ofSeconds(10),
         Duration.ofDays(7),
-        Duration.ZERO);
+        Duration.ZERO,
+        SharedOrder.FAIR,
+        DEFAULT_MAX_QUEUED_JOBS);
+  }
+
+  /** A user's queued jobs at most, unless an admin set their own limit. */
+  public static final int DEFAULT_MAX_QUEUED_JOBS = 1000;
+
+  /** Whether {@code lane} takes turns by user: the shared lane, unless set to FIFO. */
+  public boolean takesTurns(String lane) {
+    return sharedOrder == SharedOrder.FAIR && Lanes.SHARED.equals(lane);
   }
 
   /**
@@ -86,6 +138,12 @@ public record QueueConfig(
     notNegative("launchBackoff", launchBackoff);
     positive("retention", retention);
     notNegative("linger", linger);
+    if (sharedOrder == null) {
+      throw new BuildQueueException("sharedOrder must be fair or fifo, was null");
+    }
+    if (maxQueuedJobs < 1) {
+      throw new BuildQueueException("maxQueuedJobs must be at least 1, was " + maxQueuedJobs);
+    }
     if (maxLaunchFailures < 1) {
       throw new BuildQueueException("maxLaunchFailures must be at least 1, was " + maxLaunchFailures);
     }
@@ -103,32 +161,42 @@ public record QueueConfig(
 
   public QueueConfig withSharedSlots(int n) {
     return new QueueConfig(n, workerLifetime, leaseSlack, deadlineMargin, chainWindow,
-        livenessInterval, launchGrace, maxLaunchFailures, launchBackoff, retention, linger);
+        livenessInterval, launchGrace, maxLaunchFailures, launchBackoff, retention, linger, sharedOrder, maxQueuedJobs);
   }
 
   public QueueConfig withChainWindow(Duration d) {
     return new QueueConfig(sharedSlots, workerLifetime, leaseSlack, deadlineMargin, d,
-        livenessInterval, launchGrace, maxLaunchFailures, launchBackoff, retention, linger);
+        livenessInterval, launchGrace, maxLaunchFailures, launchBackoff, retention, linger, sharedOrder, maxQueuedJobs);
   }
 
   public QueueConfig withLease(Duration lifetime, Duration slack, Duration margin) {
     return new QueueConfig(sharedSlots, lifetime, slack, margin, chainWindow,
-        livenessInterval, launchGrace, maxLaunchFailures, launchBackoff, retention, linger);
+        livenessInterval, launchGrace, maxLaunchFailures, launchBackoff, retention, linger, sharedOrder, maxQueuedJobs);
   }
 
   public QueueConfig withLaunchGrace(Duration d) {
     return new QueueConfig(sharedSlots, workerLifetime, leaseSlack, deadlineMargin, chainWindow,
-        livenessInterval, d, maxLaunchFailures, launchBackoff, retention, linger);
+        livenessInterval, d, maxLaunchFailures, launchBackoff, retention, linger, sharedOrder, maxQueuedJobs);
   }
 
   public QueueConfig withLivenessInterval(Duration d) {
     return new QueueConfig(sharedSlots, workerLifetime, leaseSlack, deadlineMargin, chainWindow,
-        d, launchGrace, maxLaunchFailures, launchBackoff, retention, linger);
+        d, launchGrace, maxLaunchFailures, launchBackoff, retention, linger, sharedOrder, maxQueuedJobs);
   }
 
   public QueueConfig withLinger(Duration d) {
     return new QueueConfig(sharedSlots, workerLifetime, leaseSlack, deadlineMargin, chainWindow,
-        livenessInterval, launchGrace, maxLaunchFailures, launchBackoff, retention, d);
+        livenessInterval, launchGrace, maxLaunchFailures, launchBackoff, retention, d, sharedOrder, maxQueuedJobs);
+  }
+
+  public QueueConfig withSharedOrder(SharedOrder order) {
+    return new QueueConfig(sharedSlots, workerLifetime, leaseSlack, deadlineMargin, chainWindow,
+        livenessInterval, launchGrace, maxLaunchFailures, launchBackoff, retention, linger, order, maxQueuedJobs);
+  }
+
+  public QueueConfig withMaxQueuedJobs(int n) {
+    return new QueueConfig(sharedSlots, workerLifetime, leaseSlack, deadlineMargin, chainWindow,
+        livenessInterval, launchGrace, maxLaunchFailures, launchBackoff, retention, linger, sharedOrder, n);
   }
 
   /** How often a lingering worker looks for new work: a twentieth of the linger, 10 ms to 1 s. */

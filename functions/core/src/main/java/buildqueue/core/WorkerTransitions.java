@@ -218,13 +218,13 @@ public final class WorkerTransitions {
       select * from build_worker_end(:workerId::bigint, :token::uuid, :jobId::bigint, :status::text, :error::text,
                                      :progress::integer, :logTail::text, :logBytes::bigint, :logLocation::text,
                                      :chainWindowMs::bigint, :deadlineMarginMs::bigint, :linger::boolean,
-                                     :now::timestamptz)
+                                     :fair::boolean, :now::timestamptz)
       """;
 
   /**
    * Ends the worker's job ({@code succeeded}, {@code failed} with an error, or {@code cancelled})
-   * and, in the same statement, takes the oldest queued job of its lane if the chain window is
-   * open, or else marks the worker {@code draining}. The slot stays held either way: only the
+   * and, in the same statement, takes the next job of its lane (as dispatch would, {@link LaneTurns})
+   * if the chain window is open, or else marks the worker {@code draining}. The slot stays held either way: only the
    * evidence of the worker's exit frees it. A failure's {@code error} is cut to {@link
    * RowLimits#MAX_ERROR_BYTES}.
    */
@@ -250,7 +250,8 @@ public final class WorkerTransitions {
             .and("error", status == JobStatus.FAILED ? (error == null ? "failed" : RowLimits.boundedError(error)) : null)
             .and("chainWindowMs", config.chainWindow().toMillis())
             .and("deadlineMarginMs", config.deadlineMargin().toMillis())
-            .and("linger", !config.linger().isZero());
+            .and("linger", !config.linger().isZero())
+            .and("fair", config.sharedOrder() == QueueConfig.SharedOrder.FAIR);
     return ended(tx.query(END, params).get(0));
   }
 
@@ -287,11 +288,11 @@ public final class WorkerTransitions {
   private static final String TAKE_NEXT =
       """
       select * from build_worker_take_next(:workerId::bigint, :token::uuid, :chainWindowMs::bigint,
-                                           :deadlineMarginMs::bigint, :now::timestamptz)
+                                           :deadlineMarginMs::bigint, :fair::boolean, :now::timestamptz)
       """;
 
   /**
-   * For a lingering worker: takes the oldest ready job of its lane if its chain window and lease
+   * For a lingering worker: takes the next ready job of its lane if its chain window and lease
    * still allow ({@link Ended.Chained}), finds none ({@link Ended.Idle}), or finds the window
    * closed and marks the worker {@code draining} ({@link Ended.Drained}), fenced like every write.
    */
@@ -299,7 +300,8 @@ public final class WorkerTransitions {
     Params params =
         Params.of("now", clock.now(), "workerId", workerId, "token", token)
             .and("chainWindowMs", config.chainWindow().toMillis())
-            .and("deadlineMarginMs", config.deadlineMargin().toMillis());
+            .and("deadlineMarginMs", config.deadlineMargin().toMillis())
+            .and("fair", config.sharedOrder() == QueueConfig.SharedOrder.FAIR);
     return ended(db.query(TAKE_NEXT, params).get(0));
   }
 

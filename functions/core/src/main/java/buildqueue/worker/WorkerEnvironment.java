@@ -22,6 +22,8 @@ import java.util.UUID;
  *       queue's settings that the worker applies itself, so they match the dispatcher's (default:
  *       {@link QueueConfig#defaults()}); the lifetime bounds the catalogue's timeouts as the
  *       server's does
+ *   <li>{@value #SHARED_ORDER}: {@code fair} or {@code fifo}, how the shared lane's next job is
+ *       chosen; the worker chains by it, so it must match the dispatcher's (default: {@code fair})
  *   <li>{@value KindCatalogue#FILE_VARIABLE}: the kind catalogue, an absolute path (default: none,
  *       only the built-in {@code demo} kind)
  * </ul>
@@ -43,6 +45,7 @@ public record WorkerEnvironment(
   public static final String CHAIN_WINDOW_MS = "BUILDQUEUE_CHAIN_WINDOW_MS";
   public static final String DEADLINE_MARGIN_MS = "BUILDQUEUE_DEADLINE_MARGIN_MS";
   public static final String WORKER_LIFETIME_MS = "BUILDQUEUE_WORKER_LIFETIME_MS";
+  public static final String SHARED_ORDER = "BUILDQUEUE_SHARED_ORDER";
   public static final String KINDS_FILE = KindCatalogue.FILE_VARIABLE;
 
   /** Reads and checks the variables; throws {@link BuildQueueException} naming the first bad one. */
@@ -60,9 +63,26 @@ public record WorkerEnvironment(
     Duration chainWindow = optionalMillis(env, CHAIN_WINDOW_MS, defaults.chainWindow());
     Duration margin = optionalMillis(env, DEADLINE_MARGIN_MS, defaults.deadlineMargin());
     Duration lifetime = optionalMillis(env, WORKER_LIFETIME_MS, defaults.workerLifetime());
-    QueueConfig config = defaults.withChainWindow(chainWindow).withLease(lifetime, defaults.leaseSlack(), margin);
+    QueueConfig config = defaults.withChainWindow(chainWindow).withLease(lifetime, defaults.leaseSlack(), margin)
+        .withSharedOrder(sharedOrder(env.get(SHARED_ORDER), SHARED_ORDER));
     return new WorkerEnvironment(workerId, token, url, blankToNull(env.get(DATABASE_USER)),
         blankToNull(env.get(DATABASE_PASSWORD)), config, kindsFile(env));
+  }
+
+  /**
+   * The shared lane's order a setting names ({@code fair} when unset); throws naming the setting
+   * otherwise. The server's settings read it the same way.
+   */
+  public static QueueConfig.SharedOrder sharedOrder(String value, String setting) {
+    String v = blankToNull(value);
+    if (v == null) {
+      return QueueConfig.SharedOrder.FAIR;
+    }
+    QueueConfig.SharedOrder order = QueueConfig.SharedOrder.ofLabel(v.strip());
+    if (order == null) {
+      throw new BuildQueueException(setting + " must be fair or fifo, was \"" + v.strip() + "\"");
+    }
+    return order;
   }
 
   private static Optional<Path> kindsFile(Map<String, String> env) {

@@ -61,7 +61,7 @@ class HttpApiRoutesTest {
     job.fieldNames().forEachRemaining(fields::add);
     assertThat(fields).containsExactly("id", "userId", "kind", "payload", "status", "lane", "position", "progress",
         "attempts", "recoveries", "cancelRequested", "error", "workerId", "createdAt", "dispatchedAt", "startedAt",
-        "finishedAt", "log", "waitingFor");
+        "finishedAt", "log", "supersedeKey", "supersededBy", "waitingFor");
     assertThat(job.get("status").asText()).isEqualTo("succeeded");
     assertThat(job.get("position").isNull()).isTrue();
     assertThat(job.get("waitingFor").isNull()).isTrue();

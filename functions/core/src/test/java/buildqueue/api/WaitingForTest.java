@@ -180,4 +180,27 @@ class WaitingForTest {
       assertThat(lane.get("queuedJobs").get(0).get("id").asLong()).isEqualTo(queued);
     }
   }
+
+  @Test
+  void in_the_fair_shared_lane_a_job_says_which_turns_go_before_it(TestDatabase tdb) {
+    try (ApiFixture f = new ApiFixture(tdb, buildqueue.testing.QueueHarness.testConfig(), true)) {
+      Caller carol = Caller.user("carol");
+      f.post("/jobs", "{\"kind\": \"noop\"}", ApiFixture.ALICE); // dispatched: alice was served
+      f.post("/jobs", "{\"kind\": \"noop\"}", ApiFixture.ALICE);
+      long alices = ApiFixture.json(f.post("/jobs", "{\"kind\": \"noop\"}", ApiFixture.ALICE)).get("id").asLong();
+      f.post("/jobs", "{\"kind\": \"noop\"}", ApiFixture.BOB);
+      long carols = ApiFixture.json(f.post("/jobs", "{\"kind\": \"noop\"}", carol)).get("id").asLong();
+
+      JsonNode c = ApiFixture.json(f.get("/jobs/" + carols, carol));
+      JsonNode a = ApiFixture.json(f.get("/jobs/" + alices, ApiFixture.ALICE));
+
+      assertThat(c.get("position").asInt()).isEqualTo(2);
+      assertThat(c.get("waitingFor").get("summary").asText())
+          .startsWith("1 job goes before it in lane shared, which takes turns by user: 1 other user goes first.");
+      assertThat(a.get("position").asInt()).isEqualTo(4);
+      assertThat(a.get("waitingFor").get("turns").get("usersAhead").asInt()).isEqualTo(2);
+      assertThat(a.get("waitingFor").get("summary").asText()).startsWith("3 jobs go before it in lane shared, which takes"
+          + " turns by user: 2 other users go first; then 1 older job of yours, one a turn.");
+    }
+  }
 }

@@ -95,6 +95,9 @@ class FaultInjectionTest {
 
   private static void replayOne(long seed) {
     Simulation.Options options = Simulation.Options.of(seed);
+    if (!Boolean.parseBoolean(System.getProperty("faults.tenants", "true"))) {
+      options = options.withoutTenants();
+    }
     Integer steps = Integer.getInteger("faults.steps");
     if (steps != null) {
       options = options.withFaultSteps(steps);

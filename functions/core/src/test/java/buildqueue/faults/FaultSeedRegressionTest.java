@@ -15,7 +15,9 @@ import org.junit.jupiter.api.Test;
  * rather than silently testing nothing) and must now keep every invariant. The direct tests of the
  * same bugs ({@link IsolationTest}, {@link RelaunchClaimTest}, {@link ReproducibleTickTest}, {@code
  * WorkerQueueFaultTest}) do not depend on the simulation. To re-derive a seed: take the fix out, run
- * {@link FaultInjectionTest} with a fixed {@code -Dfaults.baseSeed}, and copy the replay line.
+ * {@link FaultInjectionTest} with a fixed {@code -Dfaults.baseSeed}, and copy the replay line. Seeds
+ * recorded before the shared lane took turns run without it ({@code withoutTenants()}): FIFO, and
+ * no user superseding, as the scenario was then.
  */
 class FaultSeedRegressionTest {
   private static final Logger QUIET = Logger.getLogger("buildqueue");
@@ -56,7 +58,7 @@ class FaultSeedRegressionTest {
    */
   @Test
   void bug_1_a_stop_event_for_a_task_never_launched_frees_no_slot_seed_600027() {
-    Simulation.Outcome o = replay(Simulation.Options.of(600027).withFaultSteps(37));
+    Simulation.Outcome o = replay(Simulation.Options.of(600027).withoutTenants().withFaultSteps(37));
 
     assertThat(log(o)).contains("deliver forged stop event for inproc-foreign-529 (worker 2): forged without a token");
     assertThat(o.violation()).as(o::report).isNull();
@@ -69,7 +71,7 @@ class FaultSeedRegressionTest {
    */
   @Test
   void bug_2_a_queue_failure_under_a_progress_report_is_not_the_jobs_verdict_seed_600050() {
-    Simulation.Outcome o = replay(Simulation.Options.of(600050).withFaultSteps(26));
+    Simulation.Outcome o = replay(Simulation.Options.of(600050).withoutTenants().withFaultSteps(26));
 
     assertThat(log(o)).contains("worker 1/inproc-1: WorkerTransitions.checkIn\n        worker 1/inproc-1: ⚡ database unreachable");
     assertThat(o.violation()).as(o::report).isNull();
@@ -85,7 +87,7 @@ class FaultSeedRegressionTest {
    */
   @Test
   void the_launch_grace_must_outlast_every_caller_seed_400695() {
-    Simulation.Options options = Simulation.Options.of(400695).withFaultSteps(38);
+    Simulation.Options options = Simulation.Options.of(400695).withoutTenants().withFaultSteps(38);
 
     Simulation.Outcome callersLiveForever = replay(options.without(Fault.CALLER_TIMED_OUT));
     assertThat(callersLiveForever.violation()).startsWith("§5.3 slot shared#1 freed (worker 2 exited: not started");

@@ -59,6 +59,9 @@ final class Invariants {
   static final int INTERRUPTIONS_RETRIED = 3;
 
   private final Duration margin;
+  private final boolean fair;
+  /** For each user waiting in the shared lane: how often each other user was dispatched there since. */
+  private final Map<String, Map<String, Integer>> servedWhileWaiting = new HashMap<>();
   private SimPrograms programs;
   /** When each job's cancel request was first seen committed. */
   private final Map<Long, Instant> cancelSeen = new HashMap<>();
@@ -67,6 +70,7 @@ final class Invariants {
 
   Invariants(QueueConfig config) {
     this.margin = config.deadlineMargin();
+    this.fair = config.takesTurns("shared");
   }
 
   /** Checks the job processes of these programs too ({@link #programs}). */
@@ -84,7 +88,8 @@ final class Invariants {
         || (v = finishedJobsStayFinished(prev, next)) != null
         || (v = expectedNoChange(prev, next, step)) != null
         || (v = fencing(prev, next, step)) != null
-        || (v = transitions(prev, next, step)) != null) {
+        || (v = transitions(prev, next, step)) != null
+        || (v = turns(prev, next)) != null) {
       return v;
     }
     return null;
@@ -260,9 +265,16 @@ final class Invariants {
             + " without its worker exiting (" + before.status() + " → " + after.status() + ")";
       }
       if (before.status().equals("queued") && after.onWorker()) {
+        boolean turns = fair && after.lane().equals("shared");
         for (J other : prev.jobs().values()) {
           J otherAfter = next.jobs().get(other.id());
-          if (other.id() < after.id() && other.lane().equals(after.lane()) && other.status().equals("queued")
+          // In a lane that takes turns, only a retry (a job that ran and came back) goes ahead of
+          // another user's older job; FIFO holds among retries and within one user's new jobs.
+          boolean mustGoFirst = !turns || (other.attempts() > 0 ? true
+              : before.attempts() == 0 && other.userId().equals(after.userId()));
+          boolean older = other.id() < after.id() || (turns && other.attempts() > 0 && before.attempts() == 0);
+          if (mustGoFirst && older && other.lane().equals(after.lane())
+              && other.status().equals("queued")
               && otherAfter != null && otherAfter.status().equals("queued")
               && (other.notBefore() == null || !other.notBefore().isAfter(step.now()))) {
             return "§5.6 job " + after.id() + " was taken from lane " + after.lane() + " ahead of older queued job "
@@ -492,6 +504,49 @@ final class Invariants {
       }
     }
     return null;
+  }
+
+  /**
+   * design.md §12, the fair shared lane: from the moment a user has a job queued in it until that
+   * user is dispatched there, no other user is dispatched there more than once. A retry (a job that
+   * ran and came back: {@code attempts > 0}) is not a turn, for its user or for the users it passes.
+   */
+  String turns(Snapshot prev, Snapshot next) {
+    if (!fair) {
+      return null;
+    }
+    Set<String> waitingBefore = waitingInShared(prev);
+    for (J after : next.jobs().values()) {
+      J before = prev.jobs().get(after.id());
+      if (before == null || !before.status().equals("queued") || !after.onWorker() || !before.lane().equals("shared")
+          || before.attempts() > 0) {
+        continue;
+      }
+      String served = after.userId();
+      servedWhileWaiting.remove(served); // its next job waits from now on
+      for (String user : waitingBefore) {
+        if (user.equals(served)) {
+          continue;
+        }
+        int times = servedWhileWaiting.computeIfAbsent(user, u -> new HashMap<>()).merge(served, 1, Integer::sum);
+        if (times > 1) {
+          return "§12 user " + served + " was dispatched " + times + " times in the shared lane (now job " + after.id()
+              + ") while user " + user + " had a job queued there and was not served";
+        }
+      }
+    }
+    servedWhileWaiting.keySet().retainAll(waitingInShared(next));
+    return null;
+  }
+
+  private static Set<String> waitingInShared(Snapshot s) {
+    Set<String> users = new java.util.HashSet<>();
+    for (J j : s.jobs().values()) {
+      if (j.status().equals("queued") && j.lane().equals("shared") && j.attempts() == 0) {
+        users.add(j.userId());
+      }
+    }
+    return users;
   }
 
   /**

@@ -77,12 +77,12 @@ final class Mutants {
           """),
       new Mutant("lease-reclaims-checkable-worker",
           "§5.3: a worker the platform can check loses its slot only on termination evidence",
-          MAIN + "BuildQueue.java",
+          MAIN + "TickPass.java",
           """
-                if (e.taskId() != null && platform.canCheck(e.taskId())) {
+                  if (e.taskId() != null && platform.canCheck(e.taskId())) {
           """,
           """
-                if (false) {
+                  if (false) {
           """),
       new Mutant("fifth-interruption-retried",
           "§5.6: a job fails after four consecutive interruptions without progress",
@@ -106,11 +106,20 @@ final class Mutants {
           """),
       new Mutant("outlived-lease-never-stopped",
           "§4 liveness: a worker still running past its lease is stopped, and its slot waits for the evidence",
-          MAIN + "BuildQueue.java",
+          MAIN + "TickPass.java",
           """
                   platform.stop(d.taskId(), "worker " + d.workerId() + " outlived its lease");
           """,
           ""),
+      new Mutant("turn-never-passes",
+          "§12: in the fair shared lane, a user who was served waits for every other waiting user's turn",
+          MAIN + "LaneTurns.java",
+          """
+                  update build_lane_turn u set turn = nextval('build_lane_turn_served')
+          """,
+          """
+                  update build_lane_turn u set turn = u.turn
+          """),
       new Mutant("start-without-lease",
           "§4 worker start: launching → running only before the lease",
           WORKER_FUNCTIONS,

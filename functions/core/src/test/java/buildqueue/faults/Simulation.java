@@ -60,21 +60,29 @@ final class Simulation {
   private static final int MAX_RECOVERY_STEPS = 6000;
   private static final Duration RECOVERY_BOUND = Duration.ofMinutes(15);
 
-  /** What to run: a seed, and for shrinking, a shorter fault phase or faults left out. */
-  record Options(long seed, Integer faultSteps, Set<Fault> disabled) {
+  /**
+   * What to run: a seed, and for shrinking, a shorter fault phase or faults left out. {@code
+   * tenants} false runs a seed as it ran before the shared lane took turns (FIFO, no one
+   * supersedes): for seeds recorded then.
+   */
+  record Options(long seed, Integer faultSteps, Set<Fault> disabled, boolean tenants) {
     static Options of(long seed) {
-      return new Options(seed, null, EnumSet.noneOf(Fault.class));
+      return new Options(seed, null, EnumSet.noneOf(Fault.class), true);
     }
 
     Options withFaultSteps(int n) {
-      return new Options(seed, n, disabled);
+      return new Options(seed, n, disabled, tenants);
     }
 
     Options without(Fault f) {
       Set<Fault> d = EnumSet.noneOf(Fault.class);
       d.addAll(disabled);
       d.add(f);
-      return new Options(seed, faultSteps, d);
+      return new Options(seed, faultSteps, d, tenants);
+    }
+
+    Options withoutTenants() {
+      return new Options(seed, faultSteps, disabled, false);
     }
 
     String replay() {
@@ -84,6 +92,9 @@ final class Simulation {
       }
       if (!disabled.isEmpty()) {
         b.append(" -Dfaults.disable=").append(disabled.stream().map(Fault::label).collect(Collectors.joining(",")));
+      }
+      if (!tenants) {
+        b.append(" -Dfaults.tenants=false");
       }
       return b.toString();
     }
@@ -126,6 +137,8 @@ final class Simulation {
   private final Random random;
   private final Random second;
   private final Random third;
+  /** Who supersedes what: a stream of its own, so the other draws of a seed stay as they were. */
+  private final Random supersedes;
   private final Faults faults;
   private final QueueClock.Settable clock = new QueueClock.Settable(START);
   private final QueueConfig config;
@@ -181,7 +194,11 @@ final class Simulation {
     this.second = new Random(mixer.nextLong());
     this.third = new Random(mixer.nextLong());
     this.faults = new Faults(random, second, third, options.disabled());
-    this.config = configFrom(random);
+    // Most scenarios take turns in the shared lane (the default); every fourth keeps FIFO.
+    this.config = configFrom(random).withSharedOrder(
+        !options.tenants() || Math.floorMod(options.seed(), 4) == 3
+            ? QueueConfig.SharedOrder.FIFO : QueueConfig.SharedOrder.FAIR);
+    this.supersedes = new Random(options.seed() * 31 + 17);
     this.users = new ArrayList<>();
     int userCount = 1 + random.nextInt(3);
     for (int i = 1; i <= userCount; i++) {
@@ -211,7 +228,7 @@ final class Simulation {
     inProcess.deadlineTimer(this::armDeadline);
     inProcess.nanoTime(this::nanoTime);
     this.parameters = "parameters: " + users.size() + " users, " + jobsToSubmit + " jobs, " + faultSteps
-        + " fault steps, " + config.sharedSlots() + " shared slots, lifetime " + config.workerLifetime().toMillis()
+        + " fault steps, " + config.sharedSlots() + " shared slots (" + config.sharedOrder().label() + "), lifetime " + config.workerLifetime().toMillis()
         + " ms + slack " + config.leaseSlack().toMillis() + " ms (margin " + config.deadlineMargin().toMillis()
         + " ms), chain window " + config.chainWindow().toMillis() + " ms, liveness " + config.livenessInterval().toMillis()
         + " ms, launch grace " + config.launchGrace().toMillis() + " ms, caller timeout " + callerTimeout.toMillis()
@@ -488,9 +505,12 @@ final class Simulation {
     payload.append('}');
     String kind = program ? SimPrograms.KIND : SimHandler.KIND;
     String jobPayload = program ? programs.payload(steps, followUp) : payload.toString();
-    log("enqueue by " + user + " key " + key + (program ? " a program job " : " ") + jobPayload);
+    // User u2 saves one of two documents over and over: each save supersedes the builds of it.
+    String supersede = options.tenants() && user.equals("u2") && supersedes.nextInt(3) > 0 ? "doc" + supersedes.nextInt(2) : null;
+    log("enqueue by " + user + " key " + key + (supersede == null ? "" : " superseding " + supersede)
+        + (program ? " a program job " : " ") + jobPayload);
     String body = "{\"kind\": \"" + kind + "\", \"payload\": " + jobPayload + ", \"idempotencyKey\": \""
-        + key + "\"}";
+        + key + "\"" + (supersede == null ? "" : ", \"supersedeKey\": \"" + supersede + "\"") + "}";
     spawnClient("enqueue", () -> {
       for (int attempt = 1; attempt <= 4; attempt++) {
         newInvocation(); // each retry is a new request, served by a new invocation

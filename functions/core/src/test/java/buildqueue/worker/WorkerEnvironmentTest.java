@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import buildqueue.BuildQueueException;
+import buildqueue.core.QueueConfig;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -62,6 +63,17 @@ class WorkerEnvironmentTest {
     WorkerEnvironment read = WorkerEnvironment.read(env);
     assertThat(read.config().chainWindow()).isZero();
     assertThat(read.config().deadlineMargin()).isEqualTo(Duration.ofSeconds(5));
+  }
+
+  @Test
+  void the_shared_lanes_order_is_fair_unless_the_dispatcher_says_fifo() {
+    assertThat(WorkerEnvironment.read(complete()).config().sharedOrder()).isEqualTo(QueueConfig.SharedOrder.FAIR);
+    Map<String, String> env = complete();
+    env.put(WorkerEnvironment.SHARED_ORDER, "fifo");
+    assertThat(WorkerEnvironment.read(env).config().sharedOrder()).isEqualTo(QueueConfig.SharedOrder.FIFO);
+    env.put(WorkerEnvironment.SHARED_ORDER, "round-robin");
+    assertThatThrownBy(() -> WorkerEnvironment.read(env))
+        .hasMessage(WorkerEnvironment.SHARED_ORDER + " must be fair or fifo, was \"round-robin\"");
   }
 
   @Test

@@ -182,6 +182,7 @@ public final class LocalProcessPlatform implements WorkerPlatform, AutoCloseable
       env.put(WorkerEnvironment.CHAIN_WINDOW_MS, Long.toString(config.chainWindow().toMillis()));
       env.put(WorkerEnvironment.DEADLINE_MARGIN_MS, Long.toString(config.deadlineMargin().toMillis()));
       env.put(WorkerEnvironment.WORKER_LIFETIME_MS, Long.toString(config.workerLifetime().toMillis()));
+      env.put(WorkerEnvironment.SHARED_ORDER, config.sharedOrder().label());
       // Removed when there is none, so a variable the server inherited cannot give workers other kinds than the API's.
       putOrRemove(env, WorkerEnvironment.KINDS_FILE, kindsFile.map(Path::toString).orElse(null));
       env.put(ProcessRunner.WORK_DIR, dirs.workOf(launch.workerId()).toAbsolutePath().toString());

@@ -47,10 +47,12 @@ public final class Main {
 
         serve [--demo] [--port 8080] [--data-dir .buildqueue] [--database-url jdbc:postgresql://...]
               [--tick-interval 5s] [--shared-slots 1] [--shutdown-grace 30s] [--kinds kinds.json]
-              [--worker-lifetime 60m]
+              [--worker-lifetime 60m] [--shared-order fair|fifo] [--max-queued-jobs 1000]
             Runs the queue, the HTTP API and the dashboard on http://127.0.0.1:<port>/, with
             workers as child processes. --demo also submits a mix of jobs and shows them live.
             --kinds adds the job kinds of a kind catalogue (README: Job kinds) to the built-in demo.
+            --shared-order: fair (default) takes turns by user in the shared lane, fifo takes the
+            oldest job; --max-queued-jobs: each user's default quota of queued jobs.
         try <kind> <payload-json> [--kinds kinds.json]
             Runs one job of a kind through a queue of its own (embedded PostgreSQL in a temporary
             directory, removed after), in the foreground: prints its log as it comes, then its
@@ -58,12 +60,15 @@ public final class Main {
             Kinds: the built-in demo and render-sample, and those of --kinds or BUILDQUEUE_KINDS_FILE.
         token <user> [--admin] [--hours 24]
             Prints a token for the API and the dashboard (--admin: may see every lane and job).
-        submit <kind> [payload-json] [--user <you>] [--key <idempotency-key>]
+        submit <kind> [payload-json] [--user <you>] [--key <idempotency-key>] [--supersede-key <key>]
             Submits a job, e.g.: submit demo '{"steps": 5, "stepMillis": 500}'
+            --supersede-key cancels your queued jobs with the same key and stops the running one.
         status [job-id] [--user <user>]
             One job with its history, or the lanes and the most recent jobs.
         dedicated <user> on|off
             Gives a user a dedicated worker (their own lane) or takes it away.
+        quota <user> <max-queued-jobs>|default
+            Sets how many queued jobs a user may have at once, or gives them the server's default.
         cancel <job-id>
             Cancels a job: at once if queued; a running one is stopped within seconds.
         logs <job-id> [--follow]
@@ -111,6 +116,8 @@ public final class Main {
           return status(rest);
         case "dedicated":
           return dedicated(rest);
+        case "quota":
+          return quota(rest);
         case "cancel":
           return cancel(rest);
         case "logs":
@@ -121,7 +128,7 @@ public final class Main {
           return tryKind(rest);
         default:
           throw new CommandLine.UsageException("unknown command \"" + args[0]
-              + "\"; the commands are serve, try, token, submit, status, dedicated, cancel, logs");
+              + "\"; the commands are serve, try, token, submit, status, dedicated, quota, cancel, logs");
       }
     } catch (CommandLine.UsageException e) {
       err.println("buildqueue: " + e.getMessage());
@@ -147,13 +154,19 @@ public final class Main {
   int serve(List<String> args) {
     CommandLine cl = CommandLine.parse("serve", args,
         Set.of("port", "data-dir", "database-url", "tick-interval", "shared-slots", "shutdown-grace", "kinds",
-            "worker-lifetime"), Set.of("demo"));
+            "worker-lifetime", "shared-order", "max-queued-jobs"), Set.of("demo"));
     cl.atMostPositionals(0, "serve [--demo] [--port N] [--data-dir DIR] [--database-url URL] [--kinds FILE]");
     boolean demo = cl.has("demo");
     LocalSettings defaults = LocalSettings.defaults();
     // The demo shows two workers sharing a lane beside a dedicated one, unless told otherwise.
     int sharedSlots = cl.intValue("shared-slots", demo ? 2 : defaults.queue().sharedSlots(), 1, 64);
-    QueueConfig queue = defaults.queue().withSharedSlots(sharedSlots);
+    QueueConfig queue = defaults.queue().withSharedSlots(sharedSlots)
+        .withMaxQueuedJobs(cl.intValue("max-queued-jobs", defaults.queue().maxQueuedJobs(), 1, 1_000_000));
+    String order = cl.get("shared-order", defaults.queue().sharedOrder().label());
+    if (QueueConfig.SharedOrder.ofLabel(order) == null) {
+      throw new CommandLine.UsageException("--shared-order must be fair or fifo, was \"" + order + "\"");
+    }
+    queue = queue.withSharedOrder(QueueConfig.SharedOrder.ofLabel(order));
     Duration lifetime = cl.duration("worker-lifetime", queue.workerLifetime());
     if (lifetime.compareTo(Duration.ofMinutes(1)) < 0) {
       throw new CommandLine.UsageException("--worker-lifetime must be at least 1m, was " + cl.get("worker-lifetime", ""));
@@ -192,7 +205,9 @@ public final class Main {
     out.println("  job kinds: demo" + runtime.kinds().kinds().stream().map(k -> ", " + k.name())
         .collect(java.util.stream.Collectors.joining())
         + runtime.kinds().file().map(f -> " (catalogue " + f + ")").orElse(" (no catalogue: serve --kinds FILE adds one)"));
-    out.println("  shared lane: " + sharedSlots + (sharedSlots == 1 ? " slot" : " slots")
+    out.println("  shared lane: " + sharedSlots + (sharedSlots == 1 ? " slot" : " slots") + ", "
+        + (queue.sharedOrder() == QueueConfig.SharedOrder.FAIR ? "fair (turns by user)" : "fifo")
+        + ", at most " + queue.maxQueuedJobs() + " queued jobs a user"
         + "; worker logs in " + settings.dataDir().resolve("workers"));
     if (demo) {
       out.println("  dashboard token (admin, valid 12 h): "
@@ -370,9 +385,9 @@ public final class Main {
   }
 
   private int submit(List<String> args) {
-    CommandLine cl = CommandLine.parse("submit", args, union(CLIENT_FLAGS, "user", "key"), Set.of("json"));
+    CommandLine cl = CommandLine.parse("submit", args, union(CLIENT_FLAGS, "user", "key", "supersede-key"), Set.of("json"));
     String kind = cl.positional(0, "a job kind: submit <kind> [payload-json]");
-    cl.atMostPositionals(2, "submit <kind> [payload-json] [--user U] [--key K]");
+    cl.atMostPositionals(2, "submit <kind> [payload-json] [--user U] [--key K] [--supersede-key S]");
     ObjectNode body = JSON.createObjectNode().put("kind", kind);
     if (cl.positionals().size() > 1) {
       body.set("payload", payload(cl.positionals().get(1)));
@@ -380,13 +395,26 @@ public final class Main {
     if (cl.has("key")) {
       body.put("idempotencyKey", cl.get("key", null));
     }
+    if (cl.has("supersede-key")) {
+      body.put("supersedeKey", cl.get("supersede-key", null));
+    }
     String user = cl.get("user", defaultUser());
     ApiClient.Reply reply = accepted(client(cl, user, false).post("jobs", body));
     JsonNode job = reply.json();
+    JsonNode superseded = job.path("superseded");
+    String supersededLine = "";
+    if (superseded.isObject()) {
+      long cancelled = superseded.path("cancelledCount").asLong();
+      JsonNode stopping = superseded.path("cancelRequested");
+      supersededLine = System.lineSeparator() + "  superseded: " + (cancelled == 0 ? "no queued jobs"
+          : cancelled + " queued job" + (cancelled == 1 ? "" : "s")
+          + " cancelled (" + ids(superseded.path("cancelled")) + (superseded.path("cancelled").size() < cancelled ? ", ..." : "")
+          + ")") + (stopping.isEmpty() ? "" : "; asked running job " + ids(stopping) + " to stop");
+    }
     return answer(cl, reply.text(), (reply.status() == 201 ? "submitted job " : "already submitted with this key: job ")
         + job.path("id").asLong() + " (" + job.path("kind").asText() + ") for " + job.path("userId").asText()
         + " in lane " + job.path("lane").asText() + ": " + job.path("status").asText()
-        + (job.path("position").isNull() ? "" : ", position " + job.path("position").asInt()));
+        + (job.path("position").isNull() ? "" : ", position " + job.path("position").asInt()) + supersededLine);
   }
 
   private static JsonNode payload(String text) {
@@ -398,6 +426,12 @@ public final class Main {
       throw new CommandLine.UsageException("the payload is not valid JSON (" + (detail < 0 ? why : why.substring(0, detail))
           + "); quote it, e.g. '{\"steps\": 5}'");
     }
+  }
+
+  private static String ids(JsonNode array) {
+    StringBuilder s = new StringBuilder();
+    array.forEach(id -> s.append(s.length() == 0 ? "" : ", ").append(id.asLong()));
+    return s.toString();
   }
 
   private int status(List<String> args) {
@@ -444,6 +478,35 @@ public final class Main {
         user + (r.path("dedicatedWorker").asBoolean() ? " now has a dedicated worker" : " now shares workers")
             + ": new jobs wait in lane " + r.path("lane").asText()
             + (moved == 0 ? "" : "; " + moved + " queued job" + (moved == 1 ? "" : "s") + " moved there"));
+  }
+
+  private int quota(List<String> args) {
+    CommandLine cl = CommandLine.parse("quota", args, CLIENT_FLAGS, Set.of("json"));
+    String user = cl.positional(0, "a user id: quota <user> <max-queued-jobs>|default");
+    String value = cl.positional(1, "a number or default: quota <user> <max-queued-jobs>|default");
+    cl.atMostPositionals(2, "quota <user> <max-queued-jobs>|default");
+    ObjectNode body = JSON.createObjectNode();
+    if (value.equals("default")) {
+      body.putNull("maxQueuedJobs");
+    } else if (value.matches("[0-9]{1,9}")) {
+      body.put("maxQueuedJobs", Integer.parseInt(value));
+    } else {
+      throw new CommandLine.UsageException("say a whole number or default, not \"" + value
+          + "\": quota <user> <max-queued-jobs>|default");
+    }
+    ApiClient.Reply reply =
+        client(cl, "cli", true).put("users/" + URLEncoder.encode(user, StandardCharsets.UTF_8).replace("+", "%20"), body);
+    if (!reply.ok()) {
+      return problem(reply);
+    }
+    if (cl.has("json")) {
+      out.println(reply.text());
+      return OK;
+    }
+    JsonNode r = reply.json();
+    out.println(user + " may have " + r.path("maxQueuedJobs").asLong() + " queued jobs at once"
+        + (r.path("maxQueuedJobsIsDefault").asBoolean() ? " (the server's default)" : ""));
+    return OK;
   }
 
   private int cancel(List<String> args) {

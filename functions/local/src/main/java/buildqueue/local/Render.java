@@ -47,6 +47,9 @@ final class Render {
   /** Why a job waits, how it ended badly, or how often it was interrupted. */
   static String note(JsonNode job) {
     String status = job.path("status").asText();
+    if (!job.path("supersededBy").isNull() && !job.path("supersededBy").isMissingNode()) {
+      return "superseded by job " + job.path("supersededBy").asLong();
+    }
     if (!job.path("error").isNull() && !job.path("error").asText().isEmpty()) {
       return job.path("error").asText();
     }
@@ -82,6 +85,11 @@ final class Render {
     }
     if (!job.path("error").isNull()) {
       out.append("  error       ").append(job.path("error").asText()).append('\n');
+    }
+    if (job.path("supersedeKey").isTextual()) {
+      out.append("  supersedes  earlier jobs with key ").append(job.path("supersedeKey").asText())
+          .append(job.path("supersededBy").isNull() ? "" : "; superseded by job " + job.path("supersededBy").asLong())
+          .append('\n');
     }
     out.append("  payload     ").append(job.path("payload")).append('\n');
     JsonNode log = job.path("log");

@@ -120,6 +120,41 @@ class CliTest {
   }
 
   @Test
+  void submit_with_a_supersede_key_says_what_it_replaced_and_status_shows_who_replaced_it() throws Exception {
+    assertThat(cli("submit", "demo", "{\"steps\": 20, \"stepMillis\": 100}", "--user", "bob", "--supersede-key", "doc",
+        "--json")).isZero();
+    long first = json(out).path("id").asLong();
+    assertThat(cli("submit", "demo", "{\"steps\": 1, \"stepMillis\": 1}", "--user", "bob", "--supersede-key", "doc",
+        "--json")).isZero();
+    long second = json(out).path("id").asLong();
+    assertThat(json(out).path("superseded").path("cancelRequested").get(0).asLong()).isEqualTo(first);
+
+    assertThat(cli("submit", "demo", "{\"steps\": 1, \"stepMillis\": 1}", "--user", "bob", "--supersede-key", "doc"))
+        .isZero();
+    assertThat(out).contains("superseded: 1 queued job cancelled (" + second + ")");
+    long third = server.db.jdbc().query("select max(id) as id from build_job").get(0).longValue("id");
+
+    assertThat(cli("status", Long.toString(second))).isZero();
+    assertThat(out).contains("bob: cancelled").contains("superseded by job " + third);
+    assertThat(cli("status")).isZero();
+    assertThat(out).contains("superseded by job " + third);
+    server.awaitStatus(third, "succeeded");
+  }
+
+  @Test
+  void quota_sets_a_users_limit_on_queued_jobs_and_gives_back_the_default() {
+    assertThat(cli("quota", "ada", "2")).isZero();
+    assertThat(out).contains("ada may have 2 queued jobs at once");
+    assertThat(server.db.jdbc().query("select max_queued_jobs from build_user where user_id = 'ada'").get(0)
+        .intValue("max_queued_jobs")).isEqualTo(2);
+
+    assertThat(cli("quota", "ada", "default")).isZero();
+    assertThat(out).contains("ada may have 1000 queued jobs at once (the server's default)");
+    assertThat(cli("quota", "ada", "lots")).isEqualTo(Main.USAGE);
+    assertThat(cli("quota", "ada", "0")).isEqualTo(Main.API_ERROR);
+  }
+
+  @Test
   void logs_prints_a_jobs_output_and_status_says_where_it_is() {
     long id = server.submitDemo("bob", 2, 1);
     server.awaitStatus(id, "succeeded");

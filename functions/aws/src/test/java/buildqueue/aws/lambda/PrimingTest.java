@@ -124,6 +124,7 @@ class PrimingTest {
     env.put("AWS_ENDPOINT_URL_EVENTBRIDGE", endpoint);
     env.put("BUILDQUEUE_DB_CLUSTER_ARN", "arn:aws:rds:eu-west-1:111122223333:cluster:buildqueue");
     env.put("BUILDQUEUE_DB_SECRET_ARN", "arn:aws:secretsmanager:eu-west-1:111122223333:secret:buildqueue-AbCdEf");
+    env.put("BUILDQUEUE_WORKER_DB_SECRET_ARN", "arn:aws:secretsmanager:eu-west-1:111122223333:secret:worker-AbCdEf");
     env.put("BUILDQUEUE_ECS_CLUSTER", "buildqueue");
     env.put("BUILDQUEUE_TASK_DEFINITION", "buildqueue-worker");
     env.put("BUILDQUEUE_SUBNETS", "subnet-0a1b2c3d");

@@ -113,7 +113,9 @@ $$;
 
 -- Inserts follow-up jobs for the running job's user, all or none (WorkerTransitions.addFollowUps).
 -- The size limits are written here rather than passed in, since the caller is the worker: they are
--- RowLimits.MAX_PAYLOAD_BYTES (55000) and MAX_KIND_BYTES (200), checked by SizeLimitsTest.
+-- RowLimits.MAX_PAYLOAD_BYTES (55000) and MAX_KIND_BYTES (200), checked by SizeLimitsTest. Each
+-- user with a follow-up in the shared lane gets a waiting turn (LaneTurns.JOINED, 2^62 being
+-- LaneTurns.NEVER_SERVED_OFFSET).
 create function build_worker_add_follow_ups(p_worker_id bigint, p_token uuid, p_job_id bigint, p_follow_ups jsonb,
                                             p_now timestamptz)
 returns table (fenced_in bigint, inserted bigint, too_large_n bigint, payload_bytes integer, kind_bytes integer)
@@ -144,9 +146,17 @@ language sql volatile security definer set search_path = public, pg_temp as $$
     from fence, t, follow_up u
     where not exists (select 1 from too_large)
     order by u.n
-    returning id, lane
+    returning id, lane, user_id
   ),
-  event as (
+  joined as (
+    insert into build_lane_turn (lane, user_id, turn)
+    select q.lane, q.user_id, min(q.id) - 4611686018427387904 from inserted q
+    where q.lane = 'shared'
+    group by q.lane, q.user_id
+    on conflict (lane, user_id) do update set waiting = true, version = build_lane_turn.version + 1
+    returning user_id
+  ),
+    event as (
     insert into build_job_event (job_id, type, detail, at)
     select i.id, 'enqueued',
            jsonb_build_object('message', 'enqueued in lane ' || i.lane || ' as a follow-up of job ' || p_job_id,
@@ -159,19 +169,22 @@ language sql volatile security definer set search_path = public, pg_temp as $$
   from (select 1) as one left join too_large on true
 $$;
 
--- Ends the worker's job and, in the same statement, takes the oldest ready job of its lane if the
+-- Ends the worker's job and, in the same statement, takes the next ready job of its lane if the
 -- chain window is open (skipping one another worker holds), or else marks the worker draining
 -- unless it lingers (WorkerTransitions.end). Always one row: whether the worker was fenced in,
 -- whether it drained, and the job it took, if any. The window is open while inside it and far
--- enough from the hard deadline.
+-- enough from the hard deadline. The next job is the one dispatch would take (LaneTurns.CHOOSE,
+-- written out here as the worker role runs it, with p_fair for the shared lane's order and never
+-- holding the lane): the oldest, or in the fair shared lane a retry, else the oldest job of the
+-- user whose turn it is, whose turn then becomes the newest served.
 create function build_worker_end(p_worker_id bigint, p_token uuid, p_job_id bigint, p_status text, p_error text,
                                  p_progress integer, p_log_tail text, p_log_bytes bigint, p_log_location text,
                                  p_chain_window_ms bigint, p_deadline_margin_ms bigint, p_linger boolean,
-                                 p_now timestamptz)
+                                 p_fair boolean, p_now timestamptz)
 returns table (fenced_in bigint, drained bigint, id bigint, user_id text, kind text, payload jsonb,
                progress integer, attempts integer, cancel_requested boolean)
 language sql volatile security definer set search_path = public, pg_temp as $$
-  with t as (select coalesce(p_now, now()) as now),
+  with recursive t as (select coalesce(p_now, now()) as now),
   ended as (
     update build_job j set status = p_status, error = p_error, finished_at = t.now,
       progress = coalesce(p_progress, j.progress)
@@ -197,21 +210,100 @@ language sql volatile security definer set search_path = public, pg_temp as $$
              and t.now < e.expires_at - p_deadline_margin_ms * interval '1 millisecond' as open
     from ended e, t
   ),
-  next as (
-    select q.id from build_job q, fence f, t
-    where f.open and q.lane = f.lane and q.status = 'queued' and (q.not_before is null or q.not_before <= t.now)
+  choose as (
+    select f.lane, f.open and p_fair and f.lane = 'shared' as fair,
+           f.open and not (p_fair and f.lane = 'shared') as fifo, true as room
+    from fence f
+  ),
+  fifo_head as (
+    select q.id, q.not_before from build_job q, t
+    where q.lane = (select c.lane from choose c where c.fifo) and q.status = 'queued'
+      and (q.not_before is null or q.not_before <= t.now)
     order by q.id
     limit 1
     for update of q skip locked
   ),
-  taken as (
+  retry_head as (
+    select q.id, q.not_before from build_job q, t
+    where q.lane = (select c.lane from choose c where c.fair) and q.status = 'queued' and q.attempts > 0
+      and (q.not_before is null or q.not_before <= t.now)
+    order by q.id
+    limit 1
+    for update of q skip locked
+  ),
+  -- Waiting users in turn order, each with its oldest ready queued job (locked) and whether it
+  -- has any job in the lane at all: the walk goes on only past users without a job to take.
+  walk(n, user_id, turn, version, job_id, active) as (
+    (select 1, u.user_id, u.turn,
+            (select v.version from build_lane_turn v where v.lane = u.lane and v.user_id = u.user_id),
+            (select q.id from build_job q, t
+             where q.user_id = u.user_id and q.lane = u.lane and q.status = 'queued'
+               and (q.not_before is null or q.not_before <= t.now)
+             order by q.id limit 1 for update of q skip locked),
+            exists (select 1 from build_job a where a.user_id = u.user_id and a.lane = u.lane
+                    and a.status in ('queued', 'dispatched', 'running'))
+     from (select u.lane, u.user_id, u.turn from build_lane_turn u
+           where u.lane = (select c.lane from choose c where c.fair and c.room) and u.waiting
+             and not exists (select 1 from retry_head)
+           order by u.turn, u.user_id
+           limit 1
+           for update of u skip locked) u)
+    union all
+    select w.n + 1, u.user_id, u.turn,
+           (select v.version from build_lane_turn v where v.lane = u.lane and v.user_id = u.user_id),
+           (select q.id from build_job q, t
+            where q.user_id = u.user_id and q.lane = u.lane and q.status = 'queued'
+              and (q.not_before is null or q.not_before <= t.now)
+            order by q.id limit 1 for update of q skip locked),
+           exists (select 1 from build_job a where a.user_id = u.user_id and a.lane = u.lane
+                   and a.status in ('queued', 'dispatched', 'running'))
+    from walk w
+    cross join lateral (
+      select u.lane, u.user_id, u.turn from build_lane_turn u
+      where u.lane = (select c.lane from choose c) and u.waiting and (u.turn, u.user_id) > (w.turn, w.user_id)
+      order by u.turn, u.user_id
+      limit 1
+      for update of u skip locked) u
+    where w.job_id is null
+  ),
+  fair_next as (select w.user_id, w.job_id from walk w where w.job_id is not null),
+  idled as (
+    update build_lane_turn u set waiting = false
+    from walk w, choose c
+    where u.lane = c.lane and u.user_id = w.user_id and w.job_id is null and not w.active
+      and u.version = w.version
+    returning u.user_id
+  ),
+  fallback as (
+    select q.id from build_job q, t
+    where q.lane = (select c.lane from choose c where c.fair and c.room) and q.status = 'queued'
+      and (q.not_before is null or q.not_before <= t.now)
+      and not exists (select 1 from retry_head) and not exists (select 1 from fair_next)
+    order by q.id
+    limit 1
+    for update of q skip locked
+  ),
+  head as (
+    select id, not_before from fifo_head
+    union all select id, not_before from retry_head
+    union all select job_id, null from fair_next
+    union all select id, null from fallback
+  ),
+  ready as (select head.id from head, t where head.not_before is null or head.not_before <= t.now),
+    taken as (
     update build_job j set status = 'running', worker_id = p_worker_id, checkpoint = j.progress,
       attempts = j.attempts + 1, dispatched_at = t.now, started_at = t.now
-    from next, t
-    where j.id = next.id
+    from ready, t
+    where j.id = ready.id
     returning j.id, j.user_id, j.kind, j.payload, j.progress, j.attempts, j.cancel_requested
   ),
-  taken_event as (
+  served as (
+    update build_lane_turn u set turn = nextval('build_lane_turn_served')
+    from taken x, fair_next f, choose c
+    where x.id = f.job_id and u.lane = c.lane and u.user_id = f.user_id
+    returning u.user_id
+  ),
+    taken_event as (
     insert into build_job_event (job_id, type, detail, at)
     select n.id, 'dispatched',
            jsonb_build_object('message', 'chained onto worker ' || p_worker_id || ' (attempt ' || n.attempts || ')',
@@ -232,15 +324,15 @@ language sql volatile security definer set search_path = public, pg_temp as $$
   from (select 1) as one left join taken on true
 $$;
 
--- For a lingering worker: takes the oldest ready job of its lane if its chain window and lease
+-- For a lingering worker: takes the next ready job of its lane, as build_worker_end, if its chain window and lease
 -- still allow, finds none, or finds the window closed and marks the worker draining
 -- (WorkerTransitions.takeNext). One row, as build_worker_end.
 create function build_worker_take_next(p_worker_id bigint, p_token uuid, p_chain_window_ms bigint,
-                                       p_deadline_margin_ms bigint, p_now timestamptz)
+                                       p_deadline_margin_ms bigint, p_fair boolean, p_now timestamptz)
 returns table (fenced_in bigint, drained bigint, id bigint, user_id text, kind text, payload jsonb,
                progress integer, attempts integer, cancel_requested boolean)
 language sql volatile security definer set search_path = public, pg_temp as $$
-  with t as (select coalesce(p_now, now()) as now),
+  with recursive t as (select coalesce(p_now, now()) as now),
   fence as (
     select w.id, w.lane,
            t.now < w.started_at + p_chain_window_ms * interval '1 millisecond'
@@ -248,21 +340,100 @@ language sql volatile security definer set search_path = public, pg_temp as $$
     from build_worker w, t
     where w.id = p_worker_id and w.token = p_token and w.status = 'running' and w.expires_at > t.now
   ),
-  next as (
-    select q.id from build_job q, fence f, t
-    where f.open and q.lane = f.lane and q.status = 'queued' and (q.not_before is null or q.not_before <= t.now)
+  choose as (
+    select f.lane, f.open and p_fair and f.lane = 'shared' as fair,
+           f.open and not (p_fair and f.lane = 'shared') as fifo, true as room
+    from fence f
+  ),
+  fifo_head as (
+    select q.id, q.not_before from build_job q, t
+    where q.lane = (select c.lane from choose c where c.fifo) and q.status = 'queued'
+      and (q.not_before is null or q.not_before <= t.now)
     order by q.id
     limit 1
     for update of q skip locked
   ),
-  taken as (
+  retry_head as (
+    select q.id, q.not_before from build_job q, t
+    where q.lane = (select c.lane from choose c where c.fair) and q.status = 'queued' and q.attempts > 0
+      and (q.not_before is null or q.not_before <= t.now)
+    order by q.id
+    limit 1
+    for update of q skip locked
+  ),
+  -- Waiting users in turn order, each with its oldest ready queued job (locked) and whether it
+  -- has any job in the lane at all: the walk goes on only past users without a job to take.
+  walk(n, user_id, turn, version, job_id, active) as (
+    (select 1, u.user_id, u.turn,
+            (select v.version from build_lane_turn v where v.lane = u.lane and v.user_id = u.user_id),
+            (select q.id from build_job q, t
+             where q.user_id = u.user_id and q.lane = u.lane and q.status = 'queued'
+               and (q.not_before is null or q.not_before <= t.now)
+             order by q.id limit 1 for update of q skip locked),
+            exists (select 1 from build_job a where a.user_id = u.user_id and a.lane = u.lane
+                    and a.status in ('queued', 'dispatched', 'running'))
+     from (select u.lane, u.user_id, u.turn from build_lane_turn u
+           where u.lane = (select c.lane from choose c where c.fair and c.room) and u.waiting
+             and not exists (select 1 from retry_head)
+           order by u.turn, u.user_id
+           limit 1
+           for update of u skip locked) u)
+    union all
+    select w.n + 1, u.user_id, u.turn,
+           (select v.version from build_lane_turn v where v.lane = u.lane and v.user_id = u.user_id),
+           (select q.id from build_job q, t
+            where q.user_id = u.user_id and q.lane = u.lane and q.status = 'queued'
+              and (q.not_before is null or q.not_before <= t.now)
+            order by q.id limit 1 for update of q skip locked),
+           exists (select 1 from build_job a where a.user_id = u.user_id and a.lane = u.lane
+                   and a.status in ('queued', 'dispatched', 'running'))
+    from walk w
+    cross join lateral (
+      select u.lane, u.user_id, u.turn from build_lane_turn u
+      where u.lane = (select c.lane from choose c) and u.waiting and (u.turn, u.user_id) > (w.turn, w.user_id)
+      order by u.turn, u.user_id
+      limit 1
+      for update of u skip locked) u
+    where w.job_id is null
+  ),
+  fair_next as (select w.user_id, w.job_id from walk w where w.job_id is not null),
+  idled as (
+    update build_lane_turn u set waiting = false
+    from walk w, choose c
+    where u.lane = c.lane and u.user_id = w.user_id and w.job_id is null and not w.active
+      and u.version = w.version
+    returning u.user_id
+  ),
+  fallback as (
+    select q.id from build_job q, t
+    where q.lane = (select c.lane from choose c where c.fair and c.room) and q.status = 'queued'
+      and (q.not_before is null or q.not_before <= t.now)
+      and not exists (select 1 from retry_head) and not exists (select 1 from fair_next)
+    order by q.id
+    limit 1
+    for update of q skip locked
+  ),
+  head as (
+    select id, not_before from fifo_head
+    union all select id, not_before from retry_head
+    union all select job_id, null from fair_next
+    union all select id, null from fallback
+  ),
+  ready as (select head.id from head, t where head.not_before is null or head.not_before <= t.now),
+    taken as (
     update build_job j set status = 'running', worker_id = p_worker_id, checkpoint = j.progress,
       attempts = j.attempts + 1, dispatched_at = t.now, started_at = t.now
-    from next, t
-    where j.id = next.id
+    from ready, t
+    where j.id = ready.id
     returning j.id, j.user_id, j.kind, j.payload, j.progress, j.attempts, j.cancel_requested
   ),
-  taken_event as (
+  served as (
+    update build_lane_turn u set turn = nextval('build_lane_turn_served')
+    from taken x, fair_next f, choose c
+    where x.id = f.job_id and u.lane = c.lane and u.user_id = f.user_id
+    returning u.user_id
+  ),
+    taken_event as (
     insert into build_job_event (job_id, type, detail, at)
     select n.id, 'dispatched',
            jsonb_build_object('message', 'taken by lingering worker ' || p_worker_id || ' (attempt ' || n.attempts || ')',
@@ -299,13 +470,13 @@ revoke all on function build_worker_start(bigint, uuid, bigint, timestamptz) fro
 revoke all on function build_worker_check_in(bigint, uuid, bigint, integer, text, bigint, text, timestamptz) from public;
 revoke all on function build_worker_interrupt(bigint, uuid, bigint, integer, text, integer, text, text, bigint, text, timestamptz) from public;
 revoke all on function build_worker_add_follow_ups(bigint, uuid, bigint, jsonb, timestamptz) from public;
-revoke all on function build_worker_end(bigint, uuid, bigint, text, text, integer, text, bigint, text, bigint, bigint, boolean, timestamptz) from public;
-revoke all on function build_worker_take_next(bigint, uuid, bigint, bigint, timestamptz) from public;
+revoke all on function build_worker_end(bigint, uuid, bigint, text, text, integer, text, bigint, text, bigint, bigint, boolean, boolean, timestamptz) from public;
+revoke all on function build_worker_take_next(bigint, uuid, bigint, bigint, boolean, timestamptz) from public;
 revoke all on function build_worker_drain(bigint, uuid) from public;
 grant execute on function build_worker_start(bigint, uuid, bigint, timestamptz) to buildqueue_worker;
 grant execute on function build_worker_check_in(bigint, uuid, bigint, integer, text, bigint, text, timestamptz) to buildqueue_worker;
 grant execute on function build_worker_interrupt(bigint, uuid, bigint, integer, text, integer, text, text, bigint, text, timestamptz) to buildqueue_worker;
 grant execute on function build_worker_add_follow_ups(bigint, uuid, bigint, jsonb, timestamptz) to buildqueue_worker;
-grant execute on function build_worker_end(bigint, uuid, bigint, text, text, integer, text, bigint, text, bigint, bigint, boolean, timestamptz) to buildqueue_worker;
-grant execute on function build_worker_take_next(bigint, uuid, bigint, bigint, timestamptz) to buildqueue_worker;
+grant execute on function build_worker_end(bigint, uuid, bigint, text, text, integer, text, bigint, text, bigint, bigint, boolean, boolean, timestamptz) to buildqueue_worker;
+grant execute on function build_worker_take_next(bigint, uuid, bigint, bigint, boolean, timestamptz) to buildqueue_worker;
 grant execute on function build_worker_drain(bigint, uuid) to buildqueue_worker;
