@@ -107,7 +107,7 @@ final class FargateModel implements WorkerPlatform {
         WorkerProcess process = why -> {
           throw new IllegalStateException("worker killed: " + why);
         };
-        WorkerLoop loop = new WorkerLoop(db, config, QueueClock.DATABASE, handlers, process, WorkerLoop.Hooks.NONE);
+        WorkerLoop loop = new WorkerLoop(db, config, QueueClock.DATABASE, handlers, process, WorkerLoop.Listener.NONE);
         reason = "exited: " + loop.run(task.launch.workerId(), task.launch.token()).name().toLowerCase(java.util.Locale.ROOT);
       } catch (RuntimeException e) {
         reason = "crashed: " + e;

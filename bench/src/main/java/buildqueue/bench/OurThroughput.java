@@ -2,7 +2,7 @@ package buildqueue.bench;
 
 import buildqueue.core.QueueConfig;
 import buildqueue.db.Json;
-import buildqueue.platform.InProcessPlatform.LaunchPlan;
+import buildqueue.testing.InProcessPlatform.LaunchPlan;
 
 /**
  * Our side of figure 3: U users, each with a dedicated lane (one worker at a time per user: the

@@ -6,7 +6,7 @@ import buildqueue.core.QueueConfig;
 import buildqueue.db.CountingDatabase;
 import buildqueue.db.Database;
 import buildqueue.db.JdbcDatabase;
-import buildqueue.platform.InProcessPlatform;
+import buildqueue.testing.InProcessPlatform;
 import buildqueue.testing.GateHandler;
 import buildqueue.worker.JobContext;
 import buildqueue.worker.JobHandler;

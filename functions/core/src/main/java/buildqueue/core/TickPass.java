@@ -127,10 +127,9 @@ final class TickPass {
       }
       checked++;
       if (state instanceof TaskState.Stopped s) {
-        exited += queue.taskStopped(d.taskId(), d.workerId(), null, s.reason(), gate).isPresent() ? 1 : 0;
+        exited += stopped(d.taskId(), d.workerId(), s.reason()) ? 1 : 0;
       } else if (state instanceof TaskState.Missing && d.leaseExpired()) {
-        exited += queue.taskStopped(d.taskId(), d.workerId(), null, "task missing after its lease expired", gate)
-            .isPresent() ? 1 : 0;
+        exited += stopped(d.taskId(), d.workerId(), "task missing after its lease expired") ? 1 : 0;
       } else if (state instanceof TaskState.Running && d.leaseExpired() && gate.mayChange()) {
         // A worker past its lease should have killed itself; ask the platform to make sure. The
         // slot stays held until the stop is confirmed.
@@ -198,13 +197,24 @@ final class TickPass {
         if (e.taskId() != null && platform.canCheck(e.taskId())) {
           continue; // evidence will come from the liveness check, never from the clock alone
         }
-        reclaimed += queue.taskStopped(e.taskId(), e.workerId(), null,
-            "lease expired with no way to check the worker", gate).isPresent() ? 1 : 0;
+        reclaimed += stopped(e.taskId(), e.workerId(), "lease expired with no way to check the worker") ? 1 : 0;
       }
       if (page.size() < BATCH) {
         return;
       }
     }
+  }
+
+  /**
+   * A task's stop: whether its worker exited now, counting in {@link #dispatched} the workers its
+   * lane's dispatch launched (a crashed job's next worker), which the report and the
+   * {@code TickDispatched} metric once left out.
+   */
+  private boolean stopped(String taskId, Long workerId, String reason) {
+    int before = gate.launches;
+    boolean exitedNow = queue.taskStopped(taskId, workerId, null, reason, gate).isPresent();
+    dispatched += gate.launches - before;
+    return exitedNow;
   }
 
   // ---- dispatch -----------------------------------------------------------------------------
@@ -248,6 +258,8 @@ final class TickPass {
      */
     boolean waitForRate = true;
     String closedBecause;
+    /** Launches made through the gate, of every kind. */
+    int launches;
 
     @Override
     public boolean mayLaunch() {
@@ -274,6 +286,7 @@ final class TickPass {
 
     @Override
     public void launched(LaunchOutcome outcome) {
+      launches++;
       if (outcome instanceof LaunchOutcome.Unknown u && u.throttled()) {
         closedBecause = "the platform throttled a launch";
       }

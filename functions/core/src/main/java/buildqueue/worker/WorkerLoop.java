@@ -42,7 +42,7 @@ public final class WorkerLoop {
         return t;
       });
 
-  /** Points in a worker's life where fault tests crash it. */
+  /** The boundaries between a worker's writes: where a real process could die. */
   public enum Point {
     BEFORE_START,
     AFTER_START,
@@ -51,12 +51,16 @@ public final class WorkerLoop {
     WHILE_DRAINING
   }
 
-  /** Called at each {@link Point}; fault tests make it kill the worker. */
+  /**
+   * Told of each {@link Point} on the worker's own thread, before the worker goes on; production
+   * workers pass {@link #NONE}. An observer may end the worker there through its {@link
+   * WorkerProcess} (the test kit's in-process platform does, to crash it between two writes).
+   */
   @FunctionalInterface
-  public interface Hooks {
+  public interface Listener {
     void at(Point point, long workerId);
 
-    Hooks NONE = (point, workerId) -> {};
+    Listener NONE = (point, workerId) -> {};
   }
 
   /**
@@ -96,31 +100,31 @@ public final class WorkerLoop {
   private final QueueConfig config;
   private final JobHandlers handlers;
   private final WorkerProcess process;
-  private final Hooks hooks;
+  private final Listener listener;
   private final DeadlineTimer deadlines;
   private final JobLogSink logSink;
   private final LongSupplier nanoTime;
 
   public WorkerLoop(
-      Database db, QueueConfig config, QueueClock clock, JobHandlers handlers, WorkerProcess process, Hooks hooks) {
-    this(db, config, clock, handlers, process, hooks, DeadlineTimer.WALL_CLOCK);
+      Database db, QueueConfig config, QueueClock clock, JobHandlers handlers, WorkerProcess process, Listener listener) {
+    this(db, config, clock, handlers, process, listener, DeadlineTimer.WALL_CLOCK);
   }
 
   public WorkerLoop(
-      Database db, QueueConfig config, QueueClock clock, JobHandlers handlers, WorkerProcess process, Hooks hooks,
+      Database db, QueueConfig config, QueueClock clock, JobHandlers handlers, WorkerProcess process, Listener listener,
       DeadlineTimer deadlines) {
-    this(new WorkerTransitions(db, config, clock), config, handlers, process, hooks, deadlines, JobLogSink.NONE,
+    this(new WorkerTransitions(db, config, clock), config, handlers, process, listener, deadlines, JobLogSink.NONE,
         System::nanoTime);
   }
 
   private WorkerLoop(
-      WorkerTransitions transitions, QueueConfig config, JobHandlers handlers, WorkerProcess process, Hooks hooks,
+      WorkerTransitions transitions, QueueConfig config, JobHandlers handlers, WorkerProcess process, Listener listener,
       DeadlineTimer deadlines, JobLogSink logSink, LongSupplier nanoTime) {
     this.transitions = transitions;
     this.config = config;
     this.handlers = handlers;
     this.process = process;
-    this.hooks = hooks;
+    this.listener = listener;
     this.deadlines = deadlines;
     this.logSink = logSink;
     this.nanoTime = nanoTime;
@@ -128,7 +132,7 @@ public final class WorkerLoop {
 
   /** The same loop, sending each line of a job's output to {@code sink} too. */
   public WorkerLoop withLogSink(JobLogSink sink) {
-    return new WorkerLoop(transitions, config, handlers, process, hooks, deadlines, sink, nanoTime);
+    return new WorkerLoop(transitions, config, handlers, process, listener, deadlines, sink, nanoTime);
   }
 
   /**
@@ -136,11 +140,11 @@ public final class WorkerLoop {
    * paces {@link JobContext#checkIn}: a simulation moves it by hand.
    */
   public WorkerLoop withNanoTime(LongSupplier clock) {
-    return new WorkerLoop(transitions, config, handlers, process, hooks, deadlines, logSink, clock);
+    return new WorkerLoop(transitions, config, handlers, process, listener, deadlines, logSink, clock);
   }
 
   public Exit run(long workerId, UUID token) {
-    hooks.at(Point.BEFORE_START, workerId);
+    listener.at(Point.BEFORE_START, workerId);
     Optional<WorkerTransitions.Started> started = transitions.start(workerId, token);
     if (started.isEmpty()) {
       LOG.log(Level.INFO, "worker {0}: start refused (wrong token, already started, or past its lease); exiting", workerId);
@@ -154,11 +158,11 @@ public final class WorkerLoop {
             untilDeadline,
             () -> process.kill("worker " + workerId + " reached its hard deadline before the lease"));
     try {
-      hooks.at(Point.AFTER_START, workerId);
+      listener.at(Point.AFTER_START, workerId);
       Optional<AssignedJob> job = s.job();
       if (job.isEmpty()) {
         transitions.drain(workerId, token);
-        hooks.at(Point.WHILE_DRAINING, workerId);
+        listener.at(Point.WHILE_DRAINING, workerId);
         return Exit.DRAINED;
       }
       while (true) {
@@ -169,7 +173,7 @@ public final class WorkerLoop {
         if (ended instanceof Ended.Chained chained) {
           job = Optional.of(chained.next());
         } else if (ended instanceof Ended.Drained) {
-          hooks.at(Point.WHILE_DRAINING, workerId);
+          listener.at(Point.WHILE_DRAINING, workerId);
           return Exit.DRAINED;
         } else {
           LOG.log(Level.WARNING, "worker {0}: fenced off; stopping without further writes", workerId);
@@ -230,13 +234,13 @@ public final class WorkerLoop {
         status = JobStatus.FAILED;
         error = f.message();
       } else if (outcome instanceof JobOutcome.Interrupted i) {
-        hooks.at(Point.AFTER_JOB_BEFORE_END, workerId);
+        listener.at(Point.AFTER_JOB_BEFORE_END, workerId);
         return interrupted(context, i.reason());
       } else {
         status = JobStatus.SUCCEEDED;
       }
     }
-    hooks.at(Point.AFTER_JOB_BEFORE_END, workerId);
+    listener.at(Point.AFTER_JOB_BEFORE_END, workerId);
     JobStatus finalStatus = status;
     String finalError = error;
     WorkerTransitions.LogWrite log = context.unsavedLog();
@@ -404,7 +408,7 @@ public final class WorkerLoop {
       }
       if (progress != null) {
         savedProgress = progress;
-        hooks.at(Point.AFTER_PROGRESS, workerId);
+        listener.at(Point.AFTER_PROGRESS, workerId);
       }
       if (ack == ProgressAck.CANCEL_REQUESTED) {
         cancelled = true;

@@ -45,7 +45,7 @@ public final class WorkerMain {
     try (HikariDataSource pool = pool(env)) {
       WorkerLoop loop =
           new WorkerLoop(new JdbcDatabase(pool), env.config(), QueueClock.DATABASE, handlers,
-              WorkerProcess.HALT, WorkerLoop.Hooks.NONE)
+              WorkerProcess.HALT, WorkerLoop.Listener.NONE)
               .withLogSink(LocalJobLogSink.forThisWorker(environment));
       WorkerLoop.Exit exit = loop.run(env.workerId(), env.token());
       LOG.log(Level.INFO, "worker {0}: {1}", env.workerId(), exit.name().toLowerCase(java.util.Locale.ROOT));

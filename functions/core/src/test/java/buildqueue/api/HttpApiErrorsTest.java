@@ -11,7 +11,7 @@ import buildqueue.core.JobQueries;
 import buildqueue.core.QueueClock;
 import buildqueue.core.QueueConfig;
 import buildqueue.db.Database;
-import buildqueue.platform.InProcessPlatform;
+import buildqueue.testing.InProcessPlatform;
 import buildqueue.testing.PostgresExtension;
 import buildqueue.testing.TestDatabase;
 import buildqueue.testing.TestDatabases;

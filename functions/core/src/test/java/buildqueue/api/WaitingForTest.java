@@ -6,8 +6,8 @@ import static buildqueue.api.ApiFixture.BOB;
 import static buildqueue.api.ApiFixture.json;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import buildqueue.platform.InProcessPlatform.Evidence;
-import buildqueue.platform.InProcessPlatform.LaunchPlan;
+import buildqueue.testing.InProcessPlatform.Evidence;
+import buildqueue.testing.InProcessPlatform.LaunchPlan;
 import buildqueue.testing.Await;
 import buildqueue.testing.PostgresExtension;
 import buildqueue.testing.QueueHarness;

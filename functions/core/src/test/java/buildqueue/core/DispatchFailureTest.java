@@ -2,7 +2,7 @@ package buildqueue.core;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import buildqueue.db.CheckedDatabase;
+import buildqueue.testing.CheckedDatabase;
 import buildqueue.db.Database;
 import buildqueue.db.DatabaseException;
 import buildqueue.db.Json;

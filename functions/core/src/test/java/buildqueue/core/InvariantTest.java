@@ -8,7 +8,7 @@ import buildqueue.core.WorkerTransitions.ProgressAck;
 import buildqueue.db.Json;
 import buildqueue.db.Params;
 import buildqueue.db.UniqueViolationException;
-import buildqueue.platform.InProcessPlatform.LaunchPlan;
+import buildqueue.testing.InProcessPlatform.LaunchPlan;
 import buildqueue.platform.LaunchOutcome;
 import buildqueue.platform.TaskState;
 import buildqueue.platform.WorkerLaunch;
@@ -99,7 +99,7 @@ class InvariantTest {
     QueueConfig shortLease = QueueHarness.testConfig()
         .withLease(Duration.ofMillis(1500), Duration.ofMillis(1000), Duration.ofMillis(1000));
     try (QueueHarness h = QueueHarness.open(tdb, shortLease)) {
-      h.platform.plan(LaunchPlan.normal().evidence(buildqueue.platform.InProcessPlatform.Evidence.WITHHOLD));
+      h.platform.plan(LaunchPlan.normal().evidence(buildqueue.testing.InProcessPlatform.Evidence.WITHHOLD));
       long job = h.queue.enqueue("alice", "demo", new Json("{\"steps\": 1000, \"stepMillis\": 10}"), null).jobId();
       long workerId = h.job(job).longValue("worker_id");
 

@@ -3,8 +3,8 @@ package buildqueue.core;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import buildqueue.db.Json;
-import buildqueue.platform.InProcessPlatform.Evidence;
-import buildqueue.platform.InProcessPlatform.LaunchPlan;
+import buildqueue.testing.InProcessPlatform.Evidence;
+import buildqueue.testing.InProcessPlatform.LaunchPlan;
 import buildqueue.testing.PostgresExtension;
 import buildqueue.testing.QueueHarness;
 import buildqueue.testing.TestDatabase;

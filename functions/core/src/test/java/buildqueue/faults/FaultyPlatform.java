@@ -1,8 +1,8 @@
 package buildqueue.faults;
 
 import buildqueue.platform.ForwardingWorkerPlatform;
-import buildqueue.platform.InProcessPlatform;
-import buildqueue.platform.InProcessPlatform.LaunchPlan;
+import buildqueue.testing.InProcessPlatform;
+import buildqueue.testing.InProcessPlatform.LaunchPlan;
 import buildqueue.platform.LaunchOutcome;
 import buildqueue.platform.TaskState;
 import buildqueue.platform.WorkerLaunch;

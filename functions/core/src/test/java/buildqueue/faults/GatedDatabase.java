@@ -172,7 +172,8 @@ final class GatedDatabase implements Database {
         .filter(f -> f.getClassName().startsWith("buildqueue.")
             && !f.getClassName().startsWith("buildqueue.faults.")
             && !f.getClassName().startsWith("buildqueue.db.")
-            && !f.getClassName().startsWith("buildqueue.platform.InProcessPlatform"))
+            && !f.getClassName().startsWith("buildqueue.testing.InProcessPlatform")
+            && !f.getClassName().startsWith("buildqueue.testing.CheckedDatabase"))
         .findFirst()
         .map(f -> f.getClassName().substring(f.getClassName().lastIndexOf('.') + 1) + "." + f.getMethodName())
         .orElse(firstLine(s))));

@@ -15,7 +15,7 @@ import buildqueue.core.WorkerTransitions;
 import buildqueue.db.DatabaseException;
 import buildqueue.db.Json;
 import buildqueue.faults.Scheduler.Actor;
-import buildqueue.platform.InProcessPlatform;
+import buildqueue.testing.InProcessPlatform;
 import buildqueue.worker.JobHandlers;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;

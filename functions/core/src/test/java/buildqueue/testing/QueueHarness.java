@@ -10,7 +10,6 @@ import buildqueue.db.Database;
 import buildqueue.db.Json;
 import buildqueue.db.Params;
 import buildqueue.db.Row;
-import buildqueue.platform.InProcessPlatform;
 import buildqueue.worker.JobHandlers;
 import buildqueue.worker.JobContext;
 import buildqueue.worker.JobHandler;

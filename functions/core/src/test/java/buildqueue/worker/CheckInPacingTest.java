@@ -51,7 +51,7 @@ class CheckInPacingTest {
         why -> {
           throw new AssertionError("killed: " + why);
         },
-        WorkerLoop.Hooks.NONE)
+        WorkerLoop.Listener.NONE)
         .withNanoTime(nanos::get);
     return loop.run(w.workerId(), w.token());
   }

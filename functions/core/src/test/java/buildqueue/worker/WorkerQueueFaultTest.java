@@ -6,7 +6,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import buildqueue.core.BuildQueue;
 import buildqueue.core.QueueClock;
 import buildqueue.core.QueueConfig;
-import buildqueue.db.CheckedDatabase;
+import buildqueue.testing.CheckedDatabase;
 import buildqueue.db.Database;
 import buildqueue.db.DatabaseException;
 import buildqueue.db.Json;
@@ -57,7 +57,7 @@ class WorkerQueueFaultTest {
     WorkerLoop loop = new WorkerLoop(flaky(tdb.worker(), down), config, QueueClock.DATABASE,
         JobHandlers.of(losesItsDatabase), why -> {
           throw new AssertionError("not killed: " + why);
-        }, WorkerLoop.Hooks.NONE);
+        }, WorkerLoop.Listener.NONE);
 
     assertThatThrownBy(() -> loop.run(launch.workerId(), launch.token())).isInstanceOf(DatabaseException.class);
 

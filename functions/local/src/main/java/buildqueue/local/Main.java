@@ -4,23 +4,30 @@ import buildqueue.BuildQueueException;
 import buildqueue.api.HttpApi;
 import buildqueue.core.JobStatus;
 import buildqueue.core.QueueConfig;
+import buildqueue.kinds.KindCatalogueException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.io.IOException;
 import java.io.PrintStream;
+import java.io.UncheckedIOException;
 import java.net.URI;
 import java.net.URLEncoder;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
- * The runnable jar: {@code serve} runs the whole system; {@code token}, {@code submit}, {@code
+ * The runnable jar: {@code serve} runs the whole system; {@code try} runs one job on a queue of its
+ * own; {@code token}, {@code submit}, {@code
  * status}, {@code dedicated}, {@code cancel} and {@code logs} talk to a running server over HTTP
  * with a token they mint from the data directory's secret.
  */
@@ -29,6 +36,8 @@ public final class Main {
   static final int API_ERROR = 1;
   static final int USAGE = 2;
   static final int UNREACHABLE = 3;
+  /** {@code try} stopped by Ctrl-C (SIGINT), as shells report it. */
+  static final int INTERRUPTED = 130;
 
   private static final ObjectMapper JSON = new ObjectMapper();
   private static final Duration CLI_TOKEN_TTL = Duration.ofMinutes(5);
@@ -44,6 +53,11 @@ public final class Main {
             --kinds adds the job kinds of a kind catalogue (README: Job kinds) to the built-in demo.
             --shared-order: fair (default) takes turns by user in the shared lane, fifo takes the
             oldest job; --max-queued-jobs: each user's default quota of queued jobs.
+        try <kind> <payload-json> [--kinds kinds.json]
+            Runs one job of a kind through a queue of its own (embedded PostgreSQL in a temporary
+            directory, removed after), in the foreground: prints its log as it comes, then its
+            outcome; exits 0 if it succeeded, 1 if not, 2 if the kind or the payload is refused.
+            Kinds: the built-in demo and render-sample, and those of --kinds or BUILDQUEUE_KINDS_FILE.
         token <user> [--admin] [--hours 24]
             Prints a token for the API and the dashboard (--admin: may see every lane and job).
         submit <kind> [payload-json] [--user <you>] [--key <idempotency-key>] [--supersede-key <key>]
@@ -110,14 +124,18 @@ public final class Main {
           return logs(rest);
         case "serve":
           return serve(rest);
+        case "try":
+          return tryKind(rest);
         default:
           throw new CommandLine.UsageException("unknown command \"" + args[0]
-              + "\"; the commands are serve, token, submit, status, dedicated, quota, cancel, logs");
+              + "\"; the commands are serve, try, token, submit, status, dedicated, quota, cancel, logs");
       }
     } catch (CommandLine.UsageException e) {
       err.println("buildqueue: " + e.getMessage());
       err.println("run with --help for usage");
       return USAGE;
+    } catch (RefusedException e) {
+      return problem(e.reply);
     } catch (ApiClient.UnreachableException e) {
       err.println("buildqueue: " + e.getMessage());
       return UNREACHABLE;
@@ -233,6 +251,128 @@ public final class Main {
     out.flush();
   }
 
+  // ---- try
+
+  /** The environment variable {@code try} reads its catalogue from when {@code --kinds} is absent. */
+  static final String KINDS_FILE_ENV = "BUILDQUEUE_KINDS_FILE";
+  /** How often {@code try} reads the job's new output. */
+  static final Duration TRY_POLL = Duration.ofMillis(200);
+  static final Duration TRY_SHUTDOWN_GRACE = Duration.ofSeconds(5);
+
+  /**
+   * {@code try KIND PAYLOAD}: one job through a queue of its own, with the same catalogue checks,
+   * payload validation and workers (child processes) as {@code serve}, so a kind that works here
+   * works on a server. Refusals exit {@value #USAGE} and queue nothing.
+   */
+  private int tryKind(List<String> args) {
+    CommandLine cl = CommandLine.parse("try", args, Set.of("kinds"), Set.of());
+    String kind = cl.positional(0, "a job kind: try <kind> <payload-json>");
+    JsonNode payload = payload(cl.positional(1, "a payload: try <kind> <payload-json>, e.g. try demo '{\"steps\": 3}'"));
+    cl.atMostPositionals(2, "try <kind> <payload-json> [--kinds FILE]");
+    String kindsFile = cl.get("kinds", env.get(KINDS_FILE_ENV));
+    Path dataDir;
+    try {
+      dataDir = Files.createTempDirectory("buildqueue-try-");
+    } catch (IOException e) {
+      throw new UncheckedIOException("could not make a temporary directory: " + e.getMessage(), e);
+    }
+    LocalSettings defaults = LocalSettings.defaults();
+    // A short grace: the job has ended (or was interrupted) when the runtime closes, so only its
+    // worker's last statements are left to wait for.
+    LocalSettings settings = defaults.withPort(0).withDataDir(dataDir).withTickInterval(Duration.ofSeconds(1))
+        .withShutdownGrace(TRY_SHUTDOWN_GRACE);
+    AtomicBoolean interrupted = new AtomicBoolean();
+    try {
+      Path catalogue = DemoKinds.prepare(dataDir,
+          kindsFile == null || kindsFile.isBlank() ? Optional.empty() : Optional.of(Path.of(kindsFile)), defaults.queue());
+      try (LocalRuntime runtime = LocalRuntime.start(settings.withKindsFile(catalogue))) {
+        // Ctrl-C stops the job's worker at once (a try is not a server: nothing waits for it), and
+        // leaves neither the embedded PostgreSQL running nor the temporary directory behind. The
+        // hook alone cleans up then: the directory goes only once the database has stopped.
+        Thread hook = new Thread(() -> {
+          interrupted.set(true);
+          runtime.platform().liveWorkers().forEach(w -> runtime.platform().stop(w.toString(), "bq try was interrupted"));
+          runtime.close();
+          deleteQuietly(dataDir);
+        }, "buildqueue-try-stop");
+        Runtime.getRuntime().addShutdownHook(hook);
+        try {
+          return tryOn(runtime, kind, payload);
+        } finally {
+          removeShutdownHook(hook);
+        }
+      }
+    } catch (KindCatalogueException e) {
+      throw new CommandLine.UsageException(e.getMessage());
+    } catch (ApiClient.UnreachableException e) {
+      if (!interrupted.get()) {
+        throw e;
+      }
+      err.println("buildqueue: interrupted; the job's worker was stopped");
+      return INTERRUPTED;
+    } finally {
+      if (!interrupted.get()) {
+        deleteQuietly(dataDir);
+      }
+    }
+  }
+
+  private int tryOn(LocalRuntime runtime, String kind, JsonNode payload) {
+    ApiClient api = new ApiClient(runtime.baseUri(), runtime.tokens().mint(defaultUser(), true, CLI_TOKEN_TTL));
+    ObjectNode body = JSON.createObjectNode().put("kind", kind);
+    body.set("payload", payload);
+    ApiClient.Reply submitted = api.post("jobs", body);
+    if (submitted.status() == 400 || submitted.status() == 422) {
+      problem(submitted);
+      return USAGE;
+    }
+    long id = accepted(submitted).json().path("id").asLong();
+    out.println("[buildqueue] job " + id + " (" + kind + ") queued on a queue of its own; its output follows");
+    long since = 0;
+    while (true) {
+      ApiClient.Reply log = accepted(api.get("jobs/" + id + "/log" + (since > 0 ? "?since=" + since : "")));
+      long total = log.header(HttpApi.LOG_TOTAL_BYTES).map(Long::parseLong).orElse(0L);
+      if (since > total) {
+        out.println("[buildqueue] the job started a new attempt; its output starts over");
+      }
+      out.print(log.text());
+      out.flush();
+      since = total;
+      if (JobStatus.of(log.header(HttpApi.JOB_STATUS).orElse("")).finished()) {
+        break;
+      }
+      try {
+        Thread.sleep(TRY_POLL.toMillis());
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return API_ERROR;
+      }
+    }
+    JsonNode job = accepted(api.get("jobs/" + id)).json();
+    String status = job.path("status").asText();
+    String error = job.path("error").asText("");
+    out.println("[buildqueue] job " + id + " " + status + " after " + job.path("attempts").asInt() + " attempt"
+        + (job.path("attempts").asInt() == 1 ? "" : "s") + ", progress " + job.path("progress").asInt()
+        + (error.isEmpty() || job.path("error").isNull() ? "" : ": " + error));
+    return "succeeded".equals(status) ? OK : API_ERROR;
+  }
+
+  private static void removeShutdownHook(Thread hook) {
+    try {
+      Runtime.getRuntime().removeShutdownHook(hook);
+    } catch (IllegalStateException shuttingDown) {
+      // The hook is running or about to: it does the same cleanup.
+    }
+  }
+
+  private static void deleteQuietly(Path dir) {
+    try (java.util.stream.Stream<Path> paths = Files.walk(dir)) {
+      paths.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+    } catch (IOException | UncheckedIOException e) {
+      // A temporary directory left behind is harmless; the outcome was already printed.
+    }
+  }
+
   // ---- client commands
 
   private int token(List<String> args) {
@@ -250,14 +390,7 @@ public final class Main {
     cl.atMostPositionals(2, "submit <kind> [payload-json] [--user U] [--key K] [--supersede-key S]");
     ObjectNode body = JSON.createObjectNode().put("kind", kind);
     if (cl.positionals().size() > 1) {
-      try {
-        body.set("payload", JSON.readTree(cl.positionals().get(1)));
-      } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
-        String why = e.getOriginalMessage();
-        int detail = why.indexOf(" (");
-        throw new CommandLine.UsageException("the payload is not valid JSON (" + (detail < 0 ? why : why.substring(0, detail))
-            + "); quote it, e.g. '{\"steps\": 5}'");
-      }
+      body.set("payload", payload(cl.positionals().get(1)));
     }
     if (cl.has("key")) {
       body.put("idempotencyKey", cl.get("key", null));
@@ -266,28 +399,33 @@ public final class Main {
       body.put("supersedeKey", cl.get("supersede-key", null));
     }
     String user = cl.get("user", defaultUser());
-    ApiClient.Reply reply = client(cl, user, false).post("jobs", body);
-    if (!reply.ok()) {
-      return problem(reply);
-    }
-    if (cl.has("json")) {
-      out.println(reply.text());
-      return OK;
-    }
+    ApiClient.Reply reply = accepted(client(cl, user, false).post("jobs", body));
     JsonNode job = reply.json();
-    out.println((reply.status() == 201 ? "submitted job " : "already submitted with this key: job ")
-        + job.path("id").asLong() + " (" + job.path("kind").asText() + ") for " + job.path("userId").asText()
-        + " in lane " + job.path("lane").asText() + ": " + job.path("status").asText()
-        + (job.path("position").isNull() ? "" : ", position " + job.path("position").asInt()));
     JsonNode superseded = job.path("superseded");
+    String supersededLine = "";
     if (superseded.isObject()) {
       long cancelled = superseded.path("cancelledCount").asLong();
       JsonNode stopping = superseded.path("cancelRequested");
-      out.println("  superseded: " + (cancelled == 0 ? "no queued jobs" : cancelled + " queued job" + (cancelled == 1 ? "" : "s")
+      supersededLine = System.lineSeparator() + "  superseded: " + (cancelled == 0 ? "no queued jobs"
+          : cancelled + " queued job" + (cancelled == 1 ? "" : "s")
           + " cancelled (" + ids(superseded.path("cancelled")) + (superseded.path("cancelled").size() < cancelled ? ", ..." : "")
-          + ")") + (stopping.isEmpty() ? "" : "; asked running job " + ids(stopping) + " to stop"));
+          + ")") + (stopping.isEmpty() ? "" : "; asked running job " + ids(stopping) + " to stop");
     }
-    return OK;
+    return answer(cl, reply.text(), (reply.status() == 201 ? "submitted job " : "already submitted with this key: job ")
+        + job.path("id").asLong() + " (" + job.path("kind").asText() + ") for " + job.path("userId").asText()
+        + " in lane " + job.path("lane").asText() + ": " + job.path("status").asText()
+        + (job.path("position").isNull() ? "" : ", position " + job.path("position").asInt()) + supersededLine);
+  }
+
+  private static JsonNode payload(String text) {
+    try {
+      return JSON.readTree(text);
+    } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
+      String why = e.getOriginalMessage();
+      int detail = why.indexOf(" (");
+      throw new CommandLine.UsageException("the payload is not valid JSON (" + (detail < 0 ? why : why.substring(0, detail))
+          + "); quote it, e.g. '{\"steps\": 5}'");
+    }
   }
 
   private static String ids(JsonNode array) {
@@ -302,48 +440,25 @@ public final class Main {
     ApiClient api = client(cl, "cli", true);
     if (!cl.positionals().isEmpty()) {
       String id = jobId(cl.positionals().get(0));
-      ApiClient.Reply job = api.get("jobs/" + id);
-      if (!job.ok()) {
-        return problem(job);
-      }
-      ApiClient.Reply events = api.get("jobs/" + id + "/events");
-      if (!events.ok()) {
-        return problem(events);
-      }
-      if (cl.has("json")) {
-        ObjectNode both = JSON.createObjectNode();
-        both.set("job", job.json());
-        both.set("events", events.json().path("events"));
-        out.println(both);
-      } else {
-        out.print(Render.jobDetail(job.json(), events.json().path("events")));
-      }
-      return OK;
+      JsonNode job = accepted(api.get("jobs/" + id)).json();
+      JsonNode events = accepted(api.get("jobs/" + id + "/events")).json().path("events");
+      ObjectNode both = JSON.createObjectNode();
+      both.set("job", job);
+      both.set("events", events);
+      return answer(cl, both.toString(), Render.jobDetail(job, events).stripTrailing());
     }
-    ApiClient.Reply lanes = api.get("lanes");
-    if (!lanes.ok()) {
-      return problem(lanes);
-    }
+    JsonNode lanes = accepted(api.get("lanes")).json().path("lanes");
     String jobsPath = "jobs?limit=20" + (cl.has("user")
         ? "&userId=" + URLEncoder.encode(cl.get("user", ""), StandardCharsets.UTF_8) : "");
-    ApiClient.Reply jobs = api.get(jobsPath);
-    if (!jobs.ok()) {
-      return problem(jobs);
-    }
-    if (cl.has("json")) {
-      ObjectNode both = JSON.createObjectNode();
-      both.set("lanes", lanes.json().path("lanes"));
-      both.set("jobs", jobs.json().path("jobs"));
-      out.println(both);
-      return OK;
-    }
-    out.print(Render.lanes(lanes.json().path("lanes")));
-    out.println();
-    JsonNode list = jobs.json().path("jobs");
-    out.println(list.isEmpty() ? "no jobs yet" : "recent jobs" + (cl.has("user") ? " of " + cl.get("user", "") : "")
+    JsonNode list = accepted(api.get(jobsPath)).json().path("jobs");
+    ObjectNode both = JSON.createObjectNode();
+    both.set("lanes", lanes);
+    both.set("jobs", list);
+    StringBuilder text = new StringBuilder(Render.lanes(lanes)).append(System.lineSeparator());
+    text.append(list.isEmpty() ? "no jobs yet" : "recent jobs" + (cl.has("user") ? " of " + cl.get("user", "") : "")
         + ", newest first:");
-    list.forEach(j -> out.println("  " + Render.jobLine(j)));
-    return OK;
+    list.forEach(j -> text.append(System.lineSeparator()).append("  ").append(Render.jobLine(j)));
+    return answer(cl, both.toString(), text.toString());
   }
 
   private int dedicated(List<String> args) {
@@ -355,21 +470,14 @@ public final class Main {
       throw new CommandLine.UsageException("say on or off, not \"" + onOff + "\": dedicated <user> on|off");
     }
     ObjectNode body = JSON.createObjectNode().put("dedicatedWorker", onOff.equals("on"));
-    ApiClient.Reply reply =
-        client(cl, "cli", true).put("users/" + URLEncoder.encode(user, StandardCharsets.UTF_8).replace("+", "%20"), body);
-    if (!reply.ok()) {
-      return problem(reply);
-    }
-    if (cl.has("json")) {
-      out.println(reply.text());
-      return OK;
-    }
+    ApiClient.Reply reply = accepted(
+        client(cl, "cli", true).put("users/" + URLEncoder.encode(user, StandardCharsets.UTF_8).replace("+", "%20"), body));
     JsonNode r = reply.json();
     long moved = r.path("movedCount").asLong();
-    out.println(user + (r.path("dedicatedWorker").asBoolean() ? " now has a dedicated worker" : " now shares workers")
-        + ": new jobs wait in lane " + r.path("lane").asText()
-        + (moved == 0 ? "" : "; " + moved + " queued job" + (moved == 1 ? "" : "s") + " moved there"));
-    return OK;
+    return answer(cl, reply.text(),
+        user + (r.path("dedicatedWorker").asBoolean() ? " now has a dedicated worker" : " now shares workers")
+            + ": new jobs wait in lane " + r.path("lane").asText()
+            + (moved == 0 ? "" : "; " + moved + " queued job" + (moved == 1 ? "" : "s") + " moved there"));
   }
 
   private int quota(List<String> args) {
@@ -405,19 +513,11 @@ public final class Main {
     CommandLine cl = CommandLine.parse("cancel", args, CLIENT_FLAGS, Set.of("json"));
     String id = jobId(cl.positional(0, "a job id: cancel <job-id>"));
     cl.atMostPositionals(1, "cancel <job-id>");
-    ApiClient.Reply reply = client(cl, "cli", true).post("jobs/" + id + "/cancel", JSON.createObjectNode());
-    if (!reply.ok()) {
-      return problem(reply);
-    }
-    if (cl.has("json")) {
-      out.println(reply.text());
-      return OK;
-    }
+    ApiClient.Reply reply = accepted(client(cl, "cli", true).post("jobs/" + id + "/cancel", JSON.createObjectNode()));
     JsonNode job = reply.json();
-    out.println("job " + id + ": " + job.path("status").asText()
+    return answer(cl, reply.text(), "job " + id + ": " + job.path("status").asText()
         + (job.path("cancelRequested").asBoolean() && !"cancelled".equals(job.path("status").asText())
             ? " (cancel requested; its worker stops it within seconds)" : ""));
-    return OK;
   }
 
   /** How often {@code logs --follow} asks for new output. */
@@ -430,10 +530,7 @@ public final class Main {
     ApiClient api = client(cl, "cli", true);
     long since = 0;
     while (true) {
-      ApiClient.Reply reply = api.get("jobs/" + id + "/log" + (since > 0 ? "?since=" + since : ""));
-      if (!reply.ok()) {
-        return problem(reply);
-      }
+      ApiClient.Reply reply = accepted(api.get("jobs/" + id + "/log" + (since > 0 ? "?since=" + since : "")));
       long total = reply.header(HttpApi.LOG_TOTAL_BYTES).map(Long::parseLong).orElse(0L);
       long skipped = reply.header(HttpApi.LOG_SKIPPED_BYTES).map(Long::parseLong).orElse(0L);
       if (since > total) {
@@ -466,6 +563,30 @@ public final class Main {
 
   private LocalTokens tokens(CommandLine cl) {
     return LocalTokens.open(Path.of(cl.get("data-dir", LocalSettings.DEFAULT_DATA_DIR.toString())).toAbsolutePath());
+  }
+
+  /** The API refused a request: the command ends with the problem it answered. */
+  static final class RefusedException extends RuntimeException {
+    final ApiClient.Reply reply;
+
+    RefusedException(ApiClient.Reply reply) {
+      super("HTTP " + reply.status(), null, false, false);
+      this.reply = reply;
+    }
+  }
+
+  /** The reply if the API accepted the request; a refusal ends the command with its problem. */
+  private static ApiClient.Reply accepted(ApiClient.Reply reply) {
+    if (!reply.ok()) {
+      throw new RefusedException(reply);
+    }
+    return reply;
+  }
+
+  /** Prints a command's result: the API's JSON with {@code --json}, otherwise the text for people. */
+  private int answer(CommandLine cl, String json, String text) {
+    out.println(cl.has("json") ? json : text);
+    return OK;
   }
 
   private int problem(ApiClient.Reply reply) {

@@ -3,6 +3,7 @@ package buildqueue.local;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import buildqueue.testing.Await;
+import buildqueue.testing.TestKitClasses;
 import com.fasterxml.jackson.databind.JsonNode;
 import java.io.IOException;
 import java.net.ServerSocket;
@@ -14,6 +15,8 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import java.util.jar.JarFile;
+import java.util.zip.ZipEntry;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -87,6 +90,17 @@ class LocalJarIT {
     } catch (IOException e) {
       return "";
     }
+  }
+
+  @Test
+  void the_jar_holds_no_test_double() throws IOException {
+    List<String> entries;
+    try (JarFile jar = new JarFile(JAR)) {
+      entries = jar.stream().map(ZipEntry::getName).toList();
+    }
+    assertThat(entries).as("the runnable jar").contains("buildqueue/local/Main.class");
+    assertThat(TestKitClasses.entries()).as("the test kit as loaded").contains("buildqueue/testing/InProcessPlatform.class");
+    assertThat(TestKitClasses.doublesIn(entries)).isEmpty();
   }
 
   @Test

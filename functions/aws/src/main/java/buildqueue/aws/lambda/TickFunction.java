@@ -6,9 +6,9 @@ import buildqueue.core.BuildQueue;
 import buildqueue.core.TickBudget;
 import com.amazonaws.services.lambda.runtime.Context;
 import com.amazonaws.services.lambda.runtime.RequestHandler;
-import com.amazonaws.services.lambda.runtime.events.ScheduledEvent;
 import java.lang.System.Logger.Level;
 import java.time.Duration;
+import java.util.Map;
 import java.util.function.Supplier;
 
 /**
@@ -19,8 +19,13 @@ import java.util.function.Supplier;
  * rates; what it cannot finish is first in line next minute. Concurrent or overlapping ticks are
  * safe (every claim in the tick skips rows another holds), so a slow tick and a retried one never
  * collide. A database failure fails the invocation; the next tick starts over.
+ *
+ * <p>The event is taken as a plain map, not as {@code ScheduledEvent}: an EventBridge rule sends
+ * {@code "detail": {}} but EventBridge Scheduler sends {@code "detail": "{}"} (a string), which the
+ * runtime cannot bind to {@code ScheduledEvent}'s map and so fails before the handler runs. The
+ * tick reads nothing of the event but its id, for the logs.
  */
-public final class TickFunction implements RequestHandler<ScheduledEvent, String> {
+public final class TickFunction implements RequestHandler<Map<String, Object>, String> {
   private static final System.Logger LOG = System.getLogger(TickFunction.class.getName());
   private static final Lazy<QueueServices> SERVICES = Lazy.of(() -> AwsServices.queueServices(Component.TICK));
 
@@ -48,11 +53,11 @@ public final class TickFunction implements RequestHandler<ScheduledEvent, String
   }
 
   @Override
-  public String handleRequest(ScheduledEvent event, Context context) {
+  public String handleRequest(Map<String, Object> event, Context context) {
     QueueServices s = services.get();
     Metrics metrics = s.newMetrics();
-    if (event != null && event.getId() != null) {
-      metrics.property("scheduleEventId", event.getId());
+    if (event != null && event.get("id") instanceof String id) {
+      metrics.property("scheduleEventId", id);
     }
     try {
       BuildQueue.TickReport report = s.queue().tick(TickBudget.of(budget(context)));

@@ -64,7 +64,7 @@ public final class FargateWorkerMain {
         .property("workerId", me.workerId());
     try {
       Database db = AwsServices.database(settings);
-      WorkerLoop loop = new WorkerLoop(db, settings.queue(), QueueClock.DATABASE, handlers, process, WorkerLoop.Hooks.NONE)
+      WorkerLoop loop = new WorkerLoop(db, settings.queue(), QueueClock.DATABASE, handlers, process, WorkerLoop.Listener.NONE)
           .withLogSink(CloudWatchJobLogSink.forThisTask(env, stdout, me.workerId()));
       WorkerLoop.Exit exit = loop.run(me.workerId(), me.token());
       LOG.log(Level.INFO, "worker {0} done: {1}", me.workerId(), exit);

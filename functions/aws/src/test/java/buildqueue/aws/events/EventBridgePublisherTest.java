@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import buildqueue.aws.AwsSettings.Component;
 import buildqueue.aws.lambda.TickFunction;
+import buildqueue.aws.lambda.TickFunctionTest;
 import buildqueue.aws.testing.QueueWorld;
 import buildqueue.aws.testing.SampleEvents;
 import buildqueue.aws.testing.TestContext;
@@ -11,11 +12,11 @@ import buildqueue.core.OutboxTransitions;
 import buildqueue.core.OutboxTransitions.PendingEvent;
 import buildqueue.testing.PostgresExtension;
 import buildqueue.testing.TestDatabase;
-import com.amazonaws.services.lambda.runtime.events.ScheduledEvent;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.ExecutorService;
@@ -161,7 +162,7 @@ class EventBridgePublisherTest {
       // Another died right after its transition committed: nothing was claimed or sent.
       long diedBeforeClaim = w.submit("alice");
       TickFunction tick = new TickFunction(() -> w.services);
-      ScheduledEvent schedule = SampleEvents.asLambdaEvent(SampleEvents.bytes("schedule-tick.json"), ScheduledEvent.class);
+      Map<String, Object> schedule = TickFunctionTest.event("schedule-tick.json");
 
       tick.handleRequest(schedule, TestContext.withTimeLeft(Duration.ofSeconds(60)));
 

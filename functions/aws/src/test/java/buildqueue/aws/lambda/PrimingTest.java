@@ -21,7 +21,6 @@ import buildqueue.testing.TestDatabase;
 import buildqueue.testing.TestDatabases;
 import com.amazonaws.services.lambda.runtime.events.APIGatewayV2HTTPEvent;
 import com.amazonaws.services.lambda.runtime.events.APIGatewayV2HTTPResponse;
-import com.amazonaws.services.lambda.runtime.events.ScheduledEvent;
 import com.sun.net.httpserver.HttpServer;
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
@@ -220,7 +219,7 @@ class PrimingTest {
       TaskStateChangeFunction.Outcome outcome =
           new TaskStateChangeFunction(() -> w.services).handle(TaskStateChangeFunctionTest.stopped(launch, arn));
       String report = new TickFunction(() -> w.services).handleRequest(
-          SampleEvents.asLambdaEvent(SampleEvents.bytes("schedule-tick.json"), ScheduledEvent.class),
+          TickFunctionTest.event("schedule-tick.json"),
           TestContext.withTimeLeft(Duration.ofSeconds(55)));
 
       assertThat(outcome).isEqualTo(TaskStateChangeFunction.Outcome.WORKER_EXITED);

@@ -10,7 +10,7 @@ import buildqueue.aws.testing.QueueWorld;
 import buildqueue.aws.testing.SampleEvents;
 import buildqueue.core.JobStatus;
 import buildqueue.core.QueueConfig;
-import buildqueue.db.CheckedDatabase;
+import buildqueue.testing.CheckedDatabase;
 import buildqueue.db.Database;
 import buildqueue.db.DatabaseException;
 import buildqueue.db.Row;

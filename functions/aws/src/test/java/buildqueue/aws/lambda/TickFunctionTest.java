@@ -16,21 +16,45 @@ import buildqueue.testing.TestDatabase;
 import com.amazonaws.services.lambda.runtime.events.ScheduledEvent;
 import com.fasterxml.jackson.databind.JsonNode;
 import java.time.Duration;
+import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 import org.junit.jupiter.api.extension.ExtendWith;
 
 @ExtendWith(PostgresExtension.class)
-class TickFunctionTest {
-  private static final ScheduledEvent SCHEDULE =
-      SampleEvents.asLambdaEvent(SampleEvents.bytes("schedule-tick.json"), ScheduledEvent.class);
+public class TickFunctionTest {
+  /** An EventBridge rule's event ({@code "detail": {}}). */
+  private static final Map<String, Object> SCHEDULE = event("schedule-tick.json");
+
+  /** A sample event from infra/events as the Lambda runtime hands it to the tick's declared input type. */
+  @SuppressWarnings("unchecked")
+  public static Map<String, Object> event(String name) {
+    return SampleEvents.asLambdaEvent(SampleEvents.bytes(name), Map.class);
+  }
 
   @Test
-  void the_sample_schedule_event_reads_as_the_runtime_delivers_it() {
-    assertThat(SCHEDULE.getDetailType()).isEqualTo("Scheduled Event");
-    assertThat(SCHEDULE.getSource()).isEqualTo("aws.events");
-    assertThat(SCHEDULE.getTime().getMillis()).isPositive();
+  void an_eventbridge_scheduler_event_does_not_bind_to_the_rule_event_type() {
+    // Why the tick takes a map: Scheduler's "detail" is the string "{}", which the runtime's
+    // serializer cannot read into ScheduledEvent, so a handler declared on it never runs.
+    byte[] scheduler = SampleEvents.bytes("scheduler-tick.json");
+    assertThat(SampleEvents.tree("scheduler-tick.json").get("detail").isTextual()).isTrue();
+
+    assertThatThrownBy(() -> SampleEvents.asLambdaEvent(scheduler, ScheduledEvent.class)).isInstanceOf(Exception.class);
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @ValueSource(strings = {"schedule-tick.json", "scheduler-tick.json"})
+  void a_tick_runs_on_the_event_of_a_rule_and_of_eventbridge_scheduler(String sample, TestDatabase tdb) {
+    try (QueueWorld w = new QueueWorld(tdb, Component.TICK)) {
+      Map<String, Object> event = event(sample);
+
+      String report = new TickFunction(() -> w.services).handleRequest(event, TestContext.withTimeLeft(Duration.ofSeconds(60)));
+
+      assertThat(report).startsWith("TickReport[");
+      assertThat(w.metrics.last("tick").get("scheduleEventId").asText())
+          .isEqualTo(SampleEvents.tree(sample).get("id").asText());
+    }
   }
 
   @Test
@@ -54,7 +78,7 @@ class TickFunctionTest {
 
       String report = new TickFunction(() -> w.services).handleRequest(SCHEDULE, TestContext.withTimeLeft(Duration.ofSeconds(60)));
 
-      assertThat(report).contains("exited=1");
+      assertThat(report).contains("exited=1", "dispatched=1"); // the recovered job's next worker
       assertThat(w.worker(first.workerId()).string("status")).isEqualTo("exited");
       assertThat(w.job(job).string("status")).isEqualTo("dispatched"); // back at the head, relaunched
       assertThat(w.job(waiting).string("status")).isEqualTo("queued");
@@ -66,6 +90,7 @@ class TickFunctionTest {
       assertThat(line.get("Recoveries").asLong()).isEqualTo(1);
       assertThat(line.get("SlotHeldSeconds").asDouble()).isEqualTo(120.0);
       assertThat(line.get("Launches").asLong()).isEqualTo(1);
+      assertThat(line.get("TickDispatched").asLong()).isEqualTo(1);
       assertThat(line.get("scheduleEventId").asText()).isEqualTo("89d1a02d-5ec7-412e-82f5-13505f849b41");
       assertThat(line.get("_aws").get("CloudWatchMetrics").get(0).get("Namespace").asText()).isEqualTo("buildqueue-test");
     }

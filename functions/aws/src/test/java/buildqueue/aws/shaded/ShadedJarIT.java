@@ -17,6 +17,7 @@ import buildqueue.testing.ManualPlatform;
 import buildqueue.testing.PostgresExtension;
 import buildqueue.testing.QueueHarness;
 import buildqueue.testing.TestDatabase;
+import buildqueue.testing.TestKitClasses;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -71,6 +72,13 @@ class ShadedJarIT {
         "org/slf4j/simple/")) {
       assertThat(entries).as("entries under %s", forbidden).noneMatch(e -> e.startsWith(forbidden));
     }
+  }
+
+  @Test
+  void the_jar_holds_no_test_double() throws IOException {
+    List<String> entries = entries();
+    assertThat(TestKitClasses.entries()).as("the test kit as loaded").contains("buildqueue/testing/InProcessPlatform.class");
+    assertThat(TestKitClasses.doublesIn(entries)).isEmpty();
   }
 
   @Test

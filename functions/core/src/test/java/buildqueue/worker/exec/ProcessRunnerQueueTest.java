@@ -64,7 +64,7 @@ class ProcessRunnerQueueTest {
   private static CompletableFuture<WorkerLoop.Exit> work(QueueHarness h, JobHandler handler) {
     WorkerLaunch launch = h.manual.lastLaunch();
     WorkerLoop loop = new WorkerLoop(h.workerDb, h.config, h.clock, JobHandlers.builtIn().with(handler), MUST_NOT_HALT,
-        WorkerLoop.Hooks.NONE);
+        WorkerLoop.Listener.NONE);
     return CompletableFuture.supplyAsync(() -> loop.run(launch.workerId(), launch.token()));
   }
 

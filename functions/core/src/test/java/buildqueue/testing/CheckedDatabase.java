@@ -1,5 +1,8 @@
-package buildqueue.db;
+package buildqueue.testing;
 
+import buildqueue.db.Database;
+import buildqueue.db.Params;
+import buildqueue.db.Row;
 import java.util.List;
 import java.util.function.Function;
 

@@ -1,9 +1,12 @@
-package buildqueue.platform;
+package buildqueue.testing;
 
 import buildqueue.core.QueueClock;
 import buildqueue.core.QueueConfig;
-import buildqueue.db.CheckedDatabase;
 import buildqueue.db.Database;
+import buildqueue.platform.LaunchOutcome;
+import buildqueue.platform.TaskState;
+import buildqueue.platform.WorkerLaunch;
+import buildqueue.platform.WorkerPlatform;
 import buildqueue.worker.JobHandlers;
 import buildqueue.worker.WorkerLoop;
 import buildqueue.worker.WorkerProcess;
@@ -296,14 +299,14 @@ public final class InProcessPlatform implements WorkerPlatform {
         if (plan.holdStart()) {
           heldStarts.await();
         }
-        WorkerLoop.Hooks hooks =
+        WorkerLoop.Listener crashes =
             (point, workerId) -> {
               if (point == plan.crashAt()) {
                 kill("crash injected at " + point);
               }
             };
         WorkerLoop loop =
-            new WorkerLoop(new CheckedDatabase(db, sql -> alive()), config, clock, handlers, this, hooks, deadlines)
+            new WorkerLoop(new CheckedDatabase(db, sql -> alive()), config, clock, handlers, this, crashes, deadlines)
                 .withNanoTime(nanoTime);
         WorkerLoop.Exit exit = loop.run(launch.workerId(), launch.token());
         exitReason = "exited: " + exit.name().toLowerCase(java.util.Locale.ROOT);
