@@ -28,6 +28,7 @@ public final class DispatchTransitions {
    */
   public record Dispatched(WorkerLaunch launch, long jobId, Instant expiresAt, boolean moreToDo) {}
 
+  // Assembled from pieces: AssembledStatementsTest pins the whole text in src/test/resources.
   private static final String DISPATCH =
       """
       with recursive t as (select coalesce(:now::timestamptz, now()) as now),

@@ -198,25 +198,33 @@ public final class JobQueries {
         where :fair and j.status = 'queued' and j.lane = 'shared'
       ) fair on true""";
 
+  /**
+   * A job's columns as {@link #jobView} reads them, over job {@code j}, its log {@code l} and its
+   * {@link #PLACE} {@code fair}: one list for {@link #JOB} and {@link #JOBS}.
+   */
+  private static final String JOB_COLUMNS =
+      """
+      j.id, j.user_id, j.kind, j.payload, j.status, j.lane, j.progress, j.attempts, j.recoveries,
+        j.cancel_requested, j.error, j.worker_id, j.created_at, j.dispatched_at, j.started_at,
+        j.finished_at, j.not_before, j.supersede_key, j.superseded_by, l.total_bytes as log_bytes,
+        l.location as log_location, l.updated_at as log_updated_at,
+        case when j.status = 'queued' and fair.retry is null then
+          (select count(*) + 1 from build_job q
+           where q.lane = j.lane and q.status = 'queued' and q.id < j.id)
+        when j.status = 'queued' then fair.position end as position,
+        fair.retry as turn_retry, fair.own_ahead as turn_own_ahead, fair.users_ahead as turn_users_ahead,
+        fair.others_waiting as turn_others_waiting""";
+
+  // Assembled from pieces: AssembledStatementsTest pins the whole text in src/test/resources.
   private static final String JOB =
       """
-      select j.id, j.user_id, j.kind, j.payload, j.status, j.lane, j.progress, j.attempts, j.recoveries,
-             j.cancel_requested, j.error, j.worker_id, j.created_at, j.dispatched_at, j.started_at,
-             j.finished_at, j.not_before, j.supersede_key, j.superseded_by, l.total_bytes as log_bytes,
-             l.location as log_location,
-             l.updated_at as log_updated_at,
-             case when j.status = 'queued' and fair.retry is null then
-               (select count(*) + 1 from build_job q
-                where q.lane = j.lane and q.status = 'queued' and q.id < j.id)
-             when j.status = 'queued' then fair.position end as position,
-             fair.retry as turn_retry, fair.own_ahead as turn_own_ahead, fair.users_ahead as turn_users_ahead,
-             fair.others_waiting as turn_others_waiting
+      select %s
       from build_job j
       left join build_job_log l on l.job_id = j.id
       %s
       where j.id = :id
       """
-          .formatted(PLACE);
+          .formatted(JOB_COLUMNS, PLACE);
 
   private boolean fair() {
     return config.sharedOrder() == QueueConfig.SharedOrder.FAIR;
@@ -258,25 +266,15 @@ public final class JobQueries {
       page as (
         select c.id from candidate c where c.n <= :limit and (c.n = 1 or c.running_bytes <= :budgetBytes)
       )
-      select j.id, j.user_id, j.kind, j.payload, j.status, j.lane, j.progress, j.attempts, j.recoveries,
-             j.cancel_requested, j.error, j.worker_id, j.created_at, j.dispatched_at, j.started_at,
-             j.finished_at, j.not_before, j.supersede_key, j.superseded_by, l.total_bytes as log_bytes,
-             l.location as log_location,
-             l.updated_at as log_updated_at,
-             case when j.status = 'queued' and fair.retry is null then
-               (select count(*) + 1 from build_job q
-                where q.lane = j.lane and q.status = 'queued' and q.id < j.id)
-             when j.status = 'queued' then fair.position end as position,
-             fair.retry as turn_retry, fair.own_ahead as turn_own_ahead, fair.users_ahead as turn_users_ahead,
-             fair.others_waiting as turn_others_waiting,
-             (select count(*) from candidate) > (select count(*) from page) as more
+      select %s,
+        (select count(*) from candidate) > (select count(*) from page) as more
       from page
       join build_job j on j.id = page.id
       left join build_job_log l on l.job_id = j.id
       %s
       order by j.id desc
       """
-          .formatted(PLACE);
+          .formatted(JOB_COLUMNS, PLACE);
 
   /**
    * Jobs newest first, a page at a time: at most {@code limit}, fewer when their size would pass

@@ -39,6 +39,7 @@ public final class JobTransitions {
   /** The most superseded job ids an enqueue lists: its statement answers them in one row. */
   public static final int MAX_SUPERSEDED_LISTED = 100;
 
+  // Assembled from pieces: AssembledStatementsTest pins the whole text in src/test/resources.
   private static final String ENQUEUE =
       """
       with t as (select coalesce(:now::timestamptz, now()) as now),
@@ -281,6 +282,7 @@ public final class JobTransitions {
     }
   }
 
+  // Assembled from pieces: AssembledStatementsTest pins the whole text in src/test/resources.
   private static final String SET_USER =
       """
       with t as (select coalesce(:now::timestamptz, now()) as now),

@@ -470,8 +470,7 @@ public final class Main {
       throw new CommandLine.UsageException("say on or off, not \"" + onOff + "\": dedicated <user> on|off");
     }
     ObjectNode body = JSON.createObjectNode().put("dedicatedWorker", onOff.equals("on"));
-    ApiClient.Reply reply = accepted(
-        client(cl, "cli", true).put("users/" + URLEncoder.encode(user, StandardCharsets.UTF_8).replace("+", "%20"), body));
+    ApiClient.Reply reply = accepted(client(cl, "cli", true).put(userPath(user), body));
     JsonNode r = reply.json();
     long moved = r.path("movedCount").asLong();
     return answer(cl, reply.text(),
@@ -494,19 +493,15 @@ public final class Main {
       throw new CommandLine.UsageException("say a whole number or default, not \"" + value
           + "\": quota <user> <max-queued-jobs>|default");
     }
-    ApiClient.Reply reply =
-        client(cl, "cli", true).put("users/" + URLEncoder.encode(user, StandardCharsets.UTF_8).replace("+", "%20"), body);
-    if (!reply.ok()) {
-      return problem(reply);
-    }
-    if (cl.has("json")) {
-      out.println(reply.text());
-      return OK;
-    }
+    ApiClient.Reply reply = accepted(client(cl, "cli", true).put(userPath(user), body));
     JsonNode r = reply.json();
-    out.println(user + " may have " + r.path("maxQueuedJobs").asLong() + " queued jobs at once"
+    return answer(cl, reply.text(), user + " may have " + r.path("maxQueuedJobs").asLong() + " queued jobs at once"
         + (r.path("maxQueuedJobsIsDefault").asBoolean() ? " (the server's default)" : ""));
-    return OK;
+  }
+
+  /** {@code users/{id}}, the id encoded as a path segment. */
+  private static String userPath(String user) {
+    return "users/" + URLEncoder.encode(user, StandardCharsets.UTF_8).replace("+", "%20");
   }
 
   private int cancel(List<String> args) {

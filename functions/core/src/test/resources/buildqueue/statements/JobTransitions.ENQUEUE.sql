@@ -1,0 +1,95 @@
+with t as (select coalesce(:now::timestamptz, now()) as now),
+-- The payload's size as it is stored and read back, which is what a worker's row carries.
+doc as (select :payload::jsonb as payload),
+size as (select coalesce(octet_length(doc.payload::text), 0) as payload_bytes from doc),
+-- The quota: the user's own limit, else the queue's. Queued jobs are counted only to one past
+-- it (plus those this job would supersede), so the check reads at most that many index entries.
+-- Two submissions of one user at the same moment can each see the other's job missing: the
+-- quota may be passed by as many jobs as arrive together, never more.
+quota as (
+  select coalesce((select u.max_queued_jobs from build_user u where u.user_id = :userId),
+                  :defaultMaxQueued::integer) as max_queued
+),
+replaced as (
+  select count(*) as n from build_job r
+  where :supersedeKey::text is not null and r.user_id = :userId and r.supersede_key = :supersedeKey
+    and r.status = 'queued'
+),
+queued as (
+  select count(*) as n from (
+    select 1 from build_job q
+    where q.user_id = :userId and q.status = 'queued'
+    limit (select max_queued from quota) + (select n from replaced) + 1) q
+),
+fits as (
+  select size.payload_bytes <= :maxPayloadBytes as small, queued.n - replaced.n < quota.max_queued as room,
+         queued.n = quota.max_queued + replaced.n + 1 as counted_past
+  from size, queued, replaced, quota
+),
+inserted as (
+  insert into build_job (user_id, kind, payload, idempotency_key, supersede_key, lane, created_at)
+  select :userId, :kind, doc.payload, :key, :supersedeKey, build_lane_of(:userId), t.now from t, doc, fits
+  where fits.small and fits.room
+  on conflict (user_id, idempotency_key) do nothing
+  returning id, lane, user_id
+),
+event as (
+  insert into build_job_event (job_id, type, detail, at)
+  select i.id, 'enqueued', jsonb_build_object('message', 'enqueued in lane ' || i.lane, 'lane', i.lane), t.now
+  from inserted i, t
+),
+joined as (
+  insert into build_lane_turn (lane, user_id, turn)
+  select q.lane, q.user_id, min(q.id) - 4611686018427387904 from inserted q
+  where q.lane = 'shared'
+  group by q.lane, q.user_id
+  on conflict (lane, user_id) do update set waiting = true, version = build_lane_turn.version + 1
+  returning user_id
+),
+
+-- The same user's unfinished jobs with this supersede key: queued ones are cancelled, and a
+-- worker running one sees its cancel at its next check-in, as after POST /jobs/{id}/cancel.
+superseded as (
+  update build_job j set
+    status = case when j.status = 'queued' then 'cancelled' else j.status end,
+    finished_at = case when j.status = 'queued' then t.now else j.finished_at end,
+    cancel_requested = true, superseded_by = i.id
+  from inserted i, t
+  where :supersedeKey::text is not null and j.user_id = :userId and j.supersede_key = :supersedeKey
+    and (j.status = 'queued' or (j.status in ('dispatched', 'running') and not j.cancel_requested))
+  returning j.id, j.status, j.worker_id, i.id as by_id
+),
+superseded_event as (
+  insert into build_job_event (job_id, type, detail, at)
+  select s.id, case when s.status = 'cancelled' then 'cancelled' else 'cancel-requested' end,
+         jsonb_build_object('message',
+           case when s.status = 'cancelled' then 'superseded by job ' || s.by_id
+                else 'superseded by job ' || s.by_id || ': cancel requested, worker ' || s.worker_id
+                     || ' stops the job at its next check-in' end,
+           'supersededBy', s.by_id),
+         t.now
+  from superseded s, t
+),
+job as (
+  select id, lane, true as created from inserted
+  union all
+  select id, lane, false from build_job
+  where user_id = :userId and idempotency_key = :key and not exists (select 1 from inserted)
+)
+-- One row: sizes, counts, and at most MAX_SUPERSEDED_LISTED ids plus the user's running jobs
+-- with the key (at most the shared lane's 100 slots): under 4 KB.
+select size.payload_bytes, fits.room, fits.counted_past, queued.n as queued_count, quota.max_queued,
+       job.id, job.lane, job.created,
+       -- The share lock makes a concurrent worker exit wait for this insert to commit (so
+       -- its follow-up dispatch sees the job), or this count wait for the exit (so it sees
+       -- the free slot): a new job never waits for the tick because of that race.
+       (select count(*) from (
+          select 1 from build_worker w where w.lane = job.lane and w.status <> 'exited' for share of w) live)
+         < case when job.lane = 'shared' then :sharedSlots else 1 end as lane_has_room,
+       (select count(*) from superseded s where s.status = 'cancelled') as superseded_count,
+       (select string_agg(c.id::text, ',' order by c.id)
+        from (select s.id from superseded s where s.status = 'cancelled' order by s.id limit :maxListed) c)
+         as superseded_ids,
+       (select string_agg(s.id::text, ',' order by s.id) from superseded s where s.status <> 'cancelled')
+         as cancel_requested_ids
+from size cross join fits cross join queued cross join quota left join job on true

@@ -1,0 +1,41 @@
+with t as (select coalesce(:now::timestamptz, now()) as now),
+old as (select u.dedicated_worker, u.max_queued_jobs from build_user u where u.user_id = :userId),
+wanted as (
+  select coalesce(:dedicated::boolean, (select o.dedicated_worker from old o), false) as dedicated,
+         case when :setMaxQueued then :maxQueued::integer else (select o.max_queued_jobs from old o) end
+           as max_queued
+),
+lane as (select case when wanted.dedicated then 'user:' || :userId else 'shared' end as name from wanted),
+saved as (
+  insert into build_user (user_id, dedicated_worker, max_queued_jobs, updated_at)
+  select :userId, wanted.dedicated, wanted.max_queued, t.now from t, wanted
+  on conflict (user_id) do update set dedicated_worker = excluded.dedicated_worker,
+    max_queued_jobs = excluded.max_queued_jobs, updated_at = excluded.updated_at
+  returning user_id
+),
+moved as (
+  update build_job j set lane = lane.name
+  from lane
+  where j.user_id = :userId and j.status = 'queued' and j.lane <> lane.name
+  returning j.id, j.lane, j.user_id
+),
+joined as (
+  insert into build_lane_turn (lane, user_id, turn)
+  select q.lane, q.user_id, min(q.id) - 4611686018427387904 from moved q
+  where q.lane = 'shared'
+  group by q.lane, q.user_id
+  on conflict (lane, user_id) do update set waiting = true, version = build_lane_turn.version + 1
+  returning user_id
+),
+
+event as (
+  insert into build_job_event (job_id, type, detail, at)
+  select m.id, 'moved', jsonb_build_object('message', 'moved to lane ' || m.lane, 'lane', m.lane), t.now
+  from moved m, t
+)
+-- One row however many jobs move: a lane, a count and at most MAX_MOVED_LISTED ids (20 KB).
+select lane.name as lane, wanted.dedicated, wanted.max_queued, (select count(*) from saved) as saved,
+       (select count(*) from moved) as moved_count,
+       (select string_agg(m.id::text, ',' order by m.id)
+        from (select id from moved order by id limit :maxListed) m) as moved_ids
+from lane cross join wanted
