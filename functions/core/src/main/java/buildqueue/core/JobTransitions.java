@@ -119,10 +119,11 @@ public final class JobTransitions {
              -- The share lock makes a concurrent worker exit wait for this insert to commit (so
              -- its follow-up dispatch sees the job), or this count wait for the exit (so it sees
              -- the free slot): a new job never waits for the tick because of that race. It is
-             -- taken last, after the user's turn row (joined, read in the from list below, so
-             -- run before this list): a chaining worker holds a turn row from its walk while it
+             -- taken last, after the user's turn row and the superseded jobs (joined and
+             -- superseded, read in the from list below, so run before this list): a worker
+             -- ending its job holds the job's row and then a turn row from its walk while it
              -- updates its own worker row, so an enqueue that share-locked that worker first and
-             -- then waited for the turn row would deadlock with it (ConcurrencyTest found it).
+             -- then waited for either row would deadlock with it (EnqueueLockOrderTest).
              (select count(*) from (
                 select 1 from build_worker w where w.lane = job.lane and w.status <> 'exited' for share of w) live)
                < case when job.lane = 'shared' then :sharedSlots else 1 end as lane_has_room,
@@ -134,6 +135,7 @@ public final class JobTransitions {
                as cancel_requested_ids
       from size cross join fits cross join queued cross join quota left join job on true
         cross join (select count(*) from joined) as turn_joined
+        cross join (select count(*) from superseded) as supersede_done
       """
           .formatted(LaneTurns.joined("inserted"));
 

@@ -16,10 +16,11 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
- * The enqueue statement and a chaining worker lock the same two rows: the user's turn row and a
- * live worker of the lane (the enqueue share-locks the lane's workers to close its race with an
- * exit; a chaining worker's walk locks the turn row, then updates its own worker row). They must
- * take them in the same order, turn row first, or each waits for the other.
+ * The enqueue statement and a worker ending its job lock the same rows: the user's turn row, the
+ * superseded job and a live worker of the lane (the enqueue share-locks the lane's workers to close
+ * its race with an exit; a worker ending its job locks the job's row, then the turn row in its walk,
+ * then updates its own worker row). They must take them in the same order, the worker last, or
+ * each waits for the other.
  */
 @ExtendWith(PostgresExtension.class)
 class EnqueueLockOrderTest {
@@ -46,6 +47,31 @@ class EnqueueLockOrderTest {
       chaining.commit();
 
       assertThat(enqueue.get(30, TimeUnit.SECONDS).created()).isTrue();
+    }
+  }
+
+  @Test
+  void an_enqueue_waiting_for_a_job_it_supersedes_holds_no_lock_on_the_lanes_workers(TestDatabase tdb)
+      throws Exception {
+    QueueHarness h = QueueHarness.manual(tdb);
+    long building = h.queue.enqueue("alice", "noop", new Json("{}"), null, "article-7").jobId(); // dispatched
+    long workerId =
+        tdb.jdbc().query("select id from build_worker where status <> 'exited'").get(0).longValue("id");
+
+    try (Connection ending = tdb.dataSource().getConnection()) {
+      ending.setAutoCommit(false);
+      // As a worker ending its job does: the job's row first, its own worker row last.
+      run(ending, "set local lock_timeout = '20s'");
+      run(ending, "select 1 from build_job where id = " + building + " for update");
+      CompletableFuture<JobTransitions.Enqueued> replacing = CompletableFuture.supplyAsync(
+          () -> h.queue.enqueue("alice", "noop", new Json("{}"), null, "article-7"));
+      Await.until("the enqueue to wait for the job it supersedes", () ->
+          tdb.jdbc().query("select count(*) as n from pg_locks where not granted").get(0).longValue("n") > 0);
+
+      run(ending, "update build_worker set exit_reason = exit_reason where id = " + workerId);
+      ending.commit();
+
+      assertThat(replacing.get(30, TimeUnit.SECONDS).cancelRequested()).containsExactly(building);
     }
   }
 

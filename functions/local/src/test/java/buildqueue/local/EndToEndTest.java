@@ -32,9 +32,11 @@ class EndToEndTest {
   @Test
   void jobs_finish_in_fifo_order_per_lane_with_at_most_one_worker_per_slot(TestDatabase db) {
     // One worker per job, so that every slot sees workers come and go and the check below has
-    // pairs to compare (with chaining, one worker per slot would run them all).
+    // pairs to compare (with chaining, one worker per slot would run them all). The shared lane in
+    // the reference's FIFO order: the default, turns by user, is FairShareTest's.
     LocalSettings oneJobPerWorker = TestServer.settings(db, dataDir)
-        .withQueue(QueueConfig.defaults().withLivenessInterval(Duration.ofMillis(300)).withChainWindow(Duration.ZERO));
+        .withQueue(QueueConfig.defaults().withLivenessInterval(Duration.ofMillis(300)).withChainWindow(Duration.ZERO)
+            .withSharedOrder(QueueConfig.SharedOrder.FIFO));
     try (TestServer server = TestServer.start(db, oneJobPerWorker)) {
       server.setDedicated("ada", true);
       List<Long> jobs = new ArrayList<>();
