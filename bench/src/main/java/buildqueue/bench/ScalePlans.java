@@ -5,22 +5,28 @@ import buildqueue.core.JobTransitions;
 import buildqueue.core.QueueConfig;
 import buildqueue.core.RowLimits;
 import buildqueue.core.TickTransitions;
-import buildqueue.core.WorkerTransitions;
 import buildqueue.db.Database;
 import buildqueue.db.Json;
 import buildqueue.db.Params;
 import buildqueue.db.Row;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
 import java.lang.reflect.Field;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 /**
  * The plans PostgreSQL chose for the queue's hot statements at scale, from {@code EXPLAIN
  * (ANALYZE, BUFFERS)}: the evidence that they use indexes rather than scans of {@code build_job}.
- * The statements are read from the transition classes (where they live as private constants), so
- * the plans are of exactly the SQL the queue sends.
+ * The statements are read from the transition classes (where they live as private constants) and,
+ * for a worker's transitions, from the body of their function in V005, so the plans are of exactly
+ * the SQL the queue runs.
  */
 final class ScalePlans {
   /** One statement's plan: its timings, whether it ran a sequential scan of build_job, and the text. */
@@ -40,9 +46,9 @@ final class ScalePlans {
         Params.of("now", null, "lane", "shared", "capacity", 1).and("token", UUID.randomUUID())
             .and("leaseMs", 3_900_000L).and("fair", true).and("holdLane", true)});
     statements.put("tick: claim due checks", new Object[] {TickTransitions.class, "CLAIM_DUE_CHECKS",
-        Params.of("now", null, "intervalMs", 0L, "limit", 100)});
+        Params.of("now", null, "intervalMs", 0L, "limit", 100).and("asOf", null)});
     statements.put("tick: expired leases", new Object[] {TickTransitions.class, "EXPIRED_LEASES",
-        Params.of("now", null, "limit", 100)});
+        Params.of("now", null, "afterId", 0L, "limit", 100)});
     statements.put("tick: lanes to dispatch", new Object[] {TickTransitions.class, "LANES_TO_DISPATCH",
         Params.of("sharedSlots", 1, "after", null, "limit", 100)});
     statements.put("tick: housekeeping", new Object[] {TickTransitions.class, "HOUSEKEEP",
@@ -59,12 +65,37 @@ final class ScalePlans {
    * runs: the worker then holds the next job).
    */
   static Plan explainChaining(Database db, QueueConfig config, long workerId, UUID token, long jobId) {
-    Params params = Params.of("now", null, "workerId", workerId, "token", token).and("logTail", null)
-        .and("logBytes", 0L).and("logLocation", null).and("jobId", jobId).and("status", "succeeded")
-        .and("progress", null).and("error", null).and("chainWindowMs", config.chainWindow().toMillis())
-        .and("deadlineMarginMs", config.deadlineMargin().toMillis()).and("linger", false)
-        .and("takenBy", "chained onto worker").and("fair", true).and("holdLane", false);
-    return plan(db, "chaining: job end + next job by the turns", constant(WorkerTransitions.class, "END"), params);
+    Params params = Params.of("p_now", null, "p_worker_id", workerId, "p_token", token).and("p_log_tail", null)
+        .and("p_log_bytes", 0L).and("p_log_location", null).and("p_job_id", jobId).and("p_status", "succeeded")
+        .and("p_progress", null).and("p_error", null).and("p_chain_window_ms", config.chainWindow().toMillis())
+        .and("p_deadline_margin_ms", config.deadlineMargin().toMillis()).and("p_linger", false)
+        .and("p_fair", true);
+    return plan(db, "chaining: job end + next job by the turns", workerFunctionBody("build_worker_end"), params);
+  }
+
+  /**
+   * The statement inside one of V005's worker functions, its arguments as named parameters typed as
+   * the function declares them. EXPLAIN of the call would show only a Function Scan, hiding
+   * whether the statement inside reads indexes.
+   */
+  private static String workerFunctionBody(String function) {
+    String migration;
+    try (InputStream in = ScalePlans.class.getResourceAsStream("/buildqueue/db/migrations/V005__worker_role.sql")) {
+      migration = new String(in.readAllBytes(), StandardCharsets.UTF_8);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    Matcher m = Pattern.compile("create function " + function + "\\((.*?)\\)\\s*returns.*?as \\$\\$(.*?)\\$\\$;",
+        Pattern.DOTALL).matcher(migration);
+    if (!m.find()) {
+      throw new IllegalStateException(function + " is no longer in V005__worker_role.sql");
+    }
+    String body = m.group(2).replaceAll("--[^\\n]*", "");
+    for (String argument : m.group(1).split(",")) {
+      String[] nameAndType = argument.trim().split("\\s+", 2);
+      body = body.replaceAll("\\b" + nameAndType[0] + "\\b", ":" + nameAndType[0] + "::" + nameAndType[1]);
+    }
+    return body;
   }
 
   private static Plan plan(Database db, String statement, String sql, Params params) {
