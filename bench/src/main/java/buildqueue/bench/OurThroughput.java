@@ -30,7 +30,9 @@ final class OurThroughput {
   }
 
   Result run(int users, int perUser) {
-    try (QueueRig rig = new QueueRig(pg, "bq_ours", QueueConfig.defaults(), poolSize)) {
+    // Every user's jobs are submitted before they run: the per-user quota must hold them all.
+    QueueConfig config = QueueConfig.defaults().withMaxQueuedJobs(Math.max(perUser, QueueConfig.DEFAULT_MAX_QUEUED_JOBS));
+    try (QueueRig rig = new QueueRig(pg, "bq_ours", config, poolSize)) {
       for (int u = 0; u < users; u++) {
         rig.queue.setDedicated("u" + u, true);
       }

@@ -10,11 +10,11 @@ import java.time.Duration;
  */
 final class CallPacer {
   private final CallRates.Rate rate;
-  private final TickBudget.Time time;
+  private final MonotonicClock time;
   private double tokens;
   private long last;
 
-  CallPacer(CallRates.Rate rate, TickBudget.Time time) {
+  CallPacer(CallRates.Rate rate, MonotonicClock time) {
     this.rate = rate;
     this.time = time;
     this.tokens = rate.burst();
@@ -23,7 +23,7 @@ final class CallPacer {
 
   /**
    * Takes a token, waiting for one if it comes before {@code deadline} (a {@link
-   * TickBudget.Time#nanoTime} value); false, with nothing taken, if it would come later.
+   * MonotonicClock#nanoTime} value); false, with nothing taken, if it would come later.
    */
   boolean acquire(long deadline) {
     if (rate.unlimited()) {

@@ -227,7 +227,7 @@ public final class JobQueries {
           .formatted(JOB_COLUMNS, PLACE);
 
   private boolean fair() {
-    return config.sharedOrder() == QueueConfig.SharedOrder.FAIR;
+    return config.takesTurns(Lanes.SHARED);
   }
 
   /** One job, whoever owns it: the caller decides who may see it. */

@@ -16,28 +16,7 @@ import java.time.Duration;
  * @param limit how long the tick may go on starting new work
  * @param time what the limit and the pacing of platform calls are measured on
  */
-public record TickBudget(Duration limit, Time time) {
-
-  /** Elapsed time, and waiting: the machine's in production, a simulation's own in tests. */
-  public interface Time {
-    long nanoTime();
-
-    void sleep(Duration d) throws InterruptedException;
-
-    Time SYSTEM =
-        new Time() {
-          @Override
-          public long nanoTime() {
-            return System.nanoTime();
-          }
-
-          @Override
-          public void sleep(Duration d) throws InterruptedException {
-            Thread.sleep(d.toMillis(), (int) (d.toNanos() % 1_000_000));
-          }
-        };
-  }
-
+public record TickBudget(Duration limit, MonotonicClock time) {
   public TickBudget {
     if (limit == null || limit.isNegative()) {
       throw new IllegalArgumentException("a tick budget must not be negative, was " + limit);
@@ -49,7 +28,7 @@ public record TickBudget(Duration limit, Time time) {
 
   /** A budget on the machine's clock. */
   public static TickBudget of(Duration limit) {
-    return new TickBudget(limit, Time.SYSTEM);
+    return new TickBudget(limit, MonotonicClock.SYSTEM);
   }
 
   TickBudget atMost(Duration max) {

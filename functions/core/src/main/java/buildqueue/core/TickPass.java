@@ -29,7 +29,7 @@ final class TickPass {
   private final WorkerPlatform platform;
   private final TickTransitions tick;
   private final DispatchTransitions dispatch;
-  private final TickBudget.Time time;
+  private final MonotonicClock time;
   private final long deadline;
   private final CallPacer changes;
   private final CallPacer checks;

@@ -251,7 +251,7 @@ public final class WorkerTransitions {
             .and("chainWindowMs", config.chainWindow().toMillis())
             .and("deadlineMarginMs", config.deadlineMargin().toMillis())
             .and("linger", !config.linger().isZero())
-            .and("fair", config.sharedOrder() == QueueConfig.SharedOrder.FAIR);
+            .and("fair", config.takesTurns(Lanes.SHARED));
     return ended(tx.query(END, params).get(0));
   }
 
@@ -301,7 +301,7 @@ public final class WorkerTransitions {
         Params.of("now", clock.now(), "workerId", workerId, "token", token)
             .and("chainWindowMs", config.chainWindow().toMillis())
             .and("deadlineMarginMs", config.deadlineMargin().toMillis())
-            .and("fair", config.sharedOrder() == QueueConfig.SharedOrder.FAIR);
+            .and("fair", config.takesTurns(Lanes.SHARED));
     return ended(db.query(TAKE_NEXT, params).get(0));
   }
 

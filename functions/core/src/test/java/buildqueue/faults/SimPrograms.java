@@ -8,7 +8,7 @@ import buildqueue.worker.exec.JobEnvironment;
 import buildqueue.worker.exec.JobProcess;
 import buildqueue.worker.exec.ProcessLauncher;
 import buildqueue.worker.exec.ProcessRunner;
-import buildqueue.worker.exec.RunnerClock;
+import buildqueue.core.MonotonicClock;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.IOException;
@@ -26,7 +26,7 @@ import java.util.TreeMap;
 /**
  * The simulation's job kind {@code prog}: a command kind whose jobs the real {@link ProcessRunner}
  * runs, inside the real worker loop, as {@link SimProgram}s instead of processes. It is the
- * runner's {@link ProcessLauncher} and its {@link RunnerClock} (the simulated clock; a sleep is a
+ * runner's {@link ProcessLauncher} and its {@link MonotonicClock} (the simulated clock; a sleep is a
  * scheduling point that lasts until the clock has moved past it), and it keeps every program a
  * scenario started for the invariants. The kind's timeout and grace period are drawn per scenario;
  * its retry exit code is {@value #RETRY_CODE}.
@@ -66,7 +66,7 @@ final class SimPrograms {
 
   /** The kind's handler: the production runner, with simulated programs and the simulated clock. */
   JobHandler handler(Path workDir) {
-    RunnerClock clock = new RunnerClock() {
+    MonotonicClock clock = new MonotonicClock() {
       @Override
       public long nanoTime() {
         return sim.nanoTime();

@@ -1,5 +1,6 @@
 package buildqueue.faults;
 
+import buildqueue.core.MonotonicClock;
 import buildqueue.api.ApiRequest;
 import buildqueue.api.ApiResponse;
 import buildqueue.api.Caller;
@@ -554,7 +555,7 @@ final class Simulation {
    * the machine's load.
    */
   private static final TickBudget UNHURRIED =
-      new TickBudget(Duration.ofDays(1), new TickBudget.Time() {
+      new TickBudget(Duration.ofDays(1), new MonotonicClock() {
         @Override
         public long nanoTime() {
           return 0;

@@ -36,7 +36,7 @@
  * <p>Job processes (docs/architecture.md §10.1): about half the scenarios submit program jobs, of a command kind
  * whose timeout and grace are drawn per scenario. The production {@code ProcessRunner} runs them
  * inside the real worker loop, on {@link buildqueue.faults.SimProgram}s instead of processes (its
- * {@code ProcessLauncher}, {@code JobProcess} and {@code RunnerClock} seams, on the simulated
+ * {@code ProcessLauncher}, {@code JobProcess} and {@code MonotonicClock} seams, on the simulated
  * clock), so the outcome mapping under test is the runner's own. A program reports progress
  * through the real control file, then exits 0 (with a follow-up), crashes with a code (with or
  * without an error line), dies of a signal, exits with its kind's retry code on its first

@@ -1,5 +1,6 @@
 package buildqueue.testing;
 
+import buildqueue.core.MonotonicClock;
 import buildqueue.core.QueueClock;
 import buildqueue.core.TickBudget;
 import buildqueue.platform.CallRates;
@@ -54,8 +55,8 @@ public final class SimulatedEcs implements WorkerPlatform {
   }
 
   /** The tick's budget measured on this simulation's clock; waiting moves the clock. */
-  public TickBudget.Time time() {
-    return new TickBudget.Time() {
+  public MonotonicClock time() {
+    return new MonotonicClock() {
       @Override
       public long nanoTime() {
         Instant now = clock.now();

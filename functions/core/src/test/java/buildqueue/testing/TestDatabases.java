@@ -2,7 +2,7 @@ package buildqueue.testing;
 
 import buildqueue.db.JdbcDatabase;
 import buildqueue.db.Migrator;
-import buildqueue.db.Params;
+import buildqueue.db.WorkerRole;
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
@@ -22,7 +22,7 @@ public final class TestDatabases {
   private static final String TEMPLATE = "bq_template";
   private static final AtomicInteger COUNTER = new AtomicInteger();
   /** The worker role's password on the test cluster (set once: roles are cluster-wide). */
-  public static final String WORKER_ROLE = "buildqueue_worker";
+  public static final String WORKER_ROLE = WorkerRole.NAME;
   public static final String WORKER_PASSWORD = "test-worker-password";
   private static EmbeddedPostgres postgres;
 
@@ -59,7 +59,7 @@ public final class TestDatabases {
     try (HikariDataSource ds = pool(TEMPLATE, 2)) {
       JdbcDatabase db = new JdbcDatabase(ds);
       new Migrator(db).migrate();
-      db.query("select build_worker_role_login(:password)", Params.of("password", WORKER_PASSWORD));
+      WorkerRole.allowLogin(db, WORKER_PASSWORD);
     }
   }
 

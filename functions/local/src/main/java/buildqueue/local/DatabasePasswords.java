@@ -23,7 +23,7 @@ import java.util.Set;
 record DatabasePasswords(String superuser, String worker) {
   static final String FILE = "database-passwords.properties";
   static final String SUPERUSER = "postgres";
-  static final String WORKER = "buildqueue_worker";
+  static final String WORKER = buildqueue.db.WorkerRole.NAME;
   private static final Set<PosixFilePermission> OWNER_ONLY = PosixFilePermissions.fromString("rw-------");
   private static final SecureRandom RANDOM = new SecureRandom();
 

@@ -292,12 +292,9 @@ public final class LocalDatabase implements AutoCloseable {
     return workerPassword;
   }
 
-  /**
-   * Lets the worker role log in with its password (after the migrations made it). The password is
-   * a bound parameter, so it is in no statement text.
-   */
+  /** Lets the worker role log in with its password (after the migrations made it). */
   public void allowWorkerLogin(buildqueue.db.Database db) {
-    db.query("select build_worker_role_login(:password)", buildqueue.db.Params.of("password", workerPassword));
+    buildqueue.db.WorkerRole.allowLogin(db, workerPassword);
   }
 
   public String user() {

@@ -1,8 +1,6 @@
 package buildqueue.aws.db;
 
 import buildqueue.BuildQueueException;
-import buildqueue.db.Database;
-import buildqueue.db.Params;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.IOException;
@@ -13,13 +11,11 @@ import software.amazon.awssdk.services.secretsmanager.model.SecretsManagerExcept
 /**
  * The worker role's password (V005, docs/architecture.md §6.1): read from its own Secrets Manager secret,
  * the one the worker task is given, and set on the role by the migration, so the secret and the
- * role agree after every deploy. The password is a bound parameter, never statement text, and is
- * never logged.
+ * role agree after every deploy ({@link buildqueue.db.WorkerRole#allowLogin}). The password is never
+ * logged.
  */
 public final class WorkerRolePassword {
   private static final ObjectMapper JSON = new ObjectMapper();
-
-  private static final String LOGIN = "select build_worker_role_login(:password)";
 
   private WorkerRolePassword() {}
 
@@ -45,10 +41,5 @@ public final class WorkerRolePassword {
       // The text is not echoed: it is the secret.
       throw new BuildQueueException("the worker role's secret " + secretArn + " is not JSON", e);
     }
-  }
-
-  /** Lets the worker role log in with {@code password}. */
-  public static void apply(Database db, String password) {
-    db.query(LOGIN, Params.of("password", password));
   }
 }

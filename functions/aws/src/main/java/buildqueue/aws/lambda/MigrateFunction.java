@@ -4,6 +4,7 @@ import buildqueue.aws.AwsSettings;
 import buildqueue.aws.AwsSettings.Component;
 import buildqueue.aws.db.WorkerRolePassword;
 import buildqueue.db.Database;
+import buildqueue.db.WorkerRole;
 import buildqueue.db.Migrator;
 import com.amazonaws.services.lambda.runtime.Context;
 import com.amazonaws.services.lambda.runtime.RequestStreamHandler;
@@ -138,7 +139,7 @@ public final class MigrateFunction implements RequestStreamHandler {
       Future<List<String>> migration = runner.submit(() -> {
         List<String> applied = new Migrator(database.get()).migrate();
         // The role exists once V005 ran; it logs in with the password its own secret holds.
-        WorkerRolePassword.apply(database.get(), workerPassword.get());
+        WorkerRole.allowLogin(database.get(), workerPassword.get());
         return applied;
       });
       List<String> applied = migration.get(budget.toMillis(), TimeUnit.MILLISECONDS);

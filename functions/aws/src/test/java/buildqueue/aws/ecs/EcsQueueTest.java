@@ -1,5 +1,6 @@
 package buildqueue.aws.ecs;
 
+import buildqueue.core.MonotonicClock;
 import static buildqueue.aws.fake.FakeEcs.Operation.DESCRIBE_TASKS;
 import static buildqueue.aws.fake.FakeEcs.Operation.RUN_TASK;
 import static buildqueue.aws.fake.FakeEcs.Operation.STOP_TASK;
@@ -416,7 +417,7 @@ class EcsQueueTest {
    * clock, as real waits move real time, and so refill the fake's buckets.
    */
   private buildqueue.core.TickBudget lambdaBudgetOnTheClock() {
-    return new buildqueue.core.TickBudget(Duration.ofSeconds(45), new buildqueue.core.TickBudget.Time() {
+    return new buildqueue.core.TickBudget(Duration.ofSeconds(45), new buildqueue.core.MonotonicClock() {
       @Override
       public long nanoTime() {
         return clock.now().getEpochSecond() * 1_000_000_000L + clock.now().getNano();

@@ -1,5 +1,6 @@
 package buildqueue.worker.exec;
 
+import buildqueue.core.MonotonicClock;
 import buildqueue.kinds.CommandKind;
 import buildqueue.kinds.CommandRunner;
 import buildqueue.worker.JobCancelledException;
@@ -105,7 +106,7 @@ public final class ProcessRunner implements CommandRunner {
   private final Path baseDir;
   private final Map<String, String> workerEnvironment;
   private final ProcessLauncher launcher;
-  private final RunnerClock clock;
+  private final MonotonicClock clock;
   private final Limits limits;
 
   /**
@@ -114,7 +115,7 @@ public final class ProcessRunner implements CommandRunner {
    *     variables ({@link JobEnvironment#FROM_WORKER})
    */
   public ProcessRunner(
-      Path baseDir, Map<String, String> workerEnvironment, ProcessLauncher launcher, RunnerClock clock, Limits limits) {
+      Path baseDir, Map<String, String> workerEnvironment, ProcessLauncher launcher, MonotonicClock clock, Limits limits) {
     this.baseDir = baseDir.toAbsolutePath();
     this.workerEnvironment = Map.copyOf(workerEnvironment);
     this.launcher = Objects.requireNonNull(launcher, "launcher");
@@ -131,7 +132,7 @@ public final class ProcessRunner implements CommandRunner {
   public static ProcessRunner forThisWorker(Map<String, String> env) {
     String dir = env.get(WORK_DIR);
     Path base = dir == null || dir.isBlank() ? Path.of(System.getProperty("java.io.tmpdir")) : Path.of(dir.strip());
-    return new ProcessRunner(base, env, SetsidLauncher.find(env), RunnerClock.SYSTEM, Limits.defaults());
+    return new ProcessRunner(base, env, SetsidLauncher.find(env), MonotonicClock.SYSTEM, Limits.defaults());
   }
 
   @Override

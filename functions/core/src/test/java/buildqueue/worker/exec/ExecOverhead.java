@@ -1,5 +1,6 @@
 package buildqueue.worker.exec;
 
+import buildqueue.core.MonotonicClock;
 import buildqueue.kinds.CommandKind;
 import buildqueue.kinds.PayloadSchema;
 import buildqueue.testing.RecordingJobContext;
@@ -28,7 +29,7 @@ public final class ExecOverhead {
     int warmup = args.length > 1 ? Integer.parseInt(args[1]) : 10;
     Path base = Files.createTempDirectory("exec-overhead");
     ProcessRunner runner = new ProcessRunner(base, System.getenv(), SetsidLauncher.find(System.getenv()),
-        RunnerClock.SYSTEM, ProcessRunner.Limits.defaults());
+        MonotonicClock.SYSTEM, ProcessRunner.Limits.defaults());
     CommandKind trueKind = kind(List.of("true"));
     CommandKind echoKind = kind(List.of("sh", "-c", "echo first"));
 

@@ -1,5 +1,6 @@
 package buildqueue.worker.exec;
 
+import buildqueue.core.MonotonicClock;
 import buildqueue.kinds.CommandKind;
 import buildqueue.kinds.PayloadSchema;
 import buildqueue.testing.Procs;
@@ -25,7 +26,7 @@ public final class HaltingWorker {
     Path base = Path.of(args[0]);
     Path pids = Path.of(args[1]);
     ProcessRunner runner = new ProcessRunner(base, System.getenv(), SetsidLauncher.find(System.getenv()),
-        RunnerClock.SYSTEM, ProcessRunner.Limits.defaults());
+        MonotonicClock.SYSTEM, ProcessRunner.Limits.defaults());
     CommandKind kind = new CommandKind("shell",
         List.of("sh", "-c", "sleep 1000 & echo $! >> \"$PIDS\"; echo $$ >> \"$PIDS\"; wait"), Duration.ofMinutes(5),
         PayloadSchema.ANY_OBJECT, Set.of(), Map.of("PIDS", pids.toString()), Duration.ofSeconds(10));

@@ -1,5 +1,6 @@
 package buildqueue.worker.exec;
 
+import buildqueue.core.MonotonicClock;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import buildqueue.db.Row;
@@ -47,7 +48,7 @@ class ProcessRunnerQueueTest {
     CommandKind kind = new CommandKind("shell", List.of("sh", file.toString()), Duration.ofMinutes(5),
         PayloadSchema.ANY_OBJECT, retryCodes, Map.of("PIDS", tmp.resolve("pids").toString()), Duration.ofSeconds(10));
     ProcessRunner runner = new ProcessRunner(tmp.resolve("work"), System.getenv(), SetsidLauncher.find(System.getenv()),
-        RunnerClock.SYSTEM, ProcessRunner.Limits.defaults());
+        MonotonicClock.SYSTEM, ProcessRunner.Limits.defaults());
     return new JobHandler() {
       @Override
       public String kind() {

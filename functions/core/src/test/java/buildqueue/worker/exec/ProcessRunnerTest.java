@@ -1,5 +1,6 @@
 package buildqueue.worker.exec;
 
+import buildqueue.core.MonotonicClock;
 import static buildqueue.worker.JobLog.Stream.STDERR;
 import static buildqueue.worker.JobLog.Stream.STDOUT;
 import static buildqueue.worker.JobLog.Stream.WORKER;
@@ -59,7 +60,7 @@ class ProcessRunnerTest {
   }
 
   private ProcessRunner runner(Map<String, String> workerEnv) {
-    return new ProcessRunner(base(), workerEnv, SETSID, RunnerClock.SYSTEM, ProcessRunner.Limits.defaults());
+    return new ProcessRunner(base(), workerEnv, SETSID, MonotonicClock.SYSTEM, ProcessRunner.Limits.defaults());
   }
 
   private static CommandKind kind(List<String> command, Duration timeout, Duration grace, Set<Integer> retry,
@@ -198,7 +199,7 @@ class ProcessRunnerTest {
   @Test
   void more_follow_ups_than_allowed_fail_the_job() throws Exception {
     RecordingJobContext ctx = RecordingJobContext.of("shell", "{}", "render");
-    ProcessRunner runner = new ProcessRunner(base(), Map.of("PATH", System.getenv("PATH")), SETSID, RunnerClock.SYSTEM,
+    ProcessRunner runner = new ProcessRunner(base(), Map.of("PATH", System.getenv("PATH")), SETSID, MonotonicClock.SYSTEM,
         ProcessRunner.Limits.defaults().withMaxFollowUps(3));
     CommandKind kind = sh("for i in 1 2 3 4 5; do echo '{\"followUp\": {\"kind\": \"render\"}}' >> \"$BUILDQUEUE_CONTROL\";"
         + " done\n");
