@@ -2,6 +2,7 @@ package buildqueue.bench;
 
 import buildqueue.aws.fake.DataApiFake;
 import buildqueue.aws.fake.FakeEcs;
+import buildqueue.aws.fake.SecretsManagerFake;
 import buildqueue.aws.testing.EventBridgeFake;
 import buildqueue.bench.coldstart.ColdStartLaunch;
 import buildqueue.bench.coldstart.HttpClientProbe;
@@ -10,6 +11,8 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.sun.net.httpserver.HttpServer;
 import buildqueue.db.JdbcDatabase;
+import buildqueue.db.WorkerRole;
+import buildqueue.testing.TestDatabases;
 import com.zaxxer.hikari.HikariDataSource;
 import java.io.IOException;
 import java.io.InputStream;
@@ -30,7 +33,7 @@ import java.util.regex.Pattern;
 /**
  * Figure 7: a cold start of each Lambda handler from the shaded jar, in a fresh JVM with the
  * Lambda runtime's JIT settings, from process start to the first event handled, with the Data API,
- * ECS and EventBridge faked at the wire on localhost (the aws module's fakes) and the database the
+ * ECS, EventBridge and Secrets Manager faked at the wire on localhost (the aws module's fakes) and the database the
  * benchmark's PostgreSQL; against a trivial handler started the same way.
  */
 final class ColdStart {
@@ -158,8 +161,12 @@ final class ColdStart {
 
     String database = pg.createQueueDatabase("bq_cold");
     HttpServer cfn = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 0);
+    List<String> refused = new java.util.concurrent.CopyOnWriteArrayList<>();
     cfn.createContext("/", exchange -> {
-      exchange.getRequestBody().readAllBytes();
+      String answer = new String(exchange.getRequestBody().readAllBytes(), StandardCharsets.UTF_8);
+      if (!answer.contains("\"Status\":\"SUCCESS\"")) {
+        refused.add(answer);
+      }
       exchange.sendResponseHeaders(200, -1);
       exchange.close();
     });
@@ -167,7 +174,9 @@ final class ColdStart {
     try (HikariDataSource ds = pg.pool(database, 4);
         DataApiFake dataApi = DataApiFake.start().serve(database, ds);
         FakeEcs ecs = FakeEcs.start();
-        EventBridgeFake eventBridge = new EventBridgeFake()) {
+        EventBridgeFake eventBridge = new EventBridgeFake();
+        SecretsManagerFake secrets = SecretsManagerFake.start().put(DataApiFake.WORKER_SECRET_ARN,
+            "{\"username\": \"" + WorkerRole.NAME + "\", \"password\": \"" + TestDatabases.WORKER_PASSWORD + "\"}")) {
       Map<String, String> env = new LinkedHashMap<>();
       env.put("PATH", System.getenv().getOrDefault("PATH", "/usr/bin:/bin"));
       env.put("AWS_REGION", DataApiFake.REGION);
@@ -176,9 +185,11 @@ final class ColdStart {
       env.put("AWS_ENDPOINT_URL_RDS_DATA", dataApi.endpoint().toString());
       env.put("AWS_ENDPOINT_URL_ECS", ecs.endpoint().toString());
       env.put("AWS_ENDPOINT_URL_EVENTBRIDGE", eventBridge.endpoint().toString());
+      env.put("AWS_ENDPOINT_URL_SECRETS_MANAGER", secrets.endpoint().toString());
       env.put("AWS_LAMBDA_FUNCTION_NAME", "buildqueue-cold-start");
       env.put("BUILDQUEUE_DB_CLUSTER_ARN", DataApiFake.RESOURCE_ARN);
       env.put("BUILDQUEUE_DB_SECRET_ARN", DataApiFake.SECRET_ARN);
+      env.put("BUILDQUEUE_WORKER_DB_SECRET_ARN", DataApiFake.WORKER_SECRET_ARN);
       env.put("BUILDQUEUE_DB_NAME", database);
       env.put("BUILDQUEUE_ECS_CLUSTER", "buildqueue");
       env.put("BUILDQUEUE_TASK_DEFINITION", FakeEcs.TASK_DEFINITION);
@@ -205,6 +216,10 @@ final class ColdStart {
           out.computeIfAbsent(c.name(), k -> new ArrayList<>()).add(start(String.join(java.io.File.pathSeparator, cp),
               env, c.name(), List.of(), List.of(HttpClientProbe.class.getName(), c.clientClass())));
         }
+      }
+      if (!refused.isEmpty()) {
+        // A failed migration answers fast; its time would not be the deploy's.
+        throw new IllegalStateException("MigrateFunction answered CloudFormation without success: " + refused.get(0));
       }
       return out;
     } finally {

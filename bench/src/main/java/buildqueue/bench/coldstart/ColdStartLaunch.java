@@ -3,6 +3,7 @@ package buildqueue.bench.coldstart;
 import com.amazonaws.services.lambda.runtime.Context;
 import com.amazonaws.services.lambda.runtime.RequestHandler;
 import com.amazonaws.services.lambda.runtime.RequestStreamHandler;
+import com.amazonaws.services.lambda.runtime.serialization.PojoSerializer;
 import com.amazonaws.services.lambda.runtime.serialization.events.LambdaEventSerializers;
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
@@ -15,8 +16,9 @@ import java.nio.file.Path;
 
 /**
  * Plays the Lambda runtime for one cold start: runs in a fresh JVM with the shaded jar, builds the
- * handler, deserializes the event as the runtime would, handles it once, and prints {@code HANDLED}
- * with how long each step took. Loaded on its own (never with the rest of the benchmark), so it
+ * handler (and, for a typed handler, the runtime's serializers of its event and answer, as the
+ * runtime does when it loads one), deserializes the event as the runtime would, handles it once,
+ * serializes the answer, and prints {@code HANDLED} with how long each step took. Loaded on its own (never with the rest of the benchmark), so it
  * may use only the JDK, the Lambda interfaces and the runtime's event serializers.
  *
  * <pre>java -cp buildqueue-aws.jar:launcher:serialization.jar ColdStartLaunch HANDLER EVENT_FILE [--primed]</pre>
@@ -37,6 +39,15 @@ public final class ColdStartLaunch {
     byte[] event = Files.readAllBytes(Path.of(args[1]));
     Class<?> type = Class.forName(args[0]);
     Object handler = type.getDeclaredConstructor().newInstance();
+    // The runtime builds a typed handler's event and answer serializers when it loads the handler,
+    // during init (so before a snapshot); only their first use falls in the first event.
+    PojoSerializer<Object> in = null;
+    PojoSerializer<Object> out = null;
+    if (!(handler instanceof RequestStreamHandler)) {
+      Method handle = handleRequest(type);
+      in = serializer(handle.getParameterTypes()[0], type);
+      out = handle.getReturnType() == void.class ? null : serializer(handle.getReturnType(), type);
+    }
     if (args.length > 2 && args[2].equals("--primed")) {
       Class.forName(PRIMING).getMethod("checkpointAndRestore").invoke(null);
     }
@@ -47,9 +58,10 @@ public final class ColdStartLaunch {
     } else {
       @SuppressWarnings("unchecked")
       RequestHandler<Object, Object> typed = (RequestHandler<Object, Object>) handler;
-      Object input = LambdaEventSerializers.serializerFor(inputType(type), type.getClassLoader())
-          .fromJson(new ByteArrayInputStream(event));
-      typed.handleRequest(input, context);
+      Object answer = typed.handleRequest(in.fromJson(new ByteArrayInputStream(event)), context);
+      if (out != null) {
+        out.toJson(answer, new ByteArrayOutputStream());
+      }
     }
     handled(t0, t1, System.nanoTime());
   }
@@ -63,14 +75,19 @@ public final class ColdStartLaunch {
     System.exit(0);
   }
 
-  private static Class<?> inputType(Class<?> handler) {
+  private static Method handleRequest(Class<?> handler) {
     for (Method m : handler.getMethods()) {
       if (m.getName().equals("handleRequest") && m.getParameterCount() == 2 && !m.isBridge()
           && m.getParameterTypes()[1] == Context.class) {
-        return m.getParameterTypes()[0];
+        return m;
       }
     }
     throw new IllegalArgumentException(handler + " has no handleRequest(T, Context)");
+  }
+
+  @SuppressWarnings("unchecked")
+  private static PojoSerializer<Object> serializer(Class<?> of, Class<?> handler) {
+    return (PojoSerializer<Object>) LambdaEventSerializers.serializerFor(of, handler.getClassLoader());
   }
 
   private static Context context() {
