@@ -42,7 +42,7 @@ final class ColdStart {
       List.of("-XX:+TieredCompilation", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xshare:auto", "-Xmx512m");
 
   private static final Pattern HANDLED =
-      Pattern.compile("HANDLED construct_ms=([0-9.]+) handle_ms=([0-9.]+) jvm_uptime_ms=([0-9]+) classes=([0-9]+)");
+      Pattern.compile("HANDLED construct_ms=([0-9.]+) handle_ms=([0-9.]+)(?: warm_ms=([0-9.]+))? jvm_uptime_ms=([0-9]+) classes=([0-9]+)");
   private static final ObjectMapper JSON = new ObjectMapper();
   private static final String EMPTY_QUEUE =
       "truncate build_job_event, build_job, build_worker, build_user restart identity cascade";
@@ -50,8 +50,11 @@ final class ColdStart {
   /** How a primed case's name ends. */
   static final String PRIMED = ", primed: first event after priming";
 
-  /** One cold start: wall time from spawn to the handled line, and the child's own split. */
-  record Start(double wallMs, double constructMs, double handleMs, long classes) {}
+  /**
+   * One cold start: wall time from spawn to the handled line, and the child's own split; {@code
+   * warmMs}, for a primed case, the same event handled again right after (else NaN).
+   */
+  record Start(double wallMs, double constructMs, double handleMs, double warmMs, long classes) {}
 
   /**
    * A handler and the event it gets; {@code primed}: its SnapStart priming runs after it is built
@@ -66,10 +69,11 @@ final class ColdStart {
       return new Case(name.replaceFirst(" \\(.*$", "") + PRIMED, handlerClass, event, true);
     }
 
-    List<String> launch() {
+    List<String> launch(java.net.URI reset) {
       List<String> args = new ArrayList<>(List.of(ColdStartLaunch.class.getName(), handlerClass, event.toString()));
       if (primed) {
         args.add("--primed");
+        args.add(reset.toString());
       }
       return args;
     }
@@ -170,7 +174,16 @@ final class ColdStart {
       exchange.sendResponseHeaders(200, -1);
       exchange.close();
     });
+    // A primed case's launcher handles its event twice; between the two it asks for the queue back.
+    JdbcDatabase[] queue = new JdbcDatabase[1];
+    cfn.createContext("/reset-queue", exchange -> {
+      exchange.getRequestBody().readAllBytes();
+      queue[0].update(EMPTY_QUEUE);
+      exchange.sendResponseHeaders(204, -1);
+      exchange.close();
+    });
     cfn.start();
+    java.net.URI reset = java.net.URI.create("http://127.0.0.1:" + cfn.getAddress().getPort() + "/reset-queue");
     try (HikariDataSource ds = pg.pool(database, 4);
         DataApiFake dataApi = DataApiFake.start().serve(database, ds);
         FakeEcs ecs = FakeEcs.start();
@@ -200,6 +213,7 @@ final class ColdStart {
       List<Case> cases = cases(cfn.getAddress().getPort());
       List<ClientCase> clients = clientCases();
       JdbcDatabase db = new JdbcDatabase(ds);
+      queue[0] = db;
       if (classList != null) {
         recordClasses(classpath, env, cases, db, classList);
       }
@@ -208,7 +222,7 @@ final class ColdStart {
         for (Case c : cases) {
           // Every start sees the same queue: empty, so the enqueue dispatches and calls RunTask.
           db.update(EMPTY_QUEUE);
-          out.computeIfAbsent(c.name(), k -> new ArrayList<>()).add(start(classpath, env, c.name(), List.of(), c.launch()));
+          out.computeIfAbsent(c.name(), k -> new ArrayList<>()).add(start(classpath, env, c.name(), List.of(), c.launch(reset)));
         }
         for (ClientCase c : clients) {
           List<String> cp = new ArrayList<>(List.of(jar.toString(), launcher.toString()));
@@ -267,7 +281,7 @@ final class ColdStart {
       }
       Path log = work.resolve("classes-" + c.handlerClass().replaceAll(".*\\.", "") + ".log");
       db.update(EMPTY_QUEUE);
-      start(classpath, env, c.name(), List.of("-Xlog:class+load=info:file=" + log), c.launch());
+      start(classpath, env, c.name(), List.of("-Xlog:class+load=info:file=" + log), c.launch(null));
       for (String line : Files.readAllLines(log)) {
         Matcher m = LOADED.matcher(line);
         // From the jar or the JDK; not the launcher's, nor generated classes (lambdas, proxies).
@@ -320,7 +334,8 @@ final class ColdStart {
       p.destroyForcibly();
       throw new IllegalStateException(name + " did not handle its event: " + out);
     }
-    return new Start(wall, Double.parseDouble(m.group(1)), Double.parseDouble(m.group(2)), Long.parseLong(m.group(4)));
+    return new Start(wall, Double.parseDouble(m.group(1)), Double.parseDouble(m.group(2)),
+        m.group(3) == null ? Double.NaN : Double.parseDouble(m.group(3)), Long.parseLong(m.group(5)));
   }
 
   /** The launcher's classes, alone in a directory, so the child sees nothing else of the benchmark. */
