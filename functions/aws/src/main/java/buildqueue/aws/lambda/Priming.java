@@ -46,6 +46,13 @@ public final class Priming implements Resource {
    */
   static final Pattern SKIPPED = Pattern.compile("(?i).*(random|uuid|seed|prng|drbg|nonce|jitter).*");
 
+  /**
+   * How many times priming runs each path: a path run once stays interpreted in the snapshot, and
+   * the first event after a restore runs it at the interpreter's pace; past the JIT's thresholds
+   * (C1's, at the Lambda runtime's flags) the snapshot holds it compiled.
+   */
+  static final int ROUNDS = 25;
+
   private static final System.Logger LOG = System.getLogger(Priming.class.getName());
 
   /** Strong references: the runtime's CRaC context holds its resources weakly. */

@@ -37,7 +37,7 @@ import software.amazon.awssdk.services.secretsmanager.SecretsManagerClient;
  * that answers each with a fixed answer of the shape the real service sends (a Data API result with
  * a row of every kind of value the queue reads, a started task, an accepted event, a secret). Their
  * request and answer paths (marshalling, signing, the HTTP client, unmarshalling, the adapter's
- * reading of rows) are then loaded and run before the snapshot, each {@value #ROUNDS} times: often
+ * reading of rows) are then loaded and run before the snapshot, each {@value Priming#ROUNDS} times: often
  * enough for the JIT to compile the hot ones, which the snapshot keeps, where a path run once
  * stays interpreted and the first event after a restore runs it at the interpreter's pace.
  *
@@ -50,8 +50,12 @@ import software.amazon.awssdk.services.secretsmanager.SecretsManagerClient;
 final class Rehearsal implements AutoCloseable {
   private static final String REGION = "us-east-1";
 
-  /** How many times each call is made: past the JIT's thresholds for the paths a call runs once or twice. */
-  static final int ROUNDS = 25;
+  /**
+   * A statement's text as long as the queue's (0.2 to 6 KB): the request's marshalling escapes it
+   * and the signature hashes it, loops that a short text would leave uncompiled.
+   */
+  private static final String QUEUE_SIZED_TAIL =
+      "\n  -- as long as a statement of the queue, whose text the request escapes and the signature hashes".repeat(30);
 
   /** A Data API result: one row with a value of each kind the queue's statements read. */
   private static final String EXECUTE_ANSWER = """
@@ -134,10 +138,10 @@ final class Rehearsal implements AutoCloseable {
         "arn:aws:secretsmanager:us-east-1:111122223333:secret:priming-AbCdEf", "priming");
     try (RdsDataClient client = DataApiClients.create(settings, NOBODY)) {
       Database db = new DataApiDatabase(client, settings);
-      for (int i = 0; i < ROUNDS; i++) {
-        quietly(() -> db.query("select :a as a, :b as b, :c as c",
+      for (int i = 0; i < Priming.ROUNDS; i++) {
+        quietly(() -> db.query("select :a as a, :b as b, :c as c" + QUEUE_SIZED_TAIL,
             Params.of("a", 1L, "b", "text", "c", Instant.EPOCH)));
-        quietly(() -> db.transaction(tx -> tx.update("select :a", Params.of("a", 1L))));
+        quietly(() -> db.transaction(tx -> tx.update("select :a" + QUEUE_SIZED_TAIL, Params.of("a", 1L))));
       }
     }
     return this;
@@ -146,7 +150,7 @@ final class Rehearsal implements AutoCloseable {
   /** RunTask, DescribeTasks and StopTask, shaped as the platform sends them. */
   Rehearsal ecs() {
     try (EcsClient ecs = EcsClients.create(EcsClients.Settings.defaults(REGION).withEndpoint(endpoint), NOBODY)) {
-      for (int i = 0; i < ROUNDS; i++) {
+      for (int i = 0; i < Priming.ROUNDS; i++) {
         ecsCalls(ecs);
       }
     }
@@ -166,7 +170,7 @@ final class Rehearsal implements AutoCloseable {
   Rehearsal eventBridge() {
     try (EventBridgeClient events = EventBridgeClient.builder().region(Region.of(REGION)).endpointOverride(endpoint)
         .credentialsProvider(NOBODY).httpClient(UrlConnectionHttpClient.create()).build()) {
-      for (int i = 0; i < ROUNDS; i++) {
+      for (int i = 0; i < Priming.ROUNDS; i++) {
         quietly(() -> events.putEvents(r -> r.entries(PutEventsRequestEntry.builder().source("buildqueue")
             .detailType("Build Job State Change").detail("{}").eventBusName("default").build())));
       }

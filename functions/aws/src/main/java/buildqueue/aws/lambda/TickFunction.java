@@ -44,7 +44,9 @@ public final class TickFunction implements RequestHandler<Map<String, Object>, S
   static void prime(QueueServices s) {
     Priming.loadClasses();
     s.primeLocally();
-    TickBudget.of(budget(null)).limit();
+    for (int round = 0; round < Priming.ROUNDS; round++) {
+      TickBudget.of(budget(null)).limit();
+    }
     Priming.rehearse(r -> r.dataApi().ecs().eventBridge());
   }
 

@@ -143,9 +143,9 @@ class PrimingTest {
       int events = r.requests() - dataApi - ecs;
       r.secretsManager();
 
-      assertThat(dataApi).as("a statement; begin, statement, commit; each round").isEqualTo(4 * Rehearsal.ROUNDS);
-      assertThat(ecs).as("RunTask, DescribeTasks, StopTask; each round").isEqualTo(3 * Rehearsal.ROUNDS);
-      assertThat(events).as("PutEvents, each round").isEqualTo(Rehearsal.ROUNDS);
+      assertThat(dataApi).as("a statement; begin, statement, commit; each round").isEqualTo(4 * Priming.ROUNDS);
+      assertThat(ecs).as("RunTask, DescribeTasks, StopTask; each round").isEqualTo(3 * Priming.ROUNDS);
+      assertThat(events).as("PutEvents, each round").isEqualTo(Priming.ROUNDS);
       assertThat(r.requests() - dataApi - ecs - events).as("GetSecretValue").isEqualTo(1);
     }
   }
