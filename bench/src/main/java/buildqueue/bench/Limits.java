@@ -51,7 +51,7 @@ final class Limits {
          deploy on purpose. The trivial handler's first event (20–35 ms) is mostly the JVM's first dynamic
          proxy (the launcher's stand-in for the runtime's context), so 1.5× it is within reach of a
          function that makes one or two calls, and out of reach of one that makes seven or eight, however
-         primed: the warm second event alone is 2–3× it. What the first event pays beyond the warm one, 5 to
+         primed: the warm second event alone is 2–4× it. What the first event pays beyond the warm one, up to
          30 ms, is the SDK's credential chain built and read on first use (on Lambda, the container
          credentials fetched after the restore, as they must be) and paths priming runs too rarely to
          compile.
