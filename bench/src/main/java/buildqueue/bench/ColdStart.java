@@ -2,6 +2,7 @@ package buildqueue.bench;
 
 import buildqueue.aws.fake.DataApiFake;
 import buildqueue.aws.fake.FakeEcs;
+import buildqueue.aws.fake.SecretsManagerFake;
 import buildqueue.aws.testing.EventBridgeFake;
 import buildqueue.bench.coldstart.ColdStartLaunch;
 import buildqueue.bench.coldstart.HttpClientProbe;
@@ -10,6 +11,8 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.sun.net.httpserver.HttpServer;
 import buildqueue.db.JdbcDatabase;
+import buildqueue.db.WorkerRole;
+import buildqueue.testing.TestDatabases;
 import com.zaxxer.hikari.HikariDataSource;
 import java.io.IOException;
 import java.io.InputStream;
@@ -30,7 +33,7 @@ import java.util.regex.Pattern;
 /**
  * Figure 7: a cold start of each Lambda handler from the shaded jar, in a fresh JVM with the
  * Lambda runtime's JIT settings, from process start to the first event handled, with the Data API,
- * ECS and EventBridge faked at the wire on localhost (the aws module's fakes) and the database the
+ * ECS, EventBridge and Secrets Manager faked at the wire on localhost (the aws module's fakes) and the database the
  * benchmark's PostgreSQL; against a trivial handler started the same way.
  */
 final class ColdStart {
@@ -39,7 +42,7 @@ final class ColdStart {
       List.of("-XX:+TieredCompilation", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xshare:auto", "-Xmx512m");
 
   private static final Pattern HANDLED =
-      Pattern.compile("HANDLED construct_ms=([0-9.]+) handle_ms=([0-9.]+) jvm_uptime_ms=([0-9]+) classes=([0-9]+)");
+      Pattern.compile("HANDLED construct_ms=([0-9.]+) handle_ms=([0-9.]+)(?: warm_ms=([0-9.]+))? jvm_uptime_ms=([0-9]+) classes=([0-9]+)");
   private static final ObjectMapper JSON = new ObjectMapper();
   private static final String EMPTY_QUEUE =
       "truncate build_job_event, build_job, build_worker, build_user restart identity cascade";
@@ -47,8 +50,11 @@ final class ColdStart {
   /** How a primed case's name ends. */
   static final String PRIMED = ", primed: first event after priming";
 
-  /** One cold start: wall time from spawn to the handled line, and the child's own split. */
-  record Start(double wallMs, double constructMs, double handleMs, long classes) {}
+  /**
+   * One cold start: wall time from spawn to the handled line, and the child's own split; {@code
+   * warmMs}, for a primed case, the same event handled again right after (else NaN).
+   */
+  record Start(double wallMs, double constructMs, double handleMs, double warmMs, long classes) {}
 
   /**
    * A handler and the event it gets; {@code primed}: its SnapStart priming runs after it is built
@@ -63,10 +69,11 @@ final class ColdStart {
       return new Case(name.replaceFirst(" \\(.*$", "") + PRIMED, handlerClass, event, true);
     }
 
-    List<String> launch() {
+    List<String> launch(java.net.URI reset) {
       List<String> args = new ArrayList<>(List.of(ColdStartLaunch.class.getName(), handlerClass, event.toString()));
       if (primed) {
         args.add("--primed");
+        args.add(reset.toString());
       }
       return args;
     }
@@ -158,16 +165,31 @@ final class ColdStart {
 
     String database = pg.createQueueDatabase("bq_cold");
     HttpServer cfn = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 0);
+    List<String> refused = new java.util.concurrent.CopyOnWriteArrayList<>();
     cfn.createContext("/", exchange -> {
-      exchange.getRequestBody().readAllBytes();
+      String answer = new String(exchange.getRequestBody().readAllBytes(), StandardCharsets.UTF_8);
+      if (!answer.contains("\"Status\":\"SUCCESS\"")) {
+        refused.add(answer);
+      }
       exchange.sendResponseHeaders(200, -1);
       exchange.close();
     });
+    // A primed case's launcher handles its event twice; between the two it asks for the queue back.
+    JdbcDatabase[] queue = new JdbcDatabase[1];
+    cfn.createContext("/reset-queue", exchange -> {
+      exchange.getRequestBody().readAllBytes();
+      queue[0].update(EMPTY_QUEUE);
+      exchange.sendResponseHeaders(204, -1);
+      exchange.close();
+    });
     cfn.start();
+    java.net.URI reset = java.net.URI.create("http://127.0.0.1:" + cfn.getAddress().getPort() + "/reset-queue");
     try (HikariDataSource ds = pg.pool(database, 4);
         DataApiFake dataApi = DataApiFake.start().serve(database, ds);
         FakeEcs ecs = FakeEcs.start();
-        EventBridgeFake eventBridge = new EventBridgeFake()) {
+        EventBridgeFake eventBridge = new EventBridgeFake();
+        SecretsManagerFake secrets = SecretsManagerFake.start().put(DataApiFake.WORKER_SECRET_ARN,
+            "{\"username\": \"" + WorkerRole.NAME + "\", \"password\": \"" + TestDatabases.WORKER_PASSWORD + "\"}")) {
       Map<String, String> env = new LinkedHashMap<>();
       env.put("PATH", System.getenv().getOrDefault("PATH", "/usr/bin:/bin"));
       env.put("AWS_REGION", DataApiFake.REGION);
@@ -176,9 +198,11 @@ final class ColdStart {
       env.put("AWS_ENDPOINT_URL_RDS_DATA", dataApi.endpoint().toString());
       env.put("AWS_ENDPOINT_URL_ECS", ecs.endpoint().toString());
       env.put("AWS_ENDPOINT_URL_EVENTBRIDGE", eventBridge.endpoint().toString());
+      env.put("AWS_ENDPOINT_URL_SECRETS_MANAGER", secrets.endpoint().toString());
       env.put("AWS_LAMBDA_FUNCTION_NAME", "buildqueue-cold-start");
       env.put("BUILDQUEUE_DB_CLUSTER_ARN", DataApiFake.RESOURCE_ARN);
       env.put("BUILDQUEUE_DB_SECRET_ARN", DataApiFake.SECRET_ARN);
+      env.put("BUILDQUEUE_WORKER_DB_SECRET_ARN", DataApiFake.WORKER_SECRET_ARN);
       env.put("BUILDQUEUE_DB_NAME", database);
       env.put("BUILDQUEUE_ECS_CLUSTER", "buildqueue");
       env.put("BUILDQUEUE_TASK_DEFINITION", FakeEcs.TASK_DEFINITION);
@@ -189,6 +213,7 @@ final class ColdStart {
       List<Case> cases = cases(cfn.getAddress().getPort());
       List<ClientCase> clients = clientCases();
       JdbcDatabase db = new JdbcDatabase(ds);
+      queue[0] = db;
       if (classList != null) {
         recordClasses(classpath, env, cases, db, classList);
       }
@@ -197,7 +222,7 @@ final class ColdStart {
         for (Case c : cases) {
           // Every start sees the same queue: empty, so the enqueue dispatches and calls RunTask.
           db.update(EMPTY_QUEUE);
-          out.computeIfAbsent(c.name(), k -> new ArrayList<>()).add(start(classpath, env, c.name(), List.of(), c.launch()));
+          out.computeIfAbsent(c.name(), k -> new ArrayList<>()).add(start(classpath, env, c.name(), List.of(), c.launch(reset)));
         }
         for (ClientCase c : clients) {
           List<String> cp = new ArrayList<>(List.of(jar.toString(), launcher.toString()));
@@ -205,6 +230,10 @@ final class ColdStart {
           out.computeIfAbsent(c.name(), k -> new ArrayList<>()).add(start(String.join(java.io.File.pathSeparator, cp),
               env, c.name(), List.of(), List.of(HttpClientProbe.class.getName(), c.clientClass())));
         }
+      }
+      if (!refused.isEmpty()) {
+        // A failed migration answers fast; its time would not be the deploy's.
+        throw new IllegalStateException("MigrateFunction answered CloudFormation without success: " + refused.get(0));
       }
       return out;
     } finally {
@@ -252,7 +281,7 @@ final class ColdStart {
       }
       Path log = work.resolve("classes-" + c.handlerClass().replaceAll(".*\\.", "") + ".log");
       db.update(EMPTY_QUEUE);
-      start(classpath, env, c.name(), List.of("-Xlog:class+load=info:file=" + log), c.launch());
+      start(classpath, env, c.name(), List.of("-Xlog:class+load=info:file=" + log), c.launch(null));
       for (String line : Files.readAllLines(log)) {
         Matcher m = LOADED.matcher(line);
         // From the jar or the JDK; not the launcher's, nor generated classes (lambdas, proxies).
@@ -305,7 +334,8 @@ final class ColdStart {
       p.destroyForcibly();
       throw new IllegalStateException(name + " did not handle its event: " + out);
     }
-    return new Start(wall, Double.parseDouble(m.group(1)), Double.parseDouble(m.group(2)), Long.parseLong(m.group(4)));
+    return new Start(wall, Double.parseDouble(m.group(1)), Double.parseDouble(m.group(2)),
+        m.group(3) == null ? Double.NaN : Double.parseDouble(m.group(3)), Long.parseLong(m.group(5)));
   }
 
   /** The launcher's classes, alone in a directory, so the child sees nothing else of the benchmark. */

@@ -92,9 +92,12 @@ final class Figures {
       if (e.getKey().contains(ColdStart.PRIMED)) {
         // What a restored snapshot still pays: the first event alone, after building and priming.
         Stats first = stats(e.getValue(), ColdStart.Start::handleMs);
+        Stats warm = stats(e.getValue(), ColdStart.Start::warmMs);
         report.add(F7, e.getKey(), first, " ms", 0, Report.format(first.median() / trivialFirstEvent, 1)
             + "× the trivial handler's first event (" + Report.format(trivialFirstEvent, 1) + " ms), "
-            + Report.format(first.median() / trivial, 2) + "× its whole cold start; built and primed in "
+            + Report.format(first.median() / trivial, 2) + "× its whole cold start; the same event again, warm: "
+            + Report.format(warm.median(), 0) + " ms (" + Report.format(warm.median() / trivialFirstEvent, 1)
+            + "× the trivial first event); built and primed in "
             + Report.format(stats(e.getValue(), ColdStart.Start::constructMs).median(), 0) + " ms before the snapshot");
         continue;
       }

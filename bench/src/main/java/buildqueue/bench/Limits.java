@@ -41,6 +41,19 @@ final class Limits {
          stays off by default.
       7. **Cold start: loading classes and building SDK clients** on the first event (thousands of classes
          against the trivial handler's 880). A smaller jar barely moves it; SnapStart (on in `template.yaml`)
-         starts from a snapshot taken after the classes are loaded.
+         starts from a snapshot taken after the classes are loaded. **After priming, the round trips the
+         event makes.** What a primed first event still pays is mostly its own calls, each 5–10 ms here (the
+         fake's JSON and JDBC and a durable PostgreSQL commit, 3–8 ms; the SDK's marshalling, signing and
+         reading, 1–3 ms): the API's first POST makes eight (six statements, RunTask, PutEvents), about
+         60 ms, the tick seven statements, about 50 ms, each with some 20 ms of the queue's own code and
+         its log and metric lines around them; the stop handler two statements, the schema function three
+         and a secret read, beside a Secrets Manager client, an HTTP client and a thread it builds per
+         deploy on purpose. The trivial handler's first event (20–35 ms) is mostly the JVM's first dynamic
+         proxy (the launcher's stand-in for the runtime's context), so 1.5× it is within reach of a
+         function that makes one or two calls, and out of reach of one that makes seven or eight, however
+         primed: the warm second event alone is 2–4× it. What the first event pays beyond the warm one, up to
+         30 ms, is the SDK's credential chain built and read on first use (on Lambda, the container
+         credentials fetched after the restore, as they must be) and paths priming runs too rarely to
+         compile.
       """;
 }

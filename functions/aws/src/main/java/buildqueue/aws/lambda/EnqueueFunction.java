@@ -6,9 +6,15 @@ import buildqueue.api.Caller;
 import buildqueue.aws.AwsSettings.Component;
 import buildqueue.aws.metrics.Metrics;
 import com.amazonaws.services.lambda.runtime.Context;
-import com.amazonaws.services.lambda.runtime.RequestHandler;
+import com.amazonaws.services.lambda.runtime.RequestStreamHandler;
 import com.amazonaws.services.lambda.runtime.events.APIGatewayV2HTTPEvent;
 import com.amazonaws.services.lambda.runtime.events.APIGatewayV2HTTPResponse;
+import com.fasterxml.jackson.annotation.JsonInclude;
+import com.fasterxml.jackson.databind.DeserializationFeature;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Base64;
@@ -26,9 +32,31 @@ import java.util.function.Supplier;
  *
  * <p>After a request that may have written (anything but GET and HEAD), the job events it wrote are
  * published to EventBridge; if that fails, the tick publishes them.
+ *
+ * <p>It takes the event as a stream and binds it (and writes its answer) with its own JSON mapper,
+ * not the runtime's: the runtime's serializer is built at init but first used on the first event,
+ * a cold path in the runtime that priming cannot reach, where this mapper is primed with the rest
+ * (SnapStart, {@link Priming}). The typed {@link #handleRequest(APIGatewayV2HTTPEvent, Context)}
+ * stays for callers holding an event object; given {@code ::handleRequest}, the runtime takes the
+ * stream overload (it prefers the longer signature).
  */
-public final class EnqueueFunction implements RequestHandler<APIGatewayV2HTTPEvent, APIGatewayV2HTTPResponse> {
+public final class EnqueueFunction implements RequestStreamHandler {
   private static final Lazy<QueueServices> SERVICES = Lazy.of(() -> AwsServices.queueServices(Component.ENQUEUE));
+
+  /** Binds API Gateway's payload 2.0 as the runtime does: unknown fields ignored, absent ones left out of the answer. */
+  private static final ObjectMapper EVENTS = new ObjectMapper()
+      .configure(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES, false)
+      .setSerializationInclusion(JsonInclude.Include.NON_NULL);
+
+  /** A request priming sends through the whole local path: a kind that does not exist, refused before any statement. */
+  private static final byte[] SAMPLE_REQUEST =
+      """
+      {"version": "2.0", "routeKey": "POST /jobs", "rawPath": "/jobs", "rawQueryString": "",
+       "headers": {"content-type": "application/json"}, "body": "{\\"kind\\": \\"-priming-\\", \\"payload\\": {}}",
+       "isBase64Encoded": false,
+       "requestContext": {"http": {"method": "POST", "path": "/jobs"}, "requestId": "priming", "timeEpoch": 0,
+         "authorizer": {"jwt": {"claims": {"sub": "priming", "scope": "buildqueue/jobs"}, "scopes": []}}}}
+      """.getBytes(StandardCharsets.UTF_8);
 
   private final Supplier<QueueServices> services;
 
@@ -40,39 +68,26 @@ public final class EnqueueFunction implements RequestHandler<APIGatewayV2HTTPEve
 
   /**
    * SnapStart priming ({@link Priming}): builds what a first request needs and runs the request
-   * path up to the database: the event's conversion, the API's routing and body checks (a kind
-   * that does not exist is refused before any statement), each kind's payload check against its
-   * schema, and the answer's conversion. No statement is sent and nothing is written.
+   * path up to the database: the event's binding, the API's routing and body checks (a kind that
+   * does not exist is refused before any statement), each kind's payload check against its schema,
+   * and the answer's conversion and writing. No statement is sent and nothing is written.
    */
   static void prime(QueueServices s) {
     Priming.loadClasses();
     s.primeLocally();
-    APIGatewayV2HTTPEvent event = APIGatewayV2HTTPEvent.builder()
-        .withRawPath("/jobs")
-        .withHeaders(Map.of("content-type", "application/json"))
-        .withBody("{\"kind\": \"-priming-\", \"payload\": {}}")
-        .withIsBase64Encoded(false)
-        .withRequestContext(APIGatewayV2HTTPEvent.RequestContext.builder()
-            .withHttp(APIGatewayV2HTTPEvent.RequestContext.Http.builder().withMethod("POST").withPath("/jobs").build())
-            .withAuthorizer(APIGatewayV2HTTPEvent.RequestContext.Authorizer.builder()
-                .withJwt(APIGatewayV2HTTPEvent.RequestContext.Authorizer.JWT.builder()
-                    .withClaims(Map.of("sub", "priming", "scope", "buildqueue/jobs"))
-                    .withScopes(List.of())
-                    .build())
-                .build())
-            .build())
-        .build();
-    ApiResponse refused = s.api().handle(toApiRequest(event));
-    if (refused.status() != 400) {
-      throw new IllegalStateException("priming expected the unknown kind to be refused, got " + refused.status());
-    }
-    toLambdaResponse(refused);
     com.fasterxml.jackson.databind.node.ObjectNode empty = com.fasterxml.jackson.databind.node.JsonNodeFactory.instance.objectNode();
-    for (String kind : s.kinds().kinds()) {
-      try {
-        s.kinds().get(kind).orElseThrow().validate(empty.deepCopy());
-      } catch (IllegalArgumentException refusedPayload) {
-        // Expected for most kinds: the schema's check ran, which is the point.
+    for (int round = 0; round < Priming.ROUNDS; round++) {
+      ApiResponse refused = s.api().handle(toApiRequest(readEvent(SAMPLE_REQUEST)));
+      if (refused.status() != 400) {
+        throw new IllegalStateException("priming expected the unknown kind to be refused, got " + refused.status());
+      }
+      writeResponse(toLambdaResponse(refused), OutputStream.nullOutputStream());
+      for (String kind : s.kinds().kinds()) {
+        try {
+          s.kinds().get(kind).orElseThrow().validate(empty.deepCopy());
+        } catch (IllegalArgumentException refusedPayload) {
+          // Expected for most kinds: the schema's check ran, which is the point.
+        }
       }
     }
     Priming.rehearse(r -> r.dataApi().ecs().eventBridge());
@@ -83,6 +98,10 @@ public final class EnqueueFunction implements RequestHandler<APIGatewayV2HTTPEve
   }
 
   @Override
+  public void handleRequest(InputStream input, OutputStream output, Context context) throws IOException {
+    writeResponse(handleRequest(readEvent(input.readAllBytes()), context), output);
+  }
+
   public APIGatewayV2HTTPResponse handleRequest(APIGatewayV2HTTPEvent event, Context context) {
     QueueServices s = services.get();
     Metrics metrics = s.newMetrics();
@@ -98,6 +117,24 @@ public final class EnqueueFunction implements RequestHandler<APIGatewayV2HTTPEve
       return toLambdaResponse(response);
     } finally {
       s.flush(metrics);
+    }
+  }
+
+  /** The event as the runtime would bind it for a handler taking {@link APIGatewayV2HTTPEvent}. */
+  static APIGatewayV2HTTPEvent readEvent(byte[] json) {
+    try {
+      return EVENTS.readValue(json, APIGatewayV2HTTPEvent.class);
+    } catch (IOException e) {
+      // As the runtime fails an event it cannot bind: API Gateway answers 502, nothing ran.
+      throw new IllegalArgumentException("not an API Gateway payload 2.0 event", e);
+    }
+  }
+
+  static void writeResponse(APIGatewayV2HTTPResponse response, OutputStream output) {
+    try {
+      EVENTS.writeValue(output, response);
+    } catch (IOException e) {
+      throw new java.io.UncheckedIOException(e);
     }
   }
 

@@ -19,18 +19,20 @@ import org.crac.Resource;
  * would otherwise pay for after every restore: it builds the function's services (the SDK
  * clients, the queue, the HTTP API and, for the API, the kind catalogue with its schemas), loads
  * the classes a first event loads ({@value #CLASS_LIST}, recorded from real first events by the
- * benchmark), runs the function's own local code once on a sample input, and rehearses the SDK
- * calls its first event makes against a loopback server in the JVM ({@link Rehearsal}).
+ * benchmark), runs the function's own local code on a sample input, and rehearses the SDK calls
+ * its first event makes against a loopback server in the JVM ({@link Rehearsal}); the local code
+ * and the calls {@value #ROUNDS} times each, so that the snapshot holds them compiled.
  *
  * <p>What it never does, as AWS's SnapStart guidance asks: call AWS or the database (the snapshot
  * is taken at deploy time, and a connection in it would be stale after restore); make a worker
  * token or any random value (every dispatch makes its token inside a handler, after restore; the
  * classes whose initialisation seeds a random generator are not loaded, see {@link #SKIPPED}).
- * The one generator priming does make is the SDK clients' TLS context's {@code SecureRandom}:
- * on Linux NativePRNG, which mixes every output with bytes read from {@code /dev/urandom} at the
- * time, so restored copies do not share its output. {@link #afterRestore} has nothing to
- * re-establish: the URL-connection HTTP client keeps no connection pool, priming opened no
- * connection, and credentials are read on the first call.
+ * The one kind of generator priming does make is a TLS context's {@code SecureRandom} (the SDK
+ * clients', the JDK HTTP client's): on Linux NativePRNG, which mixes every output with bytes read
+ * from {@code /dev/urandom} at the time, so restored copies do not share its output. {@link
+ * #afterRestore} has nothing to re-establish: priming opened no connection but to the rehearsal's
+ * loopback server, stopped before the snapshot, with clients it then discarded; the function's own
+ * clients are unused, and credentials are read on the first call.
  *
  * <p>A failure here is logged and swallowed: a snapshot without priming is slower, not wrong, and
  * a hook that throws would fail the deploy.
@@ -45,6 +47,13 @@ public final class Priming implements Resource {
    * a snapshot would then share between every environment restored from it.
    */
   static final Pattern SKIPPED = Pattern.compile("(?i).*(random|uuid|seed|prng|drbg|nonce|jitter).*");
+
+  /**
+   * How many times priming runs each path: a path run once stays interpreted in the snapshot, and
+   * the first event after a restore runs it at the interpreter's pace; past the JIT's thresholds
+   * (C1's, at the Lambda runtime's flags) the snapshot holds it compiled.
+   */
+  static final int ROUNDS = 25;
 
   private static final System.Logger LOG = System.getLogger(Priming.class.getName());
 

@@ -5,7 +5,12 @@ import buildqueue.aws.metrics.Metrics;
 import buildqueue.core.BuildQueue;
 import buildqueue.core.TickBudget;
 import com.amazonaws.services.lambda.runtime.Context;
-import com.amazonaws.services.lambda.runtime.RequestHandler;
+import com.amazonaws.services.lambda.runtime.RequestStreamHandler;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
 import java.lang.System.Logger.Level;
 import java.time.Duration;
 import java.util.Map;
@@ -20,13 +25,25 @@ import java.util.function.Supplier;
  * safe (every claim in the tick skips rows another holds), so a slow tick and a retried one never
  * collide. A database failure fails the invocation; the next tick starts over.
  *
- * <p>The event is taken as a plain map, not as {@code ScheduledEvent}: an EventBridge rule sends
+ * <p>The event is read as plain JSON, not bound to {@code ScheduledEvent}: an EventBridge rule sends
  * {@code "detail": {}} but EventBridge Scheduler sends {@code "detail": "{}"} (a string), which the
  * runtime cannot bind to {@code ScheduledEvent}'s map and so fails before the handler runs. The
- * tick reads nothing of the event but its id, for the logs.
+ * tick reads nothing of the event but its id, for the logs. It reads it from the stream with its
+ * own JSON mapper rather than have the runtime bind it: the runtime's serializer is first used on
+ * the first event, a cold path priming cannot reach ({@link Priming}). Given {@code
+ * ::handleRequest}, the runtime takes the stream overload (it prefers the longer signature); the
+ * map overload stays for callers holding the event as the runtime would have bound it.
  */
-public final class TickFunction implements RequestHandler<Map<String, Object>, String> {
+public final class TickFunction implements RequestStreamHandler {
   private static final System.Logger LOG = System.getLogger(TickFunction.class.getName());
+  private static final ObjectMapper JSON = new ObjectMapper();
+
+  /** A scheduled event as a rule sends it, for priming. */
+  private static final byte[] SAMPLE_EVENT =
+      """
+      {"version": "0", "id": "00000000-0000-0000-0000-000000000000", "detail-type": "Scheduled Event",
+       "source": "aws.events", "time": "2026-01-01T00:00:00Z", "detail": {}}
+      """.getBytes(java.nio.charset.StandardCharsets.UTF_8);
   private static final Lazy<QueueServices> SERVICES = Lazy.of(() -> AwsServices.queueServices(Component.TICK));
 
   /** Kept back from the function's deadline for publishing job events, gauges and metrics. */
@@ -44,7 +61,11 @@ public final class TickFunction implements RequestHandler<Map<String, Object>, S
   static void prime(QueueServices s) {
     Priming.loadClasses();
     s.primeLocally();
-    TickBudget.of(budget(null)).limit();
+    for (int round = 0; round < Priming.ROUNDS; round++) {
+      eventId(SAMPLE_EVENT);
+      writeReport("primed", OutputStream.nullOutputStream());
+      TickBudget.of(budget(null)).limit();
+    }
     Priming.rehearse(r -> r.dataApi().ecs().eventBridge());
   }
 
@@ -53,11 +74,39 @@ public final class TickFunction implements RequestHandler<Map<String, Object>, S
   }
 
   @Override
+  public void handleRequest(InputStream input, OutputStream output, Context context) throws IOException {
+    writeReport(tick(eventId(input.readAllBytes()), context), output);
+  }
+
   public String handleRequest(Map<String, Object> event, Context context) {
+    return tick(event != null && event.get("id") instanceof String id ? id : null, context);
+  }
+
+  /** The event's id, or null: an event that is not JSON still ticks (the schedule fired). */
+  static String eventId(byte[] event) {
+    try {
+      JsonNode tree = JSON.readTree(event);
+      JsonNode id = tree == null ? null : tree.get("id");
+      return id != null && id.isTextual() ? id.asText() : null;
+    } catch (IOException e) {
+      return null;
+    }
+  }
+
+  /** The report as the runtime writes a handler's string: a JSON string. */
+  private static void writeReport(String report, OutputStream output) {
+    try {
+      JSON.writeValue(output, report);
+    } catch (IOException e) {
+      throw new java.io.UncheckedIOException(e);
+    }
+  }
+
+  private String tick(String eventId, Context context) {
     QueueServices s = services.get();
     Metrics metrics = s.newMetrics();
-    if (event != null && event.get("id") instanceof String id) {
-      metrics.property("scheduleEventId", id);
+    if (eventId != null) {
+      metrics.property("scheduleEventId", eventId);
     }
     try {
       BuildQueue.TickReport report = s.queue().tick(TickBudget.of(budget(context)));

@@ -49,11 +49,20 @@ class EnqueueFunctionTest {
     return (ObjectNode) e.get("requestContext").get("authorizer").get("jwt").get("claims");
   }
 
-  /** Invokes the function; every answer is held to openapi.json, as the core route tests hold theirs. */
+  /**
+   * Invokes the function as Lambda does (the event's bytes in, the answer's out, read back by the
+   * runtime's own serializer); every answer is held to openapi.json, as the core route tests hold theirs.
+   */
   private static APIGatewayV2HTTPResponse invoke(QueueWorld w, ObjectNode event) {
     APIGatewayV2HTTPEvent lambdaEvent = SampleEvents.asLambdaEvent(SampleEvents.bytes(event), APIGatewayV2HTTPEvent.class);
-    APIGatewayV2HTTPResponse r =
-        new EnqueueFunction(() -> w.services).handleRequest(lambdaEvent, TestContext.withTimeLeft(Duration.ofSeconds(30)));
+    java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
+    try {
+      new EnqueueFunction(() -> w.services).handleRequest(new java.io.ByteArrayInputStream(SampleEvents.bytes(event)), out,
+          TestContext.withTimeLeft(Duration.ofSeconds(30)));
+    } catch (java.io.IOException e) {
+      throw new java.io.UncheckedIOException(e);
+    }
+    APIGatewayV2HTTPResponse r = SampleEvents.asLambdaEvent(out.toByteArray(), APIGatewayV2HTTPResponse.class);
     byte[] body = r.getBody() == null ? new byte[0]
         : r.getIsBase64Encoded() ? Base64.getDecoder().decode(r.getBody()) : r.getBody().getBytes(StandardCharsets.UTF_8);
     OpenApiContract.shipped().check(
@@ -65,6 +74,26 @@ class EnqueueFunctionTest {
 
   private static JsonNode body(APIGatewayV2HTTPResponse r) throws Exception {
     return JSON.readTree(r.getBody());
+  }
+
+  @Test
+  void the_function_reads_an_event_as_the_runtime_binds_it() {
+    ObjectNode base64 = sample();
+    base64.put("body", Base64.getEncoder().encodeToString(base64.get("body").asText().getBytes(StandardCharsets.UTF_8)))
+        .put("isBase64Encoded", true);
+    ObjectNode scp = sample();
+    claims(scp).put("scp", "[buildqueue/admin]");
+    for (ObjectNode e : java.util.List.of(sample(), route(sample(), "GET", "/jobs/7", "a=1&b=2"), base64, scp)) {
+      ApiRequest ours = EnqueueFunction.toApiRequest(EnqueueFunction.readEvent(SampleEvents.bytes(e)));
+      ApiRequest runtime = EnqueueFunction.toApiRequest(SampleEvents.asLambdaEvent(SampleEvents.bytes(e), APIGatewayV2HTTPEvent.class));
+
+      assertThat(ours.method()).isEqualTo(runtime.method());
+      assertThat(ours.path()).isEqualTo(runtime.path());
+      assertThat(ours.query()).isEqualTo(runtime.query());
+      assertThat(ours.headers()).isEqualTo(runtime.headers());
+      assertThat(ours.body()).isEqualTo(runtime.body());
+      assertThat(ours.caller()).isEqualTo(runtime.caller());
+    }
   }
 
   @ParameterizedTest(name = "on {0}")

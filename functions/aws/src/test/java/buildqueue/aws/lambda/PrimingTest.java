@@ -140,10 +140,13 @@ class PrimingTest {
       r.ecs();
       int ecs = r.requests() - dataApi;
       r.eventBridge();
+      int events = r.requests() - dataApi - ecs;
+      r.secretsManager();
 
-      assertThat(dataApi).as("a statement; begin, statement, commit").isEqualTo(4);
-      assertThat(ecs).as("RunTask, DescribeTasks, StopTask").isEqualTo(3);
-      assertThat(r.requests() - dataApi - ecs).as("PutEvents").isEqualTo(1);
+      assertThat(dataApi).as("a statement; begin, statement, commit; each round").isEqualTo(4 * Priming.ROUNDS);
+      assertThat(ecs).as("RunTask, DescribeTasks, StopTask; each round").isEqualTo(3 * Priming.ROUNDS);
+      assertThat(events).as("PutEvents, each round").isEqualTo(Priming.ROUNDS);
+      assertThat(r.requests() - dataApi - ecs - events).as("GetSecretValue").isEqualTo(1);
     }
   }
 

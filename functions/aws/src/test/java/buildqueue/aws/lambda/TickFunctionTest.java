@@ -35,7 +35,7 @@ public class TickFunctionTest {
 
   @Test
   void an_eventbridge_scheduler_event_does_not_bind_to_the_rule_event_type() {
-    // Why the tick takes a map: Scheduler's "detail" is the string "{}", which the runtime's
+    // Why the tick reads plain JSON: Scheduler's "detail" is the string "{}", which the runtime's
     // serializer cannot read into ScheduledEvent, so a handler declared on it never runs.
     byte[] scheduler = SampleEvents.bytes("scheduler-tick.json");
     assertThat(SampleEvents.tree("scheduler-tick.json").get("detail").isTextual()).isTrue();
@@ -45,12 +45,15 @@ public class TickFunctionTest {
 
   @ParameterizedTest(name = "{0}")
   @ValueSource(strings = {"schedule-tick.json", "scheduler-tick.json"})
-  void a_tick_runs_on_the_event_of_a_rule_and_of_eventbridge_scheduler(String sample, TestDatabase tdb) {
+  void a_tick_runs_on_the_event_of_a_rule_and_of_eventbridge_scheduler(String sample, TestDatabase tdb) throws Exception {
     try (QueueWorld w = new QueueWorld(tdb, Component.TICK)) {
-      Map<String, Object> event = event(sample);
+      java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
 
-      String report = new TickFunction(() -> w.services).handleRequest(event, TestContext.withTimeLeft(Duration.ofSeconds(60)));
+      // As Lambda calls it: the event's bytes, the report written back as a JSON string.
+      new TickFunction(() -> w.services).handleRequest(new java.io.ByteArrayInputStream(SampleEvents.bytes(sample)), out,
+          TestContext.withTimeLeft(Duration.ofSeconds(60)));
 
+      String report = SampleEvents.asLambdaEvent(out.toByteArray(), String.class);
       assertThat(report).startsWith("TickReport[");
       assertThat(w.metrics.last("tick").get("scheduleEventId").asText())
           .isEqualTo(SampleEvents.tree(sample).get("id").asText());
