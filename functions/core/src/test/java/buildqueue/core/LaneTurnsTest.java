@@ -25,6 +25,9 @@ class LaneTurnsTest {
     assertThat(occurrences(functions, choice)).as("the choice in build_worker_end and build_worker_take_next")
         .isEqualTo(2);
     assertThat(occurrences(functions, normalized(LaneTurns.served("taken")))).as("the served turn").isEqualTo(2);
+    // build_worker_end's statement for a lane that takes its oldest job runs the choice's FIFO part alone.
+    String fifoHead = choice.substring(choice.indexOf("fifo_head as ("), choice.indexOf("retry_head as ("));
+    assertThat(occurrences(functions, fifoHead)).as("the FIFO head, in both choices and alone").isEqualTo(3);
     assertThat(occurrences(functions, normalized(LaneTurns.JOINED.formatted(LaneTurns.NEVER_SERVED_OFFSET,
         "inserted")))).as("a follow-up's user joins the turns").isEqualTo(1);
   }
