@@ -1,8 +1,9 @@
 -- The worker's functions of V005 again, with the same statements, in PL/pgSQL rather than SQL
 -- (docs/architecture.md section 12). PostgreSQL never inlines a security definer function, and it
 -- parses and plans the body of a SQL function that is not inlined at every call: for
--- build_worker_end, about 5 ms of planning against about 1.4 ms of execution per chained job on the
--- benchmark machine, most of the CPU the queue spent per job. PL/pgSQL keeps each statement's plan
+-- build_worker_end, planning took five times as long as execution (2.9 ms against 0.6 ms per
+-- chained job with one user on the benchmark machine, StatementCosts), and PostgreSQL spent 4.7 ms
+-- of CPU per chained job, 0.9 ms once the plan is kept. PL/pgSQL keeps each statement's plan
 -- for the life of the connection (and plans again when a table's statistics or definition change).
 -- force_generic_plan makes that plan the generic one from the first call: every choice in these
 -- statements reads its lane and user from a value the statement computes at run time, so a plan
@@ -164,8 +165,9 @@ end';
 -- lane, and the shared lane when p_fair is false) the same statement without the turns: the
 -- choice of LaneTurns.CHOOSE reduced to its fifo_head, which is what the whole choice takes in
 -- such a lane. PostgreSQL builds the executor state of every part of a plan at each execution,
--- parts that never run included, and the turns (the walk, the retry and fallback probes, the two
--- updates of build_lane_turn) were about a third of the CPU of a chained job in a dedicated lane.
+-- parts that never run included, and for the turns (the walk, the retry and fallback probes, the
+-- two updates of build_lane_turn) that was about a sixth of the CPU of a chained job in a
+-- dedicated lane.
 -- The branch reads the job lane, as the statement would: a running job never changes lane (a
 -- lane change moves queued jobs only), and a job that is not this worker's running job is
 -- fenced off by either statement alike.
@@ -520,4 +522,14 @@ E'begin
   update build_worker set status = ''draining''
   where id = p_worker_id and token = p_token and status = ''running''\073
   return found\073
+end';
+
+-- build_lane_of, as in V001, in PL/pgSQL for the same reason: its body reads build_user in a
+-- subquery, which keeps PostgreSQL from inlining it, so every enqueue and follow-up planned it
+-- again (0.07 ms of a 0.5 ms enqueue on the benchmark machine).
+create or replace function build_lane_of(p_user_id text) returns text
+language plpgsql stable set plan_cache_mode = force_generic_plan as
+E'begin
+  return case when coalesce((select u.dedicated_worker from build_user u where u.user_id = p_user_id), false)
+              then ''user:'' || p_user_id else ''shared'' end\073
 end';
