@@ -85,8 +85,9 @@ final class ScalePlans {
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
+    // The function's first statement: for build_worker_end, the one with the fair lane's turns.
     Matcher m = Pattern.compile("create or replace function " + function
-        + "\\((.*?)\\)\\s*returns.*?return query(.*?)\\\\073\\s*end';", Pattern.DOTALL).matcher(migration);
+        + "\\((.*?)\\)\\s*returns.*?return query(.*?)\\\\073", Pattern.DOTALL).matcher(migration);
     if (!m.find()) {
       throw new IllegalStateException(function + " is no longer in V006__worker_plans.sql");
     }
