@@ -31,9 +31,16 @@ final class BenchPostgres implements AutoCloseable {
   }
 
   static BenchPostgres start() {
+    return start(java.util.Map.of());
+  }
+
+  /** With more server settings, e.g. a preloaded library for {@link StatementCosts}. */
+  static BenchPostgres start(java.util.Map<String, String> more) {
     try {
+      EmbeddedPostgres.Builder builder = EmbeddedPostgres.builder();
+      more.forEach(builder::setServerConfig);
       EmbeddedPostgres pg =
-          EmbeddedPostgres.builder()
+          builder
               .setServerConfig("max_connections", "400")
               .setServerConfig("shared_buffers", "512MB")
               .setServerConfig("work_mem", "16MB")
@@ -56,6 +63,20 @@ final class BenchPostgres implements AutoCloseable {
 
   int port() {
     return postgres.getPort();
+  }
+
+  /** The server's postmaster, found by its port; its backends are its children. */
+  long postmasterPid() {
+    java.io.File[] procs = new java.io.File("/proc").listFiles(f -> f.getName().chars().allMatch(Character::isDigit));
+    for (java.io.File p : procs == null ? new java.io.File[0] : procs) {
+      String[] args = BenchMain.read(p.toPath().resolve("cmdline")).split("\0");
+      for (int i = 0; i + 1 < args.length; i++) {
+        if (args[0].endsWith("/postgres") && args[i].equals("-p") && args[i + 1].equals(String.valueOf(port()))) {
+          return Long.parseLong(p.getName());
+        }
+      }
+    }
+    throw new IllegalStateException("no postmaster listens on port " + port());
   }
 
   /** A new database with our schema, for one run of one figure. */

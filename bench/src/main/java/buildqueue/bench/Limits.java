@@ -2,7 +2,9 @@ package buildqueue.bench;
 
 /**
  * What most limits each figure, and the row that shows it. Kept in words rather than numbers so it
- * stays true from run to run; the numbers are in the table above it.
+ * stays true from run to run, the numbers being in the table above it, except where PostgreSQL's CPU
+ * per chained job goes, statement by statement: that needs pg_stat_statements, which the
+ * benchmark's server runs without, so those numbers are {@link StatementCosts}' on this machine.
  */
 final class Limits {
   private Limits() {}
@@ -19,8 +21,9 @@ final class Limits {
          statements. A chained job skips the launch: two statements.
       2. **Commit ceiling: fsync.** One connection commits as fast as the WAL can be flushed; with 16 the
          flushes are shared (group commit). Our throughput stays well below ceiling ÷ commits per job because
-         the cores run out first: each of our commits is one statement of several CTEs that PostgreSQL must
-         plan and run (see the plans below), on the same 2 cores as the workers.
+         the cores run out first: a chained job's commit is one call of `build_worker_end`, which costs
+         PostgreSQL about 1 ms of CPU where pgbench's one-row commit costs a tenth of that, on the same 2 cores
+         as the workers. Where that millisecond goes, and why it stays, is below.
       3. **Throughput: CPU.** With 10 and 100 users the machine's cores are busy the whole run ("CPU busy" in
          the row), most of it in PostgreSQL, the rest in the benchmark JVM's workers. With one user the lane
          is strictly serial, so one job's end-and-take-next statement after another sets the pace and the
@@ -55,5 +58,49 @@ final class Limits {
          30 ms, is the SDK's credential chain built and read on first use (on Lambda, the container
          credentials fetched after the restore, as they must be) and paths priming runs too rarely to
          compile.
+
+      ### Where PostgreSQL's CPU goes per chained job (figures 2 and 3)
+
+      Measured by `StatementCosts` (`java -cp bench/target/buildqueue-bench.jar buildqueue.bench.StatementCosts`:
+      figure 3's load on this benchmark's PostgreSQL with `pg_stat_statements`, `track = all`, so statements inside
+      functions count; CPU from `/proc` for the server's processes alone) on 2026-12-01, on this machine while
+      others used it, before and after migration `V006`. Per call, with 1 / 10 / 100 users; times are inside the
+      server and wall-clock, so under load they include waiting for a core:
+
+      | statement (calls per chained job) | before V006 | after V006 |
+      |---|---|---|
+      | `select * from build_worker_end(…)`, the worker's one statement per job (1) | 4.8 / 15.2 / 35.7 ms | 0.79 / 1.13 / 1.88 ms |
+      | its statement, planning | 2.9 / 9.6 / 21.8 ms, at every call | once per connection (≤ 0.07 ms a call) |
+      | its statement, execution | 0.58 / 3.3 / 6.9 ms; 110 buffers | 0.50 / 0.70 / 1.30 ms; 73 buffers |
+      | the lane check that picks the statement without the turns (1) | — | 0.035 / 0.075 / 0.06 ms |
+      | foreign-key checks: two history rows' job, the taken job's worker (3) | 0.005–0.1 ms each | 0.004–0.03 ms each |
+      | PostgreSQL CPU per chained job | 4.7 / 5.1 / 6.2 ms | 0.94 / 0.97 / 1.55 ms |
+      | the enqueue before it (1, not in the timed part), `build_lane_of` inside it | 0.5–0.8 ms, of it 0.07 ms planning `build_lane_of` | 0.4–0.8 ms, `build_lane_of` planned once |
+
+      Before V006 the worker's functions were SQL functions: PostgreSQL never inlines a `SECURITY DEFINER`
+      function and plans a non-inlined SQL function's body at every call, five times the cost of running it.
+      They are PL/pgSQL now, their plans kept per connection (docs/architecture.md §12), and a job of a lane that
+      takes its oldest job (every dedicated lane, as here) ends with the statement without the fair lane's turns.
+
+      What is left of the ~1 ms, from a `perf` profile of the server at 10 users, and why each part stays:
+
+      - **The writes, about 40 %.** Each job writes a new version of two job rows (the one that ended, the one
+        taken), two history rows and a row lock on the taken job: 23 WAL records, 2 KB. The job rows' new versions
+        cannot be HOT: `status` is in the predicate of the partial indexes every choice reads (`build_job_queued`,
+        `_retry`, `_on_worker`, `_user_waiting`), which are what keep each choice one index probe at a million jobs
+        (figure 4); so each version adds 4–5 index entries (12 % of the CPU). PostgreSQL 14 also reads each CHECK
+        constraint back from its stored text and compiles it at every execution of every part of a statement that
+        writes the table (10 %: build_job has four, written twice per job). The history rows are the outbox and the
+        job's history; the checks are the schema's invariants.
+      - **Building the executor's state, about 20 %**, at every execution even of a kept plan: one node per part of
+        the statement (the end, its history row, the fence, the head of the lane, the take, its history row, the
+        drain). With the fair lane's turns in every end it was 31 %.
+      - **Foreign-key checks, about 7 %**, and the commit with its WAL flush, about 8 %: integrity and durability.
+      - **The plan cache's revalidation and locks, about 5 %**, the client protocol about 3 %.
+
+      With about 1 ms of PostgreSQL CPU and about 0.25 ms of the worker JVM's per chained job, 2 cores carry at most
+      about 1,600–2,000 chained jobs/s when nothing else runs: 16–20 % of figure 2's bound on a quiet machine
+      (about 10,000 chained jobs/s). A third of that bound would need at most about 0.35 ms of PostgreSQL CPU per
+      chained job, less than the writes above cost alone.
       """;
 }

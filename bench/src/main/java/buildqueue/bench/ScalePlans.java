@@ -25,7 +25,7 @@ import java.util.regex.Pattern;
  * The plans PostgreSQL chose for the queue's hot statements at scale, from {@code EXPLAIN
  * (ANALYZE, BUFFERS)}: the evidence that they use indexes rather than scans of {@code build_job}.
  * The statements are read from the transition classes (where they live as private constants) and,
- * for a worker's transitions, from the body of their function in V005, so the plans are of exactly
+ * for a worker's transitions, from the body of their function in V006, so the plans are of exactly
  * the SQL the queue runs.
  */
 final class ScalePlans {
@@ -74,23 +74,25 @@ final class ScalePlans {
   }
 
   /**
-   * The statement inside one of V005's worker functions, its arguments as named parameters typed as
-   * the function declares them. EXPLAIN of the call would show only a Function Scan, hiding
-   * whether the statement inside reads indexes.
+   * The statement inside one of the worker functions (V006, which wrote V005's statements again in
+   * PL/pgSQL), its arguments as named parameters typed as the function declares them. EXPLAIN of
+   * the call would show only a Function Scan, hiding whether the statement inside reads indexes.
    */
   private static String workerFunctionBody(String function) {
     String migration;
-    try (InputStream in = ScalePlans.class.getResourceAsStream("/buildqueue/db/migrations/V005__worker_role.sql")) {
+    try (InputStream in = ScalePlans.class.getResourceAsStream("/buildqueue/db/migrations/V006__worker_plans.sql")) {
       migration = new String(in.readAllBytes(), StandardCharsets.UTF_8);
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
-    Matcher m = Pattern.compile("create function " + function + "\\((.*?)\\)\\s*returns.*?as \\$\\$(.*?)\\$\\$;",
-        Pattern.DOTALL).matcher(migration);
+    // The function's first statement: for build_worker_end, the one with the fair lane's turns.
+    Matcher m = Pattern.compile("create or replace function " + function
+        + "\\((.*?)\\)\\s*returns.*?return query(.*?)\\\\073", Pattern.DOTALL).matcher(migration);
     if (!m.find()) {
-      throw new IllegalStateException(function + " is no longer in V005__worker_role.sql");
+      throw new IllegalStateException(function + " is no longer in V006__worker_plans.sql");
     }
-    String body = m.group(2).replaceAll("--[^\\n]*", "");
+    // The body is an escape string: its quotes are doubled.
+    String body = m.group(2).replace("''", "'").replaceAll("--[^\\n]*", "");
     for (String argument : m.group(1).split(",")) {
       String[] nameAndType = argument.trim().split("\\s+", 2);
       body = body.replaceAll("\\b" + nameAndType[0] + "\\b", ":" + nameAndType[0] + "::" + nameAndType[1]);

@@ -26,7 +26,7 @@ import java.util.Set;
 public final class Migrator {
   /** In order. A file, once released, never changes: add a new one instead. */
   public static final List<String> MIGRATIONS = List.of("V001__queue.sql", "V002__event_publish_claim.sql",
-      "V003__job_logs.sql", "V004__fair_shares.sql", "V005__worker_role.sql");
+      "V003__job_logs.sql", "V004__fair_shares.sql", "V005__worker_role.sql", "V006__worker_plans.sql");
 
   private static final String CREATE_TABLE =
       """

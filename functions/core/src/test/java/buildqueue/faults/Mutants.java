@@ -63,8 +63,11 @@ final class Mutants {
   }
 
   private static final String MAIN = "src/main/java/buildqueue/core/";
-  /** The worker transitions' statements live in their functions (docs/architecture.md §6.1). */
-  private static final String WORKER_FUNCTIONS = "src/main/resources/buildqueue/db/migrations/V005__worker_role.sql";
+  /**
+   * The worker transitions' statements live in their functions (docs/architecture.md §6.1), whose
+   * current definitions are V006's, written as escape strings: quotes are doubled.
+   */
+  private static final String WORKER_FUNCTIONS = "src/main/resources/buildqueue/db/migrations/V006__worker_plans.sql";
   private static final String EXEC = "src/main/java/buildqueue/worker/exec/";
 
   static final List<Mutant> ALL = List.of(
@@ -99,11 +102,11 @@ final class Mutants {
           "§5.2: only the job's worker, with its token, changes its progress",
           WORKER_FUNCTIONS,
           """
-                and w.id = p_worker_id and w.token = p_token and w.status = 'running' and w.expires_at > t.now
+                and w.id = p_worker_id and w.token = p_token and w.status = ''running'' and w.expires_at > t.now
               returning j.id, j.cancel_requested,
           """,
           """
-                and w.id = p_worker_id and w.status = 'running' and w.expires_at > t.now
+                and w.id = p_worker_id and w.status = ''running'' and w.expires_at > t.now
               returning j.id, j.cancel_requested,
           """),
       new Mutant("outlived-lease-never-stopped",
@@ -126,11 +129,11 @@ final class Mutants {
           "§4.3 worker start: launching → running only before the lease",
           WORKER_FUNCTIONS,
           """
-              where w.id = p_worker_id and w.token = p_token and w.status = 'launching'
-                and w.expires_at - p_deadline_margin_ms * interval '1 millisecond' > t.now
+              where w.id = p_worker_id and w.token = p_token and w.status = ''launching''
+                and w.expires_at - p_deadline_margin_ms * interval ''1 millisecond'' > t.now
           """,
           """
-              where w.id = p_worker_id and w.token = p_token and w.status = 'launching'
+              where w.id = p_worker_id and w.token = p_token and w.status = ''launching''
           """),
       // The job process (docs/architecture.md §10.1): the real ProcessRunner runs the simulation's program jobs.
       new Mutant("timeout-succeeds",
