@@ -21,7 +21,7 @@ import org.crac.Resource;
  * the classes a first event loads ({@value #CLASS_LIST}, recorded from real first events by the
  * benchmark), runs the function's own local code on a sample input, and rehearses the SDK calls
  * its first event makes against a loopback server in the JVM ({@link Rehearsal}); the local code
- * and the calls {@value #ROUNDS} times each, so that the snapshot holds them compiled.
+ * and the calls {@link #ROUNDS} times each (25), so that the snapshot holds them compiled.
  *
  * <p>What it never does, as AWS's SnapStart guidance asks: call AWS or the database (the snapshot
  * is taken at deploy time, and a connection in it would be stale after restore); make a worker
@@ -51,9 +51,12 @@ public final class Priming implements Resource {
   /**
    * How many times priming runs each path: a path run once stays interpreted in the snapshot, and
    * the first event after a restore runs it at the interpreter's pace; past the JIT's thresholds
-   * (C1's, at the Lambda runtime's flags) the snapshot holds it compiled.
+   * (C1's, at the Lambda runtime's flags) the snapshot holds it compiled. 25 unless the system
+   * property {@code buildqueue.primingRounds} says otherwise: the module's tests set 2, as what
+   * they check (what priming calls, sends and leaves behind) holds for any number of rounds, and 25
+   * rounds of every function's paths cost them over a minute.
    */
-  static final int ROUNDS = 25;
+  static final int ROUNDS = Integer.getInteger("buildqueue.primingRounds", 25);
 
   private static final System.Logger LOG = System.getLogger(Priming.class.getName());
 

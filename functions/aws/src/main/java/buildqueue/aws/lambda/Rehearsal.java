@@ -37,7 +37,7 @@ import software.amazon.awssdk.services.secretsmanager.SecretsManagerClient;
  * that answers each with a fixed answer of the shape the real service sends (a Data API result with
  * a row of every kind of value the queue reads, a started task, an accepted event, a secret). Their
  * request and answer paths (marshalling, signing, the HTTP client, unmarshalling, the adapter's
- * reading of rows) are then loaded and run before the snapshot, each {@value Priming#ROUNDS} times: often
+ * reading of rows) are then loaded and run before the snapshot, each {@link Priming#ROUNDS} times (25): often
  * enough for the JIT to compile the hot ones, which the snapshot keeps, where a path run once
  * stays interpreted and the first event after a restore runs it at the interpreter's pace.
  *
