@@ -104,12 +104,14 @@ final class DbSchedulerThroughput {
           }
         }
         long e1 = System.nanoTime();
+        CpuBusy.Snapshot cpu = CpuBusy.now();
         scheduler.start();
         boolean finished = allDone.await(capSeconds, TimeUnit.SECONDS)
             && awaitTableEmpty(ds, System.nanoTime() + TimeUnit.SECONDS.toNanos(5));
         long e2 = System.nanoTime();
+        CpuBusy.Share busy = CpuBusy.since(cpu);
         serial.verify();
-        return new Peers.Result(done.get(), (e1 - e0) / 1e6, (e2 - e1) / 1e6, !finished);
+        return new Peers.Result(done.get(), (e1 - e0) / 1e6, (e2 - e1) / 1e6, !finished, busy);
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
         throw new IllegalStateException(e);

@@ -473,6 +473,9 @@ final class Figures {
     try {
       Peers.Result r = run.apply(db);
       rates.add(r.jobs() / (r.processMs() / 1000.0));
+      if (r.cpu() != null) {
+        cpuShares.computeIfAbsent(rates, k -> new ArrayList<>()).add(r.cpu());
+      }
       if (r.capped()) {
         cappedRuns.add(rates);
       }
@@ -508,6 +511,9 @@ final class Figures {
     return error;
   }
 
+  /** A peer's CPU shares while processing, by its rate list (identity), for the peers in this JVM. */
+  private final Map<List<Double>, List<CpuBusy.Share>> cpuShares = new java.util.IdentityHashMap<>();
+
   /** By peer: the threads a JVM peer left running after its shutdown, told in its rows. */
   private final Map<String, String> leftThreads = new java.util.HashMap<>();
 
@@ -529,9 +535,15 @@ final class Figures {
     report.add(F3, peer + ", " + setup + ": jobs/s", s, "/s", 0,
         "ours ÷ " + peer + " = " + Report.format(ours.median() / s.median(), 1) + "×; commits/job "
             + Report.format(new Stats(commits).median(), 2) + "; " + how
+            + (cpuShares.containsKey(rates) ? "; " + medianShare(cpuShares.remove(rates)).describe() : "")
             + (error != null ? "; some runs failed: " + error : "")
             + (leftThreads.containsKey(peer) ? "; threads left running after its shutdown: " + leftThreads.get(peer) : "")
             + (cappedRuns.remove(rates) ? "; stopped after " + peerCapSeconds() + " s with jobs left: the rate it reached" : ""));
+  }
+
+  private static CpuBusy.Share medianShare(List<CpuBusy.Share> shares) {
+    return new CpuBusy.Share(stats(shares, CpuBusy.Share::machine).median(), stats(shares, CpuBusy.Share::postgres).median(),
+        stats(shares, CpuBusy.Share::jvm).median());
   }
 
   private static String systemNode() {

@@ -141,12 +141,14 @@ final class JobRunrThroughput {
           }
         }
         long e1 = System.nanoTime();
+        CpuBusy.Snapshot cpu = CpuBusy.now();
         JobRunr.getBackgroundJobServer().start();
         boolean finished = handler.allDone.await(capSeconds, TimeUnit.SECONDS)
             && awaitSucceeded(storage, total, System.nanoTime() + TimeUnit.SECONDS.toNanos(5));
         long e2 = System.nanoTime();
+        CpuBusy.Share busy = CpuBusy.since(cpu);
         handler.serial.verify();
-        return new Peers.Result(handler.done.get(), (e1 - e0) / 1e6, (e2 - e1) / 1e6, !finished);
+        return new Peers.Result(handler.done.get(), (e1 - e0) / 1e6, (e2 - e1) / 1e6, !finished, busy);
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
         throw new IllegalStateException(e);
