@@ -506,7 +506,7 @@ final class Figures {
     List<String> left = threads.leftRunning();
     if (!left.isEmpty()) {
       System.err.println("   " + peer + " left threads running: " + left);
-      leftThreads.put(peer, String.join(", ", left));
+      leftThreads.put(rates, String.join(", ", left));
     }
     return error;
   }
@@ -514,8 +514,8 @@ final class Figures {
   /** A peer's CPU shares while processing, by its rate list (identity), for the peers in this JVM. */
   private final Map<List<Double>, List<CpuBusy.Share>> cpuShares = new java.util.IdentityHashMap<>();
 
-  /** By peer: the threads a JVM peer left running after its shutdown, told in its rows. */
-  private final Map<String, String> leftThreads = new java.util.HashMap<>();
+  /** The threads a JVM peer left running after its shutdown, by its rate list (identity), told in its row. */
+  private final Map<List<Double>, String> leftThreads = new java.util.IdentityHashMap<>();
 
   /** The rate lists (by identity) of which a run stopped at the cap with jobs left. */
   private final java.util.Set<List<Double>> cappedRuns =
@@ -533,12 +533,17 @@ final class Figures {
     }
     Stats s = new Stats(rates);
     report.add(F3, peer + ", " + setup + ": jobs/s", s, "/s", 0,
-        "ours ÷ " + peer + " = " + Report.format(ours.median() / s.median(), 1) + "×; commits/job "
+        "ours ÷ " + peer + " = " + ratio(ours.median() / s.median()) + "×; commits/job "
             + Report.format(new Stats(commits).median(), 2) + "; " + how
             + (cpuShares.containsKey(rates) ? "; " + medianShare(cpuShares.remove(rates)).describe() : "")
             + (error != null ? "; some runs failed: " + error : "")
-            + (leftThreads.containsKey(peer) ? "; threads left running after its shutdown: " + leftThreads.get(peer) : "")
+            + (leftThreads.containsKey(rates) ? "; threads left running after its shutdown: " + leftThreads.remove(rates) : "")
             + (cappedRuns.remove(rates) ? "; stopped after " + peerCapSeconds() + " s with jobs left: the rate it reached" : ""));
+  }
+
+  /** Two decimals below 1, where one would round 0.14 and 0.06 alike. */
+  private static String ratio(double r) {
+    return Report.format(r, r < 1 ? 2 : 1);
   }
 
   private static CpuBusy.Share medianShare(List<CpuBusy.Share> shares) {
