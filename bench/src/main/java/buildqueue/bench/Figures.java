@@ -2,6 +2,7 @@ package buildqueue.bench;
 
 import buildqueue.core.QueueConfig;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.function.ToDoubleFunction;
@@ -444,6 +445,7 @@ final class Figures {
               + " scheduled far ahead until this one's handler enqueues it (a read and an UPDATE a job, not atomic with"
               + " the success)");
     }
+    report.note(ratioTable());
     if (!Double.isNaN(commitCeiling)) {
       double bound = commitCeiling / bestOursCommits;
       report.add(F2, "our best throughput ÷ (commit ceiling ÷ commits per job)",
@@ -525,13 +527,18 @@ final class Figures {
     return plan.quick() ? 20 : 30;
   }
 
+  /** Ours ÷ each peer by load, for the table of figure 3 at a glance: peer → load → ratio. */
+  private final Map<String, Map<String, String>> ratios = new LinkedHashMap<>();
+
   private void peerLine(String peer, String setup, List<Double> rates, List<Double> commits, String error,
       Stats ours, String how) {
     if (rates.isEmpty()) {
+      ratios.computeIfAbsent(peer, k -> new LinkedHashMap<>()).put(setup, "not measured");
       report.add(F3, peer + ", " + setup + ": jobs/s", "—", "—", "0", "not measured: " + error);
       return;
     }
     Stats s = new Stats(rates);
+    ratios.computeIfAbsent(peer, k -> new LinkedHashMap<>()).put(setup, ratio(ours.median() / s.median()) + "×");
     report.add(F3, peer + ", " + setup + ": jobs/s", s, "/s", 0,
         "ours ÷ " + peer + " = " + ratio(ours.median() / s.median()) + "×; commits/job "
             + Report.format(new Stats(commits).median(), 2) + "; " + how
@@ -539,6 +546,23 @@ final class Figures {
             + (error != null ? "; some runs failed: " + error : "")
             + (leftThreads.containsKey(rates) ? "; threads left running after its shutdown: " + leftThreads.remove(rates) : "")
             + (cappedRuns.remove(rates) ? "; stopped after " + peerCapSeconds() + " s with jobs left: the rate it reached" : ""));
+  }
+
+  /**
+   * Figure 3 at a glance: our throughput ÷ each peer's on each load, from the rows above (a peer
+   * that did not run a load says so). Above 1 we processed faster.
+   */
+  private String ratioTable() {
+    List<String> loads = ratios.values().stream().flatMap(m -> m.keySet().stream()).distinct().toList();
+    StringBuilder b = new StringBuilder("### Figure 3 at a glance: our jobs/s ÷ each peer's\n\n| peer |");
+    loads.forEach(l -> b.append(' ').append(l).append(" |"));
+    b.append("\n|---|").append("---:|".repeat(loads.size())).append('\n');
+    ratios.forEach((peer, byLoad) -> {
+      b.append("| ").append(peer).append(" |");
+      loads.forEach(l -> b.append(' ').append(byLoad.getOrDefault(l, "—")).append(" |"));
+      b.append('\n');
+    });
+    return b.toString();
   }
 
   /** Two decimals below 1, where one would round 0.14 and 0.06 alike. */
