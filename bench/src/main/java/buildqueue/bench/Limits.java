@@ -29,6 +29,11 @@ final class Limits {
          is strictly serial, so one job's end-and-take-next statement after another sets the pace and the
          cores are not saturated. graphile-worker at its default is held by its poll (a queue's next job
          waits for it); pg-boss by fetching a key's next job only on its poll, 0.5 s at the least.
+         db-scheduler and JobRunr keep no user's jobs apart, so each user's next job is released by
+         hand from the previous one's handler, one more UPDATE a job. Their statements are short ones on
+         one table; their rows' CPU says how much of PostgreSQL and of this JVM they took beside ours.
+         JobRunr's first fetch comes 1 s after its server starts, which weighs most on the short
+         `--quick` loads.
       4. **Scale: the number of lanes, not of jobs.** Every hot statement reaches its rows through an index
          (the plans below), so nothing reads rows in proportion to the queued jobs. What the tick pays for is
          its walk over lanes with queued jobs, one index probe per lane, and its liveness checks, one per

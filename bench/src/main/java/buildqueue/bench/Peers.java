@@ -25,8 +25,11 @@ final class Peers {
   private final Path dir;
   private Optional<String> unavailable = Optional.empty();
 
-  /** What one driver run reported. */
-  record Result(int jobs, double enqueueMs, double processMs, boolean capped) {}
+  /**
+   * What one run reported; {@code cpu} while it processed, for the peers in this JVM (null for the
+   * Node drivers, whose process this JVM does not see).
+   */
+  record Result(int jobs, double enqueueMs, double processMs, boolean capped, CpuBusy.Share cpu) {}
 
   Peers(Path benchDir) {
     this.dir = benchDir.resolve("target").resolve("peers");
@@ -102,7 +105,7 @@ final class Peers {
       List<String> lines = out.strip().lines().toList();
       JsonNode r = JSON.readTree(lines.get(lines.size() - 1));
       return new Result(r.path("jobs").asInt(), r.path("enqueueMs").asDouble(), r.path("processMs").asDouble(),
-          r.path("capped").asBoolean());
+          r.path("capped").asBoolean(), null);
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     } catch (InterruptedException e) {
