@@ -51,20 +51,7 @@ final class CpuBusy {
    * time with it, so the pools are opened before a measurement and closed after it.
    */
   private static long postgresTicks() {
-    long ticks = 0;
-    java.io.File[] procs = new java.io.File("/proc").listFiles(f -> f.getName().chars().allMatch(Character::isDigit));
-    for (java.io.File p : procs == null ? new java.io.File[0] : procs) {
-      String stat = BenchMain.read(p.toPath().resolve("stat"));
-      int open = stat.indexOf('(');
-      int close = stat.lastIndexOf(')');
-      if (open < 0 || close < open || !stat.substring(open + 1, close).equals("postgres")) {
-        continue;
-      }
-      // Fields after the name: state ppid … utime is the 14th field of the line, stime the 15th.
-      String[] f = stat.substring(close + 2).split(" ");
-      ticks += Long.parseLong(f[11]) + Long.parseLong(f[12]);
-    }
-    return ticks;
+    return ProcessStat.all().stream().filter(p -> p.name().equals("postgres")).mapToLong(ProcessStat::cpuTicks).sum();
   }
 
   static Share since(Snapshot start) {

@@ -3,8 +3,6 @@ package buildqueue.bench;
 import buildqueue.core.QueueConfig;
 import buildqueue.db.Json;
 import buildqueue.testing.InProcessPlatform.LaunchPlan;
-import java.io.File;
-import java.nio.file.Files;
 import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.ResultSet;
@@ -108,20 +106,7 @@ public final class StatementCosts {
   /** User + system clock ticks of the postmaster and its children (the backends and helpers). */
   private static long serverTicks(BenchPostgres pg) {
     long postmaster = pg.postmasterPid();
-    long ticks = 0;
-    File[] procs = new File("/proc").listFiles(f -> f.getName().chars().allMatch(Character::isDigit));
-    for (File p : procs == null ? new File[0] : procs) {
-      try {
-        String stat = Files.readString(p.toPath().resolve("stat"));
-        String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
-        // After the name: state, ppid, ... utime is the 14th field of the line, stime the 15th.
-        if (Long.parseLong(p.getName()) == postmaster || Long.parseLong(f[1]) == postmaster) {
-          ticks += Long.parseLong(f[11]) + Long.parseLong(f[12]);
-        }
-      } catch (java.io.IOException | RuntimeException gone) {
-        // a process that ended between the listing and the read
-      }
-    }
-    return ticks;
+    return ProcessStat.all().stream().filter(p -> p.pid() == postmaster || p.ppid() == postmaster)
+        .mapToLong(ProcessStat::cpuTicks).sum();
   }
 }

@@ -3,9 +3,9 @@ package buildqueue.core;
 /**
  * How dispatch and chaining pick a lane's next job, and how a user's place in the shared lane's
  * turns is kept (table {@code build_lane_turn}, V004). Dispatch runs these fragments; chaining runs
- * as the worker role, so the same text is written out in V005's {@code build_worker_end} and {@code
- * build_worker_take_next} (and {@link #JOINED} in {@code build_worker_add_follow_ups}), and {@code
- * LaneTurnsTest} fails if the copies drift apart.
+ * as the worker role, so the same text is written out in the worker's functions, {@code build_worker_end} and {@code
+ * build_worker_take_next} (and {@link #JOINED} in {@code build_worker_add_follow_ups}), as V006
+ * last defines them (V005 first did), and {@code LaneTurnsTest} fails if the copies drift apart.
  *
  * <p>A FIFO lane (every dedicated lane, and the shared lane under {@link
  * QueueConfig.SharedOrder#FIFO}) takes its oldest queued job. The shared lane otherwise takes
