@@ -42,7 +42,7 @@ final class ScalePlans {
             .and("supersedeKey", null).and("sharedSlots", 1).and("maxPayloadBytes", RowLimits.MAX_PAYLOAD_BYTES)
             .and("defaultMaxQueued", QueueConfig.DEFAULT_MAX_QUEUED_JOBS)
             .and("maxListed", JobTransitions.MAX_SUPERSEDED_LISTED)});
-    statements.put("dispatch of the shared lane by the turns", new Object[] {DispatchTransitions.class, "DISPATCH",
+    statements.put("dispatch of the shared lane by the turns", new Object[] {DispatchTransitions.class, "DISPATCH_TAKING_TURNS",
         Params.of("now", null, "lane", "shared", "capacity", 1).and("token", UUID.randomUUID())
             .and("leaseMs", 3_900_000L).and("fair", true).and("holdLane", true)});
     statements.put("tick: claim due checks", new Object[] {TickTransitions.class, "CLAIM_DUE_CHECKS",

@@ -66,7 +66,7 @@ public final class StatementCosts {
         }
       }
       int jobs = users * perUser;
-      print(pg, rig.database, users + " user(s): enqueue", jobs);
+      print(pg, rig.database, users + " user(s): enqueue", jobs, users);
       reset(pg);
       long cpu0 = serverTicks(pg);
       long t0 = System.nanoTime();
@@ -76,7 +76,7 @@ public final class StatementCosts {
       double cpuMsPerJob = (serverTicks(pg) - cpu0) * 10.0 / jobs;
       System.out.printf("%d user(s), %d jobs: %.0f jobs/s processing; PostgreSQL CPU %.3f ms per job%n", users, jobs,
           jobs / seconds, cpuMsPerJob);
-      print(pg, rig.database, users + " user(s): processing (job end + next job, start, exit)", jobs);
+      print(pg, rig.database, users + " user(s): processing (job end + next job, start, exit)", jobs, users);
     }
   }
 
@@ -84,12 +84,17 @@ public final class StatementCosts {
     pg.execute("select pg_stat_statements_reset()");
   }
 
-  /** Statements called at least once per ten jobs, costliest first. */
-  private static void print(BenchPostgres pg, String database, String phase, int jobs) throws SQLException {
+  /**
+   * Statements called at least once per worker or once per ten jobs, whichever is fewer calls,
+   * costliest first: a worker's start, exit and the dispatch after it are as much of a job's cost
+   * as its end when each worker runs few jobs.
+   */
+  private static void print(BenchPostgres pg, String database, String phase, int jobs, int users) throws SQLException {
+    int minCalls = Math.min(jobs / 10, users);
     String sql = "select calls, plans, total_plan_time, total_exec_time, shared_blks_hit + shared_blks_read,"
         + " wal_records, wal_bytes, toplevel, regexp_replace(left(query, 100), '\\s+', ' ', 'g')"
         + " from pg_stat_statements where dbid = (select oid from pg_database where datname = '" + database + "')"
-        + " and calls * 10 >= " + jobs + " order by total_plan_time + total_exec_time desc limit 12";
+        + " and calls >= " + minCalls + " order by total_plan_time + total_exec_time desc limit 16";
     try (Connection c = DriverManager.getConnection(pg.jdbcUrl("postgres"), "postgres", "");
         Statement s = c.createStatement();
         ResultSet rs = s.executeQuery(sql)) {

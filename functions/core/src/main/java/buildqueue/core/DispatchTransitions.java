@@ -29,6 +29,11 @@ public final class DispatchTransitions {
   public record Dispatched(WorkerLaunch launch, long jobId, Instant expiresAt, boolean moreToDo) {}
 
   // Assembled from pieces: AssembledStatementsTest pins the whole text in src/test/resources.
+  /**
+   * The dispatch, with holes for the choice of job ({@link LaneTurns}) and what taking it changes
+   * in the turns. Two statements, not one with a flag: PostgreSQL plans every part of a statement,
+   * and most dispatches are of dedicated lanes that never take turns.
+   */
   private static final String DISPATCH =
       """
       with recursive t as (select coalesce(:now::timestamptz, now()) as now),
@@ -75,8 +80,11 @@ public final class DispatchTransitions {
              and exists (select 1 from build_job q where q.lane = :lane and q.status = 'queued' and q.id <> job.id)
                as more_to_do
       from job
-      """
-          .formatted(LaneTurns.CHOOSE, LaneTurns.served("job"));
+      """;
+
+  private static final String DISPATCH_TAKING_TURNS = DISPATCH.formatted(LaneTurns.CHOOSE, LaneTurns.served("job"));
+
+  private static final String DISPATCH_OLDEST_FIRST = DISPATCH.formatted(LaneTurns.CHOOSE_OLDEST, "");
 
   /**
    * If the lane has a free slot and a ready queued job: a new {@code launching} worker with a fresh
@@ -87,13 +95,14 @@ public final class DispatchTransitions {
    */
   public Optional<Dispatched> dispatch(String lane) {
     UUID token = UUID.randomUUID();
+    boolean fair = config.takesTurns(lane);
     Params params =
         Params.of("now", clock.now(), "lane", lane, "capacity", Lanes.capacity(lane, config))
             .and("token", token)
             .and("leaseMs", config.lease().toMillis())
-            .and("fair", config.takesTurns(lane))
+            .and("fair", fair)
             .and("holdLane", true);
-    return db.queryOptional(DISPATCH, params)
+    return db.queryOptional(fair ? DISPATCH_TAKING_TURNS : DISPATCH_OLDEST_FIRST, params)
         .map(
             r ->
                 new Dispatched(
