@@ -34,11 +34,18 @@ final class Limits {
          one table; their rows' CPU says how much of PostgreSQL and of this JVM they took beside ours.
          JobRunr's first fetch comes 1 s after its server starts, which weighs most on the short
          `--quick` loads.
-         Where one is ahead (db-scheduler at 100 users × 20, in the run of 2026-12-01) the two run into different walls: its ~5
-         commits a job at ~2,200 jobs/s are the commit ceiling figure 2 measured in the same run, while
-         ours, ~2.35 commits a job, run out of CPU first (97 % busy, most of it PostgreSQL's: about 1.9 ms
-         of it a job, where 10 users cost about 1.1 ms); see the per-statement costs below. That load also
-         pays the most fresh-worker starts per job (one per 20 jobs).
+         Where one is ahead (db-scheduler at 100 users × 20) the two run into different walls: its ~5
+         commits a job are near the commit ceiling figure 2 measures, while ours, ~2.35 commits a job, run
+         out of CPU first, most of it PostgreSQL's; see the per-statement costs below. 100 users × 20 costs
+         PostgreSQL more per job than 10 × 200 (about 1.4 ms against 1.0, `StatementCosts`) for two reasons:
+         it starts a fresh worker per 20 jobs, and a worker's start, its last end, its exit and the dispatch
+         after the exit cost about 3.5 ms of PostgreSQL CPU together (measured with 2,000 users × 1 job); and
+         its 100 workers keep all 20 connections busy on 2 cores, where 10 workers keep 10 (the same load
+         on a pool of 10 costs 0.1–0.3 ms less a job). A dedicated lane's dispatch plans only the head of
+         the lane (planning the fair lane's whole choice was 2.5 ms of CPU, and the exit's dispatch is
+         planned at every call). This row moves most from run to run and day to day (the machine's fsync,
+         its neighbours): to compare two builds, `OurRates` runs these rows alone; run each build in turn
+         in one sitting.
       4. **Scale: the number of lanes, not of jobs.** Every hot statement reaches its rows through an index
          (the plans below), so nothing reads rows in proportion to the queued jobs. What the tick pays for is
          its walk over lanes with queued jobs, one index probe per lane, and its liveness checks, one per
