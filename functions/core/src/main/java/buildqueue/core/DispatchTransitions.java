@@ -28,7 +28,6 @@ public final class DispatchTransitions {
    */
   public record Dispatched(WorkerLaunch launch, long jobId, Instant expiresAt, boolean moreToDo) {}
 
-  // Assembled from pieces: AssembledStatementsTest pins the whole text in src/test/resources.
   /**
    * The dispatch, with holes for the choice of job ({@link LaneTurns}) and what taking it changes
    * in the turns. Two statements, not one with a flag: PostgreSQL plans every part of a statement,
@@ -82,6 +81,7 @@ public final class DispatchTransitions {
       from job
       """;
 
+  // Assembled from pieces: AssembledStatementsTest pins each whole text in src/test/resources.
   private static final String DISPATCH_TAKING_TURNS = DISPATCH.formatted(LaneTurns.CHOOSE, LaneTurns.served("job"));
 
   private static final String DISPATCH_OLDEST_FIRST = DISPATCH.formatted(LaneTurns.CHOOSE_OLDEST, "");
