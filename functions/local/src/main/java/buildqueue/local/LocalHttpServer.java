@@ -46,6 +46,12 @@ final class LocalHttpServer implements AutoCloseable {
 
   /** Listens on 127.0.0.1 only: the local server is for this machine's users. */
   static LocalHttpServer start(int port, LocalTokens tokens, Function<ApiRequest, ApiResponse> api) throws IOException {
+    // The JDK's server writes an answer's headers and its body separately; without TCP_NODELAY the
+    // body waits for the client's delayed ACK on a kept-alive connection (the dashboard's): 50 calls
+    // of GET /jobs took 2.4 s, 0.36 s with it. Read once, when the JVM makes its first server.
+    if (System.getProperty("sun.net.httpserver.nodelay") == null) {
+      System.setProperty("sun.net.httpserver.nodelay", "true");
+    }
     HttpServer server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), port), 64);
     ExecutorService threads = Executors.newFixedThreadPool(8, r -> {
       Thread t = new Thread(r, "buildqueue-http");
