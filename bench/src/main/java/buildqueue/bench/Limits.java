@@ -41,7 +41,7 @@ final class Limits {
          it starts a fresh worker per 20 jobs, and a worker's start, its last end, its exit and the dispatch
          after the exit cost about 3.5 ms of PostgreSQL CPU together (measured with 2,000 users × 1 job); and
          its 100 workers keep all 20 connections busy on 2 cores, where 10 workers keep 10 (the same load
-         on a pool of 10 costs 0.1–0.3 ms less a job). A dedicated lane's dispatch plans only the head of
+         on a pool of 10, `-Dcosts.pool=10`, cost 0.03–0.4 ms less a job in four pairs of runs). A dedicated lane's dispatch plans only the head of
          the lane (planning the fair lane's whole choice was 2.5 ms of CPU, and the exit's dispatch is
          planned at every call). This row moves most from run to run and day to day (the machine's fsync,
          its neighbours): to compare two builds, `OurRates` runs these rows alone; run each build in turn

@@ -158,7 +158,8 @@ public final class DataApiFake implements AutoCloseable {
   /** Starts on a free loopback port. */
   public static DataApiFake start() {
     // Headers and body leave in separate writes; without TCP_NODELAY the client's delayed ACK
-    // adds ~40 ms to every call. Read once, when the JDK's server classes load.
+    // adds ~40 ms to every call. Read once, when the JVM's first server is made, so this counts only
+    // if the fake is the first: the aws tests set it for the whole JVM (pom), the benchmark in BenchMain.
     System.setProperty("sun.net.httpserver.nodelay", "true");
     try {
       HttpServer server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 0);
