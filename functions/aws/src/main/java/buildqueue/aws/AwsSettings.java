@@ -264,7 +264,7 @@ public final class AwsSettings {
       String origin = component == Component.WORKER
           ? "The worker image copies infra/kinds/kinds.json to " + WORKER_KINDS_FILE + " (infra/Dockerfile)."
           : "The functions' jar carries infra/kinds/kinds.json, which Lambda unpacks to " + ENQUEUE_KINDS_FILE
-              + " (mvn package builds it in; README: Deploy).";
+              + " (mvn package builds it in; README: Deploying and redeploying).";
       throw new KindCatalogueException("the kind catalogue that environment variable " + KINDS_FILE + " names ("
           + file + ") cannot be used: " + e.getMessage() + ". " + origin, e);
     }
@@ -355,7 +355,7 @@ public final class AwsSettings {
 
     String required(String name) {
       return optional(name).orElseThrow(() -> new BuildQueueException(
-          "environment variable " + name + " is not set; template.yaml sets it (README: Deploy)"));
+          "environment variable " + name + " is not set; template.yaml sets it (README: Deploying and redeploying)"));
     }
 
     String or(String name, String fallback) {

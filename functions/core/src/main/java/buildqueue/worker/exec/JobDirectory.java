@@ -20,6 +20,8 @@ import java.util.stream.Stream;
  * job-&lt;id&gt;-&lt;attempt&gt;-&lt;random&gt;/   (mode 700)
  *   work/          the program's working directory
  *   tmp/           its TMPDIR
+ *   home/          its HOME, empty: where its tools (npm, git, gradle) write their caches and
+ *                  settings, so nothing one job leaves there reaches the next on the worker
  *   payload.json   the job's payload ($BUILDQUEUE_PAYLOAD)
  *   control.jsonl  where it reports ($BUILDQUEUE_CONTROL)
  *   session        the program's session ({@link JobSession}), recorded before it runs, for
@@ -45,6 +47,7 @@ public final class JobDirectory {
     try {
       Files.createDirectory(dir.work());
       Files.createDirectory(dir.tmp());
+      Files.createDirectory(dir.home());
       Files.write(dir.payload(), payloadJson);
       Files.createFile(dir.control());
     } catch (IOException | RuntimeException e) {
@@ -64,6 +67,10 @@ public final class JobDirectory {
 
   public Path tmp() {
     return root.resolve("tmp");
+  }
+
+  public Path home() {
+    return root.resolve("home");
   }
 
   public Path payload() {

@@ -458,10 +458,34 @@ class ProcessRunnerTest {
     assertThat(String.join("\n", ctx.lines(STDOUT))).doesNotContain("hunter2", "AKIAEXAMPLE", "3f1c9a4e", "credentials");
     assertThat(env).containsEntry("BUILDQUEUE_JOB_ID", "42").containsEntry("BUILDQUEUE_USER_ID", "ada")
         .containsEntry("BUILDQUEUE_JOB_KIND", "shell").containsEntry("BUILDQUEUE_ATTEMPT", "1")
-        .containsEntry("BUILDQUEUE_PROGRESS", "0").containsEntry("HOME", "/home/worker");
+        .containsEntry("BUILDQUEUE_PROGRESS", "0");
     assertThat(env.get("PWD")).endsWith("/work").startsWith(base().toString());
+    assertThat(env.get("HOME")).as("the attempt's own home, not the worker's").endsWith("/home").startsWith(base().toString());
     assertThat(env.get("BUILDQUEUE_PAYLOAD")).endsWith("/payload.json");
     assertThat(env.get("BUILDQUEUE_CONTROL")).endsWith("/control.jsonl");
+  }
+
+  @Test
+  void each_attempt_gets_a_writable_home_of_its_own_that_ends_with_it() throws Exception {
+    // What npm, git or gradle do on first use: write settings and caches under $HOME.
+    CommandKind kind = sh("""
+        test -w "$HOME" || { echo "HOME $HOME is not writable" >&2; exit 3; }
+        if [ -e "$HOME/.npmrc" ]; then echo "left by an earlier job: $(cat "$HOME/.npmrc")" >&2; exit 4; fi
+        echo "registry=https://registry.invalid/$BUILDQUEUE_JOB_ID" > "$HOME/.npmrc"
+        mkdir -p "$HOME/.cache/tool" && echo "$HOME"
+        """);
+    // The worker's own HOME does not exist, as in an image whose user has none.
+    Map<String, String> worker = Map.of("PATH", System.getenv("PATH"), "HOME", tmp.resolve("worker-home").toString());
+    ProcessRunner runner = runner(worker);
+
+    RecordingJobContext first = RecordingJobContext.of("shell", "{}");
+    RecordingJobContext second = RecordingJobContext.of("shell", "{}");
+    assertThat(runner.run(kind, first)).as(String.join("\n", first.lines(STDERR))).isEqualTo(JobOutcome.succeeded());
+    assertThat(runner.run(kind, second)).as(String.join("\n", second.lines(STDERR))).isEqualTo(JobOutcome.succeeded());
+
+    assertThat(first.lines(STDOUT).get(0)).startsWith(base().toString()).isNotEqualTo(second.lines(STDOUT).get(0));
+    assertThat(tmp.resolve("worker-home")).doesNotExist();
+    assertDirectoryDeleted();
   }
 
   @Test
