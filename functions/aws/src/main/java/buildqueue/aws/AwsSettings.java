@@ -28,8 +28,9 @@ import java.util.function.Function;
  *   <tr><th>variable</th><th>read by</th><th>default</th></tr>
  *   <tr><td>{@value #DB_CLUSTER_ARN}, {@value #DB_SECRET_ARN}</td><td>all (worker: unless
  *       {@value #JDBC_URL})</td><td>required</td></tr>
- *   <tr><td>{@value #WORKER_DB_SECRET_ARN}</td><td>migrate</td><td>required: the worker role's
- *       secret, whose password the migration gives the role</td></tr>
+ *   <tr><td>{@value #WORKER_DB_SECRET_ARN}</td><td>migrate, worker secret rotation</td><td>required:
+ *       the worker role's secret, whose password the migration gives the role (and the only secret
+ *       the rotation function rotates)</td></tr>
  *   <tr><td>{@value #DB_NAME}</td><td>as above</td><td>{@code buildqueue}</td></tr>
  *   <tr><td>{@value #JDBC_URL}</td><td>worker</td><td>unset: the Data API</td></tr>
  *   <tr><td>{@value #ECS_CLUSTER}, {@value #TASK_DEFINITION}, {@value #SUBNETS}</td><td>the
@@ -46,7 +47,8 @@ import java.util.function.Function;
  *       ({@code fifo}: the oldest job first, whoever submitted it)</td></tr>
  *   <tr><td>{@value #MAX_QUEUED_JOBS}</td><td>enqueue (checks the quota)</td><td>1000 (each user's
  *       queued jobs at most, unless an admin set their own)</td></tr>
- *   <tr><td>{@value #METRICS_NAMESPACE}</td><td>all but migrate</td><td>{@code buildqueue}</td></tr>
+ *   <tr><td>{@value #METRICS_NAMESPACE}</td><td>all but migrate and the worker secret
+ *       rotation</td><td>{@code buildqueue}</td></tr>
  *   <tr><td>{@value #KINDS_FILE}</td><td>enqueue (the API checks submissions), worker (runs
  *       them)</td><td>required: an absolute path to the kind catalogue ({@link #ENQUEUE_KINDS_FILE}
  *       in the functions' jar, {@link #WORKER_KINDS_FILE} in the worker image)</td></tr>
@@ -102,6 +104,8 @@ public final class AwsSettings {
     TASK_STATE_CHANGE,
     /** The deploy-time schema migration (a CloudFormation custom resource). */
     MIGRATE,
+    /** The worker role secret's rotation function (invoked by Secrets Manager). */
+    WORKER_SECRET_ROTATION,
     /** The Fargate task. */
     WORKER;
 
@@ -117,6 +121,11 @@ public final class AwsSettings {
     /** The parts that must know the job kinds: the API checks submissions, the worker runs them. */
     public boolean needsKinds() {
       return this == ENQUEUE || this == WORKER;
+    }
+
+    /** The parts that run no queue work: they change the schema or the worker role's login. */
+    boolean administers() {
+      return this == MIGRATE || this == WORKER_SECRET_ROTATION;
     }
   }
 
@@ -168,18 +177,18 @@ public final class AwsSettings {
     boolean queueFunction = component.runsTheQueue();
     this.ecs = queueFunction ? Optional.of(ecs(r)) : Optional.empty();
     this.eventBus = queueFunction ? Optional.of(r.or(EVENT_BUS, "default")) : Optional.empty();
-    this.queue = component == Component.MIGRATE ? Optional.empty() : Optional.of(queueConfig(r));
+    this.queue = component.administers() ? Optional.empty() : Optional.of(queueConfig(r));
     this.metricsNamespace =
-        component == Component.MIGRATE ? Optional.empty() : Optional.of(r.or(METRICS_NAMESPACE, "buildqueue"));
+        component.administers() ? Optional.empty() : Optional.of(r.or(METRICS_NAMESPACE, "buildqueue"));
     this.worker = component == Component.WORKER
         ? Optional.of(new WorkerIdentity(r.positiveLong(WORKER_ID), r.uuid(WORKER_TOKEN)))
         : Optional.empty();
     this.kindsFile = component.needsKinds() ? Optional.of(r.absolutePath(KINDS_FILE)) : Optional.empty();
     this.workerSecretArn =
-        component == Component.MIGRATE ? Optional.of(r.required(WORKER_DB_SECRET_ARN)) : Optional.empty();
+        component.administers() ? Optional.of(r.required(WORKER_DB_SECRET_ARN)) : Optional.empty();
   }
 
-  /** The worker role's secret (migrate only): the password it gives the role. */
+  /** The worker role's secret (migrate and its rotation only): the password the role logs in with. */
   public String workerSecretArn() {
     return workerSecretArn.orElseThrow(() -> new IllegalStateException(component + " has no worker secret"));
   }

@@ -110,20 +110,26 @@ class AwsSettingsTest {
   }
 
   @Test
-  void migrate_needs_only_the_database_and_the_worker_roles_secret() {
+  void migrate_and_the_secret_rotation_need_only_the_database_and_the_worker_roles_secret() {
+    for (Component c : List.of(Component.MIGRATE, Component.WORKER_SECRET_ROTATION)) {
+      needsOnlyTheDatabaseAndTheWorkerRolesSecret(c);
+    }
+  }
+
+  private static void needsOnlyTheDatabaseAndTheWorkerRolesSecret(Component component) {
     Map<String, String> env = new HashMap<>();
     env.put("AWS_REGION", "eu-west-1");
     env.put(AwsSettings.DB_CLUSTER_ARN, "arn:aws:rds:eu-west-1:111122223333:cluster:buildqueue");
     env.put(AwsSettings.DB_SECRET_ARN, "arn:aws:secretsmanager:eu-west-1:111122223333:secret:bq-AbCdEf");
-    assertThatThrownBy(() -> AwsSettings.load(Component.MIGRATE, env::get))
+    assertThatThrownBy(() -> AwsSettings.load(component, env::get))
         .hasMessageContaining(AwsSettings.WORKER_DB_SECRET_ARN);
     env.put(AwsSettings.WORKER_DB_SECRET_ARN, "arn:aws:secretsmanager:eu-west-1:111122223333:secret:bq-worker-GhIjKl");
 
-    AwsSettings s = AwsSettings.load(Component.MIGRATE, env::get);
+    AwsSettings s = AwsSettings.load(component, env::get);
 
     assertThat(s.dataApi().clusterArn()).endsWith(":cluster:buildqueue");
     assertThat(s.workerSecretArn()).endsWith(":secret:bq-worker-GhIjKl");
-    assertThatThrownBy(s::ecs).hasMessageContaining("migrate does not read");
+    assertThatThrownBy(s::ecs).hasMessageContaining(component.label() + " does not read");
   }
 
   @Test

@@ -6,8 +6,11 @@ import buildqueue.db.WorkerRole;
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
+import java.io.File;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Statement;
@@ -37,6 +40,7 @@ public final class TestDatabases {
                 .setServerConfig("fsync", "off")
                 .setServerConfig("synchronous_commit", "off")
                 .setServerConfig("full_page_writes", "off")
+                .setDataDirectoryCustomizer(TestDatabases::checkWorkerPasswords)
                 .start();
       } catch (IOException e) {
         throw new UncheckedIOException("could not start embedded PostgreSQL", e);
@@ -52,6 +56,25 @@ public final class TestDatabases {
       createTemplate();
     }
     return postgres;
+  }
+
+  /**
+   * initdb trusts every local login; Aurora checks passwords. The worker role's is checked here
+   * too (SCRAM, over TCP as JDBC connects), so a test that gives it a new password sees the old
+   * one refused. Other users stay trusted.
+   */
+  private static void checkWorkerPasswords(File dataDirectory) {
+    Path hba = dataDirectory.toPath().resolve("pg_hba.conf");
+    String rules = "host all " + WORKER_ROLE + " 127.0.0.1/32 scram-sha-256\n"
+        + "host all " + WORKER_ROLE + " ::1/128 scram-sha-256\n";
+    try {
+      String existing = Files.readString(hba);
+      if (!existing.startsWith(rules)) {
+        Files.writeString(hba, rules + existing);
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException("could not write " + hba, e);
+    }
   }
 
   private static void createTemplate() {

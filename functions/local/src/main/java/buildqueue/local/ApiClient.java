@@ -12,10 +12,53 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.Optional;
+import java.util.function.Consumer;
 
-/** The CLI's side of the HTTP API: one bearer token, JSON in and out. */
+/**
+ * The CLI's side of the HTTP API: one bearer token, JSON in and out.
+ *
+ * <p>On AWS, API Gateway answers HTTP 500 {@code {"message":"Internal Server Error"}} when Lambda
+ * refuses to invoke the API's function, as it does ({@code SnapStartNotReadyException}) for a
+ * SnapStart version not invoked for 14 days while it re-initialises it. The function never ran, so
+ * an idempotent request (GET, PUT, a submission with an idempotency key) is sent again, at most
+ * {@link NotReadyRetry#attempts} times with doubling waits; any other request is not, and the
+ * command says why ({@link NotReadyException}). The API's own errors are problem+json, never this
+ * shape, so they are never retried.
+ */
 final class ApiClient {
   private static final ObjectMapper JSON = new ObjectMapper();
+
+  /** How often, and after what waits, a request refused before the function ran is sent again. */
+  record NotReadyRetry(int attempts, Duration firstWait, Duration maxWait) {
+    static final NotReadyRetry STANDARD = new NotReadyRetry(6, Duration.ofSeconds(1), Duration.ofSeconds(8));
+
+    Duration waitBefore(int attempt) {
+      Duration wait = firstWait.multipliedBy(1L << Math.min(attempt - 2, 20));
+      return wait.compareTo(maxWait) > 0 ? maxWait : wait;
+    }
+  }
+
+  /** Waits between attempts (a test's records them instead). */
+  interface Pause {
+    void pause(Duration d) throws InterruptedException;
+  }
+
+  /** The API's function could not be invoked, and the request was not (or no longer) retried. */
+  static final class NotReadyException extends UnreachableException {
+    NotReadyException(String message) {
+      super(message);
+    }
+  }
+
+  /**
+   * API Gateway's answer when Lambda refused the invocation (HTTP API: 500 with exactly this body;
+   * Lambda developer guide, services-apigateway-errors and snapstart-troubleshooting).
+   */
+  static boolean notInvoked(Reply reply) {
+    JsonNode json = reply.json();
+    return reply.status() == 500 && json.isObject() && json.size() == 1
+        && "internal server error".equalsIgnoreCase(json.path("message").asText());
+  }
 
   /** The server answered; {@code json} is its body parsed (missing when it was not JSON). */
   record Reply(int status, JsonNode json, String text, HttpHeaders headers) {
@@ -29,7 +72,7 @@ final class ApiClient {
   }
 
   /** No server answered at the address. */
-  static final class UnreachableException extends RuntimeException {
+  static class UnreachableException extends RuntimeException {
     UnreachableException(String message) {
       super(message);
     }
@@ -39,9 +82,21 @@ final class ApiClient {
   private final String token;
   private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
 
+  private final NotReadyRetry retry;
+  private final Pause pause;
+  private final Consumer<String> notices;
+
   ApiClient(URI base, String token) {
+    this(base, token, NotReadyRetry.STANDARD, d -> Thread.sleep(d.toMillis()), notice -> {});
+  }
+
+  /** @param notices told each time a request is sent again, and why */
+  ApiClient(URI base, String token, NotReadyRetry retry, Pause pause, Consumer<String> notices) {
     this.base = base;
     this.token = token;
+    this.retry = retry;
+    this.pause = pause;
+    this.notices = notices;
   }
 
   URI base() {
@@ -49,18 +104,55 @@ final class ApiClient {
   }
 
   Reply get(String path) {
-    return send("GET", path, null);
+    return send("GET", path, null, true);
   }
 
+  /** A POST the API does not make idempotent: never sent twice. */
   Reply post(String path, JsonNode body) {
-    return send("POST", path, body);
+    return send("POST", path, body, false);
+  }
+
+  /** A POST the API makes idempotent (a submission with an {@code idempotencyKey}). */
+  Reply postIdempotent(String path, JsonNode body) {
+    return send("POST", path, body, true);
   }
 
   Reply put(String path, JsonNode body) {
-    return send("PUT", path, body);
+    return send("PUT", path, body, true);
   }
 
-  private Reply send(String method, String path, JsonNode body) {
+  private Reply send(String method, String path, JsonNode body, boolean idempotent) {
+    Duration waited = Duration.ZERO;
+    for (int attempt = 1; ; attempt++) {
+      Reply reply = sendOnce(method, path, body);
+      if (!notInvoked(reply)) {
+        return reply;
+      }
+      String what = method + " /" + path + " answered HTTP 500 {\"message\":\"Internal Server Error\"}: API Gateway"
+          + " could not invoke the API's function (on AWS, a SnapStart version not invoked for 14 days answers"
+          + " this while Lambda re-initialises it)";
+      if (!idempotent) {
+        throw new NotReadyException(what + ". Not sent again: the API does not make this request idempotent."
+            + " The function did not run, so nothing changed; run the command again in a minute"
+            + (method.equals("POST") && path.equals("jobs") ? " (with --key, a submission is retried by itself)" : ""));
+      }
+      if (attempt >= retry.attempts()) {
+        throw new NotReadyException(what + "; still so after " + attempt + " attempts over " + waited.toSeconds()
+            + " s. Try again in a minute.");
+      }
+      Duration wait = retry.waitBefore(attempt + 1);
+      notices.accept(what + "; sending it again in " + wait.toMillis() + " ms");
+      try {
+        pause.pause(wait);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new UnreachableException("interrupted while waiting for " + base);
+      }
+      waited = waited.plus(wait);
+    }
+  }
+
+  private Reply sendOnce(String method, String path, JsonNode body) {
     HttpRequest.Builder b = HttpRequest.newBuilder(base.resolve(path))
         .timeout(Duration.ofSeconds(60))
         .header("Authorization", "Bearer " + token)

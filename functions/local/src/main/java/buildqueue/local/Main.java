@@ -75,12 +75,18 @@ public final class Main {
             Prints the output the queue keeps of a job (its last 60 KB); --follow prints new
             output as it comes until the job ends.
 
-      Client commands also take --port, --data-dir (where the token secret is) and --json.
+      Client commands also take --port, --data-dir (where the token secret is) and --json; or
+      --api-url <the stack's ApiUrl> with --token <JWT> (or BUILDQUEUE_API_TOKEN) for a deployed API.
+      An API that could not invoke its function (HTTP 500 "Internal Server Error", e.g. after 14
+      idle days) is asked again, up to 6 times in ~23 s, for reads, quota and dedicated changes, and
+      a submit with --key; any other request is not sent twice.
       An existing PostgreSQL's credentials come from BUILDQUEUE_DATABASE_USER and
       BUILDQUEUE_DATABASE_PASSWORD.
       """;
 
-  private static final Set<String> CLIENT_FLAGS = Set.of("port", "data-dir");
+  private static final Set<String> CLIENT_FLAGS = Set.of("port", "data-dir", "api-url", "token");
+  /** The bearer token for {@code --api-url} when {@code --token} is not given. */
+  static final String API_TOKEN_ENV = "BUILDQUEUE_API_TOKEN";
 
   private final PrintStream out;
   private final PrintStream err;
@@ -398,8 +404,14 @@ public final class Main {
     if (cl.has("supersede-key")) {
       body.put("supersedeKey", cl.get("supersede-key", null));
     }
+    if (cl.has("api-url") && cl.has("user")) {
+      throw new CommandLine.UsageException("with --api-url the token's subject is the user; drop --user");
+    }
     String user = cl.get("user", defaultUser());
-    ApiClient.Reply reply = accepted(client(cl, user, false).post("jobs", body));
+    ApiClient api = client(cl, user, false);
+    // With a key the API answers a repeat with the job it made, so a submission refused before the
+    // function ran may be sent again.
+    ApiClient.Reply reply = accepted(cl.has("key") ? api.postIdempotent("jobs", body) : api.post("jobs", body));
     JsonNode job = reply.json();
     JsonNode superseded = job.path("superseded");
     String supersededLine = "";
@@ -552,8 +564,36 @@ public final class Main {
   }
 
   private ApiClient client(CommandLine cl, String user, boolean admin) {
+    if (cl.has("api-url")) {
+      return remote(cl);
+    }
+    if (cl.has("token")) {
+      throw new CommandLine.UsageException("--token goes with --api-url; the local server's tokens come from --data-dir");
+    }
     int port = cl.intValue("port", LocalSettings.DEFAULT_PORT, 1, 65535);
-    return new ApiClient(URI.create("http://127.0.0.1:" + port + "/"), tokens(cl).mint(user, admin, CLI_TOKEN_TTL));
+    return new ApiClient(URI.create("http://127.0.0.1:" + port + "/"), tokens(cl).mint(user, admin, CLI_TOKEN_TTL),
+        ApiClient.NotReadyRetry.STANDARD, d -> Thread.sleep(d.toMillis()), notice -> err.println("buildqueue: " + notice));
+  }
+
+  /** A deployed API (the stack's ApiUrl output) with a token from its issuer: the token's subject is the user. */
+  private ApiClient remote(CommandLine cl) {
+    String url = cl.get("api-url", null);
+    String token = cl.get("token", env.get(API_TOKEN_ENV));
+    if (token == null || token.isBlank()) {
+      throw new CommandLine.UsageException("--api-url needs a bearer token from the API's issuer: --token T, or "
+          + API_TOKEN_ENV);
+    }
+    URI base;
+    try {
+      base = URI.create(url.endsWith("/") ? url : url + "/");
+    } catch (IllegalArgumentException e) {
+      throw new CommandLine.UsageException("--api-url is not a URL: " + url);
+    }
+    if (!"https".equals(base.getScheme()) && !"http".equals(base.getScheme()) || base.getHost() == null) {
+      throw new CommandLine.UsageException("--api-url must be an http(s) URL such as the stack's ApiUrl, not " + url);
+    }
+    return new ApiClient(base, token, ApiClient.NotReadyRetry.STANDARD, d -> Thread.sleep(d.toMillis()),
+        notice -> err.println("buildqueue: " + notice));
   }
 
   private LocalTokens tokens(CommandLine cl) {

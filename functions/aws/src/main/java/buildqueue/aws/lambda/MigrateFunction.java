@@ -154,7 +154,7 @@ public final class MigrateFunction implements RequestStreamHandler {
       Future<List<String>> migration = runner.submit(() -> {
         List<String> applied = new Migrator(database.get()).migrate();
         // The role exists once V005 ran; it logs in with the password its own secret holds.
-        WorkerRole.allowLogin(database.get(), workerPassword.get());
+        allowWorkerLogin();
         return applied;
       });
       List<String> applied = migration.get(budget.toMillis(), TimeUnit.MILLISECONDS);
@@ -172,6 +172,25 @@ public final class MigrateFunction implements RequestStreamHandler {
       return new Answer(false, "interrupted while migrating", 0);
     } finally {
       runner.shutdownNow();
+    }
+  }
+
+  /**
+   * Sets the worker role's password from its secret, then reads the secret again: a rotation that
+   * moved {@code AWSCURRENT} meanwhile sets the role after its move ({@link
+   * buildqueue.aws.db.WorkerSecretRotation}), so whichever of the two sets last, the role ends on
+   * the secret's current password.
+   */
+  private void allowWorkerLogin() {
+    String password = workerPassword.get();
+    WorkerRole.allowLogin(database.get(), password);
+    for (int read = 0; read < 3; read++) {
+      String again = workerPassword.get();
+      if (again.equals(password)) {
+        return;
+      }
+      password = again;
+      WorkerRole.allowLogin(database.get(), password);
     }
   }
 

@@ -75,8 +75,14 @@ import software.amazon.awssdk.services.rdsdata.RdsDataClient;
  * errors as {@code DatabaseErrorException} with the PostgreSQL message and {@code SQLState}; the
  * 45 s statement limit and {@code continueAfterTimeout} ({@link #statementLimit}); the 64 KB row
  * and 1 MiB answer limits ({@link ResultSizeLimits}), always on. What it does not: the 3-minute
- * idle timeout, {@code formatRecordsAs}, {@code BatchExecuteStatement}, authentication (only that a
- * SigV4 header is there).
+ * idle timeout, {@code formatRecordsAs}, {@code BatchExecuteStatement}, AWS authentication (only
+ * that a SigV4 header is there).
+ *
+ * <p>The database login: a secret served with a {@link DataSource} logs in as that pool does (the
+ * pool's fixed user and password); a secret served with {@link #serve(String, String,
+ * SecretsManagerFake, String)} logs in with what the secret's {@code AWSCURRENT} version holds at
+ * each connection, as the Data API reads the secret, and a refused login is {@code
+ * BadRequestException} with PostgreSQL's message.
  *
  * <p>For fault tests: {@link #inject} a {@link Fault} (or use {@link #resumingForNextCalls} / {@link
  * #resumingFor}); {@link #calls} counts every call received, faulted or not.
@@ -195,6 +201,18 @@ public final class DataApiFake implements AutoCloseable {
   public DataApiFake serve(String database, String secretArn, DataSource dataSource) {
     databases.computeIfAbsent(secretArn, k -> new ConcurrentHashMap<>()).put(database, dataSource);
     return this;
+  }
+
+  /**
+   * Makes {@code database} (at {@code jdbcUrl}, which must name no user) run for requests that name
+   * {@code secretArn} with the login that secret's {@code AWSCURRENT} version holds in {@code
+   * secrets}, read at every new connection as the Data API reads the secret: rotate the secret
+   * without changing the role's password and the next statement fails to log in ({@code
+   * BadRequestException} "FATAL: password authentication failed ...", as Aurora's Data API answers).
+   * Unpooled: each statement outside a transaction logs in anew.
+   */
+  public DataApiFake serve(String database, String secretArn, SecretsManagerFake secrets, String jdbcUrl) {
+    return serve(database, secretArn, new SecretLoginDataSource(jdbcUrl, () -> secrets.currentLogin(secretArn)));
   }
 
   public URI endpoint() {
@@ -729,6 +747,10 @@ public final class DataApiFake implements AutoCloseable {
   }
 
   private static ApiError sqlError(SQLException e) {
+    if (e.getSQLState() != null && e.getSQLState().startsWith("28")) {
+      // invalid_authorization_specification / invalid_password: the secret's login was refused.
+      return new ApiError(400, "BadRequestException", e.getMessage());
+    }
     return new ApiError(400, "DatabaseErrorException", e.getMessage() + "; SQLState: " + e.getSQLState());
   }
 

@@ -163,6 +163,27 @@ class MigrateFunctionTest {
   }
 
   @Test
+  void a_rotation_that_moves_the_secret_while_the_deploy_sets_the_role_leaves_the_role_on_the_current_password(
+      TestDatabase db) throws Exception {
+    // The deploy reads the old AWSCURRENT; a rotation's finishSecret moves the label and sets the
+    // role; then the deploy sets the old password. Reading the secret again after setting it
+    // catches the move.
+    AtomicInteger reads = new AtomicInteger();
+    Supplier<String> secret = () -> reads.getAndIncrement() == 0 ? "before-rotation" : "after-rotation";
+    try {
+      invoke(new MigrateFunction(db::jdbc, secret), request("Update"), Duration.ofMinutes(5));
+
+      assertThat(answers).singleElement().satisfies(a -> assertThat(a.get("Status").asText()).isEqualTo("SUCCESS"));
+      String stored = db.jdbc().query("select rolpassword from pg_authid where rolname = 'buildqueue_worker'")
+          .get(0).string("rolpassword");
+      assertThat(scramVerifies(stored, "after-rotation")).isTrue();
+    } finally {
+      // Roles are cluster-wide: the rest of the suite logs in with this password.
+      buildqueue.db.WorkerRole.allowLogin(db.jdbc(), TestDatabases.WORKER_PASSWORD);
+    }
+  }
+
+  @Test
   void a_worker_secret_that_does_not_exist_fails_the_deploy_naming_it(TestDatabase db) throws Exception {
     try (SecretsManagerFake secrets = SecretsManagerFake.start();
         SecretsManagerClient client = secrets.newClient()) {

@@ -8,6 +8,7 @@ import buildqueue.aws.lambda.EnqueueFunction;
 import buildqueue.aws.lambda.MigrateFunction;
 import buildqueue.aws.lambda.TaskStateChangeFunction;
 import buildqueue.aws.lambda.TickFunction;
+import buildqueue.aws.lambda.WorkerSecretRotationFunction;
 import buildqueue.aws.worker.FargateWorkerMain;
 import buildqueue.core.BuildQueue;
 import buildqueue.core.QueueClock;
@@ -48,7 +49,7 @@ class ShadedJarIT {
   void the_jar_holds_the_handlers_and_the_migrations() throws IOException {
     List<String> entries = entries();
     for (Class<?> c : List.of(EnqueueFunction.class, TickFunction.class, TaskStateChangeFunction.class,
-        MigrateFunction.class, FargateWorkerMain.class)) {
+        MigrateFunction.class, WorkerSecretRotationFunction.class, FargateWorkerMain.class)) {
       assertThat(entries).contains(c.getName().replace('.', '/') + ".class");
     }
     assertThat(entries).contains("buildqueue/db/migrations/V001__queue.sql", "buildqueue/db/migrations/V002__event_publish_claim.sql");

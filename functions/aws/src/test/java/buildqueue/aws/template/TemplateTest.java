@@ -8,6 +8,7 @@ import buildqueue.aws.AwsSettings;
 import buildqueue.aws.AwsSettings.Component;
 import buildqueue.aws.lambda.EnqueueFunction;
 import buildqueue.aws.lambda.MigrateFunction;
+import buildqueue.aws.lambda.WorkerSecretRotationFunction;
 import buildqueue.aws.lambda.TaskStateChangeFunction;
 import buildqueue.aws.lambda.TickFunction;
 import buildqueue.aws.testing.SampleEvents;
@@ -57,7 +58,8 @@ class TemplateTest {
       EnqueueFunction.class, Component.ENQUEUE,
       TickFunction.class, Component.TICK,
       TaskStateChangeFunction.class, Component.TASK_STATE_CHANGE,
-      MigrateFunction.class, Component.MIGRATE);
+      MigrateFunction.class, Component.MIGRATE,
+      WorkerSecretRotationFunction.class, Component.WORKER_SECRET_ROTATION);
 
   /**
    * The AWS calls each part makes through the ports, beyond the database: launching (every queue
@@ -70,6 +72,9 @@ class TemplateTest {
       Component.TICK, Set.of("ecs:RunTask", "ecs:DescribeTasks", "ecs:StopTask", "events:PutEvents"),
       Component.TASK_STATE_CHANGE, Set.of("ecs:RunTask", "events:PutEvents"),
       Component.MIGRATE, Set.of("secretsmanager:GetSecretValue"), // the worker role's password
+      // Secrets Manager's rotation steps, on the worker role's secret only.
+      Component.WORKER_SECRET_ROTATION, Set.of("secretsmanager:DescribeSecret", "secretsmanager:GetSecretValue",
+          "secretsmanager:PutSecretValue", "secretsmanager:UpdateSecretVersionStage"),
       Component.WORKER, Set.of());
 
   private static final Map<String, Set<String>> SDK_CALLS =
@@ -207,7 +212,7 @@ class TemplateTest {
   void the_functions_launch_into_the_container_the_task_definition_has() throws Exception {
     for (String f : functions()) {
       Component c = HANDLERS.get(handlerClass(f));
-      if (c == Component.MIGRATE) {
+      if (c == Component.MIGRATE || c == Component.WORKER_SECRET_ROTATION) {
         continue;
       }
       Map<String, String> env = environment(f);
@@ -404,11 +409,14 @@ class TemplateTest {
         } else if (action.equals("secretsmanager:GetSecretValue")) {
           // A worker reads its own role's secret only; the Migrate function also reads it, to set
           // the role's password; every other function reads the master secret only.
-          if (c == Component.MIGRATE) {
+          if (c == Component.MIGRATE || c == Component.WORKER_SECRET_ROTATION) {
             assertThat(resource).as("%s reads", who).isIn(SECRET_ARN, WORKER_SECRET_ARN);
           } else {
             assertThat(resource).as("%s reads", who).isEqualTo(c == Component.WORKER ? WORKER_SECRET_ARN : SECRET_ARN);
           }
+        } else if (action.startsWith("secretsmanager:")) {
+          // Writing a secret's versions: the worker role's secret only, never the master's.
+          assertThat(resource).as("%s %s", who, action).isEqualTo(WORKER_SECRET_ARN);
         } else if (action.equals("ecs:RunTask")) {
           assertThat(resource).isEqualTo(standIn("WorkerTaskDefinition", "Ref"));
           assertThat(condition).isEqualTo(Map.of("ArnEquals", Map.of("ecs:cluster", CLUSTER_ARN)));
