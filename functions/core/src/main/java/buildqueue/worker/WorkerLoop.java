@@ -307,7 +307,7 @@ public final class WorkerLoop {
       return new Ended.FencedOff();
     }
     if (stop.requested()) {
-      LOG.log(Level.INFO, "worker {0}: told to stop; job {1} is {2} again, with its progress; draining",
+      LOG.log(Level.INFO, "worker {0}: told to stop; job {1} interrupted with its progress, now {2}; draining",
           context.workerId, context.job.id(), now.get().sql());
       return transitions.drain(context.workerId, context.token) ? new Ended.Drained() : new Ended.FencedOff();
     }
