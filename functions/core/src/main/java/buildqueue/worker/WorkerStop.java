@@ -42,7 +42,7 @@ public final class WorkerStop {
    */
   static final Duration RECORD_RESERVE = Duration.ofSeconds(5);
   /** Of the stop timeout, what the hook leaves the JVM to end in: at most this, at most a tenth. */
-  static final Duration EXIT_RESERVE = Duration.ofSeconds(1);
+  static final Duration EXIT_RESERVE = Duration.ofSeconds(2);
 
   private static final long NOT_REQUESTED = Long.MIN_VALUE;
 
@@ -146,7 +146,7 @@ public final class WorkerStop {
     if (done.getCount() == 0) {
       return; // the worker was done before the JVM began to shut down (its own exit)
     }
-    request("the worker was sent SIGTERM (its platform stops it)");
+    request("its JVM was told to end (SIGTERM: the platform stops it)");
     // Logged to stderr, not through System.Logger: the JDK's logging resets itself in a hook of its own.
     System.err.println("buildqueue worker: SIGTERM: stopping its job within " + programTimeLeft().toMillis()
         + " ms, then exiting");

@@ -28,12 +28,12 @@ class WorkerStopTest {
     pass(Duration.ofMinutes(10)); // time before the request does not count
     stop.request("SIGTERM");
     assertThat(stop.programTimeLeft()).isEqualTo(Duration.ofSeconds(115));
-    assertThat(stop.hookTimeLeft()).isEqualTo(Duration.ofSeconds(119));
+    assertThat(stop.hookTimeLeft()).isEqualTo(Duration.ofSeconds(118));
     pass(Duration.ofSeconds(100));
     assertThat(stop.programTimeLeft()).isEqualTo(Duration.ofSeconds(15));
     pass(Duration.ofSeconds(16));
     assertThat(stop.programTimeLeft()).isZero();
-    assertThat(stop.hookTimeLeft()).isEqualTo(Duration.ofSeconds(3));
+    assertThat(stop.hookTimeLeft()).isEqualTo(Duration.ofSeconds(2));
   }
 
   @Test
