@@ -163,7 +163,7 @@ public final class WorkerLoop {
   public Exit run(long workerId, UUID token) {
     listener.at(Point.BEFORE_START, workerId);
     if (stop.requested()) {
-      // Its job never ran here: the stop's evidence finds the worker not started, a launch failure.
+      // Its job never ran here: the stop's evidence finds the worker not started (a retryable launch failure).
       LOG.log(Level.INFO, "worker {0}: told to stop before it started; exiting without starting", workerId);
       return Exit.NOT_STARTED;
     }

@@ -131,7 +131,13 @@ public final class WorkerStop {
    */
   public Hook onSigterm() {
     Thread hook = new Thread(this::stopAndWait, "buildqueue-worker-sigterm");
-    Runtime.getRuntime().addShutdownHook(hook);
+    try {
+      Runtime.getRuntime().addShutdownHook(hook);
+    } catch (IllegalStateException shuttingDown) {
+      // SIGTERM came before the worker started: it does not start.
+      request("its JVM was already ending when the worker was about to start");
+      return done::countDown;
+    }
     return () -> {
       done.countDown();
       try {
