@@ -54,6 +54,8 @@ import java.util.function.Function;
  *       in the functions' jar, {@link #WORKER_KINDS_FILE} in the worker image)</td></tr>
  *   <tr><td>{@value #WORKER_ID}, {@value #WORKER_TOKEN}</td><td>worker (set per task by the
  *       launch's container overrides)</td><td>required</td></tr>
+ *   <tr><td>{@value #STOP_TIMEOUT_SECONDS}</td><td>worker (the task definition sets it to the
+ *       container's {@code StopTimeout})</td><td>30 (ECS's default)</td></tr>
  *   <tr><td>{@value #AWS_REGION}</td><td>all that call AWS (set by Lambda and ECS)</td>
  *       <td>required</td></tr>
  * </table>
@@ -91,6 +93,8 @@ public final class AwsSettings {
   /** Set per task by the launch ({@link EcsWorkerPlatform} writes the container overrides). */
   public static final String WORKER_ID = EcsWorkerPlatform.WORKER_ID_VARIABLE;
   public static final String WORKER_TOKEN = EcsWorkerPlatform.WORKER_TOKEN_VARIABLE;
+  /** How long ECS waits after SIGTERM before SIGKILL: the worker container's {@code StopTimeout}. */
+  public static final String STOP_TIMEOUT_SECONDS = WorkerEnvironment.STOP_TIMEOUT_SECONDS;
   /** Set by Lambda and by ECS on Fargate; never by the template. */
   public static final String AWS_REGION = "AWS_REGION";
 
@@ -159,6 +163,7 @@ public final class AwsSettings {
   private final Optional<QueueConfig> queue;
   private final Optional<String> metricsNamespace;
   private final Optional<WorkerIdentity> worker;
+  private final Optional<Duration> stopTimeout;
   private final Optional<Path> kindsFile;
   private final Optional<String> workerSecretArn;
 
@@ -182,6 +187,9 @@ public final class AwsSettings {
         component.administers() ? Optional.empty() : Optional.of(r.or(METRICS_NAMESPACE, "buildqueue"));
     this.worker = component == Component.WORKER
         ? Optional.of(new WorkerIdentity(r.positiveLong(WORKER_ID), r.uuid(WORKER_TOKEN)))
+        : Optional.empty();
+    this.stopTimeout = component == Component.WORKER
+        ? Optional.of(WorkerEnvironment.stopTimeout(r.optional(STOP_TIMEOUT_SECONDS).orElse(null)))
         : Optional.empty();
     this.kindsFile = component.needsKinds() ? Optional.of(r.absolutePath(KINDS_FILE)) : Optional.empty();
     this.workerSecretArn =
@@ -253,6 +261,11 @@ public final class AwsSettings {
 
   public WorkerIdentity worker() {
     return worker.orElseThrow(() -> notRead(WORKER_ID + "/" + WORKER_TOKEN));
+  }
+
+  /** The worker's time from SIGTERM to SIGKILL ({@value #STOP_TIMEOUT_SECONDS}). */
+  public Duration stopTimeout() {
+    return stopTimeout.orElseThrow(() -> notRead(STOP_TIMEOUT_SECONDS));
   }
 
   /** The kind catalogue's path, as {@value #KINDS_FILE} gives it. */

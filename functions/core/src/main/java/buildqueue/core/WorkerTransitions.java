@@ -30,6 +30,15 @@ public final class WorkerTransitions {
     this.clock = clock;
   }
 
+  /**
+   * The same transitions for a worker that must take no further job (it was told to stop): {@link
+   * #end} finds the chain window closed and leaves the worker {@code draining}.
+   */
+  public WorkerTransitions withoutChaining() {
+    return new WorkerTransitions(db, config.withChainWindow(java.time.Duration.ZERO).withLinger(java.time.Duration.ZERO),
+        clock);
+  }
+
   /** A job this worker now runs. {@code progress} is where the last attempt got to. */
   public record AssignedJob(
       long id, String userId, String kind, Json payload, int progress, int attempt, boolean cancelRequested) {}

@@ -23,6 +23,7 @@ public interface JobContext {
    * interruption has its recovery count reset.
    *
    * @throws JobCancelledException the owner cancelled the job: stop and return
+   * @throws WorkerStoppingException the worker was told to stop: return; the job is interrupted
    * @throws WorkerFencedOffException this worker no longer owns the job: stop at once
    */
   void reportProgress(int progress);
@@ -47,14 +48,31 @@ public interface JobContext {
     /** Nothing to do but go on. */
     GO_ON,
     /** The job's owner asked to cancel it: stop it and return; the worker ends it {@code cancelled}. */
-    CANCEL_REQUESTED
+    CANCEL_REQUESTED,
+    /**
+     * The worker was told to stop (SIGTERM, {@link WorkerStop}): stop the job within {@link
+     * #stopTimeLeft} and return {@link JobOutcome.Interrupted} (or its outcome, if it finished); the
+     * worker records the interruption with the job's progress and takes no further job.
+     */
+    STOP_REQUESTED
+  }
+
+  /**
+   * Once {@link CheckIn#STOP_REQUESTED}: how long the job's processes may still run, from now,
+   * before the worker must record the interruption and exit (its platform's stop timeout less a
+   * reserve). A program's grace is cut to this.
+   */
+  default java.time.Duration stopTimeLeft() {
+    return WorkerStop.DEFAULT_STOP_TIMEOUT;
   }
 
   /**
    * For a job that runs on its own (a process) while the worker watches it: call it often (every
    * 100 ms or so). It writes one fenced statement only when one is due — new progress (at most
    * once a second), new log output (at most every 2 s), or else a cancel check (every {@link
-   * #CANCEL_CHECK_INTERVAL}) — and otherwise returns at once with what the last one said.
+   * #CANCEL_CHECK_INTERVAL}) — and otherwise returns at once with what the last one said. Once the
+   * worker is told to stop, every check-in answers {@link CheckIn#STOP_REQUESTED}: a cancel seen
+   * before goes on, and a job cancelled meanwhile still ends {@code cancelled}.
    *
    * @param latestProgress the job's latest progress, or null while it has reported none
    * @throws WorkerFencedOffException this worker no longer owns the job: stop it at once

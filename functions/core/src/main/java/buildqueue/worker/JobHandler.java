@@ -21,8 +21,8 @@ public interface JobHandler {
 
   /**
    * Runs the job. Return {@link JobOutcome#succeeded()} or {@link JobOutcome#failed}; an exception
-   * fails the job with its message. Progress reports may throw {@link JobCancelledException} or
-   * {@link WorkerFencedOffException}: let them propagate.
+   * fails the job with its message. Progress reports may throw {@link JobCancelledException},
+   * {@link WorkerStoppingException} or {@link WorkerFencedOffException}: let them propagate.
    */
   JobOutcome run(JobContext context) throws Exception;
 }

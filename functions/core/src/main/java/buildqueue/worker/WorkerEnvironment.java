@@ -26,6 +26,8 @@ import java.util.UUID;
  *       chosen; the worker chains by it, so it must match the dispatcher's (default: {@code fair})
  *   <li>{@value KindCatalogue#FILE_VARIABLE}: the kind catalogue, an absolute path (default: none,
  *       only the built-in {@code demo} kind)
+ *   <li>{@value WorkerStop#STOP_TIMEOUT_VARIABLE}: how long after SIGTERM the platform sends
+ *       SIGKILL, in whole seconds (default 30, ECS's default; the local platform sets its own)
  * </ul>
  */
 public record WorkerEnvironment(
@@ -35,7 +37,8 @@ public record WorkerEnvironment(
     String databaseUser,
     String databasePassword,
     QueueConfig config,
-    Optional<Path> kindsFile) {
+    Optional<Path> kindsFile,
+    Duration stopTimeout) {
 
   public static final String WORKER_ID = "BUILDQUEUE_WORKER_ID";
   public static final String WORKER_TOKEN = "BUILDQUEUE_WORKER_TOKEN";
@@ -47,6 +50,7 @@ public record WorkerEnvironment(
   public static final String WORKER_LIFETIME_MS = "BUILDQUEUE_WORKER_LIFETIME_MS";
   public static final String SHARED_ORDER = "BUILDQUEUE_SHARED_ORDER";
   public static final String KINDS_FILE = KindCatalogue.FILE_VARIABLE;
+  public static final String STOP_TIMEOUT_SECONDS = WorkerStop.STOP_TIMEOUT_VARIABLE;
 
   /** Reads and checks the variables; throws {@link BuildQueueException} naming the first bad one. */
   public static WorkerEnvironment read(Map<String, String> env) {
@@ -66,7 +70,28 @@ public record WorkerEnvironment(
     QueueConfig config = defaults.withChainWindow(chainWindow).withLease(lifetime, defaults.leaseSlack(), margin)
         .withSharedOrder(sharedOrder(env.get(SHARED_ORDER), SHARED_ORDER));
     return new WorkerEnvironment(workerId, token, url, blankToNull(env.get(DATABASE_USER)),
-        blankToNull(env.get(DATABASE_PASSWORD)), config, kindsFile(env));
+        blankToNull(env.get(DATABASE_PASSWORD)), config, kindsFile(env), stopTimeout(env.get(STOP_TIMEOUT_SECONDS)));
+  }
+
+  /**
+   * The stop timeout a setting names, in whole seconds ({@link WorkerStop#DEFAULT_STOP_TIMEOUT}
+   * when unset); throws naming the setting otherwise. The AWS worker's settings read it the same way.
+   */
+  public static Duration stopTimeout(String value) {
+    String v = blankToNull(value);
+    if (v == null) {
+      return WorkerStop.DEFAULT_STOP_TIMEOUT;
+    }
+    try {
+      long seconds = Long.parseLong(v.strip());
+      if (seconds >= 1 && seconds <= 86_400) {
+        return Duration.ofSeconds(seconds);
+      }
+    } catch (NumberFormatException e) {
+      // said below
+    }
+    throw new BuildQueueException(STOP_TIMEOUT_SECONDS + " must be a whole number of seconds from 1 to 86400 (the"
+        + " platform's time from SIGTERM to SIGKILL; on ECS the container's StopTimeout), was \"" + v.strip() + "\"");
   }
 
   /**
@@ -144,6 +169,6 @@ public record WorkerEnvironment(
     int query = databaseUrl.indexOf('?');
     String url = query < 0 ? databaseUrl : databaseUrl.substring(0, query) + "?…"; // may hold a password
     return "WorkerEnvironment[workerId=" + workerId + ", databaseUrl=" + url + ", user=" + databaseUser
-        + ", kindsFile=" + kindsFile.map(Path::toString).orElse("none") + "]";
+        + ", kindsFile=" + kindsFile.map(Path::toString).orElse("none") + ", stopTimeout=" + stopTimeout + "]";
   }
 }

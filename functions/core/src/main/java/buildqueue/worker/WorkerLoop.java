@@ -31,6 +31,11 @@ import java.util.function.LongSupplier;
  * window is open, then leave its slot {@code draining} and return so the process can exit. The
  * slot is freed by the evidence of that exit, never here. A hard deadline before the lease kills
  * the worker wherever it is, so it can never run past the point where its slot may be reclaimed.
+ *
+ * <p>A worker told to stop ({@link WorkerStop}, SIGTERM) stops its job (a program gets its grace,
+ * cut to the stop timeout), records an interruption that keeps the job's progress and log tail (or
+ * the job's end, if it finished meanwhile), takes no further job, drains and returns {@link
+ * Exit#STOPPED}.
  */
 public final class WorkerLoop {
   private static final System.Logger LOG = System.getLogger(WorkerLoop.class.getName());
@@ -86,7 +91,12 @@ public final class WorkerLoop {
     /** All work done; the worker is {@code draining} and should exit now. */
     DRAINED,
     /** A fenced write changed nothing: the worker was fenced off and stopped at once. */
-    FENCED_OFF
+    FENCED_OFF,
+    /**
+     * Told to stop ({@link WorkerStop}): its job was interrupted with its progress (or ended, if it
+     * finished first), no further job was taken, and the worker is {@code draining}.
+     */
+    STOPPED
   }
 
   /** The bytes of a job's output the queue keeps with the job (the rest is in the worker's log). */
@@ -104,6 +114,7 @@ public final class WorkerLoop {
   private final DeadlineTimer deadlines;
   private final JobLogSink logSink;
   private final LongSupplier nanoTime;
+  private final WorkerStop stop;
 
   public WorkerLoop(
       Database db, QueueConfig config, QueueClock clock, JobHandlers handlers, WorkerProcess process, Listener listener) {
@@ -114,12 +125,12 @@ public final class WorkerLoop {
       Database db, QueueConfig config, QueueClock clock, JobHandlers handlers, WorkerProcess process, Listener listener,
       DeadlineTimer deadlines) {
     this(new WorkerTransitions(db, config, clock), config, handlers, process, listener, deadlines, JobLogSink.NONE,
-        System::nanoTime);
+        System::nanoTime, WorkerStop.none());
   }
 
   private WorkerLoop(
       WorkerTransitions transitions, QueueConfig config, JobHandlers handlers, WorkerProcess process, Listener listener,
-      DeadlineTimer deadlines, JobLogSink logSink, LongSupplier nanoTime) {
+      DeadlineTimer deadlines, JobLogSink logSink, LongSupplier nanoTime, WorkerStop stop) {
     this.transitions = transitions;
     this.config = config;
     this.handlers = handlers;
@@ -128,11 +139,12 @@ public final class WorkerLoop {
     this.deadlines = deadlines;
     this.logSink = logSink;
     this.nanoTime = nanoTime;
+    this.stop = stop;
   }
 
   /** The same loop, sending each line of a job's output to {@code sink} too. */
   public WorkerLoop withLogSink(JobLogSink sink) {
-    return new WorkerLoop(transitions, config, handlers, process, listener, deadlines, sink, nanoTime);
+    return new WorkerLoop(transitions, config, handlers, process, listener, deadlines, sink, nanoTime, stop);
   }
 
   /**
@@ -140,11 +152,21 @@ public final class WorkerLoop {
    * paces {@link JobContext#checkIn}: a simulation moves it by hand.
    */
   public WorkerLoop withNanoTime(LongSupplier clock) {
-    return new WorkerLoop(transitions, config, handlers, process, listener, deadlines, logSink, clock);
+    return new WorkerLoop(transitions, config, handlers, process, listener, deadlines, logSink, clock, stop);
+  }
+
+  /** The same loop, stopping gracefully when {@code stop} is requested (the process's SIGTERM). */
+  public WorkerLoop withStop(WorkerStop stop) {
+    return new WorkerLoop(transitions, config, handlers, process, listener, deadlines, logSink, nanoTime, stop);
   }
 
   public Exit run(long workerId, UUID token) {
     listener.at(Point.BEFORE_START, workerId);
+    if (stop.requested()) {
+      // Its job never ran here: the stop's evidence finds the worker not started (a retryable launch failure).
+      LOG.log(Level.INFO, "worker {0}: told to stop before it started; exiting without starting", workerId);
+      return Exit.NOT_STARTED;
+    }
     Optional<WorkerTransitions.Started> started = transitions.start(workerId, token);
     if (started.isEmpty()) {
       LOG.log(Level.INFO, "worker {0}: start refused (wrong token, already started, or past its lease); exiting", workerId);
@@ -174,7 +196,7 @@ public final class WorkerLoop {
           job = Optional.of(chained.next());
         } else if (ended instanceof Ended.Drained) {
           listener.at(Point.WHILE_DRAINING, workerId);
-          return Exit.DRAINED;
+          return stop.requested() ? Exit.STOPPED : Exit.DRAINED;
         } else {
           LOG.log(Level.WARNING, "worker {0}: fenced off; stopping without further writes", workerId);
           return Exit.FENCED_OFF;
@@ -192,7 +214,7 @@ public final class WorkerLoop {
    */
   private Ended linger(long workerId, UUID token) {
     long until = nanoTime.getAsLong() + config.linger().toNanos();
-    while (nanoTime.getAsLong() < until) {
+    while (nanoTime.getAsLong() < until && !stop.requested()) {
       try {
         Thread.sleep(config.lingerPoll().toMillis());
       } catch (InterruptedException e) {
@@ -211,6 +233,11 @@ public final class WorkerLoop {
     Context context = new Context(workerId, token, job);
     JobStatus status;
     String error = null;
+    if (stop.requested() && !job.cancelRequested()) {
+      // Chained to this worker as the stop came: back to the head of its lane, not run here.
+      listener.at(Point.AFTER_JOB_BEFORE_END, workerId);
+      return interrupted(context, stopReason());
+    }
     if (job.cancelRequested()) {
       status = JobStatus.CANCELLED;
     } else {
@@ -245,25 +272,33 @@ public final class WorkerLoop {
     String finalError = error;
     WorkerTransitions.LogWrite log = context.unsavedLog();
     Integer progress = context.unsavedProgress();
+    // Read once: a stop that comes after this end is seen at the next job, which it sends back.
+    WorkerTransitions ending = stop.requested() ? transitions.withoutChaining() : transitions;
     if (status == JobStatus.SUCCEEDED && !context.followUps.isEmpty()) {
       Json followUps = new Json(context.followUps.toString());
-      return transitions.transactionally(tx -> {
-        FollowUps added = transitions.addFollowUps(tx, workerId, token, job.id(), followUps);
+      return ending.transactionally(tx -> {
+        FollowUps added = ending.addFollowUps(tx, workerId, token, job.id(), followUps);
         if (added instanceof FollowUps.TooLarge tooLarge) {
-          return transitions.end(tx, workerId, token, job.id(), JobStatus.FAILED, tooLarge.message(), progress, log);
+          return ending.end(tx, workerId, token, job.id(), JobStatus.FAILED, tooLarge.message(), progress, log);
         }
         return added instanceof FollowUps.Added
-            ? transitions.end(tx, workerId, token, job.id(), finalStatus, finalError, progress, log)
+            ? ending.end(tx, workerId, token, job.id(), finalStatus, finalError, progress, log)
             : new Ended.FencedOff();
       });
     }
-    return transitions.end(workerId, token, job.id(), finalStatus, finalError, progress, log);
+    return ending.end(workerId, token, job.id(), finalStatus, finalError, progress, log);
   }
 
   /**
    * The job asked to be retried: it goes back to the head of its lane (or fails after too many
    * interruptions without progress), and this worker takes the oldest ready job of its lane next,
-   * which may be the same one, as a fresh attempt.
+   * which may be the same one, as a fresh attempt. A worker told to stop takes none: it drains.
+   *
+   * <p>An interruption for a stop counts as any other does (the rule of {@code
+   * build_job_interruption}): a job that moved forward on this attempt starts counting again, one
+   * that did not counts one more, and after {@link buildqueue.core.ExitTransitions#MAX_RECOVERIES}
+   * in a row it fails. It is what the stop's evidence would decide without it, with the progress
+   * the program wrote in its grace; a job stopped again and again without progress must end.
    */
   private Ended interrupted(Context context, String reason) {
     Optional<JobStatus> now = transitions.interrupt(context.workerId, context.token, context.job.id(), reason,
@@ -271,7 +306,16 @@ public final class WorkerLoop {
     if (now.isEmpty()) {
       return new Ended.FencedOff();
     }
+    if (stop.requested()) {
+      LOG.log(Level.INFO, "worker {0}: told to stop; job {1} interrupted with its progress, now {2}; draining",
+          context.workerId, context.job.id(), now.get().sql());
+      return transitions.drain(context.workerId, context.token) ? new Ended.Drained() : new Ended.FencedOff();
+    }
     return transitions.takeNext(context.workerId, context.token);
+  }
+
+  private String stopReason() {
+    return "stopped with its worker: " + stop.reason();
   }
 
   private JobOutcome runHandler(Context context) {
@@ -286,6 +330,8 @@ public final class WorkerLoop {
       return outcome == null ? JobOutcome.failed("handler for " + job.kind() + " returned no outcome") : outcome;
     } catch (JobCancelledException | WorkerFencedOffException expected) {
       return JobOutcome.failed(expected.getMessage()); // the flags decide; this outcome is unused
+    } catch (WorkerStoppingException stopping) {
+      return JobOutcome.interrupted(stopReason());
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       return JobOutcome.failed("interrupted");
@@ -367,6 +413,9 @@ public final class WorkerLoop {
       if (write(progress, logDue ? unsavedLog() : null) == CheckIn.CANCEL_REQUESTED) {
         throw new JobCancelledException(job.id());
       }
+      if (stop.requested()) {
+        throw new WorkerStoppingException(workerId, job.id());
+      }
     }
 
     @Override
@@ -380,13 +429,21 @@ public final class WorkerLoop {
           && since >= PROGRESS_INTERVAL.toNanos();
       boolean logDue = log.snapshot().version() != savedLogVersion && now - lastLogNanos >= LOG_INTERVAL.toNanos();
       boolean cancelCheckDue = since >= CANCEL_CHECK_INTERVAL.toNanos();
+      CheckIn said;
       if (cancelled) {
-        return CheckIn.CANCEL_REQUESTED;
+        said = CheckIn.CANCEL_REQUESTED;
+      } else if (progressDue || logDue || cancelCheckDue) {
+        said = write(progressDue ? latestProgress : null, logDue ? unsavedLog() : null);
+      } else {
+        said = CheckIn.GO_ON;
       }
-      if (!progressDue && !logDue && !cancelCheckDue) {
-        return CheckIn.GO_ON;
-      }
-      return write(progressDue ? latestProgress : null, logDue ? unsavedLog() : null);
+      // A stop cuts a cancel's grace too; a job cancelled meanwhile still ends cancelled (the flag).
+      return stop.requested() ? CheckIn.STOP_REQUESTED : said;
+    }
+
+    @Override
+    public Duration stopTimeLeft() {
+      return stop.programTimeLeft();
     }
 
     /** One fenced check-in statement; remembers what it saved. */

@@ -17,7 +17,8 @@ import java.lang.System.Logger.Level;
  * LocalJobLogSink}). Exit 0: the loop ended as designed (drained, start refused, or fenced off).
  * Exit 2: the environment is incomplete or the catalogue refused to load. Exit 1: a fault, such as an
  * unreachable database; the job stays on this worker until the exit is seen, then is requeued.
- * A demo crash or the hard deadline halts the process at once (137), with no cleanup.
+ * A demo crash or the hard deadline halts the process at once (137), with no cleanup. SIGTERM stops
+ * it gracefully within {@value WorkerStop#STOP_TIMEOUT_VARIABLE} ({@link WorkerStop}; exit 143).
  */
 public final class WorkerMain {
   private static final System.Logger LOG = System.getLogger(WorkerMain.class.getName());
@@ -42,17 +43,22 @@ public final class WorkerMain {
       System.err.println("buildqueue worker: cannot start: " + e.getMessage());
       return EXIT_BAD_ENVIRONMENT;
     }
-    try (HikariDataSource pool = pool(env)) {
-      WorkerLoop loop =
-          new WorkerLoop(new JdbcDatabase(pool), env.config(), QueueClock.DATABASE, handlers,
-              WorkerProcess.HALT, WorkerLoop.Listener.NONE)
-              .withLogSink(LocalJobLogSink.forThisWorker(environment));
-      WorkerLoop.Exit exit = loop.run(env.workerId(), env.token());
-      LOG.log(Level.INFO, "worker {0}: {1}", env.workerId(), exit.name().toLowerCase(java.util.Locale.ROOT));
-      return EXIT_DONE;
-    } catch (RuntimeException e) {
-      LOG.log(Level.ERROR, "worker " + env.workerId() + " failed; its job is requeued once its exit is seen", e);
-      return EXIT_FAULT;
+    WorkerStop stop = new WorkerStop(env.stopTimeout());
+    // Closed last: once it is, a SIGTERM'd JVM ends.
+    try (WorkerStop.Hook sigterm = stop.onSigterm()) {
+      try (HikariDataSource pool = pool(env)) {
+        WorkerLoop loop =
+            new WorkerLoop(new JdbcDatabase(pool), env.config(), QueueClock.DATABASE, handlers,
+                WorkerProcess.HALT, WorkerLoop.Listener.NONE)
+                .withLogSink(LocalJobLogSink.forThisWorker(environment))
+                .withStop(stop);
+        WorkerLoop.Exit exit = loop.run(env.workerId(), env.token());
+        LOG.log(Level.INFO, "worker {0}: {1}", env.workerId(), exit.name().toLowerCase(java.util.Locale.ROOT));
+        return EXIT_DONE;
+      } catch (RuntimeException e) {
+        LOG.log(Level.ERROR, "worker " + env.workerId() + " failed; its job is requeued once its exit is seen", e);
+        return EXIT_FAULT;
+      }
     }
   }
 

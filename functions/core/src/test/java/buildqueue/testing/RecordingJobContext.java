@@ -15,7 +15,8 @@ import java.util.concurrent.atomic.AtomicInteger;
 /**
  * A {@link JobContext} without a queue, for running a job's code in a test: it records what the
  * job reports (progress, log lines, follow-ups, check-ins) and answers check-ins as the test says:
- * go on, cancel requested ({@link #requestCancel}), or fenced off ({@link #fenceOff}).
+ * go on, cancel requested ({@link #requestCancel}), the worker stopping ({@link #requestStop}), or
+ * fenced off ({@link #fenceOff}).
  */
 public final class RecordingJobContext implements JobContext {
   private static final ObjectMapper JSON = new ObjectMapper();
@@ -40,6 +41,7 @@ public final class RecordingJobContext implements JobContext {
   private final AtomicInteger checkIns = new AtomicInteger();
   private volatile Integer finalProgress;
   private volatile boolean cancelRequested;
+  private volatile java.time.Duration stopTimeLeft;
   private volatile boolean fencedOff;
 
   private RecordingJobContext(long jobId, String kind, JsonNode payload, int progress, int attempt,
@@ -71,6 +73,20 @@ public final class RecordingJobContext implements JobContext {
     } catch (java.io.IOException e) {
       throw new IllegalArgumentException(e);
     }
+  }
+
+  /**
+   * From now on, check-ins answer {@link CheckIn#STOP_REQUESTED}, as its worker's would once told
+   * to stop, and {@link #stopTimeLeft} is {@code timeLeft}.
+   */
+  public void requestStop(java.time.Duration timeLeft) {
+    stopTimeLeft = timeLeft;
+  }
+
+  @Override
+  public java.time.Duration stopTimeLeft() {
+    java.time.Duration left = stopTimeLeft;
+    return left == null ? JobContext.super.stopTimeLeft() : left;
   }
 
   /** From now on, check-ins answer {@link CheckIn#CANCEL_REQUESTED}. */
@@ -191,6 +207,9 @@ public final class RecordingJobContext implements JobContext {
     }
     if (fencedOff) {
       throw new WorkerFencedOffException(1, jobId);
+    }
+    if (stopTimeLeft != null) {
+      return CheckIn.STOP_REQUESTED;
     }
     return cancelRequested ? CheckIn.CANCEL_REQUESTED : CheckIn.GO_ON;
   }

@@ -186,6 +186,8 @@ public final class LocalProcessPlatform implements WorkerPlatform, AutoCloseable
       // Removed when there is none, so a variable the server inherited cannot give workers other kinds than the API's.
       putOrRemove(env, WorkerEnvironment.KINDS_FILE, kindsFile.map(Path::toString).orElse(null));
       env.put(ProcessRunner.WORK_DIR, dirs.workOf(launch.workerId()).toAbsolutePath().toString());
+      // What stop() gives a worker between SIGTERM and SIGKILL: it stops its job within that.
+      env.put(WorkerEnvironment.STOP_TIMEOUT_SECONDS, Long.toString(KILL_AFTER_STOP.toSeconds()));
       env.put(LocalJobLogSink.JOB_LOG_DIR, dirs.jobLogs().toAbsolutePath().toString());
       process = builder.start();
     } catch (IOException | RuntimeException e) {

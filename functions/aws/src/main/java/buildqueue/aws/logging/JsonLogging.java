@@ -35,6 +35,16 @@ public final class JsonLogging {
             super.publish(record);
             flush(); // a Lambda may be frozen right after the handler returns
           }
+
+          /**
+           * Flushes, as the JDK's ConsoleHandler does, and never closes {@code System.out}: the JDK's
+           * logging closes its handlers in a shutdown hook of its own, and a SIGTERM'd worker still
+           * writes its jobs' last lines and its metrics to stdout after that.
+           */
+          @Override
+          public synchronized void close() {
+            flush();
+          }
         };
     handler.setLevel(Level.ALL);
     root.addHandler(handler);

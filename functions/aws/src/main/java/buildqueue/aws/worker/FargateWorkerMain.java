@@ -13,6 +13,7 @@ import buildqueue.kinds.CommandRunners;
 import buildqueue.worker.JobHandlers;
 import buildqueue.worker.WorkerLoop;
 import buildqueue.worker.WorkerProcess;
+import buildqueue.worker.WorkerStop;
 import java.io.PrintStream;
 import java.lang.System.Logger.Level;
 import java.util.Map;
@@ -26,6 +27,11 @@ import java.util.function.Function;
  * refused start or being fenced off are outcomes, not faults); 1 on a fault, 2 on bad settings or a
  * catalogue that cannot be used.
  * The slot is freed by the ECS STOPPED event of this exit, never by the worker itself.
+ *
+ * <p>SIGTERM (StopTask, a Spot reclaim, a scale-in) stops it gracefully ({@link WorkerStop}): its
+ * job's program gets SIGTERM and the kind's grace, cut to the container's stop timeout
+ * ({@value AwsSettings#STOP_TIMEOUT_SECONDS}) less a reserve; the job goes back to the head of its
+ * lane with its progress and log tail; the worker exits (143) before ECS's SIGKILL.
  */
 public final class FargateWorkerMain {
   static final int OK = 0;
@@ -62,21 +68,27 @@ public final class FargateWorkerMain {
     AwsSettings.WorkerIdentity me = settings.worker();
     Metrics metrics = new Metrics(settings.metricsNamespace(), Component.WORKER.label())
         .property("workerId", me.workerId());
-    try {
-      Database db = AwsServices.database(settings);
-      WorkerLoop loop = new WorkerLoop(db, settings.queue(), QueueClock.DATABASE, handlers, process, WorkerLoop.Listener.NONE)
-          .withLogSink(CloudWatchJobLogSink.forThisTask(env, stdout, me.workerId()));
-      WorkerLoop.Exit exit = loop.run(me.workerId(), me.token());
-      LOG.log(Level.INFO, "worker {0} done: {1}", me.workerId(), exit);
-      metrics.property("exit", exit.name());
-      return OK;
-    } catch (RuntimeException | Error e) {
-      LOG.log(Level.ERROR, "worker " + me.workerId() + " failed; its job is recovered when the stop event arrives", e);
-      metrics.property("exit", "FAULT");
-      return FAULT;
-    } finally {
-      metrics.observe(Metrics.WORKER_RUN_SECONDS, (System.nanoTime() - startNanos) / 1e9, Metrics.Unit.SECONDS);
-      metrics.flush(stdout);
+    WorkerStop stop = new WorkerStop(settings.stopTimeout());
+    // Closed last: once it is, a SIGTERM'd JVM ends, so the metrics are flushed before.
+    try (WorkerStop.Hook sigterm = stop.onSigterm()) {
+      try {
+        Database db = AwsServices.database(settings);
+        WorkerLoop loop = new WorkerLoop(db, settings.queue(), QueueClock.DATABASE, handlers, process,
+            WorkerLoop.Listener.NONE)
+            .withLogSink(CloudWatchJobLogSink.forThisTask(env, stdout, me.workerId()))
+            .withStop(stop);
+        WorkerLoop.Exit exit = loop.run(me.workerId(), me.token());
+        LOG.log(Level.INFO, "worker {0} done: {1}", me.workerId(), exit);
+        metrics.property("exit", exit.name());
+        return OK;
+      } catch (RuntimeException | Error e) {
+        LOG.log(Level.ERROR, "worker " + me.workerId() + " failed; its job is recovered when the stop event arrives", e);
+        metrics.property("exit", "FAULT");
+        return FAULT;
+      } finally {
+        metrics.observe(Metrics.WORKER_RUN_SECONDS, (System.nanoTime() - startNanos) / 1e9, Metrics.Unit.SECONDS);
+        metrics.flush(stdout);
+      }
     }
   }
 }

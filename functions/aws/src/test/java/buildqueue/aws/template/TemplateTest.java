@@ -17,6 +17,8 @@ import com.amazonaws.services.lambda.runtime.RequestStreamHandler;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import buildqueue.kinds.KindCatalogue;
+import buildqueue.kinds.CommandKind;
+import buildqueue.worker.WorkerStop;
 import java.io.IOException;
 import java.io.InputStream;
 import java.lang.reflect.Modifier;
@@ -360,6 +362,30 @@ class TemplateTest {
     assertThat(Component.ENQUEUE.needsKinds()).isTrue();
     assertThat(Component.WORKER.needsKinds()).isTrue();
     assertThat(workerEnvironment()).containsKey(AwsSettings.KINDS_FILE);
+  }
+
+  /**
+   * ECS sends SIGKILL {@code StopTimeout} seconds after SIGTERM; the worker learns it from its
+   * environment, so the two must agree, and Fargate allows at most 120. The shipped kinds' graces
+   * fit in what a stop leaves a program ({@link WorkerStop#programTimeLeft}), so a stop gives them
+   * their whole grace.
+   */
+  @Test
+  void the_worker_knows_its_containers_stop_timeout_and_the_shipped_kinds_grace_fits_in_it() throws Exception {
+    Object stopTimeout = workerContainer().get("StopTimeout");
+    assertThat(stopTimeout).as("the worker container's StopTimeout").isInstanceOf(Integer.class);
+    assertThat((Integer) stopTimeout).isBetween(2, (int) WorkerStop.MAX_FARGATE_STOP_TIMEOUT.toSeconds());
+    Map<String, String> env = workerEnvironment();
+    assertThat(env).containsEntry(AwsSettings.STOP_TIMEOUT_SECONDS, stopTimeout.toString());
+    env.put(AwsSettings.WORKER_ID, "42");
+    env.put(AwsSettings.WORKER_TOKEN, UUID.randomUUID().toString());
+    AwsSettings worker = AwsSettings.load(Component.WORKER, env::get);
+    assertThat(worker.stopTimeout()).isEqualTo(Duration.ofSeconds((Integer) stopTimeout));
+
+    Duration programs = new WorkerStop(worker.stopTimeout()).programTimeLeft();
+    for (CommandKind kind : KindCatalogue.load(SampleEvents.repoFile(CATALOGUE), worker.queue()).kinds()) {
+      assertThat(kind.cancelGracePeriod()).as("kind %s's grace", kind.name()).isLessThanOrEqualTo(programs);
+    }
   }
 
   @Test

@@ -38,7 +38,9 @@ import java.util.concurrent.atomic.AtomicReference;
  *       interruption; any other exit fails with the job's {@code error}, else the last lines of its
  *       stderr, else the exit code; a signal fails naming it. A timeout or a cancel sends SIGTERM to
  *       every process of the job, waits the kind's {@code cancelGracePeriod}, then sends SIGKILL.
- *       A worker that lost the job kills it at once.
+ *       A worker told to stop ({@link JobContext.CheckIn#STOP_REQUESTED}, its SIGTERM) does the same
+ *       with the grace cut to {@link JobContext#stopTimeLeft}, and the job is interrupted unless
+ *       its program exits 0 meanwhile. A worker that lost the job kills it at once.
  *   <li><b>Nothing outlives it</b>: before {@link #run} returns, every process of the job's session
  *       (daemons it started included) is gone, and its directory is deleted.
  * </ul>
@@ -181,7 +183,11 @@ public final class ProcessRunner implements CommandRunner {
     /** Why the worker stopped the program, as the job's error; null if it did not (or for a cancel). */
     private String stopFailure;
     private boolean cancelled;
+    /** The worker was told to stop: the job is interrupted unless the program succeeds first. */
+    private boolean stopping;
     private long terminatedAt = -1;
+    /** When SIGKILL follows the SIGTERM: the kind's grace after it, or sooner for a worker's stop. */
+    private long killAt = Long.MAX_VALUE;
     private boolean killed;
 
     Attempt(CommandKind kind, JobContext context, JobDirectory dir) {
@@ -224,6 +230,9 @@ public final class ProcessRunner implements CommandRunner {
           say(exit.describe());
           endLeftovers();
           handle(control.read(true));
+          if (latestProgress != null) {
+            context.finalProgress(latestProgress); // a last line read only now counts too
+          }
           drainOutput();
           return outcome(exit);
         } catch (WorkerFencedOffException e) {
@@ -254,14 +263,26 @@ public final class ProcessRunner implements CommandRunner {
           stopFailure = "timed out after " + human(kind.timeout());
           terminate(stopFailure);
         }
-        if (context.checkIn(latestProgress) == JobContext.CheckIn.CANCEL_REQUESTED && !cancelled) {
+        JobContext.CheckIn said = context.checkIn(latestProgress);
+        if (said == JobContext.CheckIn.CANCEL_REQUESTED && !cancelled) {
           cancelled = true;
           if (terminatedAt < 0) {
             terminate("cancel requested");
           }
+        } else if (said == JobContext.CheckIn.STOP_REQUESTED && !stopping) {
+          stopping = true;
+          Duration left = context.stopTimeLeft();
+          if (terminatedAt < 0) {
+            terminate("the worker is stopping");
+          }
+          long stopKillAt = clock.nanoTime() + left.toNanos();
+          if (stopKillAt < killAt) {
+            killAt = stopKillAt;
+            say("the worker must be gone within its stop timeout: SIGKILL in " + human(left) + " at the latest");
+          }
         }
-        if (terminatedAt >= 0 && !killed && clock.nanoTime() - terminatedAt >= kind.cancelGracePeriod().toNanos()) {
-          say("SIGKILL after " + human(kind.cancelGracePeriod()) + " grace");
+        if (terminatedAt >= 0 && !killed && clock.nanoTime() >= killAt) {
+          say("SIGKILL after " + human(Duration.ofMillis((killAt - terminatedAt) / 1_000_000)) + " grace");
           process.kill();
           killed = true;
         }
@@ -319,6 +340,7 @@ public final class ProcessRunner implements CommandRunner {
     private void terminate(String why) {
       process.terminate();
       terminatedAt = clock.nanoTime();
+      killAt = terminatedAt + kind.cancelGracePeriod().toNanos();
       say(why + ": SIGTERM sent to the job's processes");
     }
 
@@ -334,15 +356,15 @@ public final class ProcessRunner implements CommandRunner {
       if (terminatedAt < 0) {
         process.terminate();
         terminatedAt = clock.nanoTime();
+        killAt = terminatedAt + kind.cancelGracePeriod().toNanos();
         say(left + (left == 1 ? " process" : " processes") + " the job left running: SIGTERM sent");
       }
-      long graceEnd = terminatedAt + kind.cancelGracePeriod().toNanos();
-      while (process.remaining() > 0 && clock.nanoTime() < graceEnd) {
+      while (process.remaining() > 0 && clock.nanoTime() < killAt) {
         clock.sleep(limits.pollInterval());
       }
       if (process.remaining() > 0) {
         if (!killed) {
-          say("SIGKILL after " + human(kind.cancelGracePeriod()) + " grace");
+          say("SIGKILL after " + human(Duration.ofMillis((killAt - terminatedAt) / 1_000_000)) + " grace");
         }
         killed = true;
         awaitKilled();
@@ -401,6 +423,9 @@ public final class ProcessRunner implements CommandRunner {
       }
       if (stopFailure != null) {
         return JobOutcome.failed(stopFailure);
+      }
+      if (stopping && !(exit instanceof ProgramExit.Exited e0 && e0.code() == 0)) {
+        return interrupted("the worker was told to stop (" + exit.describe() + ")");
       }
       if (exit instanceof ProgramExit.Exited e) {
         if (e.code() == 0) {

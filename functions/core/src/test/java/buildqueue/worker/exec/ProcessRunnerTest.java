@@ -355,6 +355,52 @@ class ProcessRunnerTest {
   }
 
   @Test
+  void a_stopping_worker_interrupts_the_job_with_the_progress_its_program_wrote_on_sigterm() throws Exception {
+    RecordingJobContext ctx = RecordingJobContext.of("shell", "{}");
+    CommandKind kind = sh("trap 'echo \"{\\\"progress\\\": 9}\" >> \"$BUILDQUEUE_CONTROL\"; exit 1' TERM\n"
+        + "echo $$ > \"$PIDS\"\nwhile :; do sleep 0.05; done\n", LONG, Duration.ofSeconds(20), Set.of());
+    CompletableFuture<JobOutcome> run = runAsync(runner(), kind, ctx);
+    List<Long> pids = awaitPids(1);
+
+    ctx.requestStop(Duration.ofSeconds(20));
+
+    JobOutcome outcome = run.get(30, TimeUnit.SECONDS);
+    assertThat(outcome).isInstanceOf(JobOutcome.Interrupted.class);
+    assertThat(((JobOutcome.Interrupted) outcome).reason()).startsWith("the worker was told to stop");
+    assertThat(ctx.finalProgress()).isEqualTo(9);
+    assertThat(ctx.lines(WORKER)).contains("the worker is stopping: SIGTERM sent to the job's processes")
+        .noneMatch(l -> l.contains("SIGKILL"));
+    assertNoneLeft(pids, pids.get(0));
+  }
+
+  @Test
+  void a_stopping_worker_cuts_the_grace_to_its_stop_timeout_and_a_program_done_in_time_succeeds()
+      throws Exception {
+    RecordingJobContext deaf = RecordingJobContext.of("shell", "{}");
+    CommandKind ignores = sh("trap '' TERM\necho $$ > \"$PIDS\"\nsleep 1000\n", LONG, Duration.ofMinutes(5), Set.of());
+    CompletableFuture<JobOutcome> run = runAsync(runner(), ignores, deaf);
+    List<Long> pids = awaitPids(1);
+    long stoppedAt = System.nanoTime();
+
+    deaf.requestStop(Duration.ofMillis(500));
+
+    assertThat(run.get(30, TimeUnit.SECONDS)).isInstanceOf(JobOutcome.Interrupted.class);
+    assertThat(Duration.ofNanos(System.nanoTime() - stoppedAt)).as("a 5 min grace cut to 0.5 s")
+        .isLessThan(Duration.ofSeconds(10));
+    assertThat(deaf.lines(WORKER)).anyMatch(l -> l.startsWith("the worker must be gone within its stop timeout"))
+        .anyMatch(l -> l.matches("SIGKILL after 50\\dms grace"));
+    assertNoneLeft(pids, pids.get(0));
+
+    Files.deleteIfExists(pids());
+    RecordingJobContext finishing = RecordingJobContext.of("shell", "{}");
+    CommandKind finishes = sh("trap 'exit 0' TERM\necho $$ > \"$PIDS\"\nwhile :; do sleep 0.05; done\n");
+    CompletableFuture<JobOutcome> done = runAsync(runner(), finishes, finishing);
+    awaitPids(1);
+    finishing.requestStop(Duration.ofSeconds(20));
+    assertThat(done.get(30, TimeUnit.SECONDS)).as("exit 0 in its grace").isEqualTo(JobOutcome.succeeded());
+  }
+
+  @Test
   void a_fenced_off_worker_kills_the_program_at_once() throws Exception {
     RecordingJobContext ctx = RecordingJobContext.of("shell", "{}");
     // It ignores SIGTERM and the grace is longer than the test waits: only an immediate SIGKILL ends it in time.
