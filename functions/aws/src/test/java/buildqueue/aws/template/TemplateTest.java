@@ -221,6 +221,8 @@ class TemplateTest {
 
       Map<String, Object> p = TEMPLATE.properties(f);
       assertThat(p.get("Runtime")).as("Runtime of %s", f).isEqualTo("java21");
+      // Maven builds the shaded jar CodeUri names; sam build must copy it, not build it as a source directory.
+      assertThat(map(TEMPLATE.resource(f).get("Metadata"))).as("Metadata of %s", f).containsEntry("SkipBuild", true);
       // SnapStart where a snapshot pays: not for the migration, which runs once per deploy.
       assertThat(map(p.get("SnapStart")).get("ApplyOn")).as("SnapStart of %s", f)
           .isEqualTo(HANDLERS.get(c) == Component.MIGRATE ? "None" : "PublishedVersions");
