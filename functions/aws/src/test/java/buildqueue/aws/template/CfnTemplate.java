@@ -5,11 +5,15 @@ import java.io.Reader;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
 import java.util.function.BiFunction;
+import java.util.function.Function;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.yaml.snakeyaml.LoaderOptions;
@@ -111,12 +115,12 @@ final class CfnTemplate {
    * The resources {@code logicalId} waits for on a deploy: its DependsOn and every resource its
    * properties refer to (Ref, Fn::GetAtt, ${...} in Fn::Sub), and theirs, transitively.
    */
-  java.util.Set<String> dependencies(String logicalId) {
-    java.util.Set<String> seen = new java.util.TreeSet<>();
-    java.util.ArrayDeque<String> todo = new java.util.ArrayDeque<>(List.of(logicalId));
+  Set<String> dependencies(String logicalId) {
+    Set<String> seen = new TreeSet<>();
+    ArrayDeque<String> todo = new ArrayDeque<>(List.of(logicalId));
     while (!todo.isEmpty()) {
       Map<String, Object> r = resource(todo.pop());
-      java.util.Set<String> direct = new java.util.TreeSet<>();
+      Set<String> direct = new TreeSet<>();
       list(r.get("DependsOn")).forEach(d -> direct.add(String.valueOf(d)));
       references(r.get("Properties"), direct);
       for (String d : direct) {
@@ -128,7 +132,7 @@ final class CfnTemplate {
     return seen;
   }
 
-  private static void references(Object value, java.util.Set<String> into) {
+  private static void references(Object value, Set<String> into) {
     if (value instanceof Map<?, ?> m) {
       m.forEach((k, v) -> {
         if (k.equals("Ref")) {
@@ -152,7 +156,7 @@ final class CfnTemplate {
    * The value a deploy would give: parameters take their defaults ({@code parameterWithoutDefault}
    * answers the others), attributes and resource references come from {@code stand_in}.
    */
-  Object resolve(Object value, BiFunction<String, String, String> standIn, java.util.function.Function<String, Object> parameterWithoutDefault) {
+  Object resolve(Object value, BiFunction<String, String, String> standIn, Function<String, Object> parameterWithoutDefault) {
     if (value instanceof Map<?, ?> m && m.size() == 1) {
       Map.Entry<?, ?> e = m.entrySet().iterator().next();
       String fn = String.valueOf(e.getKey());

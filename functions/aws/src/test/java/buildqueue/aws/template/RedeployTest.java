@@ -359,9 +359,12 @@ class RedeployTest {
       for (String k : keys) {
         Object a = live.get(k);
         Object b = current.get(k);
+        if (Objects.equals(a, b)) {
+          continue;
+        }
         if (a instanceof Map<?, ?> ma && b instanceof Map<?, ?> mb) {
           out.add(k + ": " + difference(map(ma), map(mb)));
-        } else if (!Objects.equals(a, b)) {
+        } else {
           out.add(k + " " + a + " -> " + b);
         }
       }
