@@ -10,8 +10,10 @@ import java.util.regex.Pattern;
  *
  * @param cluster the cluster's short name or ARN; RunTask, DescribeTasks and StopTask all address
  *     it, and only tasks of this cluster are checked ({@link #ownsTask(String)})
- * @param taskDefinition {@code family}, {@code family:revision} or the task definition ARN (a bare
- *     family runs its latest ACTIVE revision). It carries the image, roles and the database
+ * @param taskDefinition {@code family}, {@code family:revision} or the task definition ARN, passed
+ *     to RunTask as given. A bare family (what the SAM template gives) runs its latest ACTIVE
+ *     revision, so a deploy that registers a new revision and deregisters the old one never leaves
+ *     the functions naming a revision ECS refuses. It carries the image, roles and the database
  *     settings: nothing secret goes into RunTask overrides, which events and DescribeTasks show
  * @param subnets 1 to 16 subnets for the task's network interface; several AZs make a capacity
  *     shortage less likely
@@ -32,6 +34,9 @@ public record EcsSettings(
   private static final int MAX_SUBNETS = 16;
   private static final int MAX_SECURITY_GROUPS = 5;
   private static final Pattern CLUSTER_NAME = Pattern.compile("[A-Za-z0-9_-]{1,255}");
+  /** ECS's rule for a family: up to 255 letters, digits, hyphens and underscores; a revision from 1. */
+  private static final Pattern TASK_DEFINITION = Pattern.compile(
+      "(arn:[a-z0-9-]+:ecs:[a-z0-9-]+:\\d{12}:task-definition/)?[A-Za-z0-9_-]{1,255}(:[1-9]\\d{0,9})?");
   private static final Pattern CLUSTER_ARN =
       Pattern.compile("arn:[a-z0-9-]+:ecs:[a-z0-9-]+:\\d{12}:cluster/([A-Za-z0-9_-]{1,255})");
 
@@ -45,6 +50,10 @@ public record EcsSettings(
     }
     if (blank(taskDefinition)) {
       throw invalid("taskDefinition", "is required (family, family:revision or ARN)");
+    }
+    if (!TASK_DEFINITION.matcher(taskDefinition).matches()) {
+      throw invalid("taskDefinition", "must be a family (letters, digits, - and _), family:revision or a task"
+          + " definition ARN, was '" + taskDefinition + "'");
     }
     subnets = copyOf("subnets", subnets);
     if (subnets.isEmpty() || subnets.size() > MAX_SUBNETS) {

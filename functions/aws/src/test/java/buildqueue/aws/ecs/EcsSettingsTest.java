@@ -39,6 +39,20 @@ class EcsSettingsTest {
   }
 
   @Test
+  void the_task_definition_is_a_family_a_revision_or_an_arn_and_passes_through_unchanged() {
+    for (String td : List.of("buildqueue-worker", "my_stack-worker:12",
+        "arn:aws:ecs:eu-west-1:111122223333:task-definition/buildqueue-worker:3")) {
+      assertThat(new EcsSettings("c", td, SUBNETS, List.of(), false, "worker").taskDefinition()).isEqualTo(td);
+    }
+    for (String bad : List.of("buildqueue worker", "worker:0", "worker:latest", "worker:", "task-definition/worker:1",
+        "arn:aws:ecs:eu-west-1:111122223333:cluster/buildqueue-worker")) {
+      assertThatThrownBy(() -> new EcsSettings("c", bad, SUBNETS, List.of(), false, "worker"))
+          .as(bad).isInstanceOf(BuildQueueException.class)
+          .hasMessageContaining("taskDefinition").hasMessageContaining("'" + bad + "'");
+    }
+  }
+
+  @Test
   void settings_are_immutable() {
     List<String> subnets = new ArrayList<>(SUBNETS);
     EcsSettings settings = new EcsSettings("c", "td", subnets, List.of(), false, "worker");

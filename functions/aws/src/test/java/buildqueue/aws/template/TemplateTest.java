@@ -35,23 +35,29 @@ import java.util.TreeSet;
 import java.util.UUID;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
+import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 /**
- * Checks template.yaml against the code, so a deploy cannot be the first to find a mismatch: the
+ * Checks template.yaml, as CloudFormation reads it after AWS's SAM translator ({@link
+ * SamTranslation}), against the code, so a deploy cannot be the first to find a mismatch: the
  * handlers exist, each function (and the worker task) gets every variable its code reads and none
  * it does not, the stop-event rule matches the stop events, and each function's IAM policy allows
  * the AWS calls its code makes, and not much more; and the API function and the worker image read
  * one kind catalogue.
  */
 class TemplateTest {
-  private static final CfnTemplate TEMPLATE = CfnTemplate.load(SampleEvents.repoFile("template.yaml"));
+  private static CfnTemplate TEMPLATE;
   private static final JsonNode STOPPED = SampleEvents.tree("ecs-task-stopped.json");
   private static final String CLUSTER_ARN = STOPPED.get("detail").get("clusterArn").asText();
   private static final String DB_CLUSTER_ARN = "arn:aws:rds:eu-west-1:111122223333:cluster:buildqueue-db";
   private static final String SECRET_ARN = "arn:aws:secretsmanager:eu-west-1:111122223333:secret:bq-db-AbCdEf";
   private static final String WORKER_SECRET_ARN =
       "arn:aws:secretsmanager:eu-west-1:111122223333:secret:bq-db-worker-GhIjKl";
+  private static final String STACK = "buildqueue";
+  /** The managed policy SAM gives every function's role: writing its own logs. */
+  private static final String LAMBDA_BASIC_EXECUTION =
+      "arn:aws:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole";
   /** The kind catalogue the operator writes: one file for the API function and the worker image. */
   private static final String CATALOGUE = "infra/kinds/kinds.json";
 
@@ -82,6 +88,11 @@ class TemplateTest {
   private static final Map<String, Set<String>> SDK_CALLS =
       SdkCalls.in(Path.of(AwsSettings.class.getProtectionDomain().getCodeSource().getLocation().getPath()));
 
+  @BeforeAll
+  static void translate() {
+    TEMPLATE = SamTranslation.repositoryTemplate();
+  }
+
   /** Everything a part may call: its own calls, the database's, and what those imply. */
   private static Set<String> needed(Component c) {
     Set<String> needed = new TreeSet<>(CALLS.get(c));
@@ -89,6 +100,9 @@ class TemplateTest {
     needed.add("secretsmanager:GetSecretValue"); // the Data API reads the secret as the caller
     if (needed.contains("ecs:RunTask")) {
       needed.add("iam:PassRole"); // the task's execution and task roles
+    }
+    if (c == Component.TASK_STATE_CHANGE) {
+      needed.add("sqs:SendMessage"); // Lambda's own delivery to its dead-letter queue (SAM adds it)
     }
     return needed;
   }
@@ -101,7 +115,13 @@ class TemplateTest {
   /** What a deploy would put where the template refers to a resource. */
   private static String standIn(String resource, String attribute) {
     if (attribute == null) {
-      return resource.equals("AWS::Region") ? "eu-west-1" : "stand-in-" + resource;
+      return switch (resource) {
+        case "AWS::Region" -> "eu-west-1";
+        case "AWS::Partition" -> "aws";
+        case "AWS::AccountId" -> "111122223333";
+        case "AWS::StackName" -> STACK;
+        default -> "stand-in-" + resource;
+      };
     }
     if (resource.equals("DatabaseSecret") && attribute.equals("Ref")) {
       return SECRET_ARN;
@@ -112,13 +132,47 @@ class TemplateTest {
     return switch (resource + "." + attribute) {
       case "WorkerCluster.Arn" -> CLUSTER_ARN;
       case "DatabaseCluster.DBClusterArn" -> DB_CLUSTER_ARN;
-      case "WorkerTaskDefinition.Ref" -> "arn:aws:ecs:eu-west-1:111122223333:task-definition/buildqueue-worker:1";
+      case "WorkerTaskDefinition.Ref" -> "arn:aws:ecs:eu-west-1:111122223333:task-definition/" + STACK + "-worker:1";
       default -> "stand-in-" + resource + "-" + attribute;
     };
   }
 
   private static List<String> functions() {
-    return TEMPLATE.resourcesOfType("AWS::Serverless::Function");
+    return TEMPLATE.resourcesOfType("AWS::Lambda::Function");
+  }
+
+  private static String migrateFunction() throws ClassNotFoundException {
+    for (String f : functions()) {
+      if (HANDLERS.get(handlerClass(f)) == Component.MIGRATE) {
+        return f;
+      }
+    }
+    throw new AssertionError("no function runs " + MigrateFunction.class);
+  }
+
+  /** The function's role's inline statements (SAM turns a function's Policies into its role's). */
+  private static List<Map<String, Object>> functionStatements(String function) {
+    Object role = map(TEMPLATE.properties(function).get("Role")).get("Fn::GetAtt");
+    Map<String, Object> roleProperties = TEMPLATE.properties(String.valueOf(list(role).get(0)));
+    assertThat(list(roleProperties.get("ManagedPolicyArns")))
+        .as("%s: managed policies (the rest are inline statements, not managed or template policies)", function)
+        .allSatisfy(arn -> assertThat(resolve(arn)).isEqualTo(LAMBDA_BASIC_EXECUTION));
+    List<Object> documents = new java.util.ArrayList<>();
+    for (Object p : list(roleProperties.get("Policies"))) {
+      documents.add(map(p).get("PolicyDocument"));
+    }
+    return statements(documents);
+  }
+
+  /** The {@code live} alias of a function, which every event source and the API invoke. */
+  private static Map<String, Object> liveAlias(String function) {
+    for (String alias : TEMPLATE.resourcesOfType("AWS::Lambda::Alias")) {
+      Map<String, Object> p = TEMPLATE.properties(alias);
+      if (p.get("FunctionName").equals(Map.of("Ref", function)) && "live".equals(p.get("Name"))) {
+        return p;
+      }
+    }
+    throw new AssertionError(function + " has no live alias");
   }
 
   private static Class<?> handlerClass(String function) throws ClassNotFoundException {
@@ -128,10 +182,9 @@ class TemplateTest {
 
   private static Map<String, String> environment(String function) {
     Map<String, String> env = new LinkedHashMap<>();
-    for (Map<String, Object> source : List.of(TEMPLATE.globalFunction(), TEMPLATE.properties(function))) {
-      Object vars = map(source.getOrDefault("Environment", Map.of("Variables", Map.of()))).get("Variables");
-      map(resolve(vars)).forEach((k, v) -> env.put(k, String.valueOf(v)));
-    }
+    Object vars = map(TEMPLATE.properties(function).getOrDefault("Environment", Map.of("Variables", Map.of())))
+        .get("Variables");
+    map(resolve(vars)).forEach((k, v) -> env.put(k, String.valueOf(v)));
     return env;
   }
 
@@ -172,11 +225,18 @@ class TemplateTest {
       // environment and make no client; both wait for the first invocation.
       assertThat(c.getConstructor().newInstance()).isNotNull();
       assertThat(Stream.of(c.getMethods()).anyMatch(m -> m.getName().equals("handleRequest"))).isTrue();
+
+      Map<String, Object> p = TEMPLATE.properties(f);
+      assertThat(p.get("Runtime")).as("Runtime of %s", f).isEqualTo("java21");
+      // Maven builds the shaded jar CodeUri names; sam build must copy it, not build it as a source directory.
+      assertThat(map(TEMPLATE.resource(f).get("Metadata"))).as("Metadata of %s", f).containsEntry("SkipBuild", true);
+      // SnapStart where a snapshot pays: not for the migration, which runs once per deploy.
+      assertThat(map(p.get("SnapStart")).get("ApplyOn")).as("SnapStart of %s", f)
+          .isEqualTo(HANDLERS.get(c) == Component.MIGRATE ? "None" : "PublishedVersions");
+      String version = String.valueOf(list(map(liveAlias(f).get("FunctionVersion")).get("Fn::GetAtt")).get(0));
+      assertThat(TEMPLATE.resource(version).get("Type")).isEqualTo("AWS::Lambda::Version");
+      assertThat(TEMPLATE.properties(version).get("FunctionName")).isEqualTo(Map.of("Ref", f));
     }
-    Map<String, Object> g = TEMPLATE.globalFunction();
-    assertThat(g.get("Runtime")).isEqualTo("java21");
-    assertThat(map(g.get("SnapStart")).get("ApplyOn")).isEqualTo("PublishedVersions");
-    assertThat(g.get("AutoPublishAlias")).isNotNull();
   }
 
   @Test
@@ -226,6 +286,76 @@ class TemplateTest {
   }
 
   @Test
+  void the_queue_functions_launch_the_workers_family_so_ecs_runs_its_latest_active_revision() throws Exception {
+    String family = workerFamily();
+    assertThat(family).as("one family per stack").isEqualTo(STACK + "-worker");
+    for (String f : functions()) {
+      Component c = HANDLERS.get(handlerClass(f));
+      if (c == Component.MIGRATE) {
+        continue;
+      }
+      Map<String, String> env = environment(f);
+      env.put(AwsSettings.AWS_REGION, "eu-west-1");
+      assertThat(AwsSettings.load(c, env::get).ecs().taskDefinition()).as("%s launches", f).isEqualTo(family);
+    }
+  }
+
+  @Test
+  void the_queue_functions_their_versions_aliases_routes_and_schedule_wait_for_the_schema_migration() throws Exception {
+    String migration = "SchemaMigration";
+    assertThat(TEMPLATE.resource(migration).get("Type")).isEqualTo("Custom::SchemaMigration");
+    List<String> waiting = new java.util.ArrayList<>();
+    for (String f : functions()) {
+      if (HANDLERS.get(handlerClass(f)) == Component.MIGRATE) {
+        continue;
+      }
+      waiting.add(f);
+      waiting.add(String.valueOf(list(map(liveAlias(f).get("FunctionVersion")).get("Fn::GetAtt")).get(0)));
+    }
+    for (String type : List.of("AWS::Lambda::Alias", "AWS::Events::Rule", "AWS::Lambda::Permission",
+        "AWS::Lambda::EventInvokeConfig", "AWS::ApiGatewayV2::Api")) {
+      for (String id : TEMPLATE.resourcesOfType(type)) {
+        if (!id.startsWith(migrateFunction())) {
+          waiting.add(id);
+        }
+      }
+    }
+    assertThat(waiting).as("queue functions and what invokes them").hasSizeGreaterThan(10)
+        .allSatisfy(id -> assertThat(TEMPLATE.dependencies(id)).as("%s waits for", id).contains(migration));
+    assertThat(TEMPLATE.resourcesOfType("AWS::Events::Rule"))
+        .anySatisfy(rule -> assertThat(map(TEMPLATE.properties(rule))).containsEntry("ScheduleExpression", "rate(1 minute)"))
+        .allSatisfy(rule -> assertThat(TEMPLATE.dependencies(rule)).as("%s waits for", rule).contains(migration));
+    assertThat(TEMPLATE.dependencies(migration)).as("the migration waits for")
+        .contains(migrateFunction(), "DatabaseInstance").doesNotContainAnyElementsOf(waiting);
+  }
+
+  @Test
+  void cloudformation_waits_for_the_migration_longer_than_it_may_run_and_far_less_than_an_hour() throws Exception {
+    int serviceTimeout = Integer.parseInt(String.valueOf(TEMPLATE.properties("SchemaMigration").get("ServiceTimeout")));
+    int functionTimeout = Integer.parseInt(String.valueOf(TEMPLATE.properties(migrateFunction()).get("Timeout")));
+
+    assertThat(serviceTimeout).isGreaterThan(functionTimeout).isLessThanOrEqualTo(functionTimeout + 120);
+    assertThat(serviceTimeout).as("CloudFormation's limit").isLessThanOrEqualTo(3600);
+  }
+
+  @Test
+  void by_default_workers_get_a_public_ip_so_a_default_vpc_without_nat_starts_them() throws Exception {
+    // A default VPC's subnets are public and have no NAT gateway: a task without a public IP there
+    // cannot pull its image from ECR. Private subnets with a NAT set WorkerPublicIp=false.
+    assertThat(TEMPLATE.parameters().get("WorkerPublicIp")).isEqualTo(Map.of(
+        "Type", "String", "AllowedValues", List.of("true", "false"), "Default", "true",
+        "Description", map(TEMPLATE.parameters().get("WorkerPublicIp")).get("Description")));
+    for (String f : functions()) {
+      Component c = HANDLERS.get(handlerClass(f));
+      if (c != Component.MIGRATE) {
+        Map<String, String> env = environment(f);
+        env.put(AwsSettings.AWS_REGION, "eu-west-1");
+        assertThat(AwsSettings.load(c, env::get).ecs().assignPublicIp()).as("%s assigns a public IP", f).isTrue();
+      }
+    }
+  }
+
+  @Test
   void every_function_that_launches_times_out_inside_the_launch_grace() throws Exception {
     // The tick relaunches a launch whose outcome was never recorded once the launch grace has
     // passed; that is safe only if the caller that started it is dead by then (see the faults
@@ -245,9 +375,14 @@ class TemplateTest {
 
   @Test
   void the_stop_rule_matches_stopped_tasks_of_the_worker_cluster_and_nothing_else() {
-    Map<String, Object> events = map(TEMPLATE.properties("TaskStateChangeFunction").get("Events"));
-    Map<String, Object> rule = map(map(events.get("WorkerStopped")).get("Properties"));
-    Map<String, Object> pattern = map(resolve(rule.get("Pattern")));
+    List<Map<String, Object>> rules = TEMPLATE.resourcesOfType("AWS::Events::Rule").stream()
+        .map(TEMPLATE::properties)
+        .filter(r -> list(r.get("Targets")).stream()
+            .anyMatch(t -> map(t).get("Arn").equals(Map.of("Ref", "TaskStateChangeFunctionAliaslive"))))
+        .toList();
+    assertThat(rules).as("rules that invoke the stop-event function").hasSize(1);
+    Map<String, Object> rule = rules.get(0);
+    Map<String, Object> pattern = map(resolve(rule.get("EventPattern")));
     ObjectNode running = STOPPED.deepCopy();
     ((ObjectNode) running.get("detail")).put("lastStatus", "RUNNING");
     ObjectNode otherCluster = STOPPED.deepCopy();
@@ -258,8 +393,8 @@ class TemplateTest {
     assertThat(EventPatterns.matches(pattern, running)).isFalse();
     assertThat(EventPatterns.matches(pattern, otherCluster)).isFalse();
     assertThat(EventPatterns.matches(pattern, SampleEvents.tree("schedule-tick.json"))).isFalse();
-    assertThat(map(rule.get("DeadLetterConfig"))).isNotEmpty();
-    assertThat(TEMPLATE.properties("TaskStateChangeFunction")).containsKey("DeadLetterQueue");
+    assertThat(map(map(list(rule.get("Targets")).get(0)).get("DeadLetterConfig"))).isNotEmpty();
+    assertThat(TEMPLATE.properties("TaskStateChangeFunction")).containsKey("DeadLetterConfig");
   }
 
   @Test
@@ -276,8 +411,7 @@ class TemplateTest {
   void each_function_may_make_the_calls_its_code_makes_and_not_much_more() throws Exception {
     for (String f : functions()) {
       Component c = HANDLERS.get(handlerClass(f));
-      List<Map<String, Object>> statements = statements(TEMPLATE.properties(f).get("Policies"));
-      assertPolicy(f, c, statements);
+      assertPolicy(f, c, functionStatements(f));
     }
   }
 
@@ -316,15 +450,9 @@ class TemplateTest {
 
   @Test
   void the_migrate_function_reads_both_secrets_and_is_told_the_worker_roles() throws Exception {
-    String migrate = null;
-    for (String f : functions()) {
-      if (HANDLERS.get(handlerClass(f)) == Component.MIGRATE) {
-        migrate = f;
-      }
-    }
-    assertThat(migrate).isNotNull();
+    String migrate = migrateFunction();
     Set<Object> secretsRead = new java.util.HashSet<>();
-    for (Map<String, Object> s : statements(TEMPLATE.properties(migrate).get("Policies"))) {
+    for (Map<String, Object> s : functionStatements(migrate)) {
       if (list(s.get("Action")).contains("secretsmanager:GetSecretValue")) {
         secretsRead.addAll(list(resolve(s.get("Resource"))));
       }
@@ -444,7 +572,9 @@ class TemplateTest {
           // Writing a secret's versions: the worker role's secret only, never the master's.
           assertThat(resource).as("%s %s", who, action).isEqualTo(WORKER_SECRET_ARN);
         } else if (action.equals("ecs:RunTask")) {
-          assertThat(resource).isEqualTo(standIn("WorkerTaskDefinition", "Ref"));
+          // Every revision of the worker's family, and nothing else: RunTask with the bare family
+          // is authorised against its latest ACTIVE revision.
+          assertThat(resource).isEqualTo("arn:aws:ecs:eu-west-1:111122223333:task-definition/" + workerFamily() + ":*");
           assertThat(condition).isEqualTo(Map.of("ArnEquals", Map.of("ecs:cluster", CLUSTER_ARN)));
         } else if (action.equals("ecs:DescribeTasks") || action.equals("ecs:StopTask")) {
           assertThat(condition).isEqualTo(Map.of("ArnEquals", Map.of("ecs:cluster", CLUSTER_ARN)));
@@ -452,6 +582,8 @@ class TemplateTest {
           assertThat(list(resource)).containsExactlyInAnyOrder(
               standIn("WorkerExecutionRole", "Arn"), standIn("WorkerTaskRole", "Arn"));
           assertThat(condition).isEqualTo(Map.of("StringEquals", Map.of("iam:PassedToService", "ecs-tasks.amazonaws.com")));
+        } else if (action.equals("sqs:SendMessage")) {
+          assertThat(resource).as("%s sends to", who).isEqualTo(standIn("StopEventsDeadLetterQueue", "Arn"));
         } else if (action.equals("events:PutEvents")) {
           assertThat(String.valueOf(resource)).endsWith(":event-bus/default");
         }
@@ -459,10 +591,13 @@ class TemplateTest {
     });
   }
 
+  private static String workerFamily() {
+    return String.valueOf(resolve(TEMPLATE.properties("WorkerTaskDefinition").get("Family")));
+  }
+
   private static List<Map<String, Object>> statements(Object policies) {
     List<Map<String, Object>> out = new java.util.ArrayList<>();
     for (Object p : list(policies)) {
-      assertThat(p).as("policies are inline statements, not managed or template policies").isInstanceOf(Map.class);
       for (Object s : list(map(p).get("Statement"))) {
         out.add(map(s));
       }
