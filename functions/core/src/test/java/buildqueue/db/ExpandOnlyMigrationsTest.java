@@ -13,7 +13,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
 /**
- * Migrations are expand-only (docs/architecture.md, "Schema migrations"): during a deploy, and after
+ * Migrations are expand-only (docs/architecture.md §3): during a deploy, and after
  * one that is rolled back, the previous release runs on the new schema, so no migration may take
  * away or narrow anything the previous level had. Each migration is applied in turn and the catalog
  * ({@link SchemaCatalog}) after it is compared with the catalog before it.
