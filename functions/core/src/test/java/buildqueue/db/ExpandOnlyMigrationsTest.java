@@ -79,10 +79,10 @@ class ExpandOnlyMigrationsTest {
     }
     String bad = migrations.get(migrations.size() - 1);
 
-    Map<String, List<String>> found = walk(migrations, n -> extra.containsKey(n) ? extra.get(n) : Migrator.read(n));
+    Map<String, List<String>> found =
+        walkFromReleased(migrations, n -> extra.containsKey(n) ? extra.get(n) : Migrator.read(n));
 
     assertThat(found.get(bad)).as(what).anyMatch(n -> n.startsWith(expected));
-    Migrator.MIGRATIONS.forEach(m -> assertThat(found.get(m)).as(m).allMatch(ALLOWED::containsKey));
   }
 
   @Test
@@ -99,7 +99,7 @@ class ExpandOnlyMigrationsTest {
     migrations.add("V007__test_good.sql");
 
     Map<String, List<String>> found =
-        walk(migrations, n -> n.equals("V007__test_good.sql") ? good : Migrator.read(n));
+        walkFromReleased(migrations, n -> n.equals("V007__test_good.sql") ? good : Migrator.read(n));
 
     assertThat(found.get("V007__test_good.sql")).isEmpty();
   }
@@ -115,6 +115,26 @@ class ExpandOnlyMigrationsTest {
     assertThat(SchemaCatalog.widens("numeric(10,2)", "numeric(12,2)")).isTrue();
     assertThat(SchemaCatalog.widens("numeric(10,2)", "numeric(10,3)")).isFalse();
     assertThat(SchemaCatalog.widens("timestamp without time zone", "timestamp with time zone")).isFalse();
+  }
+
+  /**
+   * Applies each migration after the released ones in turn, on a copy of the suite's database
+   * (which has the released ones): what each took away from the level before.
+   */
+  private static Map<String, List<String>> walkFromReleased(List<String> migrations,
+      java.util.function.Function<String, String> source) {
+    Map<String, List<String>> found = new java.util.LinkedHashMap<>();
+    try (TestDatabase db = TestDatabases.create()) {
+      SchemaCatalog before = SchemaCatalog.read(db.jdbc());
+      for (int i = Migrator.MIGRATIONS.size() + 1; i <= migrations.size(); i++) {
+        assertThat(new Migrator(db.jdbc(), migrations.subList(0, i), source).migrate())
+            .containsExactly(migrations.get(i - 1));
+        SchemaCatalog after = SchemaCatalog.read(db.jdbc());
+        found.put(migrations.get(i - 1), before.narrowingsTo(after));
+        before = after;
+      }
+    }
+    return found;
   }
 
   /** Applies each migration in turn on a fresh database: what each one took away from the level before. */
