@@ -59,6 +59,7 @@ public final class LocalDatabase implements AutoCloseable {
     Runnable stop = null;
     try {
       Path dir = settings.dataDir().resolve("postgres");
+      refuseAnotherMajorVersion(dir, embeddedMajorVersion());
       // A data directory made before passwords were asked for: its cluster trusts every local
       // connection, and is given passwords and password authentication once it runs.
       boolean trusting = Files.exists(dir.resolve("PG_VERSION")) && !DatabasePasswords.exist(settings.dataDir());
@@ -90,6 +91,55 @@ public final class LocalDatabase implements AutoCloseable {
       release(lock);
       throw e;
     }
+  }
+
+  /**
+   * The major version of the PostgreSQL this jar embeds: the parent pom's {@code
+   * postgres-binaries.version}, written into {@code postgres.properties} by the build.
+   */
+  static int embeddedMajorVersion() {
+    String resource = "/buildqueue/local/postgres.properties";
+    java.util.Properties p = new java.util.Properties();
+    try (java.io.InputStream in = LocalDatabase.class.getResourceAsStream(resource)) {
+      if (in == null) {
+        throw new IllegalStateException(resource + " is missing from the jar: build it with Maven");
+      }
+      p.load(in);
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot read " + resource, e);
+    }
+    String version = p.getProperty("binaries.version", "");
+    if (!version.matches("\\d+\\..*")) {
+      throw new IllegalStateException(resource + " names no PostgreSQL version (" + version + "): build it with Maven");
+    }
+    return Integer.parseInt(version.substring(0, version.indexOf('.')));
+  }
+
+  /**
+   * A data directory made by another major version of PostgreSQL (an earlier buildqueue embedded
+   * PostgreSQL 14) cannot be opened by this one: {@code PG_VERSION} says which made it. Refused
+   * before anything starts or is written, saying what to do, so the data in it stay as they were.
+   */
+  static void refuseAnotherMajorVersion(Path dir, int major) {
+    Path file = dir.resolve("PG_VERSION");
+    if (!Files.exists(file)) {
+      return;
+    }
+    String found;
+    try {
+      found = Files.readString(file).strip();
+    } catch (IOException e) {
+      throw new BuildQueueException("cannot read " + file + " (which PostgreSQL made " + dir + "): " + e.getMessage(), e);
+    }
+    if (found.equals(Integer.toString(major))) {
+      return;
+    }
+    throw new BuildQueueException("the embedded PostgreSQL data in " + dir + " were made by PostgreSQL " + found
+        + " (an earlier buildqueue), and this buildqueue runs PostgreSQL " + major + ", which cannot open them."
+        + " Nothing was changed. To start afresh, move the directory away (mv " + dir + " " + dir + "-pg" + found
+        + ") and start again; the old jobs stay in the moved directory. To keep them, upgrade the directory"
+        + " with PostgreSQL's own tools (pg_upgrade, or pg_dump with the earlier buildqueue serving it and a"
+        + " restore into the new one) before starting this buildqueue on it.");
   }
 
   private static EmbeddedPostgres start(Path dataDir, Path dir, DatabasePasswords passwords, boolean trusting) {

@@ -10,6 +10,7 @@ import buildqueue.aws.testing.SampleEvents;
 import buildqueue.aws.testing.TestContext;
 import buildqueue.db.Database;
 import buildqueue.db.Migrator;
+import buildqueue.db.Params;
 import buildqueue.db.Row;
 import buildqueue.testing.PostgresExtension;
 import buildqueue.testing.TestDatabase;
@@ -134,6 +135,49 @@ class MigrateFunctionTest {
 
     assertThat(tables(db)).isEqualTo(before);
     assertThat(answers).singleElement().satisfies(a -> assertThat(a.get("Status").asText()).isEqualTo("SUCCESS"));
+  }
+
+  @ParameterizedTest(name = "on {0}")
+  @ValueSource(strings = {"jdbc", "dataapi"})
+  void a_released_migration_edited_since_the_database_applied_it_fails_the_deploy_naming_it_and_applies_nothing(
+      String adapter) throws Exception {
+    try (TestDatabase empty = TestDatabases.createEmpty()) {
+      Database db = QueueWorld.adapter(adapter, empty);
+      Migrator.firstOf(db, 4).migrate();
+      // The database applied another text of V003 than the one this build holds.
+      empty.jdbc().update("update build_schema_migration set checksum = :sum where version = 3",
+          Params.of("sum", "0".repeat(64)));
+
+      invoke(new MigrateFunction(() -> db, () -> TestDatabases.WORKER_PASSWORD), request("Update"), Duration.ofMinutes(5));
+
+      assertThat(answers).singleElement().satisfies(a -> {
+        assertThat(a.get("Status").asText()).isEqualTo("FAILED");
+        assertThat(a.get("Reason").asText()).contains("V003__job_logs.sql was edited after this database applied it")
+            .contains("Nothing was applied");
+      });
+      assertThat(empty.jdbc().query("select version from build_schema_migration")).hasSize(4);
+      assertThat(empty.jdbc().query("select 1 from pg_proc where proname = 'build_worker_start'")).isEmpty();
+    }
+  }
+
+  @ParameterizedTest(name = "on {0}")
+  @ValueSource(strings = {"jdbc", "dataapi"})
+  void a_database_migrated_before_checksums_gets_them_on_the_next_deploy(String adapter) throws Exception {
+    try (TestDatabase empty = TestDatabases.createEmpty()) {
+      Database db = QueueWorld.adapter(adapter, empty);
+      Migrator.firstOf(db, 4).migrate();
+      empty.jdbc().update("alter table build_schema_migration drop column checksum"); // as older releases made it
+
+      invoke(new MigrateFunction(() -> db, () -> TestDatabases.WORKER_PASSWORD), request("Update"), Duration.ofMinutes(5));
+
+      assertThat(answers).singleElement().satisfies(a -> {
+        assertThat(a.get("Status").asText()).isEqualTo("SUCCESS");
+        assertThat(a.get("Data").get("MigrationsApplied").asInt()).isEqualTo(Migrator.MIGRATIONS.size() - 4);
+      });
+      assertThat(empty.jdbc().query("select checksum from build_schema_migration"))
+          .hasSize(Migrator.MIGRATIONS.size())
+          .allSatisfy(r -> assertThat(r.string("checksum")).matches("[0-9a-f]{64}"));
+    }
   }
 
   @ParameterizedTest(name = "on {0}")
