@@ -152,12 +152,15 @@ class EcsQueueTest {
 
   @Test
   void a_configuration_error_frees_the_slot_and_fails_the_job_with_the_reason() {
-    fake.answer(RUN_TASK, Answer.error(400, "AccessDeniedException", "User is not authorized to perform: iam:PassRole"));
+    fake.answer(RUN_TASK, Answer.error(400, "InvalidParameterException",
+        "Error retrieving subnet information for [subnet-0aaa]: The subnet ID 'subnet-0aaa' does not exist"
+            + " (ErrorCode: InvalidSubnetID.NotFound)"));
     long jobId = enqueue("alice");
 
     assertThat(liveWorkers()).isEmpty();
     assertThat(job(jobId).string("status")).isEqualTo("failed");
-    assertThat(job(jobId).string("error")).contains("AccessDeniedException").contains("iam:PassRole");
+    assertThat(job(jobId).string("error")).startsWith("Could not start a build worker: ECS refused RunTask: ")
+        .contains("InvalidSubnetID.NotFound").endsWith("Check the worker configuration and retry.");
     assertThat(fake.tasks()).isEmpty();
   }
 
