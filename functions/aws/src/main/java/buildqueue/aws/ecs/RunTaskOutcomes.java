@@ -20,7 +20,10 @@ import software.amazon.awssdk.services.ecs.model.RunTaskResponse;
  *       the call while a new policy propagates, a task definition revision a deploy deregistered,
  *       an account without ECS's service-linked role yet. Those are retryable: the job goes back
  *       to the queue with backoff under the launch-failure limit, and if the refusal outlasts it
- *       the job's error says what it was and what the operator does about it.
+ *       the job's error says what it was and what the operator does about it. IAM decides before
+ *       ECS looks at the client token, and ECS does not say whether it checks a revision's status
+ *       or its role before the token, so none of them says anything of an earlier call with the
+ *       same token: {@code beforeToken}, which makes a relaunch so refused unknown to the queue.
  *   <li>{@code ConflictException}: the token was used before with other parameters (the settings
  *       changed between a call and its retry): that earlier call's task is ours, named in {@code
  *       resourceIds}.
@@ -72,7 +75,7 @@ final class RunTaskOutcomes {
       if (service.statusCode() >= 400 && service.statusCode() < 500) {
         String fix = deployRefusal(code, message(e));
         if (fix != null) {
-          return new LaunchOutcome.NotStarted(refusal(what, fix), true);
+          return new LaunchOutcome.NotStarted(refusal(what, fix), true, true);
         }
         return new LaunchOutcome.NotStarted(limit("ECS refused RunTask: " + what), isCapacityShortage(message(e)));
       }

@@ -333,6 +333,40 @@ class EcsQueueTest {
   }
 
   /**
+   * The first RunTask started the task but its answer was lost; the tick's relaunch, with the same
+   * token, meets a deploy's IAM denial, which says nothing of that first call. The slot stays held
+   * (no second worker, no second task for the job), and the relaunch after the window learns the
+   * first task.
+   */
+  @Test
+  void a_relaunch_denied_mid_deploy_holds_the_slot_and_then_learns_the_first_task() {
+    fake.useClock(clock::now);
+    fake.answer(RUN_TASK, Answer.serverError().afterWork(), Answer.serverError());
+    long jobId = enqueue("alice");
+    String first = fake.tasks().get(0).arn();
+    Row worker = liveWorkers().get(0);
+    fake.denyRunTaskUntil(clock.now().plus(config.launchGrace()).plusSeconds(30));
+
+    clock.advance(config.launchGrace().plusSeconds(1));
+    assertThat(queue.tick().relaunched()).isEqualTo(1);
+
+    assertThat(fake.replies(RUN_TASK).get(fake.replies(RUN_TASK).size() - 1).errorType()).isEqualTo("AccessDeniedException");
+    assertThat(liveWorkers()).singleElement().satisfies(w -> {
+      assertThat(w.longValue("id")).isEqualTo(worker.longValue("id"));
+      assertThat(w.string("task_id")).isNull();
+    });
+    assertThat(job(jobId).string("status")).isEqualTo("dispatched");
+    assertThat(job(jobId).intValue("launch_failures")).isZero();
+
+    clock.advance(config.launchGrace().plusSeconds(1));
+    assertThat(queue.tick().relaunched()).isEqualTo(1);
+
+    assertThat(fake.tasks()).singleElement().satisfies(t -> assertThat(t.arn()).isEqualTo(first));
+    assertThat(liveWorkers()).singleElement().satisfies(w -> assertThat(w.string("task_id")).isEqualTo(first));
+    assertThat(job(jobId).string("status")).isEqualTo("dispatched");
+  }
+
+  /**
    * Plays the workers: a launched task starts running and its worker takes its job; with {@code
    * finish}, a running worker ends its job, and its task stops as a worker process exits.
    */

@@ -44,6 +44,7 @@ class RunTaskOutcomesTest {
         error(AccessDeniedException.builder(), "AccessDeniedException", DENIED)));
 
     assertThat(n.retryable()).isTrue();
+    assertThat(n.beforeToken()).as("says nothing of an earlier call with the same token").isTrue();
     assertThat(n.reason()).contains("AccessDeniedException").contains("not authorized to perform: ecs:RunTask")
         .contains("IAM denied the call").contains("ecs:RunTask on task-definition/<family>:*")
         .hasSizeLessThanOrEqualTo(RunTaskOutcomes.REASON_LIMIT);
@@ -56,6 +57,7 @@ class RunTaskOutcomesTest {
             + " iam:PassRole on resource: arn:aws:iam::111122223333:role/buildqueue-worker-task")));
 
     assertThat(n.retryable()).isTrue();
+    assertThat(n.beforeToken()).as("says nothing of an earlier call with the same token").isTrue();
     assertThat(n.reason()).contains("iam:PassRole").contains("iam:PassRole on the task's roles");
   }
 
@@ -67,6 +69,7 @@ class RunTaskOutcomesTest {
     LaunchOutcome.NotStarted n = notStarted(RunTaskOutcomes.of(error(b, code, "TaskDefinition is inactive")));
 
     assertThat(n.retryable()).isTrue();
+    assertThat(n.beforeToken()).as("says nothing of an earlier call with the same token").isTrue();
     assertThat(n.reason()).contains(code + ": TaskDefinition is inactive")
         .contains("deregistered by a deploy").contains("set BUILDQUEUE_TASK_DEFINITION to the family");
   }
@@ -77,6 +80,7 @@ class RunTaskOutcomesTest {
         error(InvalidParameterException.builder(), "InvalidParameterException", NO_ROLE)));
 
     assertThat(n.retryable()).isTrue();
+    assertThat(n.beforeToken()).as("says nothing of an earlier call with the same token").isTrue();
     assertThat(n.reason()).contains(NO_ROLE)
         .contains("aws iam create-service-linked-role --aws-service-name ecs.amazonaws.com");
   }
@@ -93,6 +97,7 @@ class RunTaskOutcomesTest {
     LaunchOutcome.NotStarted n = notStarted(RunTaskOutcomes.of(error(b, code, message)));
 
     assertThat(n.retryable()).isFalse();
+    assertThat(n.beforeToken()).isFalse();
     assertThat(n.reason()).isEqualTo("ECS refused RunTask: " + code + ": " + message);
   }
 
