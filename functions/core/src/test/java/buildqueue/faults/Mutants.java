@@ -89,15 +89,6 @@ final class Mutants {
           """
                 exits.launchFailed(launch, n.reason(), n.retryable() && !n.beforeToken());
           """),
-      new Mutant("relaunch-refusal-frees-slot",
-          "§5.3: a relaunch refused before its token was looked at may have a task: its slot stays held",
-          MAIN + "BuildQueue.java",
-          """
-              if (relaunch && outcome instanceof LaunchOutcome.NotStarted n && n.beforeToken()) {
-          """,
-          """
-              if (false && outcome instanceof LaunchOutcome.NotStarted n) {
-          """),
       new Mutant("lease-reclaims-checkable-worker",
           "§5.3: a worker the platform can check loses its slot only on termination evidence",
           MAIN + "TickPass.java",

@@ -430,7 +430,7 @@ final class Simulation {
    * briefly); else null. Draws only from the deploy's stream.
    */
   String deployRefusal() {
-    if (deployEnds == null || !clock.now().isBefore(deployEnds)) {
+    if (deployEnds == null || !clock.now().isBefore(deployEnds) || !faults.enabled(Fault.LAUNCH_REFUSED_BY_DEPLOY)) {
       return null;
     }
     return DEPLOY_REFUSAL + (fourth.nextBoolean()
