@@ -54,7 +54,7 @@ enum Fault {
   /** The owner's cancel lands after a timeout's SIGTERM and before the SIGKILL. */
   PROGRAM_CANCELLED_IN_GRACE,
   /**
-   * A redeploy mid-scenario (docs/architecture.md §14): the worker's task definition gets a new
+   * A redeploy mid-scenario (docs/architecture.md §4.4): the worker's task definition gets a new
    * revision and the one in use is deregistered, and IAM denies RunTask while the new policy
    * propagates. For a window shorter than the launch backoff's budget every launch is refused as
    * ECS refuses it then: retryable, and before the platform looks at the token. Counted per window.

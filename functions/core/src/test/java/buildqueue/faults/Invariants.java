@@ -297,7 +297,7 @@ final class Invariants {
   }
 
   /**
-   * §14 deploys: a launch a deploy window refused is a launch failure with backoff under the
+   * §4.4 deploys: a launch a deploy window refused is a launch failure with backoff under the
    * limit, never final at first sight: the job goes back to the queue (or ends cancelled, if its
    * owner asked) until its launch failures reach the limit. And no job fails for the deploy alone:
    * the window is shorter than the backoff's budget, so a job whose every launch failure was the
@@ -308,15 +308,15 @@ final class Invariants {
     String expected = before.cancelRequested() ? "cancelled"
         : after.launchFailures() < maxLaunchFailures ? "queued" : "failed";
     if (!after.status().equals(expected)) {
-      return "§14 job " + after.id() + " refused a launch by a deploy window (launch failures " + after.launchFailures()
+      return "§4.4 job " + after.id() + " refused a launch by a deploy window (launch failures " + after.launchFailures()
           + " of " + maxLaunchFailures + ") became " + after.status() + "; expected " + expected
           + ": a deploy's refusal is retried with backoff, never final at first sight";
     }
     if (after.status().equals("queued") && after.notBefore() == null) {
-      return "§14 job " + after.id() + " refused a launch by a deploy window went back to the queue with no backoff";
+      return "§4.4 job " + after.id() + " refused a launch by a deploy window went back to the queue with no backoff";
     }
     if (after.status().equals("failed") && refusals >= after.launchFailures()) {
-      return "§14 job " + after.id() + " failed for a deploy window alone: all its " + after.launchFailures()
+      return "§4.4 job " + after.id() + " failed for a deploy window alone: all its " + after.launchFailures()
           + " launch failures were the deploy's refusals (" + after.error() + ")";
     }
     return null;

@@ -81,7 +81,7 @@ final class Mutants {
               record(launch, outcome instanceof LaunchOutcome.Unknown u ? new LaunchOutcome.NotStarted(u.reason(), true) : outcome);
           """),
       new Mutant("deploy-refusal-final",
-          "§14: a launch a deploy window refuses is a launch failure with backoff, never final at first sight",
+          "§4.4: a launch a deploy window refuses is a launch failure with backoff, never final at first sight",
           MAIN + "BuildQueue.java",
           """
                 exits.launchFailed(launch, n.reason(), n.retryable());

@@ -29,7 +29,7 @@
  * launch backoff's budget, in which every launch and relaunch is refused as ECS refuses RunTask
  * mid-deploy (IAM's denial, an INACTIVE revision: retryable, before the token is looked at), and
  * the invariants check that such a refusal is never final at first sight, backs off, and that no
- * job fails for the deploy alone (docs/architecture.md §14); a caller dies
+ * job fails for the deploy alone (docs/architecture.md §4.4); a caller dies
  * before or after its launch, or outlives its timeout; stop evidence is duplicated, delayed,
  * reordered, lost or forged; a backend is terminated ({@code pg_terminate_backend}) mid-statement,
  * after commit with the reply lost, or mid-transaction; the database is unreachable for a while
