@@ -187,11 +187,29 @@ public final class BuildQueue {
 
   /** Starts the task for a dispatched worker and records the outcome. */
   LaunchOutcome launch(WorkerLaunch launch) {
+    return launch(launch, false);
+  }
+
+  /**
+   * Launches again a worker whose launch outcome was never recorded, with the same token, and
+   * records the outcome. A refusal made before the platform looked at the token ({@link
+   * LaunchOutcome.NotStarted#beforeToken}: IAM denying the call mid-deploy) says nothing of the
+   * earlier request, which may have started the task: it is unknown, and the slot stays held.
+   */
+  LaunchOutcome relaunch(WorkerLaunch launch) {
+    return launch(launch, true);
+  }
+
+  private LaunchOutcome launch(WorkerLaunch launch, boolean relaunch) {
     LaunchOutcome outcome;
     try {
       outcome = platform.launch(launch);
     } catch (RuntimeException e) {
       outcome = new LaunchOutcome.Unknown(e.toString());
+    }
+    if (relaunch && outcome instanceof LaunchOutcome.NotStarted n && n.beforeToken()) {
+      outcome = new LaunchOutcome.Unknown("relaunch refused before the platform looked at its token, so an earlier"
+          + " request may have started the task: " + n.reason());
     }
     record(launch, outcome);
     return outcome;

@@ -171,7 +171,7 @@ final class TickPass {
           cut("unresolved launches", gate.closedBecause);
           return;
         }
-        gate.launched(queue.launch(launch));
+        gate.launched(queue.relaunch(launch));
         relaunched++;
       }
       if (claimed.size() < limit) {

@@ -7,11 +7,20 @@ public sealed interface LaunchOutcome {
   record Started(String taskId) implements LaunchOutcome {}
 
   /**
-   * Definitely nothing runs. {@code retryable} marks transient capacity shortages: the job goes
-   * back to the queue with backoff. Otherwise the job fails with {@code reason}, which a user must
-   * be able to act on.
+   * Definitely nothing runs. {@code retryable} marks transient refusals (capacity shortages, a
+   * deploy window): the job goes back to the queue with backoff. Otherwise the job fails with
+   * {@code reason}, which a user must be able to act on.
+   *
+   * <p>{@code beforeToken}: the platform refused this request before looking at its token (IAM
+   * denying the call, a deregistered task definition revision): this request started nothing, but
+   * that says nothing of an earlier request with the same token. A relaunch so refused is an
+   * unknown outcome to the queue, never a free slot.
    */
-  record NotStarted(String reason, boolean retryable) implements LaunchOutcome {}
+  record NotStarted(String reason, boolean retryable, boolean beforeToken) implements LaunchOutcome {
+    public NotStarted(String reason, boolean retryable) {
+      this(reason, retryable, false);
+    }
+  }
 
   /**
    * The request may or may not have started a task (a timeout, a 5xx, a dead caller). The slot

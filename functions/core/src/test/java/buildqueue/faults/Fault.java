@@ -52,7 +52,16 @@ enum Fault {
   /** The owner cancels a job while its program runs. */
   PROGRAM_CANCELLED,
   /** The owner's cancel lands after a timeout's SIGTERM and before the SIGKILL. */
-  PROGRAM_CANCELLED_IN_GRACE;
+  PROGRAM_CANCELLED_IN_GRACE,
+  /**
+   * A redeploy mid-scenario (docs/architecture.md §4.4): the worker's task definition gets a new
+   * revision and the one in use is deregistered, and IAM denies RunTask while the new policy
+   * propagates. For a window shorter than the launch backoff's budget every launch is refused as
+   * ECS refuses it then: retryable, and before the platform looks at the token. Counted per window.
+   */
+  DEPLOY_WINDOW,
+  /** A launch refused in a deploy window (denied, or its revision INACTIVE), first launch or relaunch. */
+  LAUNCH_REFUSED_BY_DEPLOY;
 
   /**
    * Faults added after {@link FaultSeedRegressionTest} pinned its seeds: they draw from the
@@ -66,6 +75,12 @@ enum Fault {
    * left out (no program jobs at all) a scenario takes the path it took before they existed.
    */
   static final Set<Fault> PROGRAMS = EnumSet.range(PROGRAM, PROGRAM_CANCELLED_IN_GRACE);
+
+  /**
+   * The deploy, added after the program faults: a fourth stream of its own, so with it left out a
+   * scenario takes the path it took before it existed.
+   */
+  static final Set<Fault> DEPLOYS = EnumSet.of(DEPLOY_WINDOW, LAUNCH_REFUSED_BY_DEPLOY);
 
   String label() {
     return name().toLowerCase(java.util.Locale.ROOT).replace('_', '-');

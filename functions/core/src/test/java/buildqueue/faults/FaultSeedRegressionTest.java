@@ -37,7 +37,8 @@ class FaultSeedRegressionTest {
   }
 
   /**
-   * The seeds predate the faults of {@link Fault#SECOND_STREAM} and {@link Fault#PROGRAMS}; with
+   * The seeds predate the faults of {@link Fault#SECOND_STREAM}, {@link Fault#PROGRAMS} and {@link
+   * Fault#DEPLOYS}; with
    * those left out (they draw from streams of their own) a seed takes the path it was found on.
    */
   private static Simulation.Outcome replay(Simulation.Options options) {
@@ -45,6 +46,9 @@ class FaultSeedRegressionTest {
       options = options.without(f);
     }
     for (Fault f : Fault.PROGRAMS) {
+      options = options.without(f);
+    }
+    for (Fault f : Fault.DEPLOYS) {
       options = options.without(f);
     }
     return Simulation.run(lane, options);

@@ -54,6 +54,8 @@ final class FaultyPlatform extends ForwardingWorkerPlatform {
     }
     String planned = "relaunch (same token)";
     boolean late = false;
+    // IAM decides before ECS looks at the token: a deploy's refusal meets relaunches too.
+    String refused = sim.deployRefusal();
     synchronized (this) {
       if (!tokensWithTask.contains(launch.token())) {
         LaunchPlan plan = LaunchPlan.normal();
@@ -73,14 +75,28 @@ final class FaultyPlatform extends ForwardingWorkerPlatform {
         late = faults.roll(Fault.LAUNCH_LATE);
         boolean startsThread = plan.mode() == InProcessPlatform.LaunchMode.START
             || (plan.mode() == InProcessPlatform.LaunchMode.UNKNOWN && plan.startsAnyway());
-        if (startsThread) {
+        if (startsThread && refused == null) {
           tokensWithTask.add(launch.token());
         } else {
           late = false;
         }
         planned = describe(plan) + (late ? ", starts after its lease" : "");
-        platform.plan(plan);
+        if (refused == null) {
+          platform.plan(plan);
+        }
       }
+    }
+    if (refused != null) {
+      // The plan's draws were made all the same, so that the rest of the scenario draws as it would.
+      faults.count(Fault.LAUNCH_REFUSED_BY_DEPLOY);
+      LaunchOutcome outcome = new LaunchOutcome.NotStarted(refused, true, true);
+      sim.note(actor, "launch worker " + launch.workerId() + " [" + (planned.startsWith("relaunch") ? planned : "first launch")
+          + "] ⚡ refused: " + refused);
+      if (faults.roll(Fault.CALLER_DIED_AFTER_LAUNCH)) {
+        sim.note(actor, "⚡ caller died after launching worker " + launch.workerId() + ", before recording it");
+        throw new CallerDied("caller died after launching worker " + launch.workerId());
+      }
+      return outcome;
     }
     if (late) {
       sim.startsLate(launch.workerId());

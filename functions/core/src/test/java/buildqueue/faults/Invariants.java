@@ -60,6 +60,9 @@ final class Invariants {
 
   private final Duration margin;
   private final boolean fair;
+  private final int maxLaunchFailures;
+  /** How many of each job's launch failures were a deploy window's refusals. */
+  private final Map<Long, Integer> deployRefusals = new HashMap<>();
   /** For each user waiting in the shared lane: how often each other user was dispatched there since. */
   private final Map<String, Map<String, Integer>> servedWhileWaiting = new HashMap<>();
   private SimPrograms programs;
@@ -71,6 +74,7 @@ final class Invariants {
   Invariants(QueueConfig config) {
     this.margin = config.deadlineMargin();
     this.fair = config.takesTurns("shared");
+    this.maxLaunchFailures = config.maxLaunchFailures();
   }
 
   /** Checks the job processes of these programs too ({@link #programs}). */
@@ -243,6 +247,12 @@ final class Invariants {
           return "§5.7 job " + after.id() + " after a failed launch: recoveries " + before.recoveries() + " → "
               + after.recoveries() + ", launch failures " + before.launchFailures() + " → " + after.launchFailures();
         }
+        if (worker.exitReason().startsWith("not started: " + Simulation.DEPLOY_REFUSAL)) {
+          String v = refusedByDeploy(before, after);
+          if (v != null) {
+            return v;
+          }
+        }
       } else if (byExit) {
         int expected = before.progress() > before.checkpoint() ? 0 : before.recoveries() + 1;
         String expectedStatus = before.cancelRequested() ? "cancelled"
@@ -282,6 +292,32 @@ final class Invariants {
           }
         }
       }
+    }
+    return null;
+  }
+
+  /**
+   * §4.4 deploys: a launch a deploy window refused is a launch failure with backoff under the
+   * limit, never final at first sight: the job goes back to the queue (or ends cancelled, if its
+   * owner asked) until its launch failures reach the limit. And no job fails for the deploy alone:
+   * the window is shorter than the backoff's budget, so a job whose every launch failure was the
+   * deploy's has not met the limit.
+   */
+  private String refusedByDeploy(J before, J after) {
+    int refusals = deployRefusals.merge(after.id(), 1, Integer::sum);
+    String expected = before.cancelRequested() ? "cancelled"
+        : after.launchFailures() < maxLaunchFailures ? "queued" : "failed";
+    if (!after.status().equals(expected)) {
+      return "§4.4 job " + after.id() + " refused a launch by a deploy window (launch failures " + after.launchFailures()
+          + " of " + maxLaunchFailures + ") became " + after.status() + "; expected " + expected
+          + ": a deploy's refusal is retried with backoff, never final at first sight";
+    }
+    if (after.status().equals("queued") && after.notBefore() == null) {
+      return "§4.4 job " + after.id() + " refused a launch by a deploy window went back to the queue with no backoff";
+    }
+    if (after.status().equals("failed") && refusals >= after.launchFailures()) {
+      return "§4.4 job " + after.id() + " failed for a deploy window alone: all its " + after.launchFailures()
+          + " launch failures were the deploy's refusals (" + after.error() + ")";
     }
     return null;
   }

@@ -80,6 +80,15 @@ final class Mutants {
           """
               record(launch, outcome instanceof LaunchOutcome.Unknown u ? new LaunchOutcome.NotStarted(u.reason(), true) : outcome);
           """),
+      new Mutant("deploy-refusal-final",
+          "§4.4: a launch a deploy window refuses is a launch failure with backoff, never final at first sight",
+          MAIN + "BuildQueue.java",
+          """
+                exits.launchFailed(launch, n.reason(), n.retryable());
+          """,
+          """
+                exits.launchFailed(launch, n.reason(), n.retryable() && !n.beforeToken());
+          """),
       new Mutant("lease-reclaims-checkable-worker",
           "§5.3: a worker the platform can check loses its slot only on termination evidence",
           MAIN + "TickPass.java",

@@ -141,6 +141,8 @@ final class Simulation {
   private final Random random;
   private final Random second;
   private final Random third;
+  /** The deploy's draws ({@link Fault#DEPLOYS}): when, how long, which refusal. */
+  private final Random fourth;
   /** Who supersedes what: a stream of its own, so the other draws of a seed stay as they were. */
   private final Random supersedes;
   private final Faults faults;
@@ -187,6 +189,10 @@ final class Simulation {
   private long writesInStep;
   private int outages;
   private int submitted;
+  private final int deployAt;
+  private final Duration deployLength;
+  /** When the deploy window closes; null before it opens. */
+  private Instant deployEnds;
 
   private record Deadline(Instant at, Runnable kill) {}
 
@@ -198,7 +204,8 @@ final class Simulation {
     this.random = new Random(mixer.nextLong());
     this.second = new Random(mixer.nextLong());
     this.third = new Random(mixer.nextLong());
-    this.faults = new Faults(random, second, third, options.disabled());
+    this.fourth = new Random(mixer.nextLong());
+    this.faults = new Faults(random, second, third, fourth, options.disabled());
     // Most scenarios take turns in the shared lane (the default); every fourth keeps FIFO.
     this.config = configFrom(random).withSharedOrder(
         !options.tenants() || Math.floorMod(options.seed(), 4) == 3
@@ -212,6 +219,11 @@ final class Simulation {
     this.jobsToSubmit = 2 + random.nextInt(5);
     int drawnSteps = 15 + random.nextInt(45);
     this.faultSteps = options.faultSteps() == null ? drawnSteps : Math.min(options.faultSteps(), drawnSteps);
+    // The deploy comes at a step of the fault phase and lasts less than the launch backoff's budget,
+    // the time a job's first maxLaunchFailures - 1 retries take at the least: then no job can meet
+    // the limit through refusals of the deploy alone, whatever the scheduling.
+    this.deployAt = fourth.nextInt(drawnSteps);
+    this.deployLength = Duration.ofMillis((long) (backoffBudget(config).toMillis() * (0.3 + 0.65 * fourth.nextDouble())));
     // A caller (a Lambda) lives at most its timeout, which must end inside the launch grace: only
     // then is a launch the tick retries one that no caller is still making.
     this.callerTimeout = Duration.ofMillis((long) (config.launchGrace().toMillis() * (0.5 + 0.45 * random.nextDouble())));
@@ -273,6 +285,9 @@ final class Simulation {
     try {
       sim.current = lane.snapshot();
       for (int i = 0; i < sim.faultSteps && sim.violation == null; i++) {
+        if (i == sim.deployAt) {
+          sim.deployBegins();
+        }
         sim.faultMove();
       }
       sim.stopFaults();
@@ -386,8 +401,50 @@ final class Simulation {
     weights.add(weight);
   }
 
+  /**
+   * How long a job's launch may be refused over and over without meeting the limit: its first
+   * {@code maxLaunchFailures - 1} refusals put it back with backoffs of 1, 2, 4, … times {@code
+   * launchBackoff}, so its next launch comes that long after its first refusal at the least.
+   */
+  static Duration backoffBudget(QueueConfig config) {
+    return config.launchBackoff().multipliedBy((1L << (config.maxLaunchFailures() - 1)) - 1);
+  }
+
+  /** The redeploy: from now until {@link #deployEnds}, every launch is refused ({@link #deployRefusal}). */
+  private void deployBegins() {
+    if (faults.rate(Fault.DEPLOY_WINDOW) <= 0) {
+      return;
+    }
+    faults.count(Fault.DEPLOY_WINDOW);
+    deployEnds = clock.now().plus(deployLength);
+    log("⚡ a redeploy: a new task definition revision, the one in use deregistered, IAM denying RunTask;"
+        + " launches are refused for " + deployLength.toMillis() + " ms (the backoff's budget is "
+        + backoffBudget(config).toMillis() + " ms)");
+  }
+
+  /** Marks a deploy window's refusals in launch reasons, and so in the exit reasons the invariants read. */
+  static final String DEPLOY_REFUSAL = "deploy window: ";
+
+  /**
+   * If the deploy window is open, how RunTask refuses a launch (as the aws adapter words the two,
+   * briefly); else null. Draws only from the deploy's stream.
+   */
+  String deployRefusal() {
+    if (deployEnds == null || !clock.now().isBefore(deployEnds) || !faults.enabled(Fault.LAUNCH_REFUSED_BY_DEPLOY)) {
+      return null;
+    }
+    return DEPLOY_REFUSAL + (fourth.nextBoolean()
+        ? "ECS refused RunTask (IAM denied the call, as it does while a deploy's new policy propagates): AccessDeniedException"
+        : "ECS refused RunTask (the worker's task definition revision was deregistered by a deploy):"
+            + " InvalidParameterException: TaskDefinition is inactive");
+  }
+
   private void stopFaults() {
     faults.stop();
+    if (deployEnds != null && clock.now().isBefore(deployEnds)) {
+      deployEnds = clock.now();
+      log("— the deploy window closes with the fault phase");
+    }
     if (outage) {
       outage = false;
       lane.faults().outage(false, random);

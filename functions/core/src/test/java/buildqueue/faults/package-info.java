@@ -24,7 +24,12 @@
  * its lease until the queue asks the platform to stop it, which ends it only a while later; a
  * process that knows a live worker's id but not its token makes the worker's writes; a job kills
  * its worker at the same step on every attempt; a launch fails definitely or for capacity, ends
- * with an unknown outcome (the task starting or not), or starts after its lease; a caller dies
+ * with an unknown outcome (the task starting or not), or starts after its lease; a redeploy (in
+ * about half the scenarios, once, at a step of the fault phase) opens a window, shorter than the
+ * launch backoff's budget, in which every launch and relaunch is refused as ECS refuses RunTask
+ * mid-deploy (IAM's denial, an INACTIVE revision: retryable, before the token is looked at), and
+ * the invariants check that such a refusal is never final at first sight, backs off, and that no
+ * job fails for the deploy alone (docs/architecture.md §4.4); a caller dies
  * before or after its launch, or outlives its timeout; stop evidence is duplicated, delayed,
  * reordered, lost or forged; a backend is terminated ({@code pg_terminate_backend}) mid-statement,
  * after commit with the reply lost, or mid-transaction; the database is unreachable for a while
@@ -59,7 +64,8 @@
  * <h2>Do the checks bite?</h2>
  *
  * {@code scripts/mutants.sh -o} breaks the core on purpose, one {@link buildqueue.faults.Mutants
- * mutant} at a time (an unknown launch taken for a failed one; lease reclaim of a worker the
+ * mutant} at a time (an unknown launch taken for a failed one; a deploy's refusal taken for a
+ * final one; lease reclaim of a worker the
  * platform can check; a fifth interruption without progress retried; the progress fence without
  * the token; no stop for a worker running past its lease; the worker start without the lease;
  * and in the job runner: a timeout that succeeds, no SIGKILL after the grace, a cancel that never

@@ -15,7 +15,15 @@ import software.amazon.awssdk.services.ecs.model.RunTaskResponse;
  *   <li>A returned task: started.
  *   <li>A {@code failures[]} entry and no task: nothing was created (no task, no event). Capacity
  *       shortages are retryable; anything else is a configuration problem the job fails with.
- *   <li>A 4xx exception: ECS refused the request, so nothing runs; not retryable.
+ *   <li>A 4xx exception: ECS refused the request, so nothing runs; not retryable, except the
+ *       refusals a deploy window or a fresh account causes ({@link #deployRefusal}): IAM denying
+ *       the call while a new policy propagates, a task definition revision a deploy deregistered,
+ *       an account without ECS's service-linked role yet. Those are retryable: the job goes back
+ *       to the queue with backoff under the launch-failure limit, and if the refusal outlasts it
+ *       the job's error says what it was and what the operator does about it. IAM decides before
+ *       ECS looks at the client token, and ECS does not say whether it checks a revision's status
+ *       or its role before the token, so none of them says anything of an earlier call with the
+ *       same token: {@code beforeToken}, which makes a relaunch so refused unknown to the queue.
  *   <li>{@code ConflictException}: the token was used before with other parameters (the settings
  *       changed between a call and its retry): that earlier call's task is ours, named in {@code
  *       resourceIds}.
@@ -65,12 +73,63 @@ final class RunTaskOutcomes {
             limit("RunTask throttled (" + what + "); the tick retries with the same client token"), true);
       }
       if (service.statusCode() >= 400 && service.statusCode() < 500) {
+        String fix = deployRefusal(code, message(e));
+        if (fix != null) {
+          return new LaunchOutcome.NotStarted(refusal(what, fix), true, true);
+        }
         return new LaunchOutcome.NotStarted(limit("ECS refused RunTask: " + what), isCapacityShortage(message(e)));
       }
       return new LaunchOutcome.Unknown(limit("RunTask failed on the ECS side (" + what + ")"));
     }
     // SdkClientException: timeouts (ApiCallTimeoutException, ApiCallAttemptTimeoutException), I/O.
     return new LaunchOutcome.Unknown(limit("RunTask outcome unknown: " + e.getClass().getSimpleName() + ": " + message(e)));
+  }
+
+  /** What IAM answers when a policy does not (yet) allow the call; the message names the action. */
+  static final String ACCESS_DENIED = "AccessDeniedException";
+  /**
+   * RunTask naming a revision that was deregistered: {@code InvalidParameterException} "TaskDefinition
+   * is inactive" (DefangLabs/defang#775, after an image tag change replaced the revision; UpdateService
+   * answers the same text as a {@code ClientException}), so matched by message whatever the type.
+   */
+  static final String INACTIVE_TASK_DEFINITION = "taskdefinition is inactive";
+  /**
+   * An account where ECS has never created its service-linked role: {@code InvalidParameterException}
+   * "Unable to assume the service linked role. Please verify that the ECS service linked role exists."
+   * (awslabs/fargatecli#35, aws-solutions/cost-optimizer-for-amazon-workspaces#13 on RunTask).
+   */
+  static final String NO_SERVICE_LINKED_ROLE = "unable to assume the service linked role";
+
+  /**
+   * If a RunTask refusal is one a deploy window or a fresh account causes, what it means and what
+   * the operator does if it lasts; otherwise null (a configuration error, final). A deploy replaces
+   * the task definition (the old revision is deregistered, INACTIVE) and rewrites the functions'
+   * IAM statements, which take a while to reach every caller; a launch by family then uses the
+   * latest ACTIVE revision. None of these says anything about the job, so none may fail it at
+   * first sight.
+   */
+  static String deployRefusal(String code, String message) {
+    String m = message == null ? "" : message.toLowerCase(Locale.ROOT);
+    if (m.contains(NO_SERVICE_LINKED_ROLE)) {
+      return "this account has no ECS service-linked role yet; create it once with"
+          + " `aws iam create-service-linked-role --aws-service-name ecs.amazonaws.com`";
+    }
+    if (m.contains(INACTIVE_TASK_DEFINITION)) {
+      return "the worker's task definition revision was deregistered by a deploy; if this lasts, the"
+          + " function still names that revision: set BUILDQUEUE_TASK_DEFINITION to the family and redeploy";
+    }
+    if (ACCESS_DENIED.equals(code)) {
+      return "IAM denied the call, as it does while a deploy's new policy propagates; if this lasts, the"
+          + " function's role needs ecs:RunTask on task-definition/<family>:* and iam:PassRole on the task's roles";
+    }
+    return null;
+  }
+
+  /** A deploy refusal's reason: what ECS said, cut so that the fix always fits. */
+  private static String refusal(String what, String fix) {
+    String head = "ECS refused RunTask (" + fix + "): ";
+    int room = REASON_LIMIT - head.length();
+    return head + (what.length() <= room ? what : what.substring(0, room - 1) + "…");
   }
 
   /**

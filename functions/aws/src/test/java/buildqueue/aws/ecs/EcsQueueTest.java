@@ -152,12 +152,15 @@ class EcsQueueTest {
 
   @Test
   void a_configuration_error_frees_the_slot_and_fails_the_job_with_the_reason() {
-    fake.answer(RUN_TASK, Answer.error(400, "AccessDeniedException", "User is not authorized to perform: iam:PassRole"));
+    fake.answer(RUN_TASK, Answer.error(400, "InvalidParameterException",
+        "Error retrieving subnet information for [subnet-0aaa]: The subnet ID 'subnet-0aaa' does not exist"
+            + " (ErrorCode: InvalidSubnetID.NotFound)"));
     long jobId = enqueue("alice");
 
     assertThat(liveWorkers()).isEmpty();
     assertThat(job(jobId).string("status")).isEqualTo("failed");
-    assertThat(job(jobId).string("error")).contains("AccessDeniedException").contains("iam:PassRole");
+    assertThat(job(jobId).string("error")).startsWith("Could not start a build worker: ECS refused RunTask: ")
+        .contains("InvalidSubnetID.NotFound").endsWith("Check the worker configuration and retry.");
     assertThat(fake.tasks()).isEmpty();
   }
 
@@ -232,6 +235,204 @@ class EcsQueueTest {
     queue.tick();
     assertThat(workers().get(0).string("status")).isEqualTo("exited");
     assertThat(workers().get(0).string("exit_reason")).contains("UserInitiated").contains("outlived its lease");
+  }
+
+  // ---- deploys: refusals a deploy window causes back off, never fail a job at first sight -----
+
+  /**
+   * IAM denies RunTask for good (a policy that never allows the launch): each refusal puts the job
+   * back with a doubling backoff, and at the launch-failure limit it fails with an error naming
+   * the refusal and the fix, not at first sight.
+   */
+  @Test
+  void a_denied_launch_backs_off_under_the_limit_and_then_fails_naming_iam() {
+    fake.useClock(clock::now);
+    fake.denyRunTaskUntil(Instant.MAX);
+    long jobId = enqueue("alice");
+    List<Instant> refusedAt = new java.util.ArrayList<>();
+    refusedAt.add(clock.now());
+
+    for (int i = 0; i < 600 && !job(jobId).string("status").equals("failed"); i++) {
+      assertThat(job(jobId).string("status")).isEqualTo("queued");
+      assertThat(job(jobId).string("error")).isNull();
+      int before = fake.count(RUN_TASK);
+      clock.advance(Duration.ofSeconds(1));
+      queue.tick();
+      if (fake.count(RUN_TASK) > before) {
+        refusedAt.add(clock.now());
+      }
+    }
+
+    assertThat(job(jobId).string("status")).isEqualTo("failed");
+    assertThat(job(jobId).intValue("launch_failures")).isEqualTo(config.maxLaunchFailures());
+    assertThat(refusedAt).hasSize(config.maxLaunchFailures());
+    for (int n = 1; n < refusedAt.size(); n++) {
+      assertThat(Duration.between(refusedAt.get(n - 1), refusedAt.get(n))).as("backoff before attempt %d", n + 1)
+          .isGreaterThanOrEqualTo(config.launchBackoff().multipliedBy(1L << (n - 1)));
+    }
+    assertThat(job(jobId).string("error"))
+        .startsWith("Could not start a build worker after " + config.maxLaunchFailures() + " attempts: ECS refused RunTask (IAM denied the call")
+        .contains("ecs:RunTask on task-definition/<family>:*").contains("AccessDeniedException: User: ")
+        .endsWith("Retry later.");
+    assertThat(fake.tasks()).isEmpty();
+  }
+
+  /**
+   * A redeploy while jobs run and wait: the stack registers a new revision and deregisters the one
+   * in use, IAM denies RunTask for a while as the new policy propagates, and the live alias stays
+   * on the old function version (which names the old revision, now INACTIVE) for a while longer.
+   * Running jobs finish, waiting ones are refused, back off and run once the alias is on the new
+   * version, which launches by family; none fails, none runs twice, no slot ever has two tasks.
+   */
+  @Test
+  void a_deploy_that_deregisters_the_revision_in_use_mid_run_strands_no_job_and_runs_each_once() {
+    fake.useClock(clock::now);
+    config = QueueConfig.defaults().withSharedSlots(2).withChainWindow(Duration.ZERO);
+    EcsSettings oldVersion = new EcsSettings(EcsWorkerPlatformTest.CLUSTER, FakeEcs.TASK_DEFINITION + ":1",
+        EcsWorkerPlatformTest.SETTINGS.subnets(), EcsWorkerPlatformTest.SETTINGS.securityGroups(), false, "worker");
+    LiveAlias alias = new LiveAlias(new EcsWorkerPlatform(client, oldVersion));
+    queue = new BuildQueue(db.jdbc(), alias, config, clock);
+    buildqueue.core.WorkerTransitions workers = new buildqueue.core.WorkerTransitions(db.jdbc(), config, clock);
+    List<Long> jobs = new java.util.ArrayList<>();
+    for (String user : List.of("alice", "bob", "carol", "alice", "bob", "carol")) {
+      jobs.add(enqueue(user));
+    }
+    java.util.Map<Long, Integer> runs = new java.util.HashMap<>();
+    playWorkers(workers, runs, false);
+    assertThat(db.jdbc().query("select * from build_job where status = 'running'")).hasSize(2);
+    assertThat(fake.tasks()).extracting(FakeEcs.TaskView::taskDefinitionArn)
+        .containsOnly(FakeEcs.taskDefinitionArn(FakeEcs.TASK_DEFINITION, 1));
+
+    int revision = fake.registerRevision(FakeEcs.TASK_DEFINITION);
+    fake.deregister(FakeEcs.TASK_DEFINITION, 1);
+    Instant deployed = clock.now();
+    fake.denyRunTaskUntil(deployed.plusSeconds(40));
+    for (int i = 0; i < 120 && !jobs.stream().allMatch(id -> job(id).string("status").equals("succeeded")); i++) {
+      if (alias.old() && !clock.now().isBefore(deployed.plusSeconds(100))) {
+        alias.moveTo(new EcsWorkerPlatform(client, EcsWorkerPlatformTest.SETTINGS));
+      }
+      playWorkers(workers, runs, true);
+      assertNoSlotRunsTwoTasks();
+      assertThat(jobs).allSatisfy(id -> assertThat(job(id).string("status")).isNotIn("failed", "cancelled"));
+      clock.advance(Duration.ofSeconds(5));
+      queue.tick();
+    }
+
+    assertThat(jobs).allSatisfy(id -> assertThat(job(id).string("status")).isEqualTo("succeeded"));
+    assertThat(runs).as("each job ran exactly once").hasSize(jobs.size()).allSatisfy((id, n) -> assertThat(n).isOne());
+    assertThat(fake.replies(RUN_TASK)).extracting(FakeEcs.Reply::errorType)
+        .as("the deploy's windows were met").contains("AccessDeniedException", "InvalidParameterException");
+    assertThat(fake.replies(RUN_TASK)).filteredOn(r -> "InvalidParameterException".equals(r.errorType()))
+        .allSatisfy(r -> assertThat(r.body().path("message").asText()).isEqualTo("TaskDefinition is inactive"));
+    assertThat(db.jdbc().query("select * from build_job where launch_failures > 0")).as("jobs that backed off").isNotEmpty();
+    assertThat(fake.tasks()).hasSize(jobs.size())
+        .filteredOn(t -> !t.taskDefinitionArn().endsWith(":1"))
+        .extracting(FakeEcs.TaskView::taskDefinitionArn)
+        .hasSize(jobs.size() - 2)
+        .containsOnly(FakeEcs.taskDefinitionArn(FakeEcs.TASK_DEFINITION, revision));
+  }
+
+  /**
+   * The first RunTask started the task but its answer was lost; the tick's relaunch, with the same
+   * token, meets a deploy's IAM denial, which says nothing of that first call. The slot stays held
+   * (no second worker, no second task for the job), and the relaunch after the window learns the
+   * first task.
+   */
+  @Test
+  void a_relaunch_denied_mid_deploy_holds_the_slot_and_then_learns_the_first_task() {
+    fake.useClock(clock::now);
+    fake.answer(RUN_TASK, Answer.serverError().afterWork(), Answer.serverError());
+    long jobId = enqueue("alice");
+    String first = fake.tasks().get(0).arn();
+    Row worker = liveWorkers().get(0);
+    fake.denyRunTaskUntil(clock.now().plus(config.launchGrace()).plusSeconds(30));
+
+    clock.advance(config.launchGrace().plusSeconds(1));
+    assertThat(queue.tick().relaunched()).isEqualTo(1);
+
+    assertThat(fake.replies(RUN_TASK).get(fake.replies(RUN_TASK).size() - 1).errorType()).isEqualTo("AccessDeniedException");
+    assertThat(liveWorkers()).singleElement().satisfies(w -> {
+      assertThat(w.longValue("id")).isEqualTo(worker.longValue("id"));
+      assertThat(w.string("task_id")).isNull();
+    });
+    assertThat(job(jobId).string("status")).isEqualTo("dispatched");
+    assertThat(job(jobId).intValue("launch_failures")).isZero();
+
+    clock.advance(config.launchGrace().plusSeconds(1));
+    assertThat(queue.tick().relaunched()).isEqualTo(1);
+
+    assertThat(fake.tasks()).singleElement().satisfies(t -> assertThat(t.arn()).isEqualTo(first));
+    assertThat(liveWorkers()).singleElement().satisfies(w -> assertThat(w.string("task_id")).isEqualTo(first));
+    assertThat(job(jobId).string("status")).isEqualTo("dispatched");
+  }
+
+  /**
+   * Plays the workers: a launched task starts running and its worker takes its job; with {@code
+   * finish}, a running worker ends its job, and its task stops as a worker process exits.
+   */
+  private void playWorkers(buildqueue.core.WorkerTransitions workers, java.util.Map<Long, Integer> runs, boolean finish) {
+    for (Row w : liveWorkers()) {
+      String task = w.string("task_id");
+      if (task == null || fake.task(task).lastStatus().equals("STOPPED")) {
+        continue;
+      }
+      long id = w.longValue("id");
+      if (w.string("status").equals("launching")) {
+        fake.setLastStatus(task, "RUNNING");
+        workers.start(id, w.uuid("token")).orElseThrow().job()
+            .ifPresent(j -> runs.merge(j.id(), 1, Integer::sum));
+      } else if (finish && w.string("status").equals("running")) {
+        long jobId = db.jdbc().query("select id from build_job where worker_id = :w and status = 'running'",
+            Params.of("w", id)).get(0).longValue("id");
+        assertThat(workers.end(id, w.uuid("token"), jobId, buildqueue.core.JobStatus.SUCCEEDED, null))
+            .isInstanceOf(buildqueue.core.WorkerTransitions.Ended.Drained.class);
+        fake.stopTask(task, "EssentialContainerExited", "Essential container in task exited", 0, null);
+      }
+    }
+  }
+
+  /** A function's live alias: the version it points at, moved by a deploy. */
+  private static final class LiveAlias implements buildqueue.platform.WorkerPlatform {
+    private volatile EcsWorkerPlatform version;
+    private volatile boolean moved;
+
+    LiveAlias(EcsWorkerPlatform version) {
+      this.version = version;
+    }
+
+    boolean old() {
+      return !moved;
+    }
+
+    void moveTo(EcsWorkerPlatform next) {
+      version = next;
+      moved = true;
+    }
+
+    @Override
+    public buildqueue.platform.LaunchOutcome launch(buildqueue.platform.WorkerLaunch launch) {
+      return version.launch(launch);
+    }
+
+    @Override
+    public java.util.Map<String, buildqueue.platform.TaskState> check(java.util.Collection<String> taskIds) {
+      return version.check(taskIds);
+    }
+
+    @Override
+    public boolean canCheck(String taskId) {
+      return version.canCheck(taskId);
+    }
+
+    @Override
+    public void stop(String taskId, String reason) {
+      version.stop(taskId, reason);
+    }
+
+    @Override
+    public buildqueue.platform.CallRates callRates() {
+      return version.callRates();
+    }
   }
 
   // ---- client token lifetime on the relaunch path ------------------------------------------

@@ -30,7 +30,7 @@ import software.amazon.awssdk.services.ecs.EcsClient;
 class EcsWorkerPlatformTest {
   static final String CLUSTER = "queue-workers";
   static final EcsSettings SETTINGS =
-      new EcsSettings(CLUSTER, "buildqueue-worker:3", List.of("subnet-0aaa", "subnet-0bbb"), List.of("sg-0ccc"),
+      new EcsSettings(CLUSTER, FakeEcs.TASK_DEFINITION, List.of("subnet-0aaa", "subnet-0bbb"), List.of("sg-0ccc"),
           false, "worker");
 
   FakeEcs fake;
@@ -83,7 +83,7 @@ class EcsWorkerPlatformTest {
         "cluster", "taskDefinition", "launchType", "count", "clientToken", "startedBy",
         "networkConfiguration", "overrides");
     assertThat(body.path("cluster").asText()).isEqualTo(CLUSTER);
-    assertThat(body.path("taskDefinition").asText()).isEqualTo("buildqueue-worker:3");
+    assertThat(body.path("taskDefinition").asText()).isEqualTo("buildqueue-worker");
     assertThat(body.path("launchType").asText()).isEqualTo("FARGATE");
     assertThat(body.path("count").asInt()).isEqualTo(1);
     assertThat(body.path("clientToken").asText()).isEqualTo(launch.token().toString()).hasSizeLessThanOrEqualTo(64);
@@ -153,7 +153,6 @@ class EcsWorkerPlatformTest {
   @CsvSource({
       "ClientException, 'Unable to assume role and validate the specified executionRoleArn.'",
       "InvalidParameterException, 'Error retrieving subnet information for [subnet-0aaa]: The subnet ID does not exist.'",
-      "AccessDeniedException, 'User is not authorized to perform: ecs:RunTask'",
       "ClusterNotFoundException, 'Cluster not found.'",
       "PlatformUnknownException, 'The specified platform version does not exist.'",
       "PlatformTaskDefinitionIncompatibilityException, 'The specified platform does not satisfy the task definition.'",
@@ -167,6 +166,53 @@ class EcsWorkerPlatformTest {
     assertThat(outcome.retryable()).isFalse();
     assertThat(outcome.reason()).contains(type).contains(message);
     assertThat(fake.count(RUN_TASK)).isEqualTo(1);
+  }
+
+  // ---- refusals a deploy window or a fresh account causes: retryable, never final at first sight ----
+
+  @Test
+  void a_denied_run_task_is_a_retryable_not_started_naming_iam() {
+    fake.denyRunTaskUntil(java.time.Instant.now().plusSeconds(3600));
+
+    LaunchOutcome.NotStarted outcome = notStarted(platform.launch(aLaunch()));
+
+    assertThat(outcome.retryable()).isTrue();
+    assertThat(outcome.reason()).contains("AccessDeniedException")
+        .contains("not authorized to perform: ecs:RunTask on resource: " + FakeEcs.taskDefinitionArn(FakeEcs.TASK_DEFINITION, 1))
+        .contains("IAM denied the call");
+    assertThat(fake.count(RUN_TASK)).as("not retried by the SDK").isEqualTo(1);
+    assertThat(fake.tasks()).isEmpty();
+  }
+
+  @Test
+  void a_deregistered_revision_named_by_number_is_a_retryable_not_started_and_the_family_runs_the_new_one() {
+    int next = fake.registerRevision(FakeEcs.TASK_DEFINITION);
+    fake.deregister(FakeEcs.TASK_DEFINITION, 1);
+    EcsSettings pinned = new EcsSettings(CLUSTER, FakeEcs.TASK_DEFINITION + ":1", SETTINGS.subnets(),
+        SETTINGS.securityGroups(), false, "worker");
+
+    LaunchOutcome.NotStarted outcome = notStarted(new EcsWorkerPlatform(client, pinned).launch(aLaunch()));
+    LaunchOutcome byFamily = platform.launch(aLaunch());
+
+    assertThat(outcome.retryable()).isTrue();
+    assertThat(outcome.reason()).contains("InvalidParameterException: TaskDefinition is inactive")
+        .contains("set BUILDQUEUE_TASK_DEFINITION to the family");
+    assertThat(byFamily).isInstanceOf(LaunchOutcome.Started.class);
+    assertThat(fake.tasks()).singleElement()
+        .satisfies(t -> assertThat(t.taskDefinitionArn()).isEqualTo(FakeEcs.taskDefinitionArn(FakeEcs.TASK_DEFINITION, next)));
+  }
+
+  @Test
+  void a_missing_service_linked_role_is_a_retryable_not_started_naming_the_command() {
+    fake.withoutServiceLinkedRole();
+
+    LaunchOutcome.NotStarted outcome = notStarted(platform.launch(aLaunch()));
+
+    assertThat(outcome.retryable()).isTrue();
+    assertThat(outcome.reason()).contains("Unable to assume the service linked role")
+        .contains("aws iam create-service-linked-role --aws-service-name ecs.amazonaws.com");
+    fake.createServiceLinkedRole();
+    assertThat(platform.launch(aLaunch())).isInstanceOf(LaunchOutcome.Started.class);
   }
 
   @Test
@@ -279,8 +325,9 @@ class EcsWorkerPlatformTest {
   void a_conflict_is_started_with_the_arn_from_its_resource_ids() {
     WorkerLaunch launch = aLaunch();
     LaunchOutcome first = platform.launch(launch);
-    EcsSettings redeployed =
-        new EcsSettings(CLUSTER, "buildqueue-worker:4", SETTINGS.subnets(), SETTINGS.securityGroups(), false, "worker");
+    int revision = fake.registerRevision(FakeEcs.TASK_DEFINITION);
+    EcsSettings redeployed = new EcsSettings(CLUSTER, FakeEcs.TASK_DEFINITION + ":" + revision, SETTINGS.subnets(),
+        SETTINGS.securityGroups(), false, "worker");
 
     LaunchOutcome second = new EcsWorkerPlatform(client, redeployed).launch(launch);
 

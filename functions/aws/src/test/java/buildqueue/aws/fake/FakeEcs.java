@@ -61,8 +61,16 @@ import software.amazon.awssdk.services.ecs.EcsClient;
  * operation ({@link #answer}, {@link #answerAlways}): a {@code failures[]} entry, an error with a
  * status, a late answer, a dropped connection, either before or after the operation took effect.
  *
- * <p>Task definitions are known by family: {@value #TASK_DEFINITION} with container {@value
- * #CONTAINER} is registered; {@link #registerTaskDefinition} adds others.
+ * <p>Task definitions have revisions, as in ECS: {@value #TASK_DEFINITION} revision 1 with container
+ * {@value #CONTAINER} is registered; {@link #registerTaskDefinition} adds families and {@link
+ * #registerRevision} revisions, {@link #deregister} makes one INACTIVE. RunTask takes a family (its
+ * latest ACTIVE revision), {@code family:revision} or the full ARN, and refuses an INACTIVE revision
+ * with {@code InvalidParameterException} "TaskDefinition is inactive", the answer RunTask gave after
+ * a deploy replaced a revision (DefangLabs/defang#775); an unknown one with {@code ClientException}
+ * "TaskDefinition not found.". A deploy's other windows: {@link #denyRunTaskUntil} answers every
+ * RunTask with IAM's {@code AccessDeniedException} until a time on the fake's clock (IAM decides
+ * before ECS looks at anything, client token included), and {@link #withoutServiceLinkedRole} answers
+ * as an account whose ECS service-linked role does not exist yet.
  */
 public final class FakeEcs implements AutoCloseable {
   public static final String REGION = "eu-west-1";
@@ -226,6 +234,10 @@ public final class FakeEcs implements AutoCloseable {
   private final Map<String, FakeTask> tasks = new LinkedHashMap<>();
   private final Map<String, TokenUse> tokens = new HashMap<>();
   private final Map<String, String> containerByFamily = new HashMap<>();
+  /** Each family's revisions in order (revision n at index n - 1): true while ACTIVE. */
+  private final Map<String, List<Boolean>> revisions = new HashMap<>();
+  private Instant deniedUntil;
+  private boolean serviceLinkedRole = true;
   private final AtomicLong taskCounter = new AtomicLong();
   private String initialStatus = "PROVISIONING";
   private volatile Supplier<Instant> clock = Instant::now;
@@ -249,6 +261,7 @@ public final class FakeEcs implements AutoCloseable {
     server.setExecutor(executor);
     server.createContext("/", this::handle);
     containerByFamily.put(TASK_DEFINITION, CONTAINER);
+    revisions.put(TASK_DEFINITION, new ArrayList<>(List.of(true)));
     server.start();
   }
 
@@ -314,9 +327,67 @@ public final class FakeEcs implements AutoCloseable {
     return this;
   }
 
-  /** Adds a task definition family and its container (the default one is always there). */
+  /** Adds a task definition family (revision 1, ACTIVE) and its container (the default one is always there). */
   public synchronized FakeEcs registerTaskDefinition(String family, String container) {
     containerByFamily.put(family, container);
+    revisions.computeIfAbsent(family, f -> new ArrayList<>(List.of(true)));
+    return this;
+  }
+
+  /** Registers the family's next revision, ACTIVE, as a deploy that changes the task definition does; its number. */
+  public synchronized int registerRevision(String family) {
+    List<Boolean> of = revisionsOrFail(family);
+    of.add(true);
+    return of.size();
+  }
+
+  /** Deregisters a revision: it is INACTIVE from now on (ECS may take up to 10 minutes; the fake does it at once). */
+  public synchronized FakeEcs deregister(String family, int revision) {
+    List<Boolean> of = revisionsOrFail(family);
+    if (revision < 1 || revision > of.size()) {
+      throw new AssertionError("fake ECS has no revision " + family + ":" + revision);
+    }
+    of.set(revision - 1, false);
+    return this;
+  }
+
+  /** The ARN of a revision, as ECS names it. */
+  public static String taskDefinitionArn(String family, int revision) {
+    return "arn:aws:ecs:" + REGION + ":" + ACCOUNT + ":task-definition/" + family + ":" + revision;
+  }
+
+  private List<Boolean> revisionsOrFail(String family) {
+    List<Boolean> of = revisions.get(family);
+    if (of == null) {
+      throw new AssertionError("fake ECS has no task definition family " + family);
+    }
+    return of;
+  }
+
+  /**
+   * IAM denies every RunTask until {@code until} on the fake's clock (exclusive), as while a
+   * deploy's rewritten policy has not yet reached the caller: {@code AccessDeniedException}, HTTP
+   * 400, worded as IAM words it, naming the revision the request resolved to (ECS resolves the
+   * revision before authorizing, since March 2024). Nothing else happens: no task, the client
+   * token not even looked at. Null ends the window.
+   */
+  public synchronized FakeEcs denyRunTaskUntil(Instant until) {
+    deniedUntil = until;
+    return this;
+  }
+
+  /**
+   * The account has no ECS service-linked role (a fresh account): RunTask answers {@code
+   * InvalidParameterException} "Unable to assume the service linked role. Please verify that the ECS
+   * service linked role exists." until {@link #createServiceLinkedRole}.
+   */
+  public synchronized FakeEcs withoutServiceLinkedRole() {
+    serviceLinkedRole = false;
+    return this;
+  }
+
+  public synchronized FakeEcs createServiceLinkedRole() {
+    serviceLinkedRole = true;
     return this;
   }
 
@@ -380,7 +451,7 @@ public final class FakeEcs implements AutoCloseable {
 
   /** A task created directly (not through RunTask), e.g. for DescribeTasks tests. */
   public synchronized String addTask(String cluster, String lastStatus) {
-    FakeTask t = newTask(cluster, TASK_DEFINITION, null, null, json.createObjectNode());
+    FakeTask t = newTask(cluster, TASK_DEFINITION, 1, null, null, json.createObjectNode());
     t.lastStatus = lastStatus;
     return t.arn;
   }
@@ -651,8 +722,22 @@ public final class FakeEcs implements AutoCloseable {
     }
     String family = family(taskDefinition);
     String container = containerByFamily.get(family);
-    if (container == null) {
+    int revision = revision(family, taskDefinition);
+    if (container == null || revision < 1) {
       throw refuse("ClientException", "TaskDefinition not found.");
+    }
+    if (deniedUntil != null && now().isBefore(deniedUntil)) {
+      throw new Refusal(400, error("AccessDeniedException",
+          "User: arn:aws:sts::" + ACCOUNT + ":assumed-role/buildqueue-tick-role/buildqueue-tick is not authorized to"
+              + " perform: ecs:RunTask on resource: " + taskDefinitionArn(family, revision)
+              + " because no identity-based policy allows the ecs:RunTask action"));
+    }
+    if (!revisions.get(family).get(revision - 1)) {
+      throw refuse("InvalidParameterException", "TaskDefinition is inactive");
+    }
+    if (!serviceLinkedRole) {
+      throw refuse("InvalidParameterException",
+          "Unable to assume the service linked role. Please verify that the ECS service linked role exists.");
     }
     int count = body.path("count").asInt(1);
     if (count < 1 || count > MAX_COUNT) {
@@ -705,7 +790,7 @@ public final class FakeEcs implements AutoCloseable {
     }
     List<String> arns = new ArrayList<>();
     for (int i = 0; i < count; i++) {
-      arns.add(newTask(cluster, family, token, startedBy, overrides).arn);
+      arns.add(newTask(cluster, family, revision, token, startedBy, overrides).arn);
     }
     if (token != null) {
       tokens.put(tokenKey(body, token), new TokenUse(parameters, List.copyOf(arns), null, now()));
@@ -771,11 +856,12 @@ public final class FakeEcs implements AutoCloseable {
     return null;
   }
 
-  private FakeTask newTask(String cluster, String family, String token, String startedBy, JsonNode overrides) {
+  private FakeTask newTask(String cluster, String family, int revision, String token, String startedBy,
+      JsonNode overrides) {
     String id = String.format("%032x", taskCounter.incrementAndGet());
     FakeTask t = new FakeTask(
-        "arn:aws:ecs:" + REGION + ":" + ACCOUNT + ":task/" + cluster + "/" + id, cluster, family, token, startedBy,
-        overrides.deepCopy());
+        "arn:aws:ecs:" + REGION + ":" + ACCOUNT + ":task/" + cluster + "/" + id, cluster, family, revision, token,
+        startedBy, overrides.deepCopy());
     t.lastStatus = initialStatus;
     tasks.put(t.arn, t);
     return t;
@@ -799,10 +885,33 @@ public final class FakeEcs implements AutoCloseable {
     return colon >= 0 ? td.substring(0, colon) : td;
   }
 
+  /**
+   * The revision a RunTask names: the one after the colon, else the family's latest ACTIVE one; 0
+   * if there is none (an unknown family or revision, a family with no ACTIVE revision left).
+   */
+  private int revision(String family, String taskDefinition) {
+    List<Boolean> of = revisions.get(family);
+    if (of == null) {
+      return 0;
+    }
+    String td = taskDefinition.substring(taskDefinition.lastIndexOf('/') + 1);
+    int colon = td.indexOf(':');
+    if (colon < 0) {
+      return of.lastIndexOf(true) + 1;
+    }
+    try {
+      int n = Integer.parseInt(td.substring(colon + 1));
+      return n >= 1 && n <= of.size() ? n : 0;
+    } catch (NumberFormatException e) {
+      return 0;
+    }
+  }
+
   private final class FakeTask {
     final String arn;
     final String cluster;
     final String family;
+    final int revision;
     final String clientToken;
     final String startedBy;
     final JsonNode overrides;
@@ -817,17 +926,19 @@ public final class FakeEcs implements AutoCloseable {
     long version = 1;
     boolean forgotten;
 
-    FakeTask(String arn, String cluster, String family, String clientToken, String startedBy, JsonNode overrides) {
+    FakeTask(String arn, String cluster, String family, int revision, String clientToken, String startedBy,
+        JsonNode overrides) {
       this.arn = arn;
       this.cluster = cluster;
       this.family = family;
+      this.revision = revision;
       this.clientToken = clientToken;
       this.startedBy = startedBy;
       this.overrides = overrides;
     }
 
     String taskDefinitionArn() {
-      return "arn:aws:ecs:" + REGION + ":" + ACCOUNT + ":task-definition/" + family + ":1";
+      return FakeEcs.taskDefinitionArn(family, revision);
     }
 
     TaskView view() {

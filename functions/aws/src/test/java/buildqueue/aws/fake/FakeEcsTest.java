@@ -17,6 +17,8 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import software.amazon.awssdk.services.ecs.EcsClient;
+import software.amazon.awssdk.services.ecs.model.AccessDeniedException;
+import software.amazon.awssdk.services.ecs.model.ClientException;
 import software.amazon.awssdk.services.ecs.model.ConflictException;
 import software.amazon.awssdk.services.ecs.model.EcsException;
 import software.amazon.awssdk.services.ecs.model.InvalidParameterException;
@@ -155,6 +157,89 @@ class FakeEcsTest {
         .isInstanceOfSatisfying(EcsException.class, e -> assertThat(e.awsErrorDetails().errorCode()).isEqualTo("AccessDeniedException"));
     assertThat(ecs.describeTasks(b -> b.cluster("c").tasks(arn)).tasks()).hasSize(1);
     assertThat(fake.replies(DESCRIBE_TASKS)).extracting(FakeEcs.Reply::status).containsExactly(400, 200);
+  }
+
+  // ---- task definition revisions, and a deploy's windows -------------------------------------
+
+  @Test
+  void run_task_takes_a_family_as_its_latest_active_revision_a_family_and_revision_or_an_arn() {
+    int two = fake.registerRevision(FakeEcs.TASK_DEFINITION);
+    int three = fake.registerRevision(FakeEcs.TASK_DEFINITION);
+    fake.deregister(FakeEcs.TASK_DEFINITION, three);
+
+    String byFamily = ecs.runTask(runTask("t1").build()).tasks().get(0).taskDefinitionArn();
+    String byNumber = ecs.runTask(runTask("t2").taskDefinition(FakeEcs.TASK_DEFINITION + ":1").build())
+        .tasks().get(0).taskDefinitionArn();
+    String byArn = ecs.runTask(runTask("t3").taskDefinition(FakeEcs.taskDefinitionArn(FakeEcs.TASK_DEFINITION, two)).build())
+        .tasks().get(0).taskDefinitionArn();
+
+    assertThat(byFamily).as("latest ACTIVE, not the INACTIVE third").isEqualTo(FakeEcs.taskDefinitionArn(FakeEcs.TASK_DEFINITION, two));
+    assertThat(byNumber).isEqualTo(FakeEcs.taskDefinitionArn(FakeEcs.TASK_DEFINITION, 1));
+    assertThat(byArn).isEqualTo(FakeEcs.taskDefinitionArn(FakeEcs.TASK_DEFINITION, two));
+    assertThatThrownBy(() -> ecs.runTask(runTask("t4").taskDefinition(FakeEcs.TASK_DEFINITION + ":9").build()))
+        .isInstanceOfSatisfying(ClientException.class,
+            e -> assertThat(e.awsErrorDetails().errorMessage()).isEqualTo("TaskDefinition not found."));
+  }
+
+  @Test
+  void an_inactive_revision_is_refused_as_ecs_refuses_it_and_starts_nothing() {
+    fake.registerRevision(FakeEcs.TASK_DEFINITION);
+    fake.deregister(FakeEcs.TASK_DEFINITION, 1);
+
+    assertThatThrownBy(() -> ecs.runTask(runTask("t1").taskDefinition(FakeEcs.TASK_DEFINITION + ":1").build()))
+        .isInstanceOfSatisfying(InvalidParameterException.class, e -> {
+          assertThat(e.statusCode()).isEqualTo(400);
+          assertThat(e.awsErrorDetails().errorCode()).isEqualTo("InvalidParameterException");
+          assertThat(e.awsErrorDetails().errorMessage()).isEqualTo("TaskDefinition is inactive");
+        });
+    assertThat(fake.replies(RUN_TASK)).singleElement().satisfies(r -> {
+      assertThat(r.body().path("__type").asText()).isEqualTo("InvalidParameterException");
+      assertThat(r.body().path("message").asText()).isEqualTo("TaskDefinition is inactive");
+    });
+    assertThat(fake.tasks()).isEmpty();
+  }
+
+  @Test
+  void a_family_with_no_active_revision_left_is_not_found() {
+    fake.deregister(FakeEcs.TASK_DEFINITION, 1);
+
+    assertThatThrownBy(() -> ecs.runTask(runTask("t1").build())).isInstanceOf(ClientException.class);
+  }
+
+  @Test
+  void run_task_is_denied_by_iam_until_the_window_ends_even_for_a_token_whose_task_exists() {
+    AtomicReference<Instant> now = clockAt("2026-12-01T10:00:00Z");
+    String arn = ecs.runTask(runTask("t1").build()).tasks().get(0).taskArn();
+    fake.denyRunTaskUntil(now.get().plusSeconds(30));
+
+    assertThatThrownBy(() -> ecs.runTask(runTask("t2").build()))
+        .isInstanceOfSatisfying(AccessDeniedException.class, e -> {
+          assertThat(e.statusCode()).isEqualTo(400);
+          assertThat(e.awsErrorDetails().errorCode()).isEqualTo("AccessDeniedException");
+          assertThat(e.awsErrorDetails().errorMessage()).isEqualTo("User: arn:aws:sts::111122223333:assumed-role/"
+              + "buildqueue-tick-role/buildqueue-tick is not authorized to perform: ecs:RunTask on resource: "
+              + FakeEcs.taskDefinitionArn(FakeEcs.TASK_DEFINITION, 1)
+              + " because no identity-based policy allows the ecs:RunTask action");
+        });
+    assertThatThrownBy(() -> ecs.runTask(runTask("t1").build())).as("IAM decides before the token is looked at")
+        .isInstanceOf(AccessDeniedException.class);
+    now.set(now.get().plusSeconds(30));
+
+    assertThat(ecs.runTask(runTask("t1").build()).tasks().get(0).taskArn()).isEqualTo(arn);
+    assertThat(ecs.runTask(runTask("t2").build()).tasks()).hasSize(1);
+    assertThat(fake.tasks()).hasSize(2);
+  }
+
+  @Test
+  void an_account_without_the_ecs_service_linked_role_is_refused_until_it_is_created() {
+    fake.withoutServiceLinkedRole();
+
+    assertThatThrownBy(() -> ecs.runTask(runTask("t1").build()))
+        .isInstanceOfSatisfying(InvalidParameterException.class, e -> assertThat(e.awsErrorDetails().errorMessage())
+            .isEqualTo("Unable to assume the service linked role. Please verify that the ECS service linked role exists."));
+    assertThat(fake.tasks()).isEmpty();
+    fake.createServiceLinkedRole();
+    assertThat(ecs.runTask(runTask("t1").build()).tasks()).hasSize(1);
   }
 
   // ---- client token lifetime ----------------------------------------------------------------
