@@ -4,6 +4,7 @@ import buildqueue.db.Database;
 import buildqueue.db.Json;
 import buildqueue.db.Params;
 import buildqueue.db.Row;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.Optional;
 import java.util.UUID;
@@ -35,7 +36,7 @@ public final class WorkerTransitions {
    * #end} finds the chain window closed and leaves the worker {@code draining}.
    */
   public WorkerTransitions withoutChaining() {
-    return new WorkerTransitions(db, config.withChainWindow(java.time.Duration.ZERO).withLinger(java.time.Duration.ZERO),
+    return new WorkerTransitions(db, config.withChainWindow(Duration.ZERO).withLinger(Duration.ZERO),
         clock);
   }
 
