@@ -141,6 +141,18 @@ class TemplateTest {
     return TEMPLATE.resourcesOfType("AWS::Lambda::Function");
   }
 
+  /** The functions that run the queue (API, tick, stop events): not the migration or the secret's rotation. */
+  private static boolean isQueueFunction(Component c) {
+    return c == Component.ENQUEUE || c == Component.TICK || c == Component.TASK_STATE_CHANGE;
+  }
+
+  /** Whether a resource's FunctionName (a permission's, an invoke config's) names one of {@code functions}. */
+  private static boolean invokes(String resource, List<String> functions) {
+    Object name = TEMPLATE.properties(resource).get("FunctionName");
+    String target = name instanceof Map<?, ?> ref ? String.valueOf(ref.get("Ref")) : String.valueOf(name);
+    return functions.stream().anyMatch(target::startsWith);
+  }
+
   private static String migrateFunction() throws ClassNotFoundException {
     for (String f : functions()) {
       if (HANDLERS.get(handlerClass(f)) == Component.MIGRATE) {
@@ -230,9 +242,10 @@ class TemplateTest {
       assertThat(p.get("Runtime")).as("Runtime of %s", f).isEqualTo("java21");
       // Maven builds the shaded jar CodeUri names; sam build must copy it, not build it as a source directory.
       assertThat(map(TEMPLATE.resource(f).get("Metadata"))).as("Metadata of %s", f).containsEntry("SkipBuild", true);
-      // SnapStart where a snapshot pays: not for the migration, which runs once per deploy.
+      // SnapStart where a snapshot pays: not for the migration, which runs once per deploy, nor the
+      // secret's rotation, a few invocations a rotation.
       assertThat(map(p.get("SnapStart")).get("ApplyOn")).as("SnapStart of %s", f)
-          .isEqualTo(HANDLERS.get(c) == Component.MIGRATE ? "None" : "PublishedVersions");
+          .isEqualTo(isQueueFunction(HANDLERS.get(c)) ? "PublishedVersions" : "None");
       String version = String.valueOf(list(map(liveAlias(f).get("FunctionVersion")).get("Fn::GetAtt")).get(0));
       assertThat(TEMPLATE.resource(version).get("Type")).isEqualTo("AWS::Lambda::Version");
       assertThat(TEMPLATE.properties(version).get("FunctionName")).isEqualTo(Map.of("Ref", f));
@@ -274,7 +287,7 @@ class TemplateTest {
   void the_functions_launch_into_the_container_the_task_definition_has() throws Exception {
     for (String f : functions()) {
       Component c = HANDLERS.get(handlerClass(f));
-      if (c == Component.MIGRATE || c == Component.WORKER_SECRET_ROTATION) {
+      if (!isQueueFunction(c)) {
         continue;
       }
       Map<String, String> env = environment(f);
@@ -291,7 +304,7 @@ class TemplateTest {
     assertThat(family).as("one family per stack").isEqualTo(STACK + "-worker");
     for (String f : functions()) {
       Component c = HANDLERS.get(handlerClass(f));
-      if (c == Component.MIGRATE) {
+      if (!isQueueFunction(c)) {
         continue;
       }
       Map<String, String> env = environment(f);
@@ -305,8 +318,10 @@ class TemplateTest {
     String migration = "SchemaMigration";
     assertThat(TEMPLATE.resource(migration).get("Type")).isEqualTo("Custom::SchemaMigration");
     List<String> waiting = new java.util.ArrayList<>();
+    List<String> others = new java.util.ArrayList<>();
     for (String f : functions()) {
-      if (HANDLERS.get(handlerClass(f)) == Component.MIGRATE) {
+      if (!isQueueFunction(HANDLERS.get(handlerClass(f)))) {
+        others.add(f);
         continue;
       }
       waiting.add(f);
@@ -315,7 +330,7 @@ class TemplateTest {
     for (String type : List.of("AWS::Lambda::Alias", "AWS::Events::Rule", "AWS::Lambda::Permission",
         "AWS::Lambda::EventInvokeConfig", "AWS::ApiGatewayV2::Api")) {
       for (String id : TEMPLATE.resourcesOfType(type)) {
-        if (!id.startsWith(migrateFunction())) {
+        if (others.stream().noneMatch(id::startsWith) && !invokes(id, others)) {
           waiting.add(id);
         }
       }
@@ -347,7 +362,7 @@ class TemplateTest {
         "Description", map(TEMPLATE.parameters().get("WorkerPublicIp")).get("Description")));
     for (String f : functions()) {
       Component c = HANDLERS.get(handlerClass(f));
-      if (c != Component.MIGRATE) {
+      if (isQueueFunction(c)) {
         Map<String, String> env = environment(f);
         env.put(AwsSettings.AWS_REGION, "eu-west-1");
         assertThat(AwsSettings.load(c, env::get).ecs().assignPublicIp()).as("%s assigns a public IP", f).isTrue();
