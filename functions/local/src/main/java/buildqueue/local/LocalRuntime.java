@@ -49,7 +49,10 @@ public final class LocalRuntime implements AutoCloseable {
   private final HttpApi api;
   private final LocalHttpServer http;
   private final ScheduledExecutorService ticker;
+  private final DiskSweep disk;
   private final AtomicBoolean stopped = new AtomicBoolean();
+  /** The first tick sweeps the disk whatever it housekept: files of jobs deleted while no server ran. */
+  private boolean swept;
 
   private LocalRuntime(LocalSettings settings, KindCatalogue kinds, LocalTokens tokens, LocalDatabase database,
       Database db, LocalProcessPlatform platform, BuildQueue queue, HttpApi api, LocalHttpServer http,
@@ -64,6 +67,7 @@ public final class LocalRuntime implements AutoCloseable {
     this.api = api;
     this.http = http;
     this.ticker = ticker;
+    this.disk = new DiskSweep(database.dataSource(), LocalProcessPlatform.Directories.under(settings.dataDir()));
   }
 
   public static LocalRuntime start(LocalSettings settings) {
@@ -95,7 +99,7 @@ public final class LocalRuntime implements AutoCloseable {
           new LocalProcessPlatform.WorkerDatabase(database.workerUrl(), database.workerUser(),
               database.workerPassword()),
           settings.queue(), LocalProcessPlatform.Directories.under(settings.dataDir()), LocalProcessPlatform.thisHost(),
-          workerKinds);
+          workerKinds, settings.maxLogBytes());
       opened.push(platform);
       BuildQueue queue = new BuildQueue(db, platform, settings.queue(), QueueClock.DATABASE);
       platform.onStopped(queue::taskStopped);
@@ -153,6 +157,11 @@ public final class LocalRuntime implements AutoCloseable {
       BuildQueue.TickReport r = queue.tick();
       if (r.exited() + r.reclaimed() + r.relaunched() + r.stopRequests() > 0) {
         LOG.log(Level.INFO, "tick: {0}", r);
+      }
+      if (!swept || r.housekeptJobs() + r.housekeptWorkers() > 0) {
+        // The retention deleted jobs or workers: what this runtime kept of them on disk goes too.
+        disk.sweep(platform.knownWorkerIds());
+        swept = true;
       }
     } catch (RuntimeException e) {
       // A failed tick must not end the schedule: the next one starts over from the database.
