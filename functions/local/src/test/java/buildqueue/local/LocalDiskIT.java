@@ -60,8 +60,9 @@ class LocalDiskIT {
 
     long id = submit(port, "flood");
     long workerPeak = 0;
-    while (!"succeeded".equals(status(port, id))) {
-      assertThat(status(port, id)).as("job %s", id).isIn("queued", "running");
+    String status;
+    while (!"succeeded".equals(status = status(port, id))) {
+      assertThat(status).as("job %s: %s", id, cli(port, "status", Long.toString(id))).isIn("queued", "running", "unknown");
       for (ProcessHandle p : server.descendants().toList()) {
         workerPeak = Math.max(workerPeak, peak(p.pid()));
       }
