@@ -194,6 +194,11 @@ public record QueueConfig(
         livenessInterval, launchGrace, maxLaunchFailures, launchBackoff, retention, linger, order, maxQueuedJobs);
   }
 
+  public QueueConfig withRetention(Duration d) {
+    return new QueueConfig(sharedSlots, workerLifetime, leaseSlack, deadlineMargin, chainWindow,
+        livenessInterval, launchGrace, maxLaunchFailures, launchBackoff, d, linger, sharedOrder, maxQueuedJobs);
+  }
+
   public QueueConfig withMaxQueuedJobs(int n) {
     return new QueueConfig(sharedSlots, workerLifetime, leaseSlack, deadlineMargin, chainWindow,
         livenessInterval, launchGrace, maxLaunchFailures, launchBackoff, retention, linger, sharedOrder, n);

@@ -51,6 +51,8 @@ public record WorkerEnvironment(
   public static final String SHARED_ORDER = "BUILDQUEUE_SHARED_ORDER";
   public static final String KINDS_FILE = KindCatalogue.FILE_VARIABLE;
   public static final String STOP_TIMEOUT_SECONDS = WorkerStop.STOP_TIMEOUT_VARIABLE;
+  /** A job attempt's output kept at most, in bytes ({@link JobLog}); unset: {@link JobLog#DEFAULT_MAX_LOG_BYTES}. */
+  public static final String MAX_LOG_BYTES = "BUILDQUEUE_MAX_LOG_BYTES";
 
   /** Reads and checks the variables; throws {@link BuildQueueException} naming the first bad one. */
   public static WorkerEnvironment read(Map<String, String> env) {
@@ -71,6 +73,26 @@ public record WorkerEnvironment(
         .withSharedOrder(sharedOrder(env.get(SHARED_ORDER), SHARED_ORDER));
     return new WorkerEnvironment(workerId, token, url, blankToNull(env.get(DATABASE_USER)),
         blankToNull(env.get(DATABASE_PASSWORD)), config, kindsFile(env), stopTimeout(env.get(STOP_TIMEOUT_SECONDS)));
+  }
+
+  /**
+   * The cap on a job attempt's output that {@value #MAX_LOG_BYTES} names ({@link
+   * JobLog#DEFAULT_MAX_LOG_BYTES} when unset); throws naming the setting otherwise.
+   */
+  public static long maxLogBytes(Map<String, String> env) {
+    String v = blankToNull(env.get(MAX_LOG_BYTES));
+    if (v == null) {
+      return JobLog.DEFAULT_MAX_LOG_BYTES;
+    }
+    try {
+      long bytes = Long.parseLong(v.strip());
+      if (bytes >= 1) {
+        return bytes;
+      }
+    } catch (NumberFormatException e) {
+      // said below
+    }
+    throw new BuildQueueException(MAX_LOG_BYTES + " must be a positive whole number of bytes, was \"" + v.strip() + "\"");
   }
 
   /**

@@ -115,6 +115,7 @@ public final class WorkerLoop {
   private final JobLogSink logSink;
   private final LongSupplier nanoTime;
   private final WorkerStop stop;
+  private final long maxLogBytes;
 
   public WorkerLoop(
       Database db, QueueConfig config, QueueClock clock, JobHandlers handlers, WorkerProcess process, Listener listener) {
@@ -125,12 +126,12 @@ public final class WorkerLoop {
       Database db, QueueConfig config, QueueClock clock, JobHandlers handlers, WorkerProcess process, Listener listener,
       DeadlineTimer deadlines) {
     this(new WorkerTransitions(db, config, clock), config, handlers, process, listener, deadlines, JobLogSink.NONE,
-        System::nanoTime, WorkerStop.none());
+        System::nanoTime, WorkerStop.none(), JobLog.DEFAULT_MAX_LOG_BYTES);
   }
 
   private WorkerLoop(
       WorkerTransitions transitions, QueueConfig config, JobHandlers handlers, WorkerProcess process, Listener listener,
-      DeadlineTimer deadlines, JobLogSink logSink, LongSupplier nanoTime, WorkerStop stop) {
+      DeadlineTimer deadlines, JobLogSink logSink, LongSupplier nanoTime, WorkerStop stop, long maxLogBytes) {
     this.transitions = transitions;
     this.config = config;
     this.handlers = handlers;
@@ -140,11 +141,12 @@ public final class WorkerLoop {
     this.logSink = logSink;
     this.nanoTime = nanoTime;
     this.stop = stop;
+    this.maxLogBytes = maxLogBytes;
   }
 
   /** The same loop, sending each line of a job's output to {@code sink} too. */
   public WorkerLoop withLogSink(JobLogSink sink) {
-    return new WorkerLoop(transitions, config, handlers, process, listener, deadlines, sink, nanoTime, stop);
+    return new WorkerLoop(transitions, config, handlers, process, listener, deadlines, sink, nanoTime, stop, maxLogBytes);
   }
 
   /**
@@ -152,12 +154,20 @@ public final class WorkerLoop {
    * paces {@link JobContext#checkIn}: a simulation moves it by hand.
    */
   public WorkerLoop withNanoTime(LongSupplier clock) {
-    return new WorkerLoop(transitions, config, handlers, process, listener, deadlines, logSink, clock, stop);
+    return new WorkerLoop(transitions, config, handlers, process, listener, deadlines, logSink, clock, stop, maxLogBytes);
+  }
+
+  /**
+   * The same loop, keeping at most {@code bytes} of each job attempt's output (default {@link
+   * JobLog#DEFAULT_MAX_LOG_BYTES}); the rest is dropped and counted in one line ({@link JobLog}).
+   */
+  public WorkerLoop withMaxLogBytes(long bytes) {
+    return new WorkerLoop(transitions, config, handlers, process, listener, deadlines, logSink, nanoTime, stop, bytes);
   }
 
   /** The same loop, stopping gracefully when {@code stop} is requested (the process's SIGTERM). */
   public WorkerLoop withStop(WorkerStop stop) {
-    return new WorkerLoop(transitions, config, handlers, process, listener, deadlines, logSink, nanoTime, stop);
+    return new WorkerLoop(transitions, config, handlers, process, listener, deadlines, logSink, nanoTime, stop, maxLogBytes);
   }
 
   public Exit run(long workerId, UUID token) {
@@ -245,6 +255,7 @@ public final class WorkerLoop {
       try {
         outcome = runHandler(context);
       } finally {
+        context.log.finish();
         logSink.close(job.id());
       }
       if (context.queueFault != null) {
@@ -364,7 +375,7 @@ public final class WorkerLoop {
       this.workerId = workerId;
       this.token = token;
       this.job = job;
-      this.log = new JobLog(job.id(), logSink, LOG_TAIL_BYTES);
+      this.log = new JobLog(job.id(), logSink, LOG_TAIL_BYTES, maxLogBytes);
       this.lastStatementNanos = nanoTime.getAsLong();
       this.lastLogNanos = lastStatementNanos;
       this.savedProgress = job.progress();

@@ -13,8 +13,8 @@ import java.lang.System.Logger.Level;
 /**
  * The worker process over JDBC: reads its {@link WorkerEnvironment}, runs one {@link WorkerLoop}
  * with the built-in {@code demo} and the kinds of its catalogue (if it was given one), and exits.
- * Its jobs' output goes to its own output, tagged with the job id, and to a file per job ({@link
- * LocalJobLogSink}). Exit 0: the loop ended as designed (drained, start refused, or fenced off).
+ * Its jobs' output goes to a file per job ({@link LocalJobLogSink}), at most {@value
+ * WorkerEnvironment#MAX_LOG_BYTES} of it per attempt; its own output holds its diagnostics only. Exit 0: the loop ended as designed (drained, start refused, or fenced off).
  * Exit 2: the environment is incomplete or the catalogue refused to load. Exit 1: a fault, such as an
  * unreachable database; the job stays on this worker until the exit is seen, then is requeued.
  * A demo crash or the hard deadline halts the process at once (137), with no cleanup. SIGTERM stops
@@ -36,8 +36,10 @@ public final class WorkerMain {
   static int run(java.util.Map<String, String> environment) {
     WorkerEnvironment env;
     JobHandlers handlers;
+    long maxLogBytes;
     try {
       env = WorkerEnvironment.read(environment);
+      maxLogBytes = WorkerEnvironment.maxLogBytes(environment);
       handlers = handlers(env, environment);
     } catch (BuildQueueException e) {
       System.err.println("buildqueue worker: cannot start: " + e.getMessage());
@@ -51,6 +53,7 @@ public final class WorkerMain {
             new WorkerLoop(new JdbcDatabase(pool), env.config(), QueueClock.DATABASE, handlers,
                 WorkerProcess.HALT, WorkerLoop.Listener.NONE)
                 .withLogSink(LocalJobLogSink.forThisWorker(environment))
+                .withMaxLogBytes(maxLogBytes)
                 .withStop(stop);
         WorkerLoop.Exit exit = loop.run(env.workerId(), env.token());
         LOG.log(Level.INFO, "worker {0}: {1}", env.workerId(), exit.name().toLowerCase(java.util.Locale.ROOT));

@@ -108,7 +108,7 @@ final class CommandLine {
     }
   }
 
-  /** A duration such as {@code 500ms}, {@code 5s}, {@code 2m} or {@code 1h}. */
+  /** A duration such as {@code 500ms}, {@code 5s}, {@code 2m}, {@code 1h} or {@code 7d}. */
   Duration duration(String name, Duration fallback) {
     String v = values.get(name);
     return v == null ? fallback : parseDuration("--" + name, v);
@@ -128,12 +128,38 @@ final class CommandLine {
           return Duration.ofMinutes(n);
         case 'h':
           return Duration.ofHours(n);
+        case 'd':
+          return Duration.ofDays(n);
         default:
           break;
       }
     } catch (RuntimeException e) {
       // fall through to the message
     }
-    throw new UsageException(what + " must be a duration such as 500ms, 5s, 2m or 1h, was \"" + text + "\"");
+    throw new UsageException(what + " must be a duration such as 500ms, 5s, 2m, 1h or 7d, was \"" + text + "\"");
+  }
+
+  /** A size in bytes: a whole number, or one with {@code k}, {@code m} or {@code g} (KiB, MiB, GiB). */
+  long bytes(String name, long fallback) {
+    String v = values.get(name);
+    if (v == null) {
+      return fallback;
+    }
+    String t = v.strip().toLowerCase(java.util.Locale.ROOT);
+    long unit = 1;
+    if (!t.isEmpty() && "kmg".indexOf(t.charAt(t.length() - 1)) >= 0) {
+      unit = 1L << (10 * ("kmg".indexOf(t.charAt(t.length() - 1)) + 1));
+      t = t.substring(0, t.length() - 1);
+    }
+    try {
+      long n = Long.parseLong(t);
+      if (n >= 1 && n <= Long.MAX_VALUE / unit) {
+        return n * unit;
+      }
+    } catch (NumberFormatException e) {
+      // said below
+    }
+    throw new UsageException("--" + name + " must be a positive size in bytes such as 1048576, 512k, 100m or 1g, was \""
+        + v + "\"");
   }
 }

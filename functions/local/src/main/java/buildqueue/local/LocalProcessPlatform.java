@@ -5,6 +5,7 @@ import buildqueue.platform.LaunchOutcome;
 import buildqueue.platform.TaskState;
 import buildqueue.platform.WorkerLaunch;
 import buildqueue.platform.WorkerPlatform;
+import buildqueue.worker.JobLog;
 import buildqueue.worker.WorkerEnvironment;
 import buildqueue.worker.exec.LeftoverJobs;
 import buildqueue.worker.exec.LocalJobLogSink;
@@ -83,7 +84,7 @@ public final class LocalProcessPlatform implements WorkerPlatform, AutoCloseable
   /**
    * Where workers keep their files.
    *
-   * @param workerLogs each worker's own output, {@code worker-<id>.log}
+   * @param workerLogs each worker's own output (its diagnostics, not its jobs'), {@code worker-<id>.log}
    * @param work each worker's job directories, {@code worker-<id>/} ({@value ProcessRunner#WORK_DIR})
    * @param jobLogs each job's whole log, {@code job-<id>.log} ({@value LocalJobLogSink#JOB_LOG_DIR})
    */
@@ -107,6 +108,7 @@ public final class LocalProcessPlatform implements WorkerPlatform, AutoCloseable
   private final Directories dirs;
   private final String host;
   private final Optional<Path> kindsFile;
+  private final long maxLogBytes;
   private final Map<UUID, Child> byToken = new ConcurrentHashMap<>();
   private final Map<String, Child> adoptedByLabel;
   private final Map<LocalTaskId, Child> live = new ConcurrentHashMap<>();
@@ -120,6 +122,13 @@ public final class LocalProcessPlatform implements WorkerPlatform, AutoCloseable
   /** @param kindsFile the kind catalogue each worker loads (an absolute path), or none: only {@code demo} */
   public LocalProcessPlatform(WorkerCommand command, WorkerDatabase database, QueueConfig config, Directories dirs,
       String host, Optional<Path> kindsFile) {
+    this(command, database, config, dirs, host, kindsFile, JobLog.DEFAULT_MAX_LOG_BYTES);
+  }
+
+  /** @param maxLogBytes each job attempt's output its worker keeps at most ({@link JobLog}) */
+  public LocalProcessPlatform(WorkerCommand command, WorkerDatabase database, QueueConfig config, Directories dirs,
+      String host, Optional<Path> kindsFile, long maxLogBytes) {
+    this.maxLogBytes = maxLogBytes;
     this.command = command;
     this.database = database;
     this.config = config;
@@ -189,6 +198,7 @@ public final class LocalProcessPlatform implements WorkerPlatform, AutoCloseable
       // What stop() gives a worker between SIGTERM and SIGKILL: it stops its job within that.
       env.put(WorkerEnvironment.STOP_TIMEOUT_SECONDS, Long.toString(KILL_AFTER_STOP.toSeconds()));
       env.put(LocalJobLogSink.JOB_LOG_DIR, dirs.jobLogs().toAbsolutePath().toString());
+      env.put(WorkerEnvironment.MAX_LOG_BYTES, Long.toString(maxLogBytes));
       process = builder.start();
     } catch (IOException | RuntimeException e) {
       return new LaunchOutcome.NotStarted(
@@ -365,6 +375,13 @@ public final class LocalProcessPlatform implements WorkerPlatform, AutoCloseable
   /** The worker processes this platform knows to be running. */
   public List<LocalTaskId> liveWorkers() {
     return live.values().stream().filter(c -> c.handle().isAlive()).map(Child::id).toList();
+  }
+
+  /** The ids of the worker processes this platform knows, running or with their exit not yet delivered. */
+  public java.util.Set<Long> knownWorkerIds() {
+    java.util.Set<Long> ids = new java.util.HashSet<>();
+    live.values().forEach(c -> ids.add(c.workerId()));
+    return ids;
   }
 
   /**

@@ -3,6 +3,7 @@ package buildqueue.local;
 import buildqueue.api.HttpApi;
 import buildqueue.core.BuildQueue;
 import buildqueue.core.JobQueries;
+import buildqueue.core.OutboxTransitions;
 import buildqueue.core.QueueClock;
 import buildqueue.db.Database;
 import buildqueue.db.JdbcDatabase;
@@ -49,7 +50,11 @@ public final class LocalRuntime implements AutoCloseable {
   private final HttpApi api;
   private final LocalHttpServer http;
   private final ScheduledExecutorService ticker;
+  private final DiskSweep disk;
+  private final OutboxTransitions outbox;
   private final AtomicBoolean stopped = new AtomicBoolean();
+  /** The first tick sweeps the disk whatever it housekept: files of jobs deleted while no server ran. */
+  private boolean swept;
 
   private LocalRuntime(LocalSettings settings, KindCatalogue kinds, LocalTokens tokens, LocalDatabase database,
       Database db, LocalProcessPlatform platform, BuildQueue queue, HttpApi api, LocalHttpServer http,
@@ -64,6 +69,8 @@ public final class LocalRuntime implements AutoCloseable {
     this.api = api;
     this.http = http;
     this.ticker = ticker;
+    this.outbox = new OutboxTransitions(db, QueueClock.DATABASE);
+    this.disk = new DiskSweep(database.dataSource(), LocalProcessPlatform.Directories.under(settings.dataDir()));
   }
 
   public static LocalRuntime start(LocalSettings settings) {
@@ -95,7 +102,7 @@ public final class LocalRuntime implements AutoCloseable {
           new LocalProcessPlatform.WorkerDatabase(database.workerUrl(), database.workerUser(),
               database.workerPassword()),
           settings.queue(), LocalProcessPlatform.Directories.under(settings.dataDir()), LocalProcessPlatform.thisHost(),
-          workerKinds);
+          workerKinds, settings.maxLogBytes());
       opened.push(platform);
       BuildQueue queue = new BuildQueue(db, platform, settings.queue(), QueueClock.DATABASE);
       platform.onStopped(queue::taskStopped);
@@ -150,13 +157,41 @@ public final class LocalRuntime implements AutoCloseable {
 
   private void tick() {
     try {
+      publishLocally();
       BuildQueue.TickReport r = queue.tick();
       if (r.exited() + r.reclaimed() + r.relaunched() + r.stopRequests() > 0) {
         LOG.log(Level.INFO, "tick: {0}", r);
       }
+      if (!swept || r.housekeptJobs() + r.housekeptWorkers() > 0) {
+        // The retention deleted jobs or workers: what this runtime kept of them on disk goes too.
+        disk.sweep(platform.knownWorkerIds());
+        swept = true;
+      }
     } catch (RuntimeException e) {
       // A failed tick must not end the schedule: the next one starts over from the database.
       LOG.log(Level.WARNING, "tick failed; the next one retries: " + e);
+    }
+  }
+
+  /** Claims per tick at most: a backlog (a first start on an old data directory) is worked off over several ticks. */
+  private static final int PUBLISH_BATCHES = 10;
+
+  /**
+   * No event bus runs on one machine, so a job's history is published as soon as it is written
+   * (it stays readable in the job's record). Without this no local job would ever be published,
+   * and the retention deletes published jobs only.
+   */
+  private void publishLocally() {
+    for (int i = 0; i < PUBLISH_BATCHES; i++) {
+      List<Long> ids = outbox.claimPending(OutboxTransitions.MAX_CLAIM).stream()
+          .map(OutboxTransitions.PendingEvent::id)
+          .toList();
+      if (!ids.isEmpty()) {
+        outbox.settle(ids, List.of());
+      }
+      if (ids.size() < OutboxTransitions.MAX_CLAIM) {
+        return;
+      }
     }
   }
 

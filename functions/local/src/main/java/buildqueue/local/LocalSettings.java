@@ -2,6 +2,7 @@ package buildqueue.local;
 
 import buildqueue.BuildQueueException;
 import buildqueue.core.QueueConfig;
+import buildqueue.worker.JobLog;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Optional;
@@ -24,6 +25,9 @@ import java.util.Optional;
  * @param queue the queue's settings (default {@link QueueConfig#defaults()})
  * @param kindsFile the kind catalogue the API and the workers read (default: none, only the
  *     built-in {@code demo} kind); made absolute, because workers run from another directory
+ * @param maxLogBytes a job attempt's output kept at most, in bytes (default {@link
+ *     JobLog#DEFAULT_MAX_LOG_BYTES}, 100 MiB): past it the output is dropped and one line says how
+ *     much; the job's file, its tail and {@code logs} show the rest was cut
  */
 public record LocalSettings(
     int port,
@@ -34,14 +38,16 @@ public record LocalSettings(
     Duration tickInterval,
     Duration shutdownGrace,
     QueueConfig queue,
-    Optional<Path> kindsFile) {
+    Optional<Path> kindsFile,
+    long maxLogBytes) {
 
   public static final int DEFAULT_PORT = 8080;
   public static final Path DEFAULT_DATA_DIR = Path.of(".buildqueue");
 
   public static LocalSettings defaults() {
     return new LocalSettings(DEFAULT_PORT, DEFAULT_DATA_DIR, null, null, null,
-        Duration.ofSeconds(5), Duration.ofSeconds(30), QueueConfig.defaults(), Optional.empty());
+        Duration.ofSeconds(5), Duration.ofSeconds(30), QueueConfig.defaults(), Optional.empty(),
+        JobLog.DEFAULT_MAX_LOG_BYTES);
   }
 
   public LocalSettings {
@@ -63,37 +69,45 @@ public record LocalSettings(
     if (queue == null) {
       throw new BuildQueueException("queue settings must be set");
     }
+    if (maxLogBytes < 1) {
+      throw new BuildQueueException("maxLogBytes must be at least 1, was " + maxLogBytes);
+    }
     dataDir = dataDir.toAbsolutePath().normalize();
     kindsFile = kindsFile == null ? Optional.empty() : kindsFile.map(f -> f.toAbsolutePath().normalize());
   }
 
   public LocalSettings withPort(int p) {
-    return new LocalSettings(p, dataDir, databaseUrl, databaseUser, databasePassword, tickInterval, shutdownGrace, queue, kindsFile);
+    return new LocalSettings(p, dataDir, databaseUrl, databaseUser, databasePassword, tickInterval, shutdownGrace, queue, kindsFile, maxLogBytes);
   }
 
   public LocalSettings withDataDir(Path d) {
-    return new LocalSettings(port, d, databaseUrl, databaseUser, databasePassword, tickInterval, shutdownGrace, queue, kindsFile);
+    return new LocalSettings(port, d, databaseUrl, databaseUser, databasePassword, tickInterval, shutdownGrace, queue, kindsFile, maxLogBytes);
   }
 
   public LocalSettings withDatabase(String url, String user, String password) {
-    return new LocalSettings(port, dataDir, url, user, password, tickInterval, shutdownGrace, queue, kindsFile);
+    return new LocalSettings(port, dataDir, url, user, password, tickInterval, shutdownGrace, queue, kindsFile, maxLogBytes);
   }
 
   public LocalSettings withTickInterval(Duration d) {
-    return new LocalSettings(port, dataDir, databaseUrl, databaseUser, databasePassword, d, shutdownGrace, queue, kindsFile);
+    return new LocalSettings(port, dataDir, databaseUrl, databaseUser, databasePassword, d, shutdownGrace, queue, kindsFile, maxLogBytes);
   }
 
   public LocalSettings withShutdownGrace(Duration d) {
-    return new LocalSettings(port, dataDir, databaseUrl, databaseUser, databasePassword, tickInterval, d, queue, kindsFile);
+    return new LocalSettings(port, dataDir, databaseUrl, databaseUser, databasePassword, tickInterval, d, queue, kindsFile, maxLogBytes);
   }
 
   public LocalSettings withQueue(QueueConfig q) {
-    return new LocalSettings(port, dataDir, databaseUrl, databaseUser, databasePassword, tickInterval, shutdownGrace, q, kindsFile);
+    return new LocalSettings(port, dataDir, databaseUrl, databaseUser, databasePassword, tickInterval, shutdownGrace, q, kindsFile, maxLogBytes);
   }
 
   public LocalSettings withKindsFile(Path file) {
     return new LocalSettings(port, dataDir, databaseUrl, databaseUser, databasePassword, tickInterval, shutdownGrace, queue,
-        Optional.ofNullable(file));
+        Optional.ofNullable(file), maxLogBytes);
+  }
+
+  public LocalSettings withMaxLogBytes(long bytes) {
+    return new LocalSettings(port, dataDir, databaseUrl, databaseUser, databasePassword, tickInterval, shutdownGrace, queue,
+        kindsFile, bytes);
   }
 
   /** Leaves out the password and the URL's parameters. */
@@ -102,6 +116,6 @@ public record LocalSettings(
     return "LocalSettings[port=" + port + ", dataDir=" + dataDir + ", database="
         + (databaseUrl == null ? "embedded" : LocalDatabase.redacted(databaseUrl)) + ", tickInterval=" + tickInterval
         + ", shutdownGrace=" + shutdownGrace + ", queue=" + queue + ", kindsFile=" + kindsFile.map(Path::toString).orElse("none")
-        + "]";
+        + ", maxLogBytes=" + maxLogBytes + "]";
   }
 }

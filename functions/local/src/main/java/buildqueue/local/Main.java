@@ -4,7 +4,11 @@ import buildqueue.BuildQueueException;
 import buildqueue.api.HttpApi;
 import buildqueue.core.JobStatus;
 import buildqueue.core.QueueConfig;
+import buildqueue.kinds.CommandRunners;
+import buildqueue.kinds.KindCatalogue;
 import buildqueue.kinds.KindCatalogueException;
+import buildqueue.worker.JobHandler;
+import buildqueue.worker.JobHandlers;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
@@ -48,11 +52,15 @@ public final class Main {
         serve [--demo] [--port 8080] [--data-dir .buildqueue] [--database-url jdbc:postgresql://...]
               [--tick-interval 5s] [--shared-slots 1] [--shutdown-grace 30s] [--kinds kinds.json]
               [--worker-lifetime 60m] [--shared-order fair|fifo] [--max-queued-jobs 1000]
+              [--max-log-bytes 100m] [--retention 7d]
             Runs the queue, the HTTP API and the dashboard on http://127.0.0.1:<port>/, with
             workers as child processes. --demo also submits a mix of jobs and shows them live.
             --kinds adds the job kinds of a kind catalogue (README: Job kinds) to the built-in demo.
             --shared-order: fair (default) takes turns by user in the shared lane, fifo takes the
             oldest job; --max-queued-jobs: each user's default quota of queued jobs.
+            --max-log-bytes: a job attempt's output kept in <data-dir>/jobs/job-<id>.log at most
+            (k, m, g: KiB, MiB, GiB); the rest is dropped and one line says how much.
+            --retention: finished jobs, their logs and exited workers are deleted after this.
         try <kind> <payload-json> [--kinds kinds.json]
             Runs one job of a kind through a queue of its own (embedded PostgreSQL in a temporary
             directory, removed after), in the foreground: prints its log as it comes, then its
@@ -160,7 +168,7 @@ public final class Main {
   int serve(List<String> args) {
     CommandLine cl = CommandLine.parse("serve", args,
         Set.of("port", "data-dir", "database-url", "tick-interval", "shared-slots", "shutdown-grace", "kinds",
-            "worker-lifetime", "shared-order", "max-queued-jobs"), Set.of("demo"));
+            "worker-lifetime", "shared-order", "max-queued-jobs", "max-log-bytes", "retention"), Set.of("demo"));
     cl.atMostPositionals(0, "serve [--demo] [--port N] [--data-dir DIR] [--database-url URL] [--kinds FILE]");
     boolean demo = cl.has("demo");
     LocalSettings defaults = LocalSettings.defaults();
@@ -178,6 +186,11 @@ public final class Main {
       throw new CommandLine.UsageException("--worker-lifetime must be at least 1m, was " + cl.get("worker-lifetime", ""));
     }
     queue = queue.withLease(lifetime, queue.leaseSlack(), queue.deadlineMargin());
+    Duration retention = cl.duration("retention", queue.retention());
+    if (retention.compareTo(Duration.ofSeconds(1)) < 0) {
+      throw new CommandLine.UsageException("--retention must be at least 1s, was " + cl.get("retention", ""));
+    }
+    queue = queue.withRetention(retention);
     LocalSettings settings = defaults
         .withPort(cl.intValue("port", LocalSettings.DEFAULT_PORT, 0, 65535))
         .withDataDir(Path.of(cl.get("data-dir", LocalSettings.DEFAULT_DATA_DIR.toString())))
@@ -186,7 +199,8 @@ public final class Main {
         .withTickInterval(cl.duration("tick-interval", defaults.tickInterval()))
         .withShutdownGrace(cl.duration("shutdown-grace", defaults.shutdownGrace()))
         .withQueue(queue)
-        .withKindsFile(cl.has("kinds") ? Path.of(cl.get("kinds", "")) : null);
+        .withKindsFile(cl.has("kinds") ? Path.of(cl.get("kinds", "")) : null)
+        .withMaxLogBytes(cl.bytes("max-log-bytes", defaults.maxLogBytes()));
 
     LocalRuntime runtime;
     try {
@@ -215,6 +229,8 @@ public final class Main {
         + (queue.sharedOrder() == QueueConfig.SharedOrder.FAIR ? "fair (turns by user)" : "fifo")
         + ", at most " + queue.maxQueuedJobs() + " queued jobs a user"
         + "; worker logs in " + settings.dataDir().resolve("workers"));
+    out.println("  job logs in " + settings.dataDir().resolve("jobs") + ", at most " + settings.maxLogBytes()
+        + " bytes an attempt; finished jobs and their logs are deleted after " + describe(queue.retention()));
     if (demo) {
       out.println("  dashboard token (admin, valid 12 h): "
           + runtime.tokens().mint("demo", true, Duration.ofHours(12)));
@@ -232,6 +248,13 @@ public final class Main {
       Thread.currentThread().interrupt();
     }
     return OK;
+  }
+
+  private static String describe(Duration d) {
+    if (d.toDays() > 0 && d.equals(Duration.ofDays(d.toDays()))) {
+      return d.toDays() + (d.toDays() == 1 ? " day" : " days");
+    }
+    return d.toString().substring(2).toLowerCase(java.util.Locale.ROOT);
   }
 
   /** A demo that goes wrong says so and leaves the server serving. */
@@ -291,6 +314,13 @@ public final class Main {
     try {
       Path catalogue = DemoKinds.prepare(dataDir,
           kindsFile == null || kindsFile.isBlank() ? Optional.empty() : Optional.of(Path.of(kindsFile)), defaults.queue());
+      String refused = refusal(KindCatalogue.load(catalogue, defaults.queue()).handlers(CommandRunners.API_ONLY), kind,
+          payload);
+      if (refused != null) {
+        // Said before a database starts (seconds), as the API would say it.
+        err.println("buildqueue: " + refused);
+        return USAGE;
+      }
       try (LocalRuntime runtime = LocalRuntime.start(settings.withKindsFile(catalogue))) {
         // Ctrl-C stops the job's worker at once (a try is not a server: nothing waits for it), and
         // leaves neither the embedded PostgreSQL running nor the temporary directory behind. The
@@ -320,6 +350,25 @@ public final class Main {
       if (!interrupted.get()) {
         deleteQuietly(dataDir);
       }
+    }
+  }
+
+  /** Why the API would refuse {@code kind} with {@code payload}, in its words; null if it would take them. */
+  static String refusal(JobHandlers handlers, String kind, JsonNode payload) {
+    Optional<JobHandler> handler = handlers.get(kind);
+    if (handler.isEmpty()) {
+      return "unknown kind \"" + kind + "\"; the known kinds are: "
+          + String.join(", ", new java.util.TreeSet<>(handlers.kinds()));
+    }
+    if (payload != null && !payload.isNull() && !payload.isObject()) {
+      return "the payload must be a JSON object, e.g. '{}'";
+    }
+    try {
+      handler.get().validate(payload == null || payload.isNull() ? JSON.createObjectNode() : payload.deepCopy());
+      return null;
+    } catch (IllegalArgumentException e) {
+      return "the payload is not valid for kind \"" + kind + "\": "
+          + (e.getMessage() == null ? "the kind's validation refused it without saying why" : e.getMessage());
     }
   }
 

@@ -16,10 +16,12 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
- * Where a local worker sends its jobs' output: each line to the worker's own output (which the
- * local platform keeps in {@code workers/worker-<id>.log}) tagged {@code [job 42 stderr] text},
- * and to a file per job, {@code <dir>/job-<id>.log}, appended across attempts with a header line
- * for each. Never throws: a file that cannot be written is given up, with one warning.
+ * Where a local worker sends its jobs' output: a file per job, {@code <dir>/job-<id>.log}, appended
+ * across attempts with a header line for each. The output is kept once: the worker's own output
+ * (which the local platform keeps in {@code workers/worker-<id>.log}) gets one line per attempt
+ * naming the file, and a job's lines, tagged {@code [job 42 stderr] text}, only where there is no
+ * file (no directory, or one that cannot be written: given up, with one warning). Never throws.
+ * What it receives is already capped ({@link JobLog}).
  */
 public final class LocalJobLogSink implements JobLogSink {
   private static final System.Logger LOG = System.getLogger(LocalJobLogSink.class.getName());
@@ -53,9 +55,8 @@ public final class LocalJobLogSink implements JobLogSink {
 
   @Override
   public void line(long jobId, JobLog.Stream stream, String text) {
-    String tag = stream.name().toLowerCase(Locale.ROOT);
-    out.println("[job " + jobId + " " + tag + "] " + text);
     if (dir == null || failed.containsKey(jobId)) {
+      toWorkerOutput(jobId, stream, text);
       return;
     }
     try {
@@ -67,7 +68,12 @@ public final class LocalJobLogSink implements JobLogSink {
       }
     } catch (IOException | java.io.UncheckedIOException e) {
       giveUp(jobId, e);
+      toWorkerOutput(jobId, stream, text);
     }
+  }
+
+  private void toWorkerOutput(long jobId, JobLog.Stream stream, String text) {
+    out.println("[job " + jobId + " " + stream.name().toLowerCase(Locale.ROOT) + "] " + text);
   }
 
   /** The job's open file; opened (with this attempt's header) by its first line. */
@@ -80,6 +86,7 @@ public final class LocalJobLogSink implements JobLogSink {
       w.write("=== " + Instant.now() + (worker == null ? "" : " worker " + worker) + ": job " + jobId + " ===");
       w.newLine();
       open.put(jobId, w);
+      out.println("[job " + jobId + "] output in " + file(jobId));
     }
     return w;
   }

@@ -19,7 +19,7 @@ class LocalJobLogSinkTest {
   private final PrintStream out = new PrintStream(bytes, true, StandardCharsets.UTF_8);
 
   @Test
-  void each_line_goes_to_the_workers_output_tagged_with_the_job_and_to_the_jobs_file() throws Exception {
+  void each_line_goes_to_the_jobs_file_only_and_the_workers_output_names_the_file() throws Exception {
     LocalJobLogSink sink = new LocalJobLogSink(out, tmp.resolve("jobs"), "7");
 
     sink.line(42, JobLog.Stream.WORKER, "started: sh build.sh (attempt 1)");
@@ -27,10 +27,10 @@ class LocalJobLogSinkTest {
     sink.line(43, JobLog.Stream.STDERR, "other job");
     sink.line(42, JobLog.Stream.STDERR, "warning: été");
 
-    assertThat(bytes.toString(StandardCharsets.UTF_8).lines()).containsExactly(
-        "[job 42 worker] started: sh build.sh (attempt 1)", "[job 42 stdout] page 1", "[job 43 stderr] other job",
-        "[job 42 stderr] warning: été");
     Path file = tmp.resolve("jobs").resolve("job-42.log");
+    assertThat(bytes.toString(StandardCharsets.UTF_8).lines()).as("the output is kept once, in the job's file")
+        .containsExactly("[job 42] output in " + file.toAbsolutePath(),
+            "[job 43] output in " + tmp.resolve("jobs").resolve("job-43.log").toAbsolutePath());
     assertThat(sink.location(42)).isEqualTo(file.toAbsolutePath().toString());
     List<String> lines = Files.readAllLines(file);
     assertThat(lines.get(0)).startsWith("=== ").endsWith(" worker 7: job 42 ===");
