@@ -155,6 +155,7 @@ public final class SetsidLauncher implements ProcessLauncher {
     env.putAll(spec.environment());
     env.put(SESSION_VARIABLE, spec.sessionFile().toString());
     Process process = builder.start();
+    Subreaper.started(process);
     // The shell records the start time itself; -1 only where it has not yet when a kill comes.
     return new SessionProcess(process, new JobSession(process.pid(), -1));
   }
@@ -212,15 +213,20 @@ public final class SetsidLauncher implements ProcessLauncher {
     /**
      * The session's processes, plus the program and its descendants: before {@code setsid()} has
      * run, the program is still in the worker's session, and a descendant that left the session is
-     * still found while the program lives.
+     * still found while the program lives. Plus, where the worker is a child subreaper, every
+     * orphan it adopted and their descendants: a process that left the session and lost its parent
+     * ({@code setsid cmd &}, a double-forked daemon) is the worker's child now, and it belongs to
+     * this job, the only one the worker runs.
      */
     private List<ProcessHandle> members() {
+      List<ProcessHandle> adopted = Subreaper.adopted();
       if (!process.isAlive()) {
-        // Its children were reparented when it exited: only the session finds them now.
-        return session.members();
+        // Its children were reparented when it exited: the session and the adoptions find them now.
+        return session.members(adopted);
       }
       ProcessHandle self = process.toHandle();
-      List<ProcessHandle> known = Stream.concat(Stream.of(self), self.descendants()).toList();
+      List<ProcessHandle> known = Stream.concat(Stream.concat(Stream.of(self), self.descendants()), adopted.stream())
+          .toList();
       return session.members(known);
     }
   }
