@@ -28,10 +28,17 @@ import org.junit.jupiter.api.io.TempDir;
  */
 @ExtendWith(PostgresExtension.class)
 class EscapingProcessesTest {
-  /** A process that sleeps for 15 minutes with {@code marker} as its last argument. */
-  private static final String SLEEPER = "python3 -c 'import time; time.sleep(900)'";
-  private static final String IGNORES_TERM =
-      "python3 -c 'import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(900)'";
+  /**
+   * A process meant to escape: it ignores SIGTERM if asked, writes its pid, then sleeps for 15
+   * minutes; {@code $1} is its marker, {@code $2} its pid file. The system's Python, not a shim:
+   * the process must be itself from its first instruction on. The program waits for the pid file,
+   * so the escapee is up and in place before the program (and with it the job) ends.
+   */
+  private static final String ESCAPEE = "/usr/bin/python3 -c 'import os, signal, sys, time\n"
+      + "if sys.argv[1].endswith(\"sigterm\"): signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+      + "open(sys.argv[2], \"w\").write(str(os.getpid()))\n"
+      + "time.sleep(900)' %1$s %2$s";
+  private static final String AWAIT_PID = "while [ ! -s %2$s ]; do sleep 0.05; done; echo started";
 
   /** Forks, leaves the session, forks again; the grandchild writes its pid and sleeps on. */
   private static final String DAEMON = """
@@ -70,9 +77,9 @@ class EscapingProcessesTest {
   void no_process_a_job_started_is_alive_one_second_after_the_job_ends(TestDatabase db) throws Exception {
     Path daemon = Files.writeString(programs.resolve("daemon.py"), DAEMON);
     Map<String, String> commands = new LinkedHashMap<>();
-    commands.put("setsid", "setsid " + SLEEPER + " %s & echo $! > %s; echo started");
-    commands.put("nohup", "nohup " + SLEEPER + " %s > /dev/null 2>&1 & echo $! > %s; echo started");
-    commands.put("ignores-sigterm", "setsid " + IGNORES_TERM + " %s & echo $! > %s; echo started");
+    commands.put("setsid", "setsid " + ESCAPEE + " & " + AWAIT_PID);
+    commands.put("nohup", "nohup " + ESCAPEE + " > /dev/null 2>&1 & " + AWAIT_PID);
+    commands.put("ignores-sigterm", "setsid " + ESCAPEE + " & " + AWAIT_PID);
     StringBuilder kinds = new StringBuilder("{\"kinds\": {");
     for (Map.Entry<String, String> e : commands.entrySet()) {
       String marker = "escape-marker-" + e.getKey();
@@ -82,7 +89,7 @@ class EscapingProcessesTest {
     }
     Path daemonPid = programs.resolve("daemon.pid");
     pidFiles.put("daemon.py", daemonPid);
-    kinds.append(kind("daemon", "python3", daemon.toString(), daemonPid.toString())).append("}}");
+    kinds.append(kind("daemon", "/usr/bin/python3", daemon.toString(), daemonPid.toString())).append("}}");
     Path catalogue = Files.writeString(programs.resolve("kinds.json"), kinds);
     server = TestServer.start(db, TestServer.settings(db, dataDir).withKindsFile(catalogue));
 
