@@ -6,6 +6,7 @@ import buildqueue.platform.TaskState;
 import buildqueue.platform.WorkerLaunch;
 import buildqueue.platform.WorkerPlatform;
 import buildqueue.worker.WorkerEnvironment;
+import buildqueue.worker.exec.JobUser;
 import buildqueue.worker.exec.LeftoverJobs;
 import buildqueue.worker.exec.LocalJobLogSink;
 import buildqueue.worker.exec.ProcessRunner;
@@ -107,6 +108,7 @@ public final class LocalProcessPlatform implements WorkerPlatform, AutoCloseable
   private final Directories dirs;
   private final String host;
   private final Optional<Path> kindsFile;
+  private final Optional<String> jobUser;
   private final Map<UUID, Child> byToken = new ConcurrentHashMap<>();
   private final Map<String, Child> adoptedByLabel;
   private final Map<LocalTaskId, Child> live = new ConcurrentHashMap<>();
@@ -120,6 +122,13 @@ public final class LocalProcessPlatform implements WorkerPlatform, AutoCloseable
   /** @param kindsFile the kind catalogue each worker loads (an absolute path), or none: only {@code demo} */
   public LocalProcessPlatform(WorkerCommand command, WorkerDatabase database, QueueConfig config, Directories dirs,
       String host, Optional<Path> kindsFile) {
+    this(command, database, config, dirs, host, kindsFile, Optional.empty());
+  }
+
+  /** @param jobUser the user the workers run their jobs' programs as ({@link JobUser}); none: their own */
+  public LocalProcessPlatform(WorkerCommand command, WorkerDatabase database, QueueConfig config, Directories dirs,
+      String host, Optional<Path> kindsFile, Optional<String> jobUser) {
+    this.jobUser = jobUser;
     this.command = command;
     this.database = database;
     this.config = config;
@@ -174,6 +183,16 @@ public final class LocalProcessPlatform implements WorkerPlatform, AutoCloseable
           .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()))
           .redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null")));
       Map<String, String> env = builder.environment();
+      // Never the server's whole environment (an operator's AWS keys, PGPASSWORD): what a JVM and
+      // its jobs' programs need, then the worker's own settings.
+      Map<String, String> inherited = Map.copyOf(env);
+      env.clear();
+      inherited.forEach((name, value) -> {
+        if (passedToWorkers(name)) {
+          env.put(name, value);
+        }
+      });
+      jobUser.ifPresent(u -> env.put(JobUser.VARIABLE, u));
       env.put(WorkerEnvironment.WORKER_ID, Long.toString(launch.workerId()));
       env.put(WorkerEnvironment.WORKER_TOKEN, launch.token().toString());
       env.put(WorkerEnvironment.DATABASE_URL, database.url());
@@ -209,6 +228,18 @@ public final class LocalProcessPlatform implements WorkerPlatform, AutoCloseable
     LOG.log(Level.INFO, "worker {0} started as process {1} in slot {2}; log {3}",
         launch.workerId(), Long.toString(process.pid()), launch.slot(), log);
     return new LaunchOutcome.Started(child.id().toString());
+  }
+
+  /**
+   * The server's variables a worker gets: {@code PATH} (its jobs' programs are found on it), the
+   * locale ({@code LANG}, {@code LC_*}) and {@code TZ} (jobs' output and times read as the
+   * operator's), {@code JAVA_HOME} (a job kind may run a JDK tool), {@code HOME} and {@code USER}
+   * (the JVM's defaults; a job gets its own {@code HOME}). Every {@code BUILDQUEUE_*} setting a
+   * worker reads is set by {@link #launch} itself, so none is inherited.
+   */
+  static boolean passedToWorkers(String name) {
+    return name.equals("PATH") || name.equals("LANG") || name.startsWith("LC_") || name.equals("TZ")
+        || name.equals("JAVA_HOME") || name.equals("HOME") || name.equals("USER");
   }
 
   private List<String> commandLine(WorkerLaunch launch) {

@@ -9,6 +9,7 @@ import buildqueue.db.JdbcDatabase;
 import buildqueue.db.Migrator;
 import buildqueue.kinds.CommandRunners;
 import buildqueue.kinds.KindCatalogue;
+import buildqueue.worker.exec.JobUser;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.lang.System.Logger.Level;
@@ -80,6 +81,8 @@ public final class LocalRuntime implements AutoCloseable {
         settings.kindsFile().map(f -> KindCatalogue.load(f, settings.queue())).orElseGet(KindCatalogue::none);
     Deque<AutoCloseable> opened = new ArrayDeque<>();
     try {
+      Optional<String> jobUser = settings.effectiveJobUser();
+      jobUser.ifPresent(JobUser::lookup); // a user that does not exist fails the start, not every job
       Files.createDirectories(settings.dataDir());
       Optional<Path> workerKinds = workerCopy(kinds, settings.dataDir());
       LocalTokens tokens = LocalTokens.open(settings.dataDir());
@@ -91,11 +94,14 @@ public final class LocalRuntime implements AutoCloseable {
         LOG.log(Level.INFO, "applied migrations {0}", applied);
       }
       database.allowWorkerLogin(db);
+      if (jobUser.isPresent()) {
+        closeDataDirectory(settings.dataDir()); // now that all it holds is there
+      }
       LocalProcessPlatform platform = new LocalProcessPlatform(workerCommand,
           new LocalProcessPlatform.WorkerDatabase(database.workerUrl(), database.workerUser(),
               database.workerPassword()),
           settings.queue(), LocalProcessPlatform.Directories.under(settings.dataDir()), LocalProcessPlatform.thisHost(),
-          workerKinds);
+          workerKinds, jobUser);
       opened.push(platform);
       BuildQueue queue = new BuildQueue(db, platform, settings.queue(), QueueClock.DATABASE);
       platform.onStopped(queue::taskStopped);
@@ -118,6 +124,33 @@ public final class LocalRuntime implements AutoCloseable {
     } catch (RuntimeException e) {
       closeAll(opened);
       throw e;
+    }
+  }
+
+  /**
+   * Where jobs run as another user: the data directory may be passed through (mode 711: its
+   * attempts' directories are under {@code work/}) but not listed, and every other entry in it is
+   * the server's alone. {@code workers/} and {@code jobs/} are made here, before any worker, so the
+   * logs the workers write in them are never reachable whatever their own mode.
+   */
+  private static void closeDataDirectory(Path dataDir) throws IOException {
+    java.util.Set<java.nio.file.attribute.PosixFilePermission> traverseOnly =
+        java.nio.file.attribute.PosixFilePermissions.fromString("rwx--x--x");
+    LocalProcessPlatform.Directories dirs = LocalProcessPlatform.Directories.under(dataDir);
+    Files.createDirectories(dirs.work());
+    Files.createDirectories(dirs.workerLogs());
+    Files.createDirectories(dirs.jobLogs());
+    Files.setPosixFilePermissions(dataDir, traverseOnly);
+    try (java.util.stream.Stream<Path> entries = Files.list(dataDir)) {
+      for (Path entry : entries.toList()) {
+        if (entry.equals(dirs.work())) {
+          Files.setPosixFilePermissions(entry, traverseOnly);
+        } else if (!Files.isSymbolicLink(entry)) {
+          java.util.Set<java.nio.file.attribute.PosixFilePermission> mode = Files.getPosixFilePermissions(entry);
+          mode.removeIf(p -> !p.name().startsWith("OWNER_"));
+          Files.setPosixFilePermissions(entry, mode);
+        }
+      }
     }
   }
 

@@ -24,6 +24,9 @@ import java.util.Optional;
  * @param queue the queue's settings (default {@link QueueConfig#defaults()})
  * @param kindsFile the kind catalogue the API and the workers read (default: none, only the
  *     built-in {@code demo} kind); made absolute, because workers run from another directory
+ * @param jobUser when the server runs as root, the unprivileged user its jobs' programs run as
+ *     (default {@value #DEFAULT_JOB_USER}); naming the server's own user runs them as that user.
+ *     Without root, jobs run as the server's user whatever this says.
  */
 public record LocalSettings(
     int port,
@@ -34,14 +37,18 @@ public record LocalSettings(
     Duration tickInterval,
     Duration shutdownGrace,
     QueueConfig queue,
-    Optional<Path> kindsFile) {
+    Optional<Path> kindsFile,
+    String jobUser) {
+
+  /** The user jobs run as when the server runs as root: it exists on Debian and owns nothing. */
+  public static final String DEFAULT_JOB_USER = "nobody";
 
   public static final int DEFAULT_PORT = 8080;
   public static final Path DEFAULT_DATA_DIR = Path.of(".buildqueue");
 
   public static LocalSettings defaults() {
     return new LocalSettings(DEFAULT_PORT, DEFAULT_DATA_DIR, null, null, null,
-        Duration.ofSeconds(5), Duration.ofSeconds(30), QueueConfig.defaults(), Optional.empty());
+        Duration.ofSeconds(5), Duration.ofSeconds(30), QueueConfig.defaults(), Optional.empty(), DEFAULT_JOB_USER);
   }
 
   public LocalSettings {
@@ -63,37 +70,57 @@ public record LocalSettings(
     if (queue == null) {
       throw new BuildQueueException("queue settings must be set");
     }
+    if (jobUser == null || !jobUser.matches("[A-Za-z0-9_][A-Za-z0-9_.-]{0,31}")) {
+      throw new BuildQueueException("jobUser must be a user name, was " + jobUser);
+    }
     dataDir = dataDir.toAbsolutePath().normalize();
     kindsFile = kindsFile == null ? Optional.empty() : kindsFile.map(f -> f.toAbsolutePath().normalize());
   }
 
   public LocalSettings withPort(int p) {
-    return new LocalSettings(p, dataDir, databaseUrl, databaseUser, databasePassword, tickInterval, shutdownGrace, queue, kindsFile);
+    return new LocalSettings(p, dataDir, databaseUrl, databaseUser, databasePassword, tickInterval, shutdownGrace, queue, kindsFile, jobUser);
   }
 
   public LocalSettings withDataDir(Path d) {
-    return new LocalSettings(port, d, databaseUrl, databaseUser, databasePassword, tickInterval, shutdownGrace, queue, kindsFile);
+    return new LocalSettings(port, d, databaseUrl, databaseUser, databasePassword, tickInterval, shutdownGrace, queue, kindsFile, jobUser);
   }
 
   public LocalSettings withDatabase(String url, String user, String password) {
-    return new LocalSettings(port, dataDir, url, user, password, tickInterval, shutdownGrace, queue, kindsFile);
+    return new LocalSettings(port, dataDir, url, user, password, tickInterval, shutdownGrace, queue, kindsFile, jobUser);
   }
 
   public LocalSettings withTickInterval(Duration d) {
-    return new LocalSettings(port, dataDir, databaseUrl, databaseUser, databasePassword, d, shutdownGrace, queue, kindsFile);
+    return new LocalSettings(port, dataDir, databaseUrl, databaseUser, databasePassword, d, shutdownGrace, queue, kindsFile, jobUser);
   }
 
   public LocalSettings withShutdownGrace(Duration d) {
-    return new LocalSettings(port, dataDir, databaseUrl, databaseUser, databasePassword, tickInterval, d, queue, kindsFile);
+    return new LocalSettings(port, dataDir, databaseUrl, databaseUser, databasePassword, tickInterval, d, queue, kindsFile, jobUser);
   }
 
   public LocalSettings withQueue(QueueConfig q) {
-    return new LocalSettings(port, dataDir, databaseUrl, databaseUser, databasePassword, tickInterval, shutdownGrace, q, kindsFile);
+    return new LocalSettings(port, dataDir, databaseUrl, databaseUser, databasePassword, tickInterval, shutdownGrace, q, kindsFile, jobUser);
   }
 
   public LocalSettings withKindsFile(Path file) {
     return new LocalSettings(port, dataDir, databaseUrl, databaseUser, databasePassword, tickInterval, shutdownGrace, queue,
-        Optional.ofNullable(file));
+        Optional.ofNullable(file), jobUser);
+  }
+
+  public LocalSettings withJobUser(String user) {
+    return new LocalSettings(port, dataDir, databaseUrl, databaseUser, databasePassword, tickInterval, shutdownGrace, queue,
+        kindsFile, user);
+  }
+
+  /**
+   * The user the server's jobs run as, if not the server's own: {@link #jobUser} when this process
+   * runs as root and that is not root itself.
+   */
+  public Optional<String> effectiveJobUser() {
+    if (!buildqueue.worker.exec.JobUser.runningAsRoot() || jobUser.equals(System.getProperty("user.name"))
+        || jobUser.equals("root")) {
+      return Optional.empty();
+    }
+    return Optional.of(jobUser);
   }
 
   /** Leaves out the password and the URL's parameters. */
@@ -102,6 +129,6 @@ public record LocalSettings(
     return "LocalSettings[port=" + port + ", dataDir=" + dataDir + ", database="
         + (databaseUrl == null ? "embedded" : LocalDatabase.redacted(databaseUrl)) + ", tickInterval=" + tickInterval
         + ", shutdownGrace=" + shutdownGrace + ", queue=" + queue + ", kindsFile=" + kindsFile.map(Path::toString).orElse("none")
-        + "]";
+        + ", jobUser=" + jobUser + "]";
   }
 }

@@ -48,11 +48,13 @@ public final class Main {
         serve [--demo] [--port 8080] [--data-dir .buildqueue] [--database-url jdbc:postgresql://...]
               [--tick-interval 5s] [--shared-slots 1] [--shutdown-grace 30s] [--kinds kinds.json]
               [--worker-lifetime 60m] [--shared-order fair|fifo] [--max-queued-jobs 1000]
+              [--job-user nobody]
             Runs the queue, the HTTP API and the dashboard on http://127.0.0.1:<port>/, with
             workers as child processes. --demo also submits a mix of jobs and shows them live.
             --kinds adds the job kinds of a kind catalogue (README: Job kinds) to the built-in demo.
             --shared-order: fair (default) takes turns by user in the shared lane, fifo takes the
             oldest job; --max-queued-jobs: each user's default quota of queued jobs.
+            --job-user: run as root, the server runs its jobs' programs as this user (default nobody).
         try <kind> <payload-json> [--kinds kinds.json]
             Runs one job of a kind through a queue of its own (embedded PostgreSQL in a temporary
             directory, removed after), in the foreground: prints its log as it comes, then its
@@ -160,7 +162,7 @@ public final class Main {
   int serve(List<String> args) {
     CommandLine cl = CommandLine.parse("serve", args,
         Set.of("port", "data-dir", "database-url", "tick-interval", "shared-slots", "shutdown-grace", "kinds",
-            "worker-lifetime", "shared-order", "max-queued-jobs"), Set.of("demo"));
+            "worker-lifetime", "shared-order", "max-queued-jobs", "job-user"), Set.of("demo"));
     cl.atMostPositionals(0, "serve [--demo] [--port N] [--data-dir DIR] [--database-url URL] [--kinds FILE]");
     boolean demo = cl.has("demo");
     LocalSettings defaults = LocalSettings.defaults();
@@ -187,6 +189,11 @@ public final class Main {
         .withShutdownGrace(cl.duration("shutdown-grace", defaults.shutdownGrace()))
         .withQueue(queue)
         .withKindsFile(cl.has("kinds") ? Path.of(cl.get("kinds", "")) : null);
+    String jobUser = cl.get("job-user", defaults.jobUser());
+    if (!jobUser.matches("[A-Za-z0-9_][A-Za-z0-9_.-]{0,31}")) {
+      throw new CommandLine.UsageException("--job-user must be a user name, was \"" + jobUser + "\"");
+    }
+    settings = settings.withJobUser(jobUser);
 
     LocalRuntime runtime;
     try {
@@ -211,6 +218,9 @@ public final class Main {
     out.println("  job kinds: demo" + runtime.kinds().kinds().stream().map(k -> ", " + k.name())
         .collect(java.util.stream.Collectors.joining())
         + runtime.kinds().file().map(f -> " (catalogue " + f + ")").orElse(" (no catalogue: serve --kinds FILE adds one)"));
+    out.println("  jobs run as: " + settings.effectiveJobUser()
+        .map(u -> u + " (the server runs as root; --job-user names another)")
+        .orElse("the server's own user " + System.getProperty("user.name") + " (README: what a job can reach)"));
     out.println("  shared lane: " + sharedSlots + (sharedSlots == 1 ? " slot" : " slots") + ", "
         + (queue.sharedOrder() == QueueConfig.SharedOrder.FAIR ? "fair (turns by user)" : "fifo")
         + ", at most " + queue.maxQueuedJobs() + " queued jobs a user"
