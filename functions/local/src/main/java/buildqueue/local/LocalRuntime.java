@@ -145,12 +145,28 @@ public final class LocalRuntime implements AutoCloseable {
       for (Path entry : entries.toList()) {
         if (entry.equals(dirs.work())) {
           Files.setPosixFilePermissions(entry, traverseOnly);
-        } else if (!Files.isSymbolicLink(entry)) {
-          java.util.Set<java.nio.file.attribute.PosixFilePermission> mode = Files.getPosixFilePermissions(entry);
-          mode.removeIf(p -> !p.name().startsWith("OWNER_"));
-          Files.setPosixFilePermissions(entry, mode);
+        } else if (entry.equals(DemoKinds.directory(dataDir)) && Files.isDirectory(entry)) {
+          // serve --demo's script is a job's program: readable, beside a catalogue that is not.
+          Files.setPosixFilePermissions(entry, traverseOnly);
+          try (java.util.stream.Stream<Path> demo = Files.list(entry)) {
+            for (Path file : demo.toList()) {
+              ownerOnly(file);
+            }
+          }
+          Files.setPosixFilePermissions(DemoKinds.script(dataDir),
+              java.nio.file.attribute.PosixFilePermissions.fromString("rw-r--r--"));
+        } else {
+          ownerOnly(entry);
         }
       }
+    }
+  }
+
+  private static void ownerOnly(Path entry) throws IOException {
+    if (!Files.isSymbolicLink(entry)) {
+      java.util.Set<java.nio.file.attribute.PosixFilePermission> mode = Files.getPosixFilePermissions(entry);
+      mode.removeIf(p -> !p.name().startsWith("OWNER_"));
+      Files.setPosixFilePermissions(entry, mode);
     }
   }
 
