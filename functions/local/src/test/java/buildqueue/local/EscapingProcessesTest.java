@@ -21,7 +21,8 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * Job programs that try to outlive their job, through the whole local runtime with real worker
  * processes: a {@code setsid} child, a daemon that double-forks and calls {@code setsid()}, a
- * {@code nohup} child, and a {@code setsid} child that ignores SIGTERM. Each writes the pid of the
+ * {@code nohup} child, a {@code setsid} child that ignores SIGTERM, and a {@code setsid} child of a
+ * program still running at its timeout. Each writes the pid of the
  * process meant to escape; one second after the job has ended, none of those pids is a live process
  * with its marker on its command line. (Before the worker was a child subreaper, the {@code setsid}
  * ones were reparented to PID 1 and lived on.)
@@ -80,6 +81,8 @@ class EscapingProcessesTest {
     commands.put("setsid", "setsid " + ESCAPEE + " & " + AWAIT_PID);
     commands.put("nohup", "nohup " + ESCAPEE + " > /dev/null 2>&1 & " + AWAIT_PID);
     commands.put("ignores-sigterm", "setsid " + ESCAPEE + " & " + AWAIT_PID);
+    // Still running at its timeout: SIGTERM, the grace, SIGKILL end it and what it left.
+    commands.put("times-out", "setsid " + ESCAPEE + " & " + AWAIT_PID + "; sleep 900");
     StringBuilder kinds = new StringBuilder("{\"kinds\": {");
     for (Map.Entry<String, String> e : commands.entrySet()) {
       String marker = "escape-marker-" + e.getKey();
@@ -93,12 +96,12 @@ class EscapingProcessesTest {
     Path catalogue = Files.writeString(programs.resolve("kinds.json"), kinds);
     server = TestServer.start(db, TestServer.settings(db, dataDir).withKindsFile(catalogue));
 
-    for (String kind : new String[] {"setsid", "nohup", "ignores-sigterm", "daemon"}) {
+    for (String kind : new String[] {"setsid", "nohup", "ignores-sigterm", "times-out", "daemon"}) {
       ApiClient.Reply reply = server.client("ada", false)
           .post("jobs", TestServer.JSON.createObjectNode().put("kind", kind).set("payload", TestServer.JSON.createObjectNode()));
       assertThat(reply.status()).as(reply.text()).isEqualTo(201);
       long job = reply.json().path("id").asLong();
-      server.awaitStatus(job, "succeeded");
+      server.awaitStatus(job, kind.equals("times-out") ? "failed" : "succeeded");
       String marker = kind.equals("daemon") ? "daemon.py" : "escape-marker-" + kind;
       Path file = pidFiles.get(marker);
       assertThat(file).as("the %s program wrote the pid of the process meant to escape", kind).exists();
@@ -112,7 +115,8 @@ class EscapingProcessesTest {
     for (int i = 0; i < command.length; i++) {
       json.append(i == 0 ? "" : ", ").append(TestServer.JSON.getNodeFactory().textNode(command[i]));
     }
-    return json.append("], \"timeout\": \"1m\", \"cancelGracePeriod\": \"1s\"}").toString();
+    String timeout = name.equals("times-out") ? "2s" : "1m";
+    return json.append("], \"timeout\": \"" + timeout + "\", \"cancelGracePeriod\": \"1s\"}").toString();
   }
 
   /** The process a pid file names, if it is alive with {@code marker} on its command line. */
