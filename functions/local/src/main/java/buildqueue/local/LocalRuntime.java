@@ -18,15 +18,19 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
+import java.nio.file.attribute.PosixFilePermission;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.Deque;
 import java.util.List;
 import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.stream.Stream;
 
 /**
  * The whole system in this JVM: PostgreSQL (embedded or given), migrations, the HTTP API on
@@ -134,27 +138,27 @@ public final class LocalRuntime implements AutoCloseable {
    * logs the workers write in them are never reachable whatever their own mode.
    */
   private static void closeDataDirectory(Path dataDir) throws IOException {
-    java.util.Set<java.nio.file.attribute.PosixFilePermission> traverseOnly =
-        java.nio.file.attribute.PosixFilePermissions.fromString("rwx--x--x");
+    Set<PosixFilePermission> traverseOnly =
+        PosixFilePermissions.fromString("rwx--x--x");
     LocalProcessPlatform.Directories dirs = LocalProcessPlatform.Directories.under(dataDir);
     Files.createDirectories(dirs.work());
     Files.createDirectories(dirs.workerLogs());
     Files.createDirectories(dirs.jobLogs());
     Files.setPosixFilePermissions(dataDir, traverseOnly);
-    try (java.util.stream.Stream<Path> entries = Files.list(dataDir)) {
+    try (Stream<Path> entries = Files.list(dataDir)) {
       for (Path entry : entries.toList()) {
         if (entry.equals(dirs.work())) {
           Files.setPosixFilePermissions(entry, traverseOnly);
         } else if (entry.equals(DemoKinds.directory(dataDir)) && Files.isDirectory(entry)) {
           // serve --demo's script is a job's program: readable, beside a catalogue that is not.
           Files.setPosixFilePermissions(entry, traverseOnly);
-          try (java.util.stream.Stream<Path> demo = Files.list(entry)) {
+          try (Stream<Path> demo = Files.list(entry)) {
             for (Path file : demo.toList()) {
               ownerOnly(file);
             }
           }
           Files.setPosixFilePermissions(DemoKinds.script(dataDir),
-              java.nio.file.attribute.PosixFilePermissions.fromString("rw-r--r--"));
+              PosixFilePermissions.fromString("rw-r--r--"));
         } else {
           ownerOnly(entry);
         }
@@ -164,7 +168,7 @@ public final class LocalRuntime implements AutoCloseable {
 
   private static void ownerOnly(Path entry) throws IOException {
     if (!Files.isSymbolicLink(entry)) {
-      java.util.Set<java.nio.file.attribute.PosixFilePermission> mode = Files.getPosixFilePermissions(entry);
+      Set<PosixFilePermission> mode = Files.getPosixFilePermissions(entry);
       mode.removeIf(p -> !p.name().startsWith("OWNER_"));
       Files.setPosixFilePermissions(entry, mode);
     }

@@ -6,7 +6,10 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermission;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashSet;
@@ -194,12 +197,12 @@ public final class SetsidLauncher implements ProcessLauncher {
     }
     JobUser u = user.get();
     for (Path p : List.of(dir.work(), dir.tmp(), dir.home(), dir.control())) {
-      Files.setAttribute(p, "unix:uid", u.uid(), java.nio.file.LinkOption.NOFOLLOW_LINKS);
-      Files.setAttribute(p, "unix:gid", u.gid(), java.nio.file.LinkOption.NOFOLLOW_LINKS);
+      Files.setAttribute(p, "unix:uid", u.uid(), LinkOption.NOFOLLOW_LINKS);
+      Files.setAttribute(p, "unix:gid", u.gid(), LinkOption.NOFOLLOW_LINKS);
     }
-    Files.setPosixFilePermissions(dir.payload(), java.nio.file.attribute.PosixFilePermissions.fromString("rw-r--r--"));
-    java.util.Set<java.nio.file.attribute.PosixFilePermission> traverseOnly =
-        java.nio.file.attribute.PosixFilePermissions.fromString("rwx--x--x");
+    Files.setPosixFilePermissions(dir.payload(), PosixFilePermissions.fromString("rw-r--r--"));
+    Set<PosixFilePermission> traverseOnly =
+        PosixFilePermissions.fromString("rwx--x--x");
     Files.setPosixFilePermissions(dir.root(), traverseOnly);
     Files.setPosixFilePermissions(dir.root().getParent(), traverseOnly);
   }
