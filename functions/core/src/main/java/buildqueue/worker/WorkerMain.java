@@ -6,6 +6,7 @@ import buildqueue.db.JdbcDatabase;
 import buildqueue.kinds.CommandRunners;
 import buildqueue.kinds.KindCatalogue;
 import buildqueue.worker.exec.LocalJobLogSink;
+import buildqueue.worker.exec.Subreaper;
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import java.lang.System.Logger.Level;
@@ -19,6 +20,8 @@ import java.lang.System.Logger.Level;
  * unreachable database; the job stays on this worker until the exit is seen, then is requeued.
  * A demo crash or the hard deadline halts the process at once (137), with no cleanup. SIGTERM stops
  * it gracefully within {@value WorkerStop#STOP_TIMEOUT_VARIABLE} ({@link WorkerStop}; exit 143).
+ * On Linux the process is the child subreaper of its jobs' processes ({@link Subreaper}): none
+ * outlives its attempt, even one that left its job's session.
  */
 public final class WorkerMain {
   private static final System.Logger LOG = System.getLogger(WorkerMain.class.getName());
@@ -30,6 +33,8 @@ public final class WorkerMain {
   private WorkerMain() {}
 
   public static void main(String[] args) {
+    // This process runs nothing but its jobs: the orphans it adopts are theirs (Subreaper).
+    Subreaper.enable();
     System.exit(run(System.getenv()));
   }
 

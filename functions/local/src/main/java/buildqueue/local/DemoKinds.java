@@ -26,13 +26,23 @@ final class DemoKinds {
 
   private DemoKinds() {}
 
+  /** Where the demo keeps its script and catalogue. */
+  static Path directory(Path dataDir) {
+    return dataDir.resolve("demo").toAbsolutePath();
+  }
+
+  /** The demo's script, a job's program. */
+  static Path script(Path dataDir) {
+    return directory(dataDir).resolve(SCRIPT);
+  }
+
   /**
    * Writes the sample script and the demo's catalogue; returns the catalogue's path. An operator's
    * catalogue is checked first, so its mistakes are reported against its own file.
    */
   static Path prepare(Path dataDir, Optional<Path> operatorCatalogue, QueueConfig queue) {
     try {
-      Path dir = dataDir.resolve("demo").toAbsolutePath();
+      Path dir = directory(dataDir);
       Files.createDirectories(dir);
       Path script = dir.resolve(SCRIPT);
       try (InputStream in = DemoKinds.class.getResourceAsStream("demo/" + SCRIPT)) {

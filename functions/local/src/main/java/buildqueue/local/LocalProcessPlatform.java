@@ -7,6 +7,7 @@ import buildqueue.platform.WorkerLaunch;
 import buildqueue.platform.WorkerPlatform;
 import buildqueue.worker.JobLog;
 import buildqueue.worker.WorkerEnvironment;
+import buildqueue.worker.exec.JobUser;
 import buildqueue.worker.exec.LeftoverJobs;
 import buildqueue.worker.exec.LocalJobLogSink;
 import buildqueue.worker.exec.ProcessRunner;
@@ -109,6 +110,7 @@ public final class LocalProcessPlatform implements WorkerPlatform, AutoCloseable
   private final String host;
   private final Optional<Path> kindsFile;
   private final long maxLogBytes;
+  private final Optional<String> jobUser;
   private final Map<UUID, Child> byToken = new ConcurrentHashMap<>();
   private final Map<String, Child> adoptedByLabel;
   private final Map<LocalTaskId, Child> live = new ConcurrentHashMap<>();
@@ -122,13 +124,17 @@ public final class LocalProcessPlatform implements WorkerPlatform, AutoCloseable
   /** @param kindsFile the kind catalogue each worker loads (an absolute path), or none: only {@code demo} */
   public LocalProcessPlatform(WorkerCommand command, WorkerDatabase database, QueueConfig config, Directories dirs,
       String host, Optional<Path> kindsFile) {
-    this(command, database, config, dirs, host, kindsFile, JobLog.DEFAULT_MAX_LOG_BYTES);
+    this(command, database, config, dirs, host, kindsFile, JobLog.DEFAULT_MAX_LOG_BYTES, Optional.empty());
   }
 
-  /** @param maxLogBytes each job attempt's output its worker keeps at most ({@link JobLog}) */
+  /**
+   * @param maxLogBytes each job attempt's output its worker keeps at most ({@link JobLog})
+   * @param jobUser the user the workers run their jobs' programs as ({@link JobUser}); none: their own
+   */
   public LocalProcessPlatform(WorkerCommand command, WorkerDatabase database, QueueConfig config, Directories dirs,
-      String host, Optional<Path> kindsFile, long maxLogBytes) {
+      String host, Optional<Path> kindsFile, long maxLogBytes, Optional<String> jobUser) {
     this.maxLogBytes = maxLogBytes;
+    this.jobUser = jobUser;
     this.command = command;
     this.database = database;
     this.config = config;
@@ -183,6 +189,16 @@ public final class LocalProcessPlatform implements WorkerPlatform, AutoCloseable
           .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()))
           .redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null")));
       Map<String, String> env = builder.environment();
+      // Never the server's whole environment (an operator's AWS keys, PGPASSWORD): what a JVM and
+      // its jobs' programs need, then the worker's own settings.
+      Map<String, String> inherited = Map.copyOf(env);
+      env.clear();
+      inherited.forEach((name, value) -> {
+        if (passedToWorkers(name)) {
+          env.put(name, value);
+        }
+      });
+      jobUser.ifPresent(u -> env.put(JobUser.VARIABLE, u));
       env.put(WorkerEnvironment.WORKER_ID, Long.toString(launch.workerId()));
       env.put(WorkerEnvironment.WORKER_TOKEN, launch.token().toString());
       env.put(WorkerEnvironment.DATABASE_URL, database.url());
@@ -219,6 +235,18 @@ public final class LocalProcessPlatform implements WorkerPlatform, AutoCloseable
     LOG.log(Level.INFO, "worker {0} started as process {1} in slot {2}; log {3}",
         launch.workerId(), Long.toString(process.pid()), launch.slot(), log);
     return new LaunchOutcome.Started(child.id().toString());
+  }
+
+  /**
+   * The server's variables a worker gets: {@code PATH} (its jobs' programs are found on it), the
+   * locale ({@code LANG}, {@code LC_*}) and {@code TZ} (jobs' output and times read as the
+   * operator's), {@code JAVA_HOME} (a job kind may run a JDK tool), {@code HOME} and {@code USER}
+   * (the JVM's defaults; a job gets its own {@code HOME}). Every {@code BUILDQUEUE_*} setting a
+   * worker reads is set by {@link #launch} itself, so none is inherited.
+   */
+  static boolean passedToWorkers(String name) {
+    return name.equals("PATH") || name.equals("LANG") || name.startsWith("LC_") || name.equals("TZ")
+        || name.equals("JAVA_HOME") || name.equals("HOME") || name.equals("USER");
   }
 
   private List<String> commandLine(WorkerLaunch launch) {

@@ -10,6 +10,7 @@ import buildqueue.db.JdbcDatabase;
 import buildqueue.db.Migrator;
 import buildqueue.kinds.CommandRunners;
 import buildqueue.kinds.KindCatalogue;
+import buildqueue.worker.exec.JobUser;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.lang.System.Logger.Level;
@@ -18,15 +19,19 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
+import java.nio.file.attribute.PosixFilePermission;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.Deque;
 import java.util.List;
 import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.stream.Stream;
 
 /**
  * The whole system in this JVM: PostgreSQL (embedded or given), migrations, the HTTP API on
@@ -87,6 +92,8 @@ public final class LocalRuntime implements AutoCloseable {
         settings.kindsFile().map(f -> KindCatalogue.load(f, settings.queue())).orElseGet(KindCatalogue::none);
     Deque<AutoCloseable> opened = new ArrayDeque<>();
     try {
+      Optional<String> jobUser = settings.effectiveJobUser();
+      jobUser.ifPresent(JobUser::lookup); // a user that does not exist fails the start, not every job
       Files.createDirectories(settings.dataDir());
       Optional<Path> workerKinds = workerCopy(kinds, settings.dataDir());
       LocalTokens tokens = LocalTokens.open(settings.dataDir());
@@ -98,11 +105,14 @@ public final class LocalRuntime implements AutoCloseable {
         LOG.log(Level.INFO, "applied migrations {0}", applied);
       }
       database.allowWorkerLogin(db);
+      if (jobUser.isPresent()) {
+        closeDataDirectory(settings.dataDir()); // now that all it holds is there
+      }
       LocalProcessPlatform platform = new LocalProcessPlatform(workerCommand,
           new LocalProcessPlatform.WorkerDatabase(database.workerUrl(), database.workerUser(),
               database.workerPassword()),
           settings.queue(), LocalProcessPlatform.Directories.under(settings.dataDir()), LocalProcessPlatform.thisHost(),
-          workerKinds, settings.maxLogBytes());
+          workerKinds, settings.maxLogBytes(), jobUser);
       opened.push(platform);
       BuildQueue queue = new BuildQueue(db, platform, settings.queue(), QueueClock.DATABASE);
       platform.onStopped(queue::taskStopped);
@@ -125,6 +135,49 @@ public final class LocalRuntime implements AutoCloseable {
     } catch (RuntimeException e) {
       closeAll(opened);
       throw e;
+    }
+  }
+
+  /**
+   * Where jobs run as another user: the data directory may be passed through (mode 711: its
+   * attempts' directories are under {@code work/}) but not listed, and every other entry in it is
+   * the server's alone. {@code workers/} and {@code jobs/} are made here, before any worker, so the
+   * logs the workers write in them are never reachable whatever their own mode.
+   */
+  private static void closeDataDirectory(Path dataDir) throws IOException {
+    Set<PosixFilePermission> traverseOnly =
+        PosixFilePermissions.fromString("rwx--x--x");
+    LocalProcessPlatform.Directories dirs = LocalProcessPlatform.Directories.under(dataDir);
+    Files.createDirectories(dirs.work());
+    Files.createDirectories(dirs.workerLogs());
+    Files.createDirectories(dirs.jobLogs());
+    Files.setPosixFilePermissions(dataDir, traverseOnly);
+    try (Stream<Path> entries = Files.list(dataDir)) {
+      for (Path entry : entries.toList()) {
+        if (entry.equals(dirs.work())) {
+          Files.setPosixFilePermissions(entry, traverseOnly);
+        } else if (entry.equals(DemoKinds.directory(dataDir)) && Files.isDirectory(entry)) {
+          // serve --demo's script is a job's program: readable, beside a catalogue that is not.
+          Files.setPosixFilePermissions(entry, traverseOnly);
+          try (Stream<Path> demo = Files.list(entry)) {
+            for (Path file : demo.toList()) {
+              ownerOnly(file);
+            }
+          }
+          Files.setPosixFilePermissions(DemoKinds.script(dataDir),
+              PosixFilePermissions.fromString("rw-r--r--"));
+        } else {
+          ownerOnly(entry);
+        }
+      }
+    }
+  }
+
+  private static void ownerOnly(Path entry) throws IOException {
+    if (!Files.isSymbolicLink(entry)) {
+      Set<PosixFilePermission> mode = Files.getPosixFilePermissions(entry);
+      mode.removeIf(p -> !p.name().startsWith("OWNER_"));
+      Files.setPosixFilePermissions(entry, mode);
     }
   }
 

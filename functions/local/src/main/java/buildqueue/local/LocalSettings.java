@@ -28,6 +28,9 @@ import java.util.Optional;
  * @param maxLogBytes a job attempt's output kept at most, in bytes (default {@link
  *     JobLog#DEFAULT_MAX_LOG_BYTES}, 100 MiB): past it the output is dropped and one line says how
  *     much; the job's file, its tail and {@code logs} show the rest was cut
+ * @param jobUser when the server runs as root, the unprivileged user its jobs' programs run as
+ *     (default {@value #DEFAULT_JOB_USER}); naming the server's own user runs them as that user.
+ *     Without root, jobs run as the server's user whatever this says.
  */
 public record LocalSettings(
     int port,
@@ -39,7 +42,11 @@ public record LocalSettings(
     Duration shutdownGrace,
     QueueConfig queue,
     Optional<Path> kindsFile,
-    long maxLogBytes) {
+    long maxLogBytes,
+    String jobUser) {
+
+  /** The user jobs run as when the server runs as root: it exists on Debian and owns nothing. */
+  public static final String DEFAULT_JOB_USER = "nobody";
 
   public static final int DEFAULT_PORT = 8080;
   public static final Path DEFAULT_DATA_DIR = Path.of(".buildqueue");
@@ -47,7 +54,7 @@ public record LocalSettings(
   public static LocalSettings defaults() {
     return new LocalSettings(DEFAULT_PORT, DEFAULT_DATA_DIR, null, null, null,
         Duration.ofSeconds(5), Duration.ofSeconds(30), QueueConfig.defaults(), Optional.empty(),
-        JobLog.DEFAULT_MAX_LOG_BYTES);
+        JobLog.DEFAULT_MAX_LOG_BYTES, DEFAULT_JOB_USER);
   }
 
   public LocalSettings {
@@ -72,42 +79,62 @@ public record LocalSettings(
     if (maxLogBytes < 1) {
       throw new BuildQueueException("maxLogBytes must be at least 1, was " + maxLogBytes);
     }
+    if (jobUser == null || !jobUser.matches("[A-Za-z0-9_][A-Za-z0-9_.-]{0,31}")) {
+      throw new BuildQueueException("jobUser must be a user name, was " + jobUser);
+    }
     dataDir = dataDir.toAbsolutePath().normalize();
     kindsFile = kindsFile == null ? Optional.empty() : kindsFile.map(f -> f.toAbsolutePath().normalize());
   }
 
   public LocalSettings withPort(int p) {
-    return new LocalSettings(p, dataDir, databaseUrl, databaseUser, databasePassword, tickInterval, shutdownGrace, queue, kindsFile, maxLogBytes);
+    return new LocalSettings(p, dataDir, databaseUrl, databaseUser, databasePassword, tickInterval, shutdownGrace, queue, kindsFile, maxLogBytes, jobUser);
   }
 
   public LocalSettings withDataDir(Path d) {
-    return new LocalSettings(port, d, databaseUrl, databaseUser, databasePassword, tickInterval, shutdownGrace, queue, kindsFile, maxLogBytes);
+    return new LocalSettings(port, d, databaseUrl, databaseUser, databasePassword, tickInterval, shutdownGrace, queue, kindsFile, maxLogBytes, jobUser);
   }
 
   public LocalSettings withDatabase(String url, String user, String password) {
-    return new LocalSettings(port, dataDir, url, user, password, tickInterval, shutdownGrace, queue, kindsFile, maxLogBytes);
+    return new LocalSettings(port, dataDir, url, user, password, tickInterval, shutdownGrace, queue, kindsFile, maxLogBytes, jobUser);
   }
 
   public LocalSettings withTickInterval(Duration d) {
-    return new LocalSettings(port, dataDir, databaseUrl, databaseUser, databasePassword, d, shutdownGrace, queue, kindsFile, maxLogBytes);
+    return new LocalSettings(port, dataDir, databaseUrl, databaseUser, databasePassword, d, shutdownGrace, queue, kindsFile, maxLogBytes, jobUser);
   }
 
   public LocalSettings withShutdownGrace(Duration d) {
-    return new LocalSettings(port, dataDir, databaseUrl, databaseUser, databasePassword, tickInterval, d, queue, kindsFile, maxLogBytes);
+    return new LocalSettings(port, dataDir, databaseUrl, databaseUser, databasePassword, tickInterval, d, queue, kindsFile, maxLogBytes, jobUser);
   }
 
   public LocalSettings withQueue(QueueConfig q) {
-    return new LocalSettings(port, dataDir, databaseUrl, databaseUser, databasePassword, tickInterval, shutdownGrace, q, kindsFile, maxLogBytes);
+    return new LocalSettings(port, dataDir, databaseUrl, databaseUser, databasePassword, tickInterval, shutdownGrace, q, kindsFile, maxLogBytes, jobUser);
   }
 
   public LocalSettings withKindsFile(Path file) {
     return new LocalSettings(port, dataDir, databaseUrl, databaseUser, databasePassword, tickInterval, shutdownGrace, queue,
-        Optional.ofNullable(file), maxLogBytes);
+        Optional.ofNullable(file), maxLogBytes, jobUser);
   }
 
   public LocalSettings withMaxLogBytes(long bytes) {
     return new LocalSettings(port, dataDir, databaseUrl, databaseUser, databasePassword, tickInterval, shutdownGrace, queue,
-        kindsFile, bytes);
+        kindsFile, bytes, jobUser);
+  }
+
+  public LocalSettings withJobUser(String user) {
+    return new LocalSettings(port, dataDir, databaseUrl, databaseUser, databasePassword, tickInterval, shutdownGrace, queue,
+        kindsFile, maxLogBytes, user);
+  }
+
+  /**
+   * The user the server's jobs run as, if not the server's own: {@link #jobUser} when this process
+   * runs as root and that is not root itself.
+   */
+  public Optional<String> effectiveJobUser() {
+    if (!buildqueue.worker.exec.JobUser.runningAsRoot() || jobUser.equals(System.getProperty("user.name"))
+        || jobUser.equals("root")) {
+      return Optional.empty();
+    }
+    return Optional.of(jobUser);
   }
 
   /** Leaves out the password and the URL's parameters. */
@@ -116,6 +143,6 @@ public record LocalSettings(
     return "LocalSettings[port=" + port + ", dataDir=" + dataDir + ", database="
         + (databaseUrl == null ? "embedded" : LocalDatabase.redacted(databaseUrl)) + ", tickInterval=" + tickInterval
         + ", shutdownGrace=" + shutdownGrace + ", queue=" + queue + ", kindsFile=" + kindsFile.map(Path::toString).orElse("none")
-        + ", maxLogBytes=" + maxLogBytes + "]";
+        + ", maxLogBytes=" + maxLogBytes + ", jobUser=" + jobUser + "]";
   }
 }

@@ -52,7 +52,7 @@ public final class Main {
         serve [--demo] [--port 8080] [--data-dir .buildqueue] [--database-url jdbc:postgresql://...]
               [--tick-interval 5s] [--shared-slots 1] [--shutdown-grace 30s] [--kinds kinds.json]
               [--worker-lifetime 60m] [--shared-order fair|fifo] [--max-queued-jobs 1000]
-              [--max-log-bytes 100m] [--retention 7d]
+              [--max-log-bytes 100m] [--retention 7d] [--job-user nobody]
             Runs the queue, the HTTP API and the dashboard on http://127.0.0.1:<port>/, with
             workers as child processes. --demo also submits a mix of jobs and shows them live.
             --kinds adds the job kinds of a kind catalogue (README: Job kinds) to the built-in demo.
@@ -61,6 +61,7 @@ public final class Main {
             --max-log-bytes: a job attempt's output kept in <data-dir>/jobs/job-<id>.log at most
             (k, m, g: KiB, MiB, GiB); the rest is dropped and one line says how much.
             --retention: finished jobs, their logs and exited workers are deleted after this.
+            --job-user: run as root, the server runs its jobs' programs as this user (default nobody).
         try <kind> <payload-json> [--kinds kinds.json]
             Runs one job of a kind through a queue of its own (embedded PostgreSQL in a temporary
             directory, removed after), in the foreground: prints its log as it comes, then its
@@ -168,7 +169,7 @@ public final class Main {
   int serve(List<String> args) {
     CommandLine cl = CommandLine.parse("serve", args,
         Set.of("port", "data-dir", "database-url", "tick-interval", "shared-slots", "shutdown-grace", "kinds",
-            "worker-lifetime", "shared-order", "max-queued-jobs", "max-log-bytes", "retention"), Set.of("demo"));
+            "worker-lifetime", "shared-order", "max-queued-jobs", "max-log-bytes", "retention", "job-user"), Set.of("demo"));
     cl.atMostPositionals(0, "serve [--demo] [--port N] [--data-dir DIR] [--database-url URL] [--kinds FILE]");
     boolean demo = cl.has("demo");
     LocalSettings defaults = LocalSettings.defaults();
@@ -201,6 +202,11 @@ public final class Main {
         .withQueue(queue)
         .withKindsFile(cl.has("kinds") ? Path.of(cl.get("kinds", "")) : null)
         .withMaxLogBytes(cl.bytes("max-log-bytes", defaults.maxLogBytes()));
+    String jobUser = cl.get("job-user", defaults.jobUser());
+    if (!jobUser.matches("[A-Za-z0-9_][A-Za-z0-9_.-]{0,31}")) {
+      throw new CommandLine.UsageException("--job-user must be a user name, was \"" + jobUser + "\"");
+    }
+    settings = settings.withJobUser(jobUser);
 
     LocalRuntime runtime;
     try {
@@ -225,6 +231,9 @@ public final class Main {
     out.println("  job kinds: demo" + runtime.kinds().kinds().stream().map(k -> ", " + k.name())
         .collect(java.util.stream.Collectors.joining())
         + runtime.kinds().file().map(f -> " (catalogue " + f + ")").orElse(" (no catalogue: serve --kinds FILE adds one)"));
+    out.println("  jobs run as: " + settings.effectiveJobUser()
+        .map(u -> u + " (the server runs as root; --job-user names another)")
+        .orElse("the server's own user " + System.getProperty("user.name") + " (README: what a job can reach)"));
     out.println("  shared lane: " + sharedSlots + (sharedSlots == 1 ? " slot" : " slots") + ", "
         + (queue.sharedOrder() == QueueConfig.SharedOrder.FAIR ? "fair (turns by user)" : "fifo")
         + ", at most " + queue.maxQueuedJobs() + " queued jobs a user"

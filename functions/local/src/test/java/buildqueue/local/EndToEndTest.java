@@ -172,7 +172,8 @@ class EndToEndTest {
 
   @Test
   void the_demo_mix_ends_as_designed(TestDatabase db) throws InterruptedException {
-    LocalSettings settings = TestServer.settings(db, dataDir);
+    // As serve --demo runs: its script in the data directory, run as nobody when the tests run as root.
+    LocalSettings settings = TestServer.settings(db, dataDir).withJobUser(LocalSettings.DEFAULT_JOB_USER);
     settings = settings.withKindsFile(DemoKinds.prepare(dataDir, java.util.Optional.empty(), settings.queue()));
     try (TestServer server = TestServer.start(db, settings)) {
       Demo demo = new Demo(server.runtime.api(), new java.io.PrintStream(java.io.OutputStream.nullOutputStream()), false);

@@ -36,6 +36,7 @@ public final class HostileJob {
 
     Map<String, String> worker = workerEnvironment().orElseThrow(() -> new IllegalStateException("no worker found"));
     result("worker-env-through-proc", "ok");
+    result("worker-env-names", String.join(",", new java.util.TreeSet<>(worker.keySet())));
     String url = worker.get("BUILDQUEUE_DATABASE_URL");
     String user = worker.get("BUILDQUEUE_DATABASE_USER");
     String password = worker.get("BUILDQUEUE_DATABASE_PASSWORD");

@@ -53,11 +53,12 @@ class LocalJarIT {
     return ProcessHandle.current().info().command().orElse("java");
   }
 
-  private Process serve(int port) throws IOException {
+  private Process serve(int port, String... more) throws IOException {
     Path log = dir.resolve("server-" + servers.size() + ".log");
-    Process p = new ProcessBuilder(java(), "-jar", JAR, "serve", "--port", Integer.toString(port),
-        "--data-dir", dir.resolve("data").toString(), "--tick-interval", "500ms")
-        .redirectErrorStream(true).redirectOutput(log.toFile()).start();
+    List<String> cmd = new ArrayList<>(List.of(java(), "-jar", JAR, "serve", "--port", Integer.toString(port),
+        "--data-dir", dir.resolve("data").toString(), "--tick-interval", "500ms"));
+    cmd.addAll(List.of(more));
+    Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();
     servers.add(p);
     Await.until("the server to say it is running", Duration.ofSeconds(90),
         () -> read(log).contains("buildqueue is running"));
@@ -168,6 +169,36 @@ class LocalJarIT {
         return false;
       }
     });
+  }
+
+  @Test
+  void a_process_that_leaves_its_jobs_session_is_gone_one_second_after_the_job_ends() throws Exception {
+    Path programs = Files.createDirectories(dir.resolve("programs"));
+    Files.setPosixFilePermissions(dir, java.nio.file.attribute.PosixFilePermissions.fromString("rwxr-xr-x"));
+    Path pidFile = programs.resolve("escapee.pid");
+    // The escapee must be writable-to by the job's user, whoever that is (nobody under root).
+    Files.setPosixFilePermissions(programs, java.nio.file.attribute.PosixFilePermissions.fromString("rwxrwxrwx"));
+    String escapee = "setsid /usr/bin/python3 -c 'import os, sys, time\\nopen(sys.argv[2], \\\"w\\\").write(str(os.getpid()))"
+        + "\\ntime.sleep(900)' escape-marker-jar " + pidFile + " & while [ ! -s " + pidFile + " ]; do sleep 0.05; done";
+    Path kinds = Files.writeString(programs.resolve("kinds.json"),
+        "{\"kinds\": {\"escapes\": {\"command\": [\"sh\", \"-c\", \"" + escapee + "\"], \"timeout\": \"1m\"}}}");
+    int port = freePort();
+    serve(port, "--kinds", kinds.toString());
+    long id = TestServer.JSON.readTree(cli(port, "submit", "escapes", "{}", "--user", "bob", "--json")).path("id").asLong();
+    Await.until("the job to succeed", Duration.ofSeconds(60), () -> "succeeded".equals(status(port, id)));
+    String pid = Files.readString(pidFile).strip();
+    try {
+      Await.until("the escapee " + pid + " to be gone", Duration.ofSeconds(1), () -> {
+        try {
+          return !new String(Files.readAllBytes(Path.of("/proc", pid, "cmdline")), StandardCharsets.UTF_8)
+              .contains("escape-marker-jar");
+        } catch (IOException gone) {
+          return true;
+        }
+      });
+    } finally {
+      ProcessHandle.of(Long.parseLong(pid)).ifPresent(ProcessHandle::destroyForcibly);
+    }
   }
 
   private int progress(int port, long id) {

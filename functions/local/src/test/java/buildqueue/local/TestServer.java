@@ -39,7 +39,9 @@ final class TestServer implements AutoCloseable {
         .withDatabase(db.jdbcUrl(), null, null)
         .withTickInterval(Duration.ofMillis(200))
         .withShutdownGrace(Duration.ZERO)
-        .withQueue(QueueConfig.defaults().withLivenessInterval(Duration.ofMillis(300)));
+        .withQueue(QueueConfig.defaults().withLivenessInterval(Duration.ofMillis(300)))
+        // The tests' programs live in root-only temporary directories; HostileJobTest runs them as nobody.
+        .withJobUser(System.getProperty("user.name"));
   }
 
   static TestServer start(TestDatabase db, Path dataDir) {

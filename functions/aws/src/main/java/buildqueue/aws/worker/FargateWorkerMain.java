@@ -14,6 +14,7 @@ import buildqueue.worker.JobHandlers;
 import buildqueue.worker.WorkerLoop;
 import buildqueue.worker.WorkerProcess;
 import buildqueue.worker.WorkerStop;
+import buildqueue.worker.exec.Subreaper;
 import java.io.PrintStream;
 import java.lang.System.Logger.Level;
 import java.util.Map;
@@ -45,6 +46,8 @@ public final class FargateWorkerMain {
   public static void main(String[] args) {
     String workerId = System.getenv(AwsSettings.WORKER_ID);
     JsonLogging.install(Map.of("component", "worker", "workerId", workerId == null ? "?" : workerId));
+    // The task is the outer boundary (ECS ends all of it); within it, no job's process outlives its attempt.
+    Subreaper.enable();
     int code = run(System::getenv, WorkerProcess.HALT, CommandRunners.forThisProcess(System.getenv()), System.out);
     System.exit(code);
   }

@@ -21,6 +21,12 @@ public interface ProcessLauncher {
   JobProcess start(Spec spec) throws IOException;
 
   /**
+   * Readies an attempt's directory for the program before {@link #start}: a launcher that runs
+   * programs as another user hands it the parts the program writes. Nothing by default.
+   */
+  default void prepare(JobDirectory dir) throws IOException {}
+
+  /**
    * What to start.
    *
    * @param command the program and its arguments, as the kind gives them

@@ -143,6 +143,12 @@ public final class ProcessRunner implements CommandRunner {
     JobDirectory dir;
     try {
       dir = JobDirectory.create(baseDir, context.jobId(), context.attempt(), payloadJson(context.payload()));
+      try {
+        launcher.prepare(dir);
+      } catch (IOException | RuntimeException e) {
+        dir.delete();
+        throw new IOException("cannot hand it to the job's user (" + e.getMessage() + ")", e);
+      }
     } catch (IOException e) {
       String why = "the worker could not make the job's directory under " + baseDir + ": " + e.getMessage();
       log.line(JobLog.Stream.WORKER, why);

@@ -6,12 +6,16 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermission;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
@@ -39,9 +43,14 @@ public final class SetsidLauncher implements ProcessLauncher {
   private static final String SHELL_NAME = "buildqueue";
 
   private final Path setsid;
+  /** Where jobs run as another user: {@code setpriv} and that user. */
+  private final Optional<Path> setpriv;
+  private final Optional<JobUser> user;
 
-  private SetsidLauncher(Path setsid) {
+  private SetsidLauncher(Path setsid, Optional<Path> setpriv, Optional<JobUser> user) {
     this.setsid = setsid;
+    this.setpriv = setpriv;
+    this.user = user;
   }
 
   /**
@@ -51,22 +60,42 @@ public final class SetsidLauncher implements ProcessLauncher {
    * @throws BuildQueueException it is missing or behaves otherwise; the message says what to do
    */
   public static SetsidLauncher find(Map<String, String> workerEnvironment) {
+    Path found = tool("setsid", workerEnvironment, "a worker runs each job's program in a session of its own"
+        + " through util-linux's setsid");
+    Optional<JobUser> user = JobUser.fromEnvironment(workerEnvironment);
+    Optional<Path> setpriv = Optional.empty();
+    if (user.isPresent()) {
+      if (!JobUser.runningAsRoot()) {
+        throw new BuildQueueException(JobUser.VARIABLE + " names " + user.get().name() + ", but this worker does not"
+            + " run as root and cannot run programs as another user");
+      }
+      setpriv = Optional.of(tool("setpriv", workerEnvironment, "a root worker runs each job's program as "
+          + user.get().name() + " through util-linux's setpriv"));
+    }
+    SetsidLauncher launcher = new SetsidLauncher(found, setpriv, user);
+    launcher.checkRunsInPlace();
+    return launcher;
+  }
+
+  private static Path tool(String name, Map<String, String> workerEnvironment, String why) {
     Set<Path> candidates = new LinkedHashSet<>();
     String path = workerEnvironment.getOrDefault("PATH", "");
     for (String dir : path.split(File.pathSeparator)) {
       if (!dir.isBlank()) {
-        candidates.add(Path.of(dir, "setsid"));
+        candidates.add(Path.of(dir, name));
       }
     }
-    candidates.add(Path.of("/usr/bin/setsid"));
-    candidates.add(Path.of("/bin/setsid"));
-    Path found = candidates.stream().filter(Files::isExecutable).findFirst().orElseThrow(() ->
-        new BuildQueueException("setsid was not found (looked in " + candidates.stream().map(Path::getParent)
-            .map(Path::toString).distinct().reduce((a, b) -> a + ", " + b).orElse("") + "): a worker runs each job's"
-            + " program in a session of its own through util-linux's setsid; install util-linux in the worker's image"));
-    SetsidLauncher launcher = new SetsidLauncher(found);
-    launcher.checkRunsInPlace();
-    return launcher;
+    candidates.add(Path.of("/usr/bin", name));
+    candidates.add(Path.of("/bin", name));
+    return candidates.stream().filter(Files::isExecutable).findFirst().orElseThrow(() ->
+        new BuildQueueException(name + " was not found (looked in " + candidates.stream().map(Path::getParent)
+            .map(Path::toString).distinct().reduce((a, b) -> a + ", " + b).orElse("") + "): " + why
+            + "; install util-linux in the worker's image"));
+  }
+
+  /** The user the programs run as, if not the worker's own. */
+  public Optional<JobUser> jobUser() {
+    return user;
   }
 
   /** The {@code setsid} this launcher runs. */
@@ -136,6 +165,48 @@ public final class SetsidLauncher implements ProcessLauncher {
     return argv;
   }
 
+  /**
+   * As {@link #argv}, with the program run as the job user: the shell, still the worker's user,
+   * records the session (a file the job cannot then rewrite to name other processes), then execs
+   * {@code setpriv}, which changes its user and groups and execs the program, in the same process.
+   */
+  private List<String> jobArgv(List<String> command) {
+    if (user.isEmpty()) {
+      return argv(command);
+    }
+    JobUser u = user.get();
+    List<String> asUser = new ArrayList<>(command.size() + 5);
+    asUser.add(setpriv.orElseThrow().toString());
+    asUser.add("--reuid=" + u.uid());
+    asUser.add("--regid=" + u.gid());
+    asUser.add("--init-groups");
+    asUser.add("--");
+    asUser.addAll(command);
+    return argv(asUser);
+  }
+
+  /**
+   * Where programs run as the job user: the attempt's {@code work/}, {@code tmp/}, {@code home/}
+   * and control file become that user's, the payload readable, and the directories above them
+   * traversable but not listable; the session file and everything else stay the worker's.
+   */
+  @Override
+  public void prepare(JobDirectory dir) throws IOException {
+    if (user.isEmpty()) {
+      return;
+    }
+    JobUser u = user.get();
+    for (Path p : List.of(dir.work(), dir.tmp(), dir.home(), dir.control())) {
+      Files.setAttribute(p, "unix:uid", u.uid(), LinkOption.NOFOLLOW_LINKS);
+      Files.setAttribute(p, "unix:gid", u.gid(), LinkOption.NOFOLLOW_LINKS);
+    }
+    Files.setPosixFilePermissions(dir.payload(), PosixFilePermissions.fromString("rw-r--r--"));
+    Set<PosixFilePermission> traverseOnly =
+        PosixFilePermissions.fromString("rwx--x--x");
+    Files.setPosixFilePermissions(dir.root(), traverseOnly);
+    Files.setPosixFilePermissions(dir.root().getParent(), traverseOnly);
+  }
+
   private static String[] fieldsAfterName(String stat) {
     int close = stat.lastIndexOf(')');
     if (close < 0 || close + 2 >= stat.length()) {
@@ -147,14 +218,16 @@ public final class SetsidLauncher implements ProcessLauncher {
 
   @Override
   public JobProcess start(Spec spec) throws IOException {
-    ProcessBuilder builder = new ProcessBuilder(argv(spec.command()))
+    ProcessBuilder builder = new ProcessBuilder(jobArgv(spec.command()))
         .directory(spec.workDir().toFile())
         .redirectInput(DEV_NULL);
     Map<String, String> env = builder.environment();
     env.clear();
     env.putAll(spec.environment());
     env.put(SESSION_VARIABLE, spec.sessionFile().toString());
+    user.ifPresent(u -> env.put("USER", u.name()));
     Process process = builder.start();
+    Subreaper.started(process);
     // The shell records the start time itself; -1 only where it has not yet when a kill comes.
     return new SessionProcess(process, new JobSession(process.pid(), -1));
   }
@@ -212,15 +285,20 @@ public final class SetsidLauncher implements ProcessLauncher {
     /**
      * The session's processes, plus the program and its descendants: before {@code setsid()} has
      * run, the program is still in the worker's session, and a descendant that left the session is
-     * still found while the program lives.
+     * still found while the program lives. Plus, where the worker is a child subreaper, every
+     * orphan it adopted and their descendants: a process that left the session and lost its parent
+     * ({@code setsid cmd &}, a double-forked daemon) is the worker's child now, and it belongs to
+     * this job, the only one the worker runs.
      */
     private List<ProcessHandle> members() {
+      List<ProcessHandle> adopted = Subreaper.adopted();
       if (!process.isAlive()) {
-        // Its children were reparented when it exited: only the session finds them now.
-        return session.members();
+        // Its children were reparented when it exited: the session and the adoptions find them now.
+        return session.members(adopted);
       }
       ProcessHandle self = process.toHandle();
-      List<ProcessHandle> known = Stream.concat(Stream.of(self), self.descendants()).toList();
+      List<ProcessHandle> known = Stream.concat(Stream.concat(Stream.of(self), self.descendants()), adopted.stream())
+          .toList();
       return session.members(known);
     }
   }
