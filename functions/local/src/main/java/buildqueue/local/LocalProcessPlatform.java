@@ -154,9 +154,11 @@ public final class LocalProcessPlatform implements WorkerPlatform, AutoCloseable
 
   /**
    * From now on, launches start nothing and answer "unknown": the worker keeps its slot and the
-   * next server's tick launches it with the same token. Used while the server shuts down.
+   * next server's tick launches it with the same token. Used while the server shuts down. Waits for
+   * a launch under way: once this returns, every worker process this platform will ever have
+   * started is among the {@link #liveWorkers}.
    */
-  public void stopLaunching() {
+  public synchronized void stopLaunching() {
     launching = false;
   }
 
