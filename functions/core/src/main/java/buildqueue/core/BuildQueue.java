@@ -42,6 +42,7 @@ public final class BuildQueue {
   private final DispatchTransitions dispatch;
   private final ExitTransitions exits;
   private final TickTransitions tick;
+  private volatile boolean dispatching = true;
 
   public BuildQueue(Database db, WorkerPlatform platform, QueueConfig config, QueueClock clock) {
     this(db, platform, config, clock, ExitListener.NONE);
@@ -60,6 +61,15 @@ public final class BuildQueue {
 
   public QueueConfig config() {
     return config;
+  }
+
+  /**
+   * From now on this queue dispatches nothing: no job gets a worker or an attempt here, whether an
+   * enqueue, an exit or a tick asks. For a server that is shutting down: what would have been
+   * dispatched stays queued, with its progress, for the next server's tick. Irreversible.
+   */
+  public void stopDispatching() {
+    dispatching = false;
   }
 
   /** Enqueues a job and, if its lane has a free slot, dispatches the lane. */
@@ -144,7 +154,7 @@ public final class BuildQueue {
     List<DispatchTransitions.Dispatched> done = new ArrayList<>();
     int races = 0;
     while (true) {
-      if (!gate.mayLaunch()) {
+      if (!dispatching || !gate.mayLaunch()) {
         return done;
       }
       Optional<DispatchTransitions.Dispatched> next;

@@ -11,6 +11,7 @@ import buildqueue.worker.exec.JobUser;
 import buildqueue.worker.exec.LeftoverJobs;
 import buildqueue.worker.exec.LocalJobLogSink;
 import buildqueue.worker.exec.ProcessRunner;
+import buildqueue.worker.exec.SetsidLauncher;
 import java.io.IOException;
 import java.lang.System.Logger.Level;
 import java.net.InetAddress;
@@ -53,6 +54,10 @@ import java.util.stream.Stream;
  * own, {@code <work>/worker-<id>}, where each job records its session; and until that is done the
  * worker still counts as running. A new server clears the work directories of workers that died
  * while no server watched.
+ *
+ * <p>Each worker starts in a session of its own (util-linux {@code setsid}, which runs it in place:
+ * its pid is the one the JDK watches), so a signal to the server's process group (a terminal's
+ * Ctrl-C) reaches only the server, which then stops its workers itself ({@link #stopWorkers}).
  */
 public final class LocalProcessPlatform implements WorkerPlatform, AutoCloseable {
   private static final System.Logger LOG = System.getLogger(LocalProcessPlatform.class.getName());
@@ -120,6 +125,8 @@ public final class LocalProcessPlatform implements WorkerPlatform, AutoCloseable
   private final ScheduledExecutorService killer = Executors.newSingleThreadScheduledExecutor(daemon("buildqueue-worker-kill"));
   private volatile StopListener listener = (taskId, workerId, token, reason) -> {};
   private volatile boolean launching = true;
+  /** util-linux's {@code setsid}, checked to run a program in place; none where there is no such thing. */
+  private final Optional<Path> setsid = findSetsid();
 
   /** @param kindsFile the kind catalogue each worker loads (an absolute path), or none: only {@code demo} */
   public LocalProcessPlatform(WorkerCommand command, WorkerDatabase database, QueueConfig config, Directories dirs,
@@ -162,9 +169,11 @@ public final class LocalProcessPlatform implements WorkerPlatform, AutoCloseable
 
   /**
    * From now on, launches start nothing and answer "unknown": the worker keeps its slot and the
-   * next server's tick launches it with the same token. Used while the server shuts down.
+   * next server's tick launches it with the same token. Used while the server shuts down. Waits for
+   * a launch under way: once this returns, every worker process this platform will ever have
+   * started is among the {@link #liveWorkers}.
    */
-  public void stopLaunching() {
+  public synchronized void stopLaunching() {
     launching = false;
   }
 
@@ -183,6 +192,10 @@ public final class LocalProcessPlatform implements WorkerPlatform, AutoCloseable
     Process process;
     Path log = dirs.workerLogs().resolve("worker-" + launch.workerId() + ".log");
     try {
+      if (setsid.isPresent() && !runnable(command.java())) {
+        // setsid would start and then fail to exec it: say so now, as starting it directly would.
+        throw new IOException("Cannot run program \"" + command.java() + "\": not an executable file");
+      }
       Files.createDirectories(dirs.workerLogs());
       ProcessBuilder builder = new ProcessBuilder(commandLine(launch))
           .redirectErrorStream(true)
@@ -251,6 +264,8 @@ public final class LocalProcessPlatform implements WorkerPlatform, AutoCloseable
 
   private List<String> commandLine(WorkerLaunch launch) {
     List<String> cmd = new ArrayList<>();
+    // A session of its own: a terminal's Ctrl-C to the server's process group does not reach it.
+    setsid.ifPresent(s -> cmd.add(s.toString()));
     cmd.add(command.java());
     cmd.addAll(command.jvmFlags());
     cmd.add("-Djava.util.logging.SimpleFormatter.format=%1$tF %1$tT %4$s %5$s%6$s%n");
@@ -263,6 +278,27 @@ public final class LocalProcessPlatform implements WorkerPlatform, AutoCloseable
     cmd.add(command.classpath());
     cmd.add(command.mainClass());
     return cmd;
+  }
+
+  /** Whether {@code program} names an executable file, as {@code execvp} would find it. */
+  private static boolean runnable(String program) {
+    if (program.contains("/")) {
+      return Files.isExecutable(Path.of(program));
+    }
+    String path = Optional.ofNullable(System.getenv("PATH")).orElse("");
+    return Stream.of(path.split(java.io.File.pathSeparator))
+        .filter(d -> !d.isEmpty())
+        .anyMatch(d -> Files.isExecutable(Path.of(d, program)));
+  }
+
+  private static Optional<Path> findSetsid() {
+    try {
+      return Optional.of(SetsidLauncher.find(System.getenv()).setsid());
+    } catch (RuntimeException e) {
+      LOG.log(Level.WARNING, "workers start in the server's process group, so a terminal's Ctrl-C reaches them too: "
+          + e.getMessage());
+      return Optional.empty();
+    }
   }
 
   private static String describeExit(int code) {
@@ -428,6 +464,34 @@ public final class LocalProcessPlatform implements WorkerPlatform, AutoCloseable
   }
 
   /**
+   * Stops every known worker process the way the platform's {@link #stop} does, all at once: SIGTERM
+   * (each stops its job within its stop timeout, records an interruption that keeps the job's
+   * progress, takes no next job and exits), up to {@code grace} for them to exit, then SIGKILL to
+   * those left; returns once every exit has been delivered (each after its jobs' leftovers are
+   * killed), or after a bounded wait, false if some were not. For a server that shuts down: call
+   * {@link #stopLaunching} first.
+   */
+  public boolean stopWorkers(Duration grace) throws InterruptedException {
+    List<Child> running = live.values().stream().filter(c -> c.handle().isAlive()).toList();
+    for (Child c : running) {
+      LOG.log(Level.INFO, "stopping worker process {0} (worker {1}): the server is shutting down",
+          Long.toString(c.handle().pid()), c.workerId());
+      c.handle().destroy();
+    }
+    if (awaitWorkersExited(grace)) {
+      return true;
+    }
+    List<Child> left = live.values().stream().filter(c -> c.handle().isAlive()).toList();
+    for (Child c : left) {
+      LOG.log(Level.WARNING, "worker process {0} did not stop within {1} s; SIGKILL (its job is recovered at the next"
+          + " start)", Long.toString(c.handle().pid()), grace.toSeconds());
+      c.handle().destroyForcibly();
+    }
+    // Each exit kills what its jobs left (bounded by LEFTOVER_PATIENCE) before it is delivered.
+    return awaitWorkersExited(LEFTOVER_PATIENCE.plusSeconds(5));
+  }
+
+  /**
    * Worker processes left by a previous server on this host, found by their label. A relaunch of
    * one of their tokens answers with the running process instead of starting a second one, and
    * their exits are evidence as soon as they happen rather than at the next liveness check.
@@ -517,7 +581,7 @@ public final class LocalProcessPlatform implements WorkerPlatform, AutoCloseable
     };
   }
 
-  /** Stops delivering evidence; the worker processes themselves are left running. */
+  /** Stops delivering evidence; worker processes not stopped by {@link #stopWorkers} are left running. */
   @Override
   public void close() {
     stopLaunching();

@@ -36,9 +36,10 @@ import java.util.stream.Stream;
 /**
  * The whole system in this JVM: PostgreSQL (embedded or given), migrations, the HTTP API on
  * 127.0.0.1, the tick on a timer, and workers as child processes. {@link #shutdown()} is what
- * SIGTERM does: stop accepting requests and stop the tick; worker processes are left to finish and
- * their slots stay held until their exits are seen, by this server while it waits or by the next
- * one's liveness check.
+ * SIGTERM and Ctrl-C do: dispatch nothing more, stop accepting requests and stop the tick; then,
+ * with the embedded database, stop the running workers gracefully (their jobs are interrupted with
+ * their progress and run again from it at the next start) before the database stops; with an
+ * external one, leave them running for the next start to adopt.
  */
 public final class LocalRuntime implements AutoCloseable {
   private static final System.Logger LOG = System.getLogger(LocalRuntime.class.getName());
@@ -287,27 +288,32 @@ public final class LocalRuntime implements AutoCloseable {
   }
 
   /**
-   * What SIGTERM does. Requests and ticks stop first. With the embedded database, running workers
-   * get {@link LocalSettings#shutdownGrace()} to finish before the database stops under them (one
-   * still running then fails at its next write and is recovered after the next start); with an
-   * external database the server does not wait. Idempotent.
+   * What SIGTERM and Ctrl-C do. First nothing is dispatched or launched any more (an exit seen from
+   * then on still frees its slot; what it would have dispatched stays queued for the next start),
+   * then requests and ticks stop. With the embedded database, which the workers cannot do without,
+   * every running worker gets SIGTERM: it stops its job's program (the kind's grace, within its
+   * stop timeout), records an interruption that keeps the job's progress, takes no next job and
+   * exits; one not gone within {@link LocalSettings#shutdownGrace()} is killed with what its job
+   * left. Only then does the database stop, so no job's program runs on without a worker watching
+   * it, and the next start runs each interrupted job again from its progress. With an external
+   * database the workers are left running and the next start adopts them. Idempotent.
    */
   public void shutdown() {
     if (!stopped.compareAndSet(false, true)) {
       return;
     }
+    queue.stopDispatching();
+    platform.stopLaunching();
     http.close(Duration.ofSeconds(1));
     ticker.shutdown();
     try {
       ticker.awaitTermination(30, TimeUnit.SECONDS);
-      // Exits seen from here on still free slots, but nothing new is started.
-      platform.stopLaunching();
       List<LocalTaskId> running = platform.liveWorkers();
-      if (database.embedded() && !running.isEmpty() && !settings.shutdownGrace().isZero()) {
-        LOG.log(Level.INFO, "waiting up to {0} s for {1} running worker(s) to finish: {2}",
-            settings.shutdownGrace().toSeconds(), running.size(), running);
-        if (!platform.awaitWorkersExited(settings.shutdownGrace())) {
-          LOG.log(Level.WARNING, "workers still running {0}; the database stops now, their jobs are requeued at the"
+      if (database.embedded() && !running.isEmpty()) {
+        LOG.log(Level.INFO, "stopping {0} running worker(s) (their jobs keep their progress and run again at the"
+            + " next start): {1}", running.size(), running);
+        if (!platform.stopWorkers(settings.shutdownGrace())) {
+          LOG.log(Level.WARNING, "workers still running {0}; the database stops now, their jobs are recovered at the"
               + " next start", platform.liveWorkers());
         }
       } else if (!running.isEmpty()) {

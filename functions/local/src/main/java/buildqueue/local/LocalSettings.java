@@ -19,9 +19,10 @@ import java.util.Optional;
  * @param databasePassword password for {@code databaseUrl} (environment {@code
  *     BUILDQUEUE_DATABASE_PASSWORD}; never a flag, so it stays out of {@code ps})
  * @param tickInterval how often the tick runs (default 5 s)
- * @param shutdownGrace on SIGTERM with the embedded database, how long running workers may go on
- *     before the database stops under them (default 30 s); with an external database the server
- *     does not wait: workers finish on their own and their exits are seen after the next start
+ * @param shutdownGrace on SIGTERM or Ctrl-C with the embedded database, how long running workers,
+ *     which the server sends SIGTERM, may take to stop their jobs and exit before SIGKILL (default
+ *     30 s; each stops within its own stop timeout, 10 s, unless it hangs); with an external
+ *     database the server does not stop them: they go on and the next start adopts them
  * @param queue the queue's settings (default {@link QueueConfig#defaults()})
  * @param kindsFile the kind catalogue the API and the workers read (default: none, only the
  *     built-in {@code demo} kind); made absolute, because workers run from another directory

@@ -220,7 +220,9 @@ public final class Main {
     }
     CountDownLatch stopped = new CountDownLatch(1);
     Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-      err.println("buildqueue: stopping: no new requests or ticks; running workers are left to finish");
+      err.println("buildqueue: stopping: no new requests, ticks or workers; " + (runtime.settings().databaseUrl() == null
+          ? "running jobs are stopped with their progress and run again from it at the next start"
+          : "running workers go on and the next start adopts them"));
       runtime.shutdown();
       stopped.countDown();
     }, "buildqueue-shutdown"));

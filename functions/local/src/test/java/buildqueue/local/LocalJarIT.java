@@ -7,7 +7,6 @@ import buildqueue.testing.TestKitClasses;
 import com.fasterxml.jackson.databind.JsonNode;
 import java.io.IOException;
 import java.net.ServerSocket;
-import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -23,7 +22,7 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The packaged jar as a newcomer runs it: {@code java -jar buildqueue-local.jar serve} with the
- * embedded database, the CLI in separate processes, and SIGTERM.
+ * embedded database, the CLI in separate processes, and SIGKILL ({@link LocalShutdownIT}: SIGTERM and Ctrl-C).
  */
 class LocalJarIT {
   private static final String JAR = System.getProperty("buildqueue.local.jar", "target/buildqueue-local.jar");
@@ -77,14 +76,6 @@ class LocalJarIT {
     return out;
   }
 
-  private static boolean accepts(int port) {
-    try (Socket s = new Socket("127.0.0.1", port)) {
-      return true;
-    } catch (IOException e) {
-      return false;
-    }
-  }
-
   private static String read(Path p) {
     try {
       return Files.exists(p) ? Files.readString(p) : "";
@@ -102,43 +93,6 @@ class LocalJarIT {
     assertThat(entries).as("the runnable jar").contains("buildqueue/local/Main.class");
     assertThat(TestKitClasses.entries()).as("the test kit as loaded").contains("buildqueue/testing/InProcessPlatform.class");
     assertThat(TestKitClasses.doublesIn(entries)).isEmpty();
-  }
-
-  @Test
-  void sigterm_stops_requests_and_ticks_and_leaves_the_running_worker_to_finish() throws Exception {
-    int port = freePort();
-    Process server = serve(port);
-    JsonNode job = TestServer.JSON.readTree(
-        cli(port, "submit", "demo", "{\"steps\": 30, \"stepMillis\": 400}", "--user", "bob", "--json"));
-    long id = job.path("id").asLong();
-    Await.until("the job to make progress", Duration.ofSeconds(60), () -> {
-      try {
-        return TestServer.JSON.readTree(cli(port, "status", Long.toString(id), "--json"))
-            .path("job").path("progress").asInt() >= 1;
-      } catch (Exception e) {
-        return false;
-      }
-    });
-    List<ProcessHandle> workers = server.descendants()
-        .filter(p -> LocalProcessPlatform.arguments(p).map(a -> String.join(" ", a).contains("buildqueue.launch="))
-            .orElse(false))
-        .toList();
-    assertThat(workers).hasSize(1);
-
-    server.destroy(); // SIGTERM
-
-    Await.until("the server to stop accepting connections", Duration.ofSeconds(10), () -> !accepts(port));
-    assertThat(server.isAlive()).as("still waiting for its worker").isTrue();
-    assertThat(workers.get(0).isAlive()).as("the worker is not killed").isTrue();
-    assertThat(server.waitFor(60, TimeUnit.SECONDS)).as("the server exits once its worker is done").isTrue();
-    assertThat(workers.get(0).isAlive()).isFalse();
-
-    serve(port);
-    JsonNode after = TestServer.JSON.readTree(cli(port, "status", Long.toString(id), "--json"));
-    assertThat(after.path("job").path("status").asText()).isEqualTo("succeeded");
-    assertThat(after.path("job").path("attempts").asInt()).as("finished by its first worker").isEqualTo(1);
-    String lanes = cli(port, "status");
-    assertThat(lanes).contains("shared#1        free");
   }
 
   @Test

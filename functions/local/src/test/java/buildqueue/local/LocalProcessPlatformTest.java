@@ -30,8 +30,12 @@ class LocalProcessPlatformTest {
   }
 
   private LocalProcessPlatform platform(Path dataDir) {
+    return platform(dataDir, Sleeper.class);
+  }
+
+  private LocalProcessPlatform platform(Path dataDir, Class<?> standIn) {
     LocalProcessPlatform p = new LocalProcessPlatform(
-        WorkerCommand.forThisJvm().withMainClass(Sleeper.class.getName()),
+        WorkerCommand.forThisJvm().withMainClass(standIn.getName()),
         new LocalProcessPlatform.WorkerDatabase("jdbc:postgresql://localhost:1/none", null, null),
         QueueConfig.defaults(), LocalProcessPlatform.Directories.under(dataDir), HOST, java.util.Optional.empty());
     p.onStopped((taskId, workerId, token, reason) -> stops.add(taskId + " " + workerId + " " + token + " " + reason));
@@ -134,6 +138,69 @@ class LocalProcessPlatformTest {
     // it would deliver its exit to the wrong queue, or kill it when it stops.
     assertThat(other.liveWorkers()).extracting(LocalTaskId::toString).doesNotContain(taskId);
     assertThat(platform().liveWorkers()).extracting(LocalTaskId::toString).contains(taskId);
+  }
+
+  /** Fields 4 (process group) and 5 (session) of {@code /proc/<pid>/stat}. */
+  private static long[] groupAndSession(long pid) throws Exception {
+    String stat = Files.readString(Path.of("/proc", Long.toString(pid), "stat"));
+    String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+    return new long[] {Long.parseLong(f[2]), Long.parseLong(f[3])};
+  }
+
+  @Test
+  void a_worker_leads_a_session_of_its_own_so_a_terminals_ctrl_c_to_the_server_does_not_reach_it() throws Exception {
+    LocalProcessPlatform platform = platform();
+    String taskId = started(platform.launch(new WorkerLaunch(13, UUID.randomUUID(), "shared", "shared#1")));
+    long pid = LocalTaskId.parse(taskId).orElseThrow().pid();
+
+    // Right after the fork the child is still in ours, until setsid runs in it and execs the JVM in its place.
+    Await.until("the worker, the very process watched, to lead its own process group and session", () -> {
+      try {
+        return java.util.Arrays.equals(groupAndSession(pid), new long[] {pid, pid});
+      } catch (Exception e) {
+        return false;
+      }
+    });
+    assertThat(groupAndSession(pid)[1]).isNotEqualTo(groupAndSession(ProcessHandle.current().pid())[1]);
+    assertThat(ProcessHandle.of(pid).flatMap(ProcessHandle::parent).map(ProcessHandle::pid))
+        .as("still the server's child").contains(ProcessHandle.current().pid());
+    assertThat(platform.check(List.of(taskId))).containsEntry(taskId, new TaskState.Running());
+  }
+
+  @Test
+  void stopping_the_workers_sends_each_sigterm_and_returns_once_every_exit_is_delivered() throws Exception {
+    LocalProcessPlatform platform = platform();
+    String first = started(platform.launch(new WorkerLaunch(21, UUID.randomUUID(), "shared", "shared#1")));
+    String second = started(platform.launch(new WorkerLaunch(22, UUID.randomUUID(), "user:ada", "user:ada#1")));
+    platform.stopLaunching();
+
+    assertThat(platform.stopWorkers(Duration.ofSeconds(30))).isTrue();
+
+    assertThat(platform.liveWorkers()).isEmpty();
+    assertThat(stops).hasSize(2).allSatisfy(s -> assertThat(s).contains("code 143 (signal 15"));
+    assertThat(stops).anySatisfy(s -> assertThat(s).startsWith(first + " 21 "))
+        .anySatisfy(s -> assertThat(s).startsWith(second + " 22 "));
+  }
+
+  @Test
+  void a_worker_that_does_not_stop_within_the_grace_is_killed_before_stopping_the_workers_returns() throws Exception {
+    LocalProcessPlatform platform = platform(data, StubbornWorker.class);
+    String taskId = started(platform.launch(new WorkerLaunch(23, UUID.randomUUID(), "shared", "shared#1")));
+    long pid = LocalTaskId.parse(taskId).orElseThrow().pid();
+    Path log = data.resolve("workers").resolve("worker-23.log");
+    Await.until("the stand-in to ignore SIGTERM", () -> {
+      try {
+        return Files.exists(log) && Files.readString(log).contains(StubbornWorker.READY);
+      } catch (java.io.IOException e) {
+        return false;
+      }
+    });
+    platform.stopLaunching();
+
+    assertThat(platform.stopWorkers(Duration.ofSeconds(1))).isTrue();
+
+    assertThat(ProcessHandle.of(pid).map(ProcessHandle::isAlive)).isNotEqualTo(java.util.Optional.of(true));
+    assertThat(stops).singleElement().asString().startsWith(taskId + " 23 ").contains("code 137 (signal 9");
   }
 
   @Test
