@@ -54,7 +54,9 @@ class DashboardBrowserTest {
   @Test
   void the_dashboard_shows_a_running_jobs_progress_in_its_lanes_slot_and_its_output(TestDatabase db) {
     try (TestServer server = TestServer.start(db, dataDir)) {
-      long job = server.submitDemo("bob", 60, 150);
+      // 400 steps of 150 ms (a minute): the job must still run when a browser started on a loaded
+      // machine shows the page (60 steps, 9 s, ended first under a parallel build's load).
+      long job = server.submitDemo("bob", 400, 150);
       server.awaitProgress(job, 1);
       WebDriver browser = browser();
       try {
@@ -68,7 +70,7 @@ class DashboardBrowserTest {
         assertThat(slot.getAttribute("data-state")).isEqualTo("held");
         By progressBar = By.cssSelector(".slot[data-slot='shared#1'] .job[data-job-id='" + job + "'] progress.progress");
         WebElement progress = wait.until(d -> visible(d, progressBar));
-        assertThat(progress.getAttribute("data-steps")).isEqualTo("60");
+        assertThat(progress.getAttribute("data-steps")).isEqualTo("400");
         int first = Integer.parseInt(progress.getAttribute("data-progress"));
         assertThat(first).isPositive();
         // Live: a later poll shows the worker further on.
@@ -83,7 +85,7 @@ class DashboardBrowserTest {
         // The job's output, live, in its history: the worker saves the tail every 2 s.
         browser.findElement(By.cssSelector("#jobs tr.job-row[data-job-id='" + job + "']")).click();
         WebElement log = wait.until(d -> visible(d, By.id("history-log")));
-        wait.until(d -> log.getText().startsWith("step 1 of 60 done"));
+        wait.until(d -> log.getText().startsWith("step 1 of 400 done"));
         int lines = log.getText().split("\n").length;
         wait.until(d -> log.getText().split("\n").length > lines);
       } finally {
