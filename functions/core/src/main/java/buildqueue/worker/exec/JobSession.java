@@ -142,7 +142,8 @@ public record JobSession(long sid, long startTicks) {
   }
 
   /** The fields of {@code /proc/<pid>/stat} a job's processes are found by. */
-  private record Stat(char state, long group, long session, long startTicks) {
+  /** A process's line of {@code /proc/<pid>/stat}, the fields the job's processes are told apart by. */
+  record Stat(char state, long parent, long group, long session, long startTicks) {
     boolean gone() {
       return state == 'Z' || state == 'X' || state == 'x';
     }
@@ -164,8 +165,8 @@ public record JobSession(long sid, long startTicks) {
       String[] f = text.substring(close + 2).strip().split(" ");
       try {
         // After the name: state (3), ppid, pgrp, session, …, starttime (22).
-        return Optional.of(new Stat(f[0].charAt(0), Long.parseLong(f[2]), Long.parseLong(f[3]),
-            Long.parseLong(f[19])));
+        return Optional.of(new Stat(f[0].charAt(0), Long.parseLong(f[1]), Long.parseLong(f[2]),
+            Long.parseLong(f[3]), Long.parseLong(f[19])));
       } catch (RuntimeException e) {
         return Optional.empty();
       }

@@ -4,12 +4,12 @@ import com.sun.jna.Library;
 import com.sun.jna.Native;
 import java.io.IOException;
 import java.lang.System.Logger.Level;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.stream.Collectors;
@@ -119,21 +119,11 @@ public final class Subreaper {
         if (own.contains(pid)) {
           continue;
         }
-        String stat;
-        try {
-          stat = Files.readString(entry.resolve("stat"), StandardCharsets.ISO_8859_1);
-        } catch (IOException | RuntimeException e) {
-          continue; // gone
+        Optional<JobSession.Stat> stat = JobSession.Stat.read(pid);
+        if (stat.isEmpty() || stat.get().parent() != self) {
+          continue; // gone, or not ours
         }
-        int close = stat.lastIndexOf(')');
-        if (close < 0 || close + 2 >= stat.length()) {
-          continue;
-        }
-        String[] f = stat.substring(close + 2).split(" ");
-        if (f.length < 2 || !f[1].equals(Long.toString(self))) {
-          continue;
-        }
-        if (f[0].equals("Z") || f[0].equals("X")) {
+        if (stat.get().gone()) {
           reap(pid);
         } else {
           ProcessHandle.of(pid).ifPresent(h -> {
