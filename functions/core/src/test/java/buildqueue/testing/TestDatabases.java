@@ -91,7 +91,11 @@ public final class TestDatabases {
     postgres();
     String name = "bq_test_" + ProcessHandle.current().pid() + "_" + COUNTER.incrementAndGet();
     execute("create database " + name + " template " + TEMPLATE);
-    return new TestDatabase(name, pool(name, 24), () -> execute("drop database if exists " + name + " with (force)"));
+    HikariDataSource ds = pool(name, 24);
+    // Roles are cluster-wide: a test before this one may have given the worker role another
+    // password (a local runtime on this cluster makes its own, a rotation test rotates it).
+    WorkerRole.allowLogin(new JdbcDatabase(ds), WORKER_PASSWORD);
+    return new TestDatabase(name, ds, () -> execute("drop database if exists " + name + " with (force)"));
   }
 
   /** An empty database without migrations, for migrator tests. */
