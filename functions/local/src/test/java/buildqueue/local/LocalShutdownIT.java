@@ -37,7 +37,7 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class LocalShutdownIT {
   private static final String JAR = System.getProperty("buildqueue.local.jar", "target/buildqueue-local.jar");
-  private static final int STEPS = 40;
+  private static final int STEPS = 12;
   private static final String PROGRAM = """
       i=$(( ${BUILDQUEUE_PROGRESS:-0} + 1 ))
       echo "attempt $BUILDQUEUE_ATTEMPT starts at step $i"
@@ -57,6 +57,9 @@ class LocalShutdownIT {
 
   @BeforeEach
   void catalogue() throws IOException {
+    // Run as root, the server runs jobs as nobody, who must pass through the data directory's
+    // parent to its job's directory (JUnit makes temporary directories 700).
+    Files.setPosixFilePermissions(dir, java.nio.file.attribute.PosixFilePermissions.fromString("rwxr-xr-x"));
     port = freePort();
     String json = TestServer.JSON.writeValueAsString(TestServer.JSON.createObjectNode().set("kinds",
         TestServer.JSON.createObjectNode().set("long-build", TestServer.JSON.createObjectNode()
