@@ -1,12 +1,16 @@
 package buildqueue.local;
 
+import static buildqueue.local.PackagedJar.JAR;
+import static buildqueue.local.PackagedJar.cli;
+import static buildqueue.local.PackagedJar.freePort;
+import static buildqueue.local.PackagedJar.java;
+import static buildqueue.local.PackagedJar.read;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import buildqueue.testing.Await;
 import com.fasterxml.jackson.databind.JsonNode;
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -25,7 +29,6 @@ import org.junit.jupiter.api.io.TempDir;
  * {@code try} refuses a bad payload before it starts a database.
  */
 class LocalDiskIT {
-  private static final String JAR = System.getProperty("buildqueue.local.jar", "target/buildqueue-local.jar");
   private static final long CAP = 1024 * 1024;
   /** 200 MB of output in lines of 1,000 bytes, as fast as the machine can print it. */
   private static final String KINDS = """
@@ -42,14 +45,7 @@ class LocalDiskIT {
 
   @AfterEach
   void stopServers() throws InterruptedException {
-    for (Process p : servers) {
-      p.destroy();
-      if (!p.waitFor(60, TimeUnit.SECONDS)) {
-        p.descendants().forEach(ProcessHandle::destroyForcibly);
-        p.destroyForcibly();
-      }
-    }
-    LocalDatabase.LeftRunning.find(dir.resolve("data").resolve("postgres")).ifPresent(LocalDatabase.LeftRunning::stop);
+    PackagedJar.stop(servers, dir.resolve("data"));
   }
 
   @Test
@@ -62,7 +58,7 @@ class LocalDiskIT {
     long workerPeak = 0;
     String status;
     while (!"succeeded".equals(status = status(port, id))) {
-      assertThat(status).as("job %s: %s", id, cli(port, "status", Long.toString(id))).isIn("queued", "running", "unknown");
+      assertThat(status).as("job %s: %s", id, cli(port, dir.resolve("data"), "status", Long.toString(id))).isIn("queued", "running", "unknown");
       for (ProcessHandle p : server.descendants().toList()) {
         workerPeak = Math.max(workerPeak, peak(p.pid()));
       }
@@ -78,7 +74,7 @@ class LocalDiskIT {
     assertThat(jobs + workers + work).as("the output is kept once, capped: jobs/ %d, workers/ %d, work/ %d", jobs,
         workers, work).isLessThan(CAP + 64 * 1024);
     assertThat(jobs).as("the kept part").isGreaterThan(CAP - 2000);
-    String logs = cli(port, "logs", Long.toString(id));
+    String logs = cli(port, dir.resolve("data"), "logs", Long.toString(id));
     assertThat(logs).containsPattern("\\[buildqueue] output truncated after [0-9]+ bytes \\(the cap is 1048576\\); "
         + "[0-9]+ bytes dropped");
     long dropped = Long.parseLong(logs.replaceAll("(?s).*; ([0-9]+) bytes dropped.*", "$1"));
@@ -141,30 +137,19 @@ class LocalDiskIT {
   }
 
   private long submit(int port, String kind, String payload) throws Exception {
-    return TestServer.JSON.readTree(cli(port, "submit", kind, payload, "--user", "bob", "--json")).path("id").asLong();
+    return TestServer.JSON.readTree(cli(port, dir.resolve("data"), "submit", kind, payload, "--user", "bob", "--json")).path("id").asLong();
   }
 
   /** The job's status, or "gone" once the API no longer knows it. */
   private String status(int port, long id) {
     try {
-      JsonNode job = TestServer.JSON.readTree(cli(port, "status", Long.toString(id), "--json")).path("job");
+      JsonNode job = TestServer.JSON.readTree(cli(port, dir.resolve("data"), "status", Long.toString(id), "--json")).path("job");
       return job.path("status").asText();
     } catch (AssertionError e) {
       return e.getMessage().contains("404") ? "gone" : "unknown";
     } catch (Exception e) {
       return "unknown";
     }
-  }
-
-  private String cli(int port, String... args) throws Exception {
-    List<String> cmd = new ArrayList<>(List.of(java(), "-jar", JAR));
-    cmd.addAll(List.of(args));
-    cmd.addAll(List.of("--port", Integer.toString(port), "--data-dir", dir.resolve("data").toString()));
-    Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
-    String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-    assertThat(p.waitFor(60, TimeUnit.SECONDS)).isTrue();
-    assertThat(p.exitValue()).as("exit code of %s: %s", cmd, out).isZero();
-    return out;
   }
 
   /** Resident memory of a process, in bytes ({@code VmRSS}). */
@@ -216,21 +201,4 @@ class LocalDiskIT {
     }
   }
 
-  private static int freePort() throws IOException {
-    try (ServerSocket s = new ServerSocket(0)) {
-      return s.getLocalPort();
-    }
-  }
-
-  private static String java() {
-    return ProcessHandle.current().info().command().orElse("java");
-  }
-
-  private static String read(Path p) {
-    try {
-      return Files.exists(p) ? Files.readString(p) : "";
-    } catch (IOException e) {
-      return "";
-    }
-  }
 }

@@ -1,12 +1,16 @@
 package buildqueue.local;
 
+import static buildqueue.local.PackagedJar.JAR;
+import static buildqueue.local.PackagedJar.cli;
+import static buildqueue.local.PackagedJar.freePort;
+import static buildqueue.local.PackagedJar.java;
+import static buildqueue.local.PackagedJar.read;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import buildqueue.testing.Await;
 import buildqueue.testing.TestKitClasses;
 import com.fasterxml.jackson.databind.JsonNode;
 import java.io.IOException;
-import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -25,31 +29,13 @@ import org.junit.jupiter.api.io.TempDir;
  * embedded database, the CLI in separate processes, and SIGKILL ({@link LocalShutdownIT}: SIGTERM and Ctrl-C).
  */
 class LocalJarIT {
-  private static final String JAR = System.getProperty("buildqueue.local.jar", "target/buildqueue-local.jar");
   @TempDir Path dir;
   private final List<Process> servers = new ArrayList<>();
 
   /** Servers stop as SIGTERM stops them; anything left (a killed server's PostgreSQL) is stopped too. */
   @AfterEach
   void stopServers() throws InterruptedException {
-    for (Process p : servers) {
-      p.destroy();
-      if (!p.waitFor(60, TimeUnit.SECONDS)) {
-        p.descendants().forEach(ProcessHandle::destroyForcibly);
-        p.destroyForcibly();
-      }
-    }
-    LocalDatabase.LeftRunning.find(dir.resolve("data").resolve("postgres")).ifPresent(LocalDatabase.LeftRunning::stop);
-  }
-
-  private static int freePort() throws IOException {
-    try (ServerSocket s = new ServerSocket(0)) {
-      return s.getLocalPort();
-    }
-  }
-
-  private static String java() {
-    return ProcessHandle.current().info().command().orElse("java");
+    PackagedJar.stop(servers, dir.resolve("data"));
   }
 
   private Process serve(int port, String... more) throws IOException {
@@ -62,26 +48,6 @@ class LocalJarIT {
     Await.until("the server to say it is running", Duration.ofSeconds(90),
         () -> read(log).contains("buildqueue is running"));
     return p;
-  }
-
-  /** Runs a CLI command in its own JVM; returns its standard output, asserting exit 0. */
-  private String cli(int port, String... args) throws Exception {
-    List<String> cmd = new ArrayList<>(List.of(java(), "-jar", JAR));
-    cmd.addAll(List.of(args));
-    cmd.addAll(List.of("--port", Integer.toString(port), "--data-dir", dir.resolve("data").toString()));
-    Process p = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.DISCARD).start();
-    String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-    assertThat(p.waitFor(60, TimeUnit.SECONDS)).isTrue();
-    assertThat(p.exitValue()).as("exit code of %s: %s", cmd, out).isZero();
-    return out;
-  }
-
-  private static String read(Path p) {
-    try {
-      return Files.exists(p) ? Files.readString(p) : "";
-    } catch (IOException e) {
-      return "";
-    }
   }
 
   @Test
@@ -99,7 +65,7 @@ class LocalJarIT {
   void a_killed_server_loses_nothing_its_database_and_worker_are_adopted_by_the_next_start() throws Exception {
     int port = freePort();
     Process server = serve(port);
-    long id = TestServer.JSON.readTree(cli(port, "submit", "demo", "{\"steps\": 25, \"stepMillis\": 400}",
+    long id = TestServer.JSON.readTree(cli(port, dir.resolve("data"), "submit", "demo", "{\"steps\": 25, \"stepMillis\": 400}",
         "--user", "bob", "--json")).path("id").asLong();
     Await.until("the job to make progress", Duration.ofSeconds(60), () -> progress(port, id) >= 1);
     List<ProcessHandle> workers = server.descendants()
@@ -114,11 +80,11 @@ class LocalJarIT {
 
     serve(port);
     Await.until("the job to succeed", Duration.ofSeconds(60), () -> "succeeded".equals(status(port, id)));
-    JsonNode job = TestServer.JSON.readTree(cli(port, "status", Long.toString(id), "--json")).path("job");
+    JsonNode job = TestServer.JSON.readTree(cli(port, dir.resolve("data"), "status", Long.toString(id), "--json")).path("job");
     assertThat(job.path("attempts").asInt()).as("its first worker finished it").isEqualTo(1);
     Await.until("the adopted worker's slot to be freed", Duration.ofSeconds(30), () -> {
       try {
-        return cli(port, "status").contains("shared#1        free");
+        return cli(port, dir.resolve("data"), "status").contains("shared#1        free");
       } catch (Exception e) {
         return false;
       }
@@ -138,7 +104,7 @@ class LocalJarIT {
         "{\"kinds\": {\"escapes\": {\"command\": [\"sh\", \"-c\", \"" + escapee + "\"], \"timeout\": \"1m\"}}}");
     int port = freePort();
     serve(port, "--kinds", kinds.toString());
-    long id = TestServer.JSON.readTree(cli(port, "submit", "escapes", "{}", "--user", "bob", "--json")).path("id").asLong();
+    long id = TestServer.JSON.readTree(cli(port, dir.resolve("data"), "submit", "escapes", "{}", "--user", "bob", "--json")).path("id").asLong();
     Await.until("the job to succeed", Duration.ofSeconds(60), () -> "succeeded".equals(status(port, id)));
     String pid = Files.readString(pidFile).strip();
     try {
@@ -157,7 +123,7 @@ class LocalJarIT {
 
   private int progress(int port, long id) {
     try {
-      return TestServer.JSON.readTree(cli(port, "status", Long.toString(id), "--json")).path("job").path("progress").asInt();
+      return TestServer.JSON.readTree(cli(port, dir.resolve("data"), "status", Long.toString(id), "--json")).path("job").path("progress").asInt();
     } catch (Exception e) {
       return -1;
     }
@@ -165,7 +131,7 @@ class LocalJarIT {
 
   private String status(int port, long id) {
     try {
-      return TestServer.JSON.readTree(cli(port, "status", Long.toString(id), "--json")).path("job").path("status").asText();
+      return TestServer.JSON.readTree(cli(port, dir.resolve("data"), "status", Long.toString(id), "--json")).path("job").path("status").asText();
     } catch (Exception e) {
       return "unknown";
     }

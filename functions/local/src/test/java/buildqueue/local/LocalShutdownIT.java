@@ -1,11 +1,15 @@
 package buildqueue.local;
 
+import static buildqueue.local.PackagedJar.JAR;
+import static buildqueue.local.PackagedJar.cli;
+import static buildqueue.local.PackagedJar.freePort;
+import static buildqueue.local.PackagedJar.java;
+import static buildqueue.local.PackagedJar.read;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import buildqueue.testing.Await;
 import com.fasterxml.jackson.databind.JsonNode;
 import java.io.IOException;
-import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -36,7 +40,6 @@ import org.junit.jupiter.api.io.TempDir;
  * progress and prints the attempt and the step it starts from.
  */
 class LocalShutdownIT {
-  private static final String JAR = System.getProperty("buildqueue.local.jar", "target/buildqueue-local.jar");
   private static final int STEPS = 12;
   private static final String PROGRAM = """
       i=$(( ${BUILDQUEUE_PROGRESS:-0} + 1 ))
@@ -70,15 +73,8 @@ class LocalShutdownIT {
 
   @AfterEach
   void stopServers() throws InterruptedException {
-    for (Process p : servers) {
-      p.destroy();
-      if (!p.waitFor(60, TimeUnit.SECONDS)) {
-        p.descendants().forEach(ProcessHandle::destroyForcibly);
-        p.destroyForcibly();
-      }
-    }
+    PackagedJar.stop(servers, dir.resolve("data"));
     programs().forEach(ProcessHandle::destroyForcibly);
-    LocalDatabase.LeftRunning.find(dir.resolve("data").resolve("postgres")).ifPresent(LocalDatabase.LeftRunning::stop);
   }
 
   @Test
@@ -108,7 +104,7 @@ class LocalShutdownIT {
   }
 
   private long submitAndAwaitProgress() throws Exception {
-    long id = TestServer.JSON.readTree(cli("submit", "long-build", "{}", "--user", "bob", "--json")).path("id").asLong();
+    long id = TestServer.JSON.readTree(cli(port, dir.resolve("data"), "submit", "long-build", "{}", "--user", "bob", "--json")).path("id").asLong();
     Await.until("the job to report progress 3", Duration.ofSeconds(90), () -> job(id).path("progress").asInt() >= 3);
     assertThat(programs()).as("the job's program runs").isNotEmpty();
     return id;
@@ -144,7 +140,7 @@ class LocalShutdownIT {
     assertThat(job.path("status").asText()).isEqualTo("succeeded");
     assertThat(job.path("attempts").asInt()).as("the interrupted attempt and the one after the restart").isEqualTo(2);
     List<int[]> starts = new ArrayList<>();
-    Matcher m = STARTS.matcher(cli("logs", Long.toString(id)));
+    Matcher m = STARTS.matcher(cli(port, dir.resolve("data"), "logs", Long.toString(id)));
     while (m.find()) {
       starts.add(new int[] {Integer.parseInt(m.group(1)), Integer.parseInt(m.group(2))});
     }
@@ -200,39 +196,10 @@ class LocalShutdownIT {
 
   private JsonNode job(long id) {
     try {
-      return TestServer.JSON.readTree(cli("status", Long.toString(id), "--json")).path("job");
+      return TestServer.JSON.readTree(cli(port, dir.resolve("data"), "status", Long.toString(id), "--json")).path("job");
     } catch (Exception e) {
       return TestServer.JSON.createObjectNode();
     }
   }
 
-  /** Runs a CLI command in its own JVM; returns its standard output, asserting exit 0. */
-  private String cli(String... args) throws Exception {
-    List<String> cmd = new ArrayList<>(List.of(java(), "-jar", JAR));
-    cmd.addAll(List.of(args));
-    cmd.addAll(List.of("--port", Integer.toString(port), "--data-dir", dir.resolve("data").toString()));
-    Process p = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.DISCARD).start();
-    String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-    assertThat(p.waitFor(60, TimeUnit.SECONDS)).isTrue();
-    assertThat(p.exitValue()).as("exit code of %s: %s", cmd, out).isZero();
-    return out;
-  }
-
-  private static int freePort() throws IOException {
-    try (ServerSocket s = new ServerSocket(0)) {
-      return s.getLocalPort();
-    }
-  }
-
-  private static String java() {
-    return ProcessHandle.current().info().command().orElse("java");
-  }
-
-  private static String read(Path p) {
-    try {
-      return Files.exists(p) ? Files.readString(p) : "";
-    } catch (IOException e) {
-      return "";
-    }
-  }
 }
