@@ -49,6 +49,9 @@ public record LocalSettings(
   /** The user jobs run as when the server runs as root: it exists on Debian and owns nothing. */
   public static final String DEFAULT_JOB_USER = "nobody";
 
+  /** What a {@link #jobUser} may be: a POSIX user name (useradd's rules), checked before any lookup. */
+  static final java.util.regex.Pattern USER_NAME = java.util.regex.Pattern.compile("[A-Za-z0-9_][A-Za-z0-9_.-]{0,31}");
+
   public static final int DEFAULT_PORT = 8080;
   public static final Path DEFAULT_DATA_DIR = Path.of(".buildqueue");
 
@@ -80,7 +83,7 @@ public record LocalSettings(
     if (maxLogBytes < 1) {
       throw new BuildQueueException("maxLogBytes must be at least 1, was " + maxLogBytes);
     }
-    if (jobUser == null || !jobUser.matches("[A-Za-z0-9_][A-Za-z0-9_.-]{0,31}")) {
+    if (jobUser == null || !USER_NAME.matcher(jobUser).matches()) {
       throw new BuildQueueException("jobUser must be a user name, was " + jobUser);
     }
     dataDir = dataDir.toAbsolutePath().normalize();

@@ -203,7 +203,7 @@ public final class Main {
         .withKindsFile(cl.has("kinds") ? Path.of(cl.get("kinds", "")) : null)
         .withMaxLogBytes(cl.bytes("max-log-bytes", defaults.maxLogBytes()));
     String jobUser = cl.get("job-user", defaults.jobUser());
-    if (!jobUser.matches("[A-Za-z0-9_][A-Za-z0-9_.-]{0,31}")) {
+    if (!LocalSettings.USER_NAME.matcher(jobUser).matches()) {
       throw new CommandLine.UsageException("--job-user must be a user name, was \"" + jobUser + "\"");
     }
     settings = settings.withJobUser(jobUser);
