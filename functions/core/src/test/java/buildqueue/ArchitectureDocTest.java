@@ -33,7 +33,8 @@ import org.junit.jupiter.api.Test;
  * call them; the statement constants and methods of §4 against the classes; §6.1's lease checks
  * against the worker functions' bodies; §9's list of assembled statements against the texts
  * {@code AssembledStatementsTest} pins; §5's invariants against their citations ({@code §5.N}) and
- * {@code InvariantTest}'s methods; and every test class the page names against the test sources.
+ * {@code InvariantTest}'s methods; every test class it and docs/development.md name against the
+ * test sources; and no measured figure on the page (they live in BENCHMARKS.md).
  * Failures say what to change in the page.
  */
 class ArchitectureDocTest {
@@ -54,6 +55,8 @@ class ArchitectureDocTest {
   private static final Pattern DIAGRAM_CONSTANT = Pattern.compile("\\b[A-Z][A-Z0-9_]*[A-Z0-9](?:_\\*)?(?![\\w.])");
   private static final Pattern CITATION = Pattern.compile("§5\\.(\\d+)");
   private static final Pattern INVARIANT_TEST = Pattern.compile("void invariant_(\\d+)_");
+  /** Milliseconds and percentages: what a benchmark measures (settings are in s, min, h). */
+  private static final Pattern FIGURE = Pattern.compile("\\d(?:[\\d.,]*\\d)? ?(?:ms|%)(?![\\w])");
   private static final Pattern TEST_CLASS = Pattern.compile("^[A-Z]\\w*(Test|IT)$");
   /** The guard that stops a worker function at the lease, and the one that stops it a margin before. */
   private static final Pattern LEASE_GUARD = Pattern.compile("expires_at\\s*>\\s*[\\w.]*now\\b");
@@ -184,8 +187,8 @@ class ArchitectureDocTest {
       }
       List<String> statements = new ArrayList<>();
       for (Reference r : references(row.get(2))) {
-        if (r.isConstant()) {
-          statements.add(constant(r.owner(), r.member()));
+        if (r.isConstant() && constantProblem(r.owner(), r.member()) == null) {
+          statements.add(statementConstants(r.owner()).get(r.member())); // the rest: the test of names
         }
       }
       if (statements.isEmpty()) {
@@ -361,19 +364,34 @@ class ArchitectureDocTest {
   // Names of tests
 
   @Test
-  void every_test_class_the_document_names_exists() {
+  void every_test_class_the_documents_name_exists() {
     Set<String> tests = new TreeSet<>();
     sources().stream().filter(p -> p.toString().contains("/src/test/")).forEach(p -> {
       String name = p.getFileName().toString();
       tests.add(name.substring(0, name.length() - ".java".length()));
     });
     List<String> found = new ArrayList<>();
-    for (int i = 0; i < DOC.size(); i++) {
-      Matcher m = CODE.matcher(DOC.get(i));
-      while (m.find()) {
-        if (TEST_CLASS.matcher(m.group(1)).matches() && !tests.contains(m.group(1))) {
-          found.add("docs/architecture.md:" + (i + 1) + " names " + m.group(1) + ", which no test source defines");
+    for (String doc : List.of("docs/architecture.md", "docs/development.md")) {
+      List<String> lines = lines(ROOT.resolve(doc));
+      for (int i = 0; i < lines.size(); i++) {
+        Matcher m = CODE.matcher(lines.get(i));
+        while (m.find()) {
+          if (TEST_CLASS.matcher(m.group(1)).matches() && !tests.contains(m.group(1))) {
+            found.add(doc + ":" + (i + 1) + " names " + m.group(1) + ", which no test source defines");
+          }
         }
+      }
+    }
+    assertThat(found).isEmpty();
+  }
+
+  @Test
+  void the_page_holds_no_measured_figures() {
+    List<String> found = new ArrayList<>();
+    for (int i = 0; i < DOC.size(); i++) {
+      Matcher m = FIGURE.matcher(DOC.get(i));
+      while (m.find()) {
+        found.add("docs/architecture.md:" + (i + 1) + ": " + m.group() + " — measured figures go to BENCHMARKS.md");
       }
     }
     assertThat(found).isEmpty();
@@ -615,12 +633,6 @@ class ArchitectureDocTest {
       }
     }
     return constants;
-  }
-
-  private static String constant(String simpleName, String field) {
-    String problem = constantProblem(simpleName, field);
-    assertThat(problem).as("%s.%s", simpleName, field).isNull();
-    return statementConstants(simpleName).get(field);
   }
 
   private static String constantProblem(String simpleName, String field) {
