@@ -280,6 +280,20 @@ class ArchitectureDocTest {
   }
 
   @Test
+  void the_reads_the_document_names_exist() {
+    Matcher reads = Pattern.compile("Reads \\(`(\\w+)`:([^)]*)\\)").matcher(String.join(" ", section("4.3")));
+    assertThat(reads.find()).as("§4.3 names the reads: \"Reads (`Class`: `NAME`, …)\"").isTrue();
+    List<String> found = new ArrayList<>();
+    Matcher m = CODE.matcher(reads.group(2));
+    while (m.find()) {
+      if (CONSTANT.matcher(m.group(1)).matches() && constantProblem(reads.group(1), m.group(1)) != null) {
+        found.add("§4.3's reads: " + constantProblem(reads.group(1), m.group(1)));
+      }
+    }
+    assertThat(found).isEmpty();
+  }
+
+  @Test
   void every_transition_statement_of_the_code_is_in_the_table() {
     Set<String> named = new TreeSet<>();
     for (List<String> row : transitionRows()) {
