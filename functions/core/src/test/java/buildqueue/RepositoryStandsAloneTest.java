@@ -208,7 +208,7 @@ class RepositoryStandsAloneTest {
   }
 
   /** The directory holding the root pom.xml and README.md, found upwards from the test's directory. */
-  private static Path repositoryRoot() {
+  static Path repositoryRoot() {
     for (Path p = Path.of("").toAbsolutePath(); p != null; p = p.getParent()) {
       if (Files.isRegularFile(p.resolve("README.md")) && Files.isDirectory(p.resolve("functions"))
           && Files.isRegularFile(p.resolve("pom.xml"))) {
