@@ -9,13 +9,7 @@ import java.util.List;
 import java.util.Optional;
 
 /** A job's history, a page at a time, as {@link JobQueries#events} reads it. */
-final class EventReads {
-  private final Database db;
-
-  EventReads(Database db) {
-    this.db = db;
-  }
-
+record EventReads(Database db) {
   // Cut like JobListReads.JOBS: a row costs its message, its detail (which holds the message again) and the rest.
   private static final String EVENTS =
       """

@@ -11,15 +11,7 @@ import java.util.Set;
 import java.util.stream.Collectors;
 
 /** Pages of jobs, newest first, as {@link JobQueries#jobs} reads them: {@link JobReads}' columns, cut to a budget. */
-final class JobListReads {
-  private final Database db;
-  private final QueueConfig config;
-
-  JobListReads(Database db, QueueConfig config) {
-    this.db = db;
-    this.config = config;
-  }
-
+record JobListReads(Database db, QueueConfig config) {
   // Each candidate's share of the answer (its values' octets plus RowLimits.ROW_FIXED_BYTES for the
   // rest) is summed down the page, and the page ends before the sum passes the budget: so the answer
   // stays under the Data API's 1 MiB however large the jobs are. The first row is always taken (one

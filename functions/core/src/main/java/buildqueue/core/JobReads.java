@@ -12,15 +12,7 @@ import java.util.Optional;
  * One job as {@link JobQueries#job} reads it: its row, its log's summary and its place in line.
  * {@link JobListReads} reads pages of jobs with the same columns.
  */
-final class JobReads {
-  private final Database db;
-  private final QueueConfig config;
-
-  JobReads(Database db, QueueConfig config) {
-    this.db = db;
-    this.config = config;
-  }
-
+record JobReads(Database db, QueueConfig config) {
   /**
    * A queued job's place in a lane that takes turns by user ({@link LaneTurns}), as a lateral join
    * on job {@code j}: with {@code :fair} and {@code j} queued in the shared lane, one row; else

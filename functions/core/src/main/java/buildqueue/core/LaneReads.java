@@ -14,17 +14,7 @@ import java.util.Map;
 import java.util.Optional;
 
 /** The lanes page ({@link JobQueries#lanes}): lanes in name order, each with its slots and its first queued jobs. */
-final class LaneReads {
-  private final Database db;
-  private final QueueConfig config;
-  private final SlotReads slots;
-
-  LaneReads(Database db, QueueConfig config, SlotReads slots) {
-    this.db = db;
-    this.config = config;
-    this.slots = slots;
-  }
-
+record LaneReads(Database db, QueueConfig config, SlotReads slots) {
   /** One row of LANE_HEADS at most: a lane, a user id, a kind. */
   static final int HEAD_ROW_BYTES = RowLimits.MAX_LANE_BYTES + RowLimits.MAX_USER_ID_BYTES + RowLimits.MAX_KIND_BYTES
       + RowLimits.ROW_FIXED_BYTES;

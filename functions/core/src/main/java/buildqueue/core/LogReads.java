@@ -6,13 +6,7 @@ import buildqueue.db.Params;
 import java.util.Optional;
 
 /** A job's log tail with its owner and status, as {@link JobQueries#log} reads it. */
-final class LogReads {
-  private final Database db;
-
-  LogReads(Database db) {
-    this.db = db;
-  }
-
+record LogReads(Database db) {
   private static final String LOG =
       """
       select j.id, j.user_id, j.status, l.tail, l.total_bytes, l.location, l.updated_at

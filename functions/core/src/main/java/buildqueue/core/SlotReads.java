@@ -20,17 +20,7 @@ import java.util.TreeSet;
  * The live workers of lanes and the slots they hold: what a queued job waits for ({@link
  * JobQueries#waiting}), and the slots of each lane on the lanes page ({@link LaneReads}).
  */
-final class SlotReads {
-  private final Database db;
-  private final QueueConfig config;
-  private final QueueClock clock;
-
-  SlotReads(Database db, QueueConfig config, QueueClock clock) {
-    this.db = db;
-    this.config = config;
-    this.clock = clock;
-  }
-
+record SlotReads(Database db, QueueConfig config, QueueClock clock) {
   // A lane's workers: at most its capacity (QueueConfig.MAX_SHARED_SLOTS for shared, 1 otherwise),
   // each row at most WORKER_ROW_BYTES; the steps of a job's payload only when a short number (a
   // progress bar's end), never a payload's worth of JSON.
