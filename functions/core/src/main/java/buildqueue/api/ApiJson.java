@@ -20,7 +20,9 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.time.Instant;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 
 /**
@@ -28,6 +30,7 @@ import java.util.Optional;
  * described in openapi.json, which the route tests hold every response to.
  */
 final class ApiJson {
+  static final String MEDIA_TYPE = "application/json";
   static final ObjectMapper MAPPER =
       JsonMapper.builder()
           .enable(DeserializationFeature.USE_BIG_DECIMAL_FOR_FLOATS)
@@ -51,6 +54,15 @@ final class ApiJson {
     } catch (JsonProcessingException e) {
       throw new IllegalStateException("could not write JSON", e);
     }
+  }
+
+  /** A JSON answer: never cached, never sniffed. */
+  static ApiResponse response(int status, JsonNode body) {
+    Map<String, String> headers = new LinkedHashMap<>();
+    headers.put("Content-Type", MEDIA_TYPE);
+    headers.put("Cache-Control", "no-store");
+    headers.put("X-Content-Type-Options", "nosniff");
+    return new ApiResponse(status, headers, bytes(body));
   }
 
   /** A stored JSON document (read from {@code jsonb}, so known to be valid). */

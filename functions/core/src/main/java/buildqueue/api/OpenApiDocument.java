@@ -25,7 +25,7 @@ final class OpenApiDocument {
 
   static ApiResponse response() {
     Map<String, String> headers = new LinkedHashMap<>();
-    headers.put("Content-Type", HttpApi.JSON);
+    headers.put("Content-Type", ApiJson.MEDIA_TYPE);
     headers.put("Cache-Control", "no-cache");
     headers.put("X-Content-Type-Options", "nosniff");
     return new ApiResponse(200, headers, Holder.JSON.clone());

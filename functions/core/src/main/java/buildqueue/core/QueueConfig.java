@@ -4,7 +4,8 @@ import buildqueue.BuildQueueException;
 import java.time.Duration;
 
 /**
- * The queue's settings, immutable. Every field has a documented default ({@link #defaults()}).
+ * The queue's settings, immutable. Every field has a documented default ({@link #defaults()}); build
+ * one with {@link #builder()}, naming only the fields that differ, or change one with a wither.
  *
  * @param sharedSlots slots in the {@code shared} lane (default 1, as in the reference implementation, docs/architecture.md §1; at most
  *     {@link #MAX_SHARED_SLOTS}); dedicated lanes always have one
@@ -73,39 +74,19 @@ public record QueueConfig(
     }
   }
 
-  /** The settings before the shared lane's order and the quota existed: fair, 1,000. */
-  public QueueConfig(
-      int sharedSlots, Duration workerLifetime, Duration leaseSlack, Duration deadlineMargin,
-      Duration chainWindow, Duration livenessInterval, Duration launchGrace, int maxLaunchFailures,
-      Duration launchBackoff, Duration retention, Duration linger) {
-    this(sharedSlots, workerLifetime, leaseSlack, deadlineMargin, chainWindow, livenessInterval,
-        launchGrace, maxLaunchFailures, launchBackoff, retention, linger, SharedOrder.FAIR, DEFAULT_MAX_QUEUED_JOBS);
-  }
-
-  /** The settings before {@code linger} existed; linger off. */
-  public QueueConfig(
-      int sharedSlots, Duration workerLifetime, Duration leaseSlack, Duration deadlineMargin,
-      Duration chainWindow, Duration livenessInterval, Duration launchGrace, int maxLaunchFailures,
-      Duration launchBackoff, Duration retention) {
-    this(sharedSlots, workerLifetime, leaseSlack, deadlineMargin, chainWindow, livenessInterval,
-        launchGrace, maxLaunchFailures, launchBackoff, retention, Duration.ZERO);
-  }
-
+  /** The defaults: each field as {@link Builder} starts it. */
   public static QueueConfig defaults() {
-    return new QueueConfig(
-        1,
-        Duration.ofMinutes(60),
-        Duration.ofMinutes(5),
-        Duration.ofSeconds(60),
-        Duration.ofMinutes(5),
-        Duration.ofSeconds(5),
-        Duration.ofSeconds(60),
-        5,
-        Duration.ofSeconds(10),
-        Duration.ofDays(7),
-        Duration.ZERO,
-        SharedOrder.FAIR,
-        DEFAULT_MAX_QUEUED_JOBS);
+    return new Builder().build();
+  }
+
+  /** A builder from the defaults: name only what differs. */
+  public static Builder builder() {
+    return new Builder();
+  }
+
+  /** A builder from these settings. */
+  public Builder toBuilder() {
+    return new Builder(this);
   }
 
   /** A user's queued jobs at most, unless an admin set their own limit. */
@@ -119,7 +100,7 @@ public record QueueConfig(
   /**
    * The most slots the shared lane may have. A lane's workers are read in one statement (for a
    * job's place in line and for the lanes page), whose answer must stay under the RDS Data API's
-   * 1 MiB: 100 workers of at most 3.5 KB each (see {@code JobQueries}) is a third of it.
+   * 1 MiB: 100 workers of at most 3.5 KB each (see {@code SlotReads}) is a third of it.
    */
   public static final int MAX_SHARED_SLOTS = 100;
 
@@ -160,54 +141,154 @@ public record QueueConfig(
   }
 
   public QueueConfig withSharedSlots(int n) {
-    return new QueueConfig(n, workerLifetime, leaseSlack, deadlineMargin, chainWindow,
-        livenessInterval, launchGrace, maxLaunchFailures, launchBackoff, retention, linger, sharedOrder, maxQueuedJobs);
+    return toBuilder().sharedSlots(n).build();
   }
 
   public QueueConfig withChainWindow(Duration d) {
-    return new QueueConfig(sharedSlots, workerLifetime, leaseSlack, deadlineMargin, d,
-        livenessInterval, launchGrace, maxLaunchFailures, launchBackoff, retention, linger, sharedOrder, maxQueuedJobs);
+    return toBuilder().chainWindow(d).build();
   }
 
   public QueueConfig withLease(Duration lifetime, Duration slack, Duration margin) {
-    return new QueueConfig(sharedSlots, lifetime, slack, margin, chainWindow,
-        livenessInterval, launchGrace, maxLaunchFailures, launchBackoff, retention, linger, sharedOrder, maxQueuedJobs);
+    return toBuilder().workerLifetime(lifetime).leaseSlack(slack).deadlineMargin(margin).build();
   }
 
   public QueueConfig withLaunchGrace(Duration d) {
-    return new QueueConfig(sharedSlots, workerLifetime, leaseSlack, deadlineMargin, chainWindow,
-        livenessInterval, d, maxLaunchFailures, launchBackoff, retention, linger, sharedOrder, maxQueuedJobs);
+    return toBuilder().launchGrace(d).build();
   }
 
   public QueueConfig withLivenessInterval(Duration d) {
-    return new QueueConfig(sharedSlots, workerLifetime, leaseSlack, deadlineMargin, chainWindow,
-        d, launchGrace, maxLaunchFailures, launchBackoff, retention, linger, sharedOrder, maxQueuedJobs);
+    return toBuilder().livenessInterval(d).build();
   }
 
   public QueueConfig withLinger(Duration d) {
-    return new QueueConfig(sharedSlots, workerLifetime, leaseSlack, deadlineMargin, chainWindow,
-        livenessInterval, launchGrace, maxLaunchFailures, launchBackoff, retention, d, sharedOrder, maxQueuedJobs);
+    return toBuilder().linger(d).build();
   }
 
   public QueueConfig withSharedOrder(SharedOrder order) {
-    return new QueueConfig(sharedSlots, workerLifetime, leaseSlack, deadlineMargin, chainWindow,
-        livenessInterval, launchGrace, maxLaunchFailures, launchBackoff, retention, linger, order, maxQueuedJobs);
+    return toBuilder().sharedOrder(order).build();
   }
 
   public QueueConfig withRetention(Duration d) {
-    return new QueueConfig(sharedSlots, workerLifetime, leaseSlack, deadlineMargin, chainWindow,
-        livenessInterval, launchGrace, maxLaunchFailures, launchBackoff, d, linger, sharedOrder, maxQueuedJobs);
+    return toBuilder().retention(d).build();
   }
 
   public QueueConfig withMaxQueuedJobs(int n) {
-    return new QueueConfig(sharedSlots, workerLifetime, leaseSlack, deadlineMargin, chainWindow,
-        livenessInterval, launchGrace, maxLaunchFailures, launchBackoff, retention, linger, sharedOrder, n);
+    return toBuilder().maxQueuedJobs(n).build();
   }
 
   /** How often a lingering worker looks for new work: a twentieth of the linger, 10 ms to 1 s. */
   public Duration lingerPoll() {
     long ms = Math.max(10, Math.min(1000, linger.toMillis() / 20));
     return Duration.ofMillis(ms);
+  }
+
+  /**
+   * Settings named one at a time, from the defaults (or from a config's {@link #toBuilder()});
+   * {@link #build()} checks them together, as the record's constructor does.
+   */
+  public static final class Builder {
+    private int sharedSlots = 1;
+    private Duration workerLifetime = Duration.ofMinutes(60);
+    private Duration leaseSlack = Duration.ofMinutes(5);
+    private Duration deadlineMargin = Duration.ofSeconds(60);
+    private Duration chainWindow = Duration.ofMinutes(5);
+    private Duration livenessInterval = Duration.ofSeconds(5);
+    private Duration launchGrace = Duration.ofSeconds(60);
+    private int maxLaunchFailures = 5;
+    private Duration launchBackoff = Duration.ofSeconds(10);
+    private Duration retention = Duration.ofDays(7);
+    private Duration linger = Duration.ZERO;
+    private SharedOrder sharedOrder = SharedOrder.FAIR;
+    private int maxQueuedJobs = DEFAULT_MAX_QUEUED_JOBS;
+
+    private Builder() {}
+
+    private Builder(QueueConfig c) {
+      sharedSlots = c.sharedSlots;
+      workerLifetime = c.workerLifetime;
+      leaseSlack = c.leaseSlack;
+      deadlineMargin = c.deadlineMargin;
+      chainWindow = c.chainWindow;
+      livenessInterval = c.livenessInterval;
+      launchGrace = c.launchGrace;
+      maxLaunchFailures = c.maxLaunchFailures;
+      launchBackoff = c.launchBackoff;
+      retention = c.retention;
+      linger = c.linger;
+      sharedOrder = c.sharedOrder;
+      maxQueuedJobs = c.maxQueuedJobs;
+    }
+
+    public Builder sharedSlots(int n) {
+      sharedSlots = n;
+      return this;
+    }
+
+    public Builder workerLifetime(Duration d) {
+      workerLifetime = d;
+      return this;
+    }
+
+    public Builder leaseSlack(Duration d) {
+      leaseSlack = d;
+      return this;
+    }
+
+    public Builder deadlineMargin(Duration d) {
+      deadlineMargin = d;
+      return this;
+    }
+
+    public Builder chainWindow(Duration d) {
+      chainWindow = d;
+      return this;
+    }
+
+    public Builder livenessInterval(Duration d) {
+      livenessInterval = d;
+      return this;
+    }
+
+    public Builder launchGrace(Duration d) {
+      launchGrace = d;
+      return this;
+    }
+
+    public Builder maxLaunchFailures(int n) {
+      maxLaunchFailures = n;
+      return this;
+    }
+
+    public Builder launchBackoff(Duration d) {
+      launchBackoff = d;
+      return this;
+    }
+
+    public Builder retention(Duration d) {
+      retention = d;
+      return this;
+    }
+
+    public Builder linger(Duration d) {
+      linger = d;
+      return this;
+    }
+
+    public Builder sharedOrder(SharedOrder order) {
+      sharedOrder = order;
+      return this;
+    }
+
+    public Builder maxQueuedJobs(int n) {
+      maxQueuedJobs = n;
+      return this;
+    }
+
+    /** The settings; throws {@link BuildQueueException} naming the first field that is out of range. */
+    public QueueConfig build() {
+      return new QueueConfig(sharedSlots, workerLifetime, leaseSlack, deadlineMargin, chainWindow, livenessInterval,
+          launchGrace, maxLaunchFailures, launchBackoff, retention, linger, sharedOrder, maxQueuedJobs);
+    }
   }
 
   private static void positive(String name, Duration d) {

@@ -12,7 +12,7 @@ import java.nio.charset.StandardCharsets;
  * <p>The widest rows and their budget against {@link #MAX_ROW_BYTES} (64,000):
  *
  * <pre>
- * a job (JobQueries JOB, JOBS; WorkerTransitions START, END and TAKE_NEXT carry fewer columns)
+ * a job (JobReads JOB, JobListReads JOBS; WorkerTransitions START, END and TAKE_NEXT carry fewer columns)
  *   payload, as PostgreSQL renders jsonb          MAX_PAYLOAD_BYTES        55,000
  *   error: a reason cut to MAX_ERROR_BYTES         MAX_ERROR_BYTES           4,000
  *     plus the text a statement wraps around it    ERROR_WRAPPER_BYTES         200
@@ -22,13 +22,13 @@ import java.nio.charset.StandardCharsets;
  *   where its whole log is                         MAX_LOG_LOCATION_BYTES    1,000
  *   row header, ids, counters, status, 6 times     ROW_FIXED_BYTES             512
  *                                                                    total  62,517
- * an event (JobQueries EVENTS: message and detail; R = a reason of MAX_ERROR_BYTES)
+ * an event (EventReads EVENTS: message and detail; R = a reason of MAX_ERROR_BYTES)
  *   message: R + 200 of fixed text                                           4,200
  *   detail: the message and R again, as JSON text; jsonb writes a control
  *     character as a 6-byte escape: 6 × (4,200 + 4,000) + 300               49,500
  *   type, row header, id, time                                                 200
  *                                                                    total  53,900
- * a job's log tail (JobQueries LOG), read alone with the job's owner, status and log location
+ * a job's log tail (LogReads LOG), read alone with the job's owner, status and log location
  *   MAX_LOG_TAIL_BYTES 60,000 + user id 800 + location 1,000 + ROW_FIXED_BYTES 512
  *                                                                    total  62,312
  * </pre>

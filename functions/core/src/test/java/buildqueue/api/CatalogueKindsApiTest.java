@@ -6,18 +6,13 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import buildqueue.kinds.CommandRunners;
 import buildqueue.kinds.KindCatalogue;
-import buildqueue.testing.PostgresExtension;
-import buildqueue.testing.TestDatabase;
 import com.fasterxml.jackson.databind.JsonNode;
 import java.util.Map;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /** POST /jobs for the kinds of an operator's catalogue: the payloadSchema decides, and a refusal writes nothing. */
-@ExtendWith(PostgresExtension.class)
-class CatalogueKindsApiTest {
+class CatalogueKindsApiTest extends ApiTest {
   private static final KindCatalogue CATALOGUE = KindCatalogue.parse("kinds.json", """
       {"kinds": {"render-article": {"command": ["node", "/opt/render/index.js"], "timeout": "15m",
         "payloadSchema": {"type": "object", "required": ["title", "pages"],
@@ -26,18 +21,11 @@ class CatalogueKindsApiTest {
                                    "properties": {"title": {"type": "string"}}}}}}}}}
       """, buildqueue.core.QueueConfig.defaults());
 
-  private ApiFixture f;
   private CheckedApi api;
 
   @BeforeEach
-  void open(TestDatabase tdb) {
-    f = new ApiFixture(tdb);
+  void openCatalogueApi() {
     api = new CheckedApi(new HttpApi(f.h.queue, f.queries, CATALOGUE.handlers(CommandRunners.API_ONLY)));
-  }
-
-  @AfterEach
-  void close() {
-    f.close();
   }
 
   private ApiResponse submit(String body) {

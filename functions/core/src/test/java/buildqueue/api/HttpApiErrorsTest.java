@@ -12,33 +12,16 @@ import buildqueue.core.QueueClock;
 import buildqueue.core.QueueConfig;
 import buildqueue.db.Database;
 import buildqueue.testing.InProcessPlatform;
-import buildqueue.testing.PostgresExtension;
 import buildqueue.testing.TestDatabase;
 import buildqueue.testing.TestDatabases;
 import buildqueue.worker.JobHandlers;
 import com.fasterxml.jackson.databind.JsonNode;
 import java.nio.charset.StandardCharsets;
 import java.util.Map;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /** Every refusal: its status, its problem+json shape, a detail that says what to do, no writes. */
-@ExtendWith(PostgresExtension.class)
-class HttpApiErrorsTest {
-  private ApiFixture f;
-
-  @BeforeEach
-  void open(TestDatabase tdb) {
-    f = new ApiFixture(tdb);
-  }
-
-  @AfterEach
-  void close() {
-    f.close();
-  }
-
+class HttpApiErrorsTest extends ApiTest {
   @Test
   void every_route_but_health_and_the_page_answers_401_without_a_caller() throws Exception {
     long id = queuedBehindAHeldJob();

@@ -6,32 +6,14 @@ import static buildqueue.api.ApiFixture.BOB;
 import static buildqueue.api.ApiFixture.json;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import buildqueue.testing.PostgresExtension;
-import buildqueue.testing.TestDatabase;
 import com.fasterxml.jackson.databind.JsonNode;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /** Every route of the HTTP API (docs/architecture.md §8) doing its job. */
-@ExtendWith(PostgresExtension.class)
-class HttpApiRoutesTest {
-  private ApiFixture f;
-
-  @BeforeEach
-  void open(TestDatabase tdb) {
-    f = new ApiFixture(tdb);
-  }
-
-  @AfterEach
-  void close() {
-    f.close();
-  }
-
+class HttpApiRoutesTest extends ApiTest {
   @Test
   void submitting_a_job_answers_201_with_the_job_and_its_location() {
     ApiResponse r = f.post("/jobs", "{\"kind\": \"demo\", \"payload\": {\"steps\": 2, \"stepMillis\": 1}}", ALICE);

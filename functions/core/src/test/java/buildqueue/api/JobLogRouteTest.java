@@ -6,31 +6,13 @@ import static buildqueue.api.ApiFixture.BOB;
 import static buildqueue.api.ApiFixture.json;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import buildqueue.testing.PostgresExtension;
-import buildqueue.testing.TestDatabase;
 import buildqueue.worker.WorkerLoop;
 import com.fasterxml.jackson.databind.JsonNode;
 import java.nio.charset.StandardCharsets;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /** {@code GET /jobs/{id}/log}: the output the queue keeps of a job, for its owner and admins. */
-@ExtendWith(PostgresExtension.class)
-class JobLogRouteTest {
-  private ApiFixture f;
-
-  @BeforeEach
-  void open(TestDatabase tdb) {
-    f = new ApiFixture(tdb);
-  }
-
-  @AfterEach
-  void close() {
-    f.close();
-  }
-
+class JobLogRouteTest extends ApiTest {
   private long printed(String payload) {
     long id = f.submit(ALICE, "print", payload);
     f.h.awaitStatus(id, "succeeded");

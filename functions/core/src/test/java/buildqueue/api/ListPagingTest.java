@@ -10,36 +10,24 @@ import static org.assertj.core.api.Assertions.assertThat;
 import buildqueue.core.JobQueries;
 import buildqueue.core.RowLimits;
 import buildqueue.db.Params;
-import buildqueue.testing.PostgresExtension;
 import buildqueue.testing.QueueHarness;
 import buildqueue.testing.TestDatabase;
 import com.fasterxml.jackson.databind.JsonNode;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.stream.LongStream;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * How GET /jobs and GET /jobs/{id}/events page: by their limit and by a byte budget their statement
  * computes, with a {@code next} link that reaches every row once. The Data API side of it is in
  * {@code buildqueue.core.SizeLimitsTest}.
  */
-@ExtendWith(PostgresExtension.class)
-class ListPagingTest {
-  private ApiFixture f;
-
-  @BeforeEach
-  void open(TestDatabase tdb) {
+class ListPagingTest extends ApiTest {
+  @Override
+  ApiFixture fixture(TestDatabase tdb) {
     // Workers that never start: the jobs stay as submitted.
-    f = new ApiFixture(tdb, QueueHarness.testConfig(), true);
-  }
-
-  @AfterEach
-  void close() {
-    f.close();
+    return new ApiFixture(tdb, QueueHarness.testConfig(), true);
   }
 
   @Test

@@ -5,8 +5,6 @@ import static buildqueue.api.ApiFixture.json;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import buildqueue.testing.PostgresExtension;
-import buildqueue.testing.TestDatabase;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.swagger.v3.parser.OpenAPIV3Parser;
@@ -21,30 +19,14 @@ import java.util.List;
 import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * openapi.json describes the API the code answers with: every route is in it, it is served, every
  * schema in it compiles, and the check every route test runs through ({@link CheckedApi}) does
  * refuse a response that does not match.
  */
-@ExtendWith(PostgresExtension.class)
-class OpenApiContractTest {
-  private ApiFixture f;
-
-  @BeforeEach
-  void open(TestDatabase tdb) {
-    f = new ApiFixture(tdb);
-  }
-
-  @AfterEach
-  void close() {
-    f.close();
-  }
-
+class OpenApiContractTest extends ApiTest {
   @Test
   void every_route_of_the_api_is_documented_and_every_documented_operation_is_a_route() {
     assertThat(OpenApiContract.shipped().operations())

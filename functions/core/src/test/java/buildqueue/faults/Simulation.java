@@ -264,17 +264,18 @@ final class Simulation {
     Duration slack = Duration.ofMillis(2_000 + r.nextInt(3_000));
     Duration margin = Duration.ofMillis(500 + r.nextInt(1_000));
     Duration[] windows = {Duration.ZERO, Duration.ofSeconds(2), Duration.ofSeconds(60)};
-    return new QueueConfig(
-        1 + r.nextInt(2),
-        lifetime,
-        slack,
-        margin,
-        windows[r.nextInt(windows.length)],
-        Duration.ofMillis(1_000 + r.nextInt(2_000)),
-        Duration.ofMillis(2_000 + r.nextInt(4_000)),
-        2 + r.nextInt(3),
-        Duration.ofMillis(500),
-        Duration.ofDays(1));
+    return QueueConfig.builder()
+        .sharedSlots(1 + r.nextInt(2))
+        .workerLifetime(lifetime)
+        .leaseSlack(slack)
+        .deadlineMargin(margin)
+        .chainWindow(windows[r.nextInt(windows.length)])
+        .livenessInterval(Duration.ofMillis(1_000 + r.nextInt(2_000)))
+        .launchGrace(Duration.ofMillis(2_000 + r.nextInt(4_000)))
+        .maxLaunchFailures(2 + r.nextInt(3))
+        .launchBackoff(Duration.ofMillis(500))
+        .retention(Duration.ofDays(1))
+        .build();
   }
 
   /** Runs one scenario on a lane (emptied first). */

@@ -1,0 +1,159 @@
+package buildqueue.api;
+
+import buildqueue.core.BuildQueue;
+import buildqueue.core.JobQueries;
+import buildqueue.core.JobQueries.JobView;
+import buildqueue.core.JobTransitions;
+import buildqueue.core.PayloadTooLargeException;
+import buildqueue.core.QueueFullException;
+import buildqueue.core.RowLimits;
+import buildqueue.db.Json;
+import buildqueue.worker.JobHandler;
+import buildqueue.worker.JobHandlers;
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * {@code POST /jobs}: a job's kind and payload checked against the known kinds, then enqueued once
+ * per idempotency key (a repeat answers the first job; the same key with another request is a
+ * conflict), superseding the user's queued jobs with the same supersede key.
+ */
+record JobSubmission(BuildQueue queue, JobQueries queries, JobHandlers handlers, JobAnswers answers)
+    implements Route.Resource {
+  private static final String SUBMIT_EXAMPLE =
+      "{\"kind\": \"demo\", \"payload\": {\"steps\": 5}, \"idempotencyKey\": \"build-1234\"}";
+
+  @Override
+  public List<Route> routes() {
+    return List.of(new Route("POST", "/jobs", Route.Access.USER, Set.of(), this::submit));
+  }
+
+  private ApiResponse submit(Call call) {
+    ObjectNode body = JsonBodies.object(call.request(), SUBMIT_EXAMPLE);
+    JsonBodies.onlyFields(body, new LinkedHashSet<>(List.of("kind", "payload", "idempotencyKey", "supersedeKey")),
+        "POST /jobs");
+    JsonNode kindNode = body.get("kind");
+    if (kindNode == null || kindNode.isNull()) {
+      throw ApiProblem.invalid("The field \"kind\" is missing; send one of the known kinds ("
+          + knownKinds() + "), e.g. " + SUBMIT_EXAMPLE + ".");
+    }
+    if (!kindNode.isTextual()) {
+      throw ApiProblem.invalid("The field \"kind\" must be a string naming a job kind (" + knownKinds()
+          + "), not " + JsonBodies.kindOf(kindNode) + ".");
+    }
+    String kind = kindNode.textValue();
+    JobHandler handler = handlers.get(kind).orElseThrow(() -> ApiProblem.invalid(
+        "Unknown kind \"" + JsonBodies.printable(kind) + "\"; the known kinds are: " + knownKinds() + "."));
+
+    JsonNode payload = body.get("payload");
+    if (payload == null || payload.isNull()) {
+      payload = ApiJson.object();
+    } else if (!payload.isObject()) {
+      throw ApiProblem.invalid("The field \"payload\" must be a JSON object (or left out), not "
+          + JsonBodies.kindOf(payload) + ".");
+    }
+    JsonBodies.requireStorable(payload, "payload");
+    try {
+      handler.validate(payload.deepCopy());
+    } catch (IllegalArgumentException e) {
+      throw ApiProblem.invalid("The payload is not valid for kind \"" + kind + "\": "
+          + (e.getMessage() == null ? "the kind's validation refused it without saying why" : e.getMessage()));
+    }
+
+    String key = key(body.get("idempotencyKey"), "idempotencyKey");
+    String supersedeKey = key(body.get("supersedeKey"), "supersedeKey");
+    String payloadText;
+    try {
+      payloadText = ApiJson.MAPPER.writeValueAsString(payload);
+    } catch (JsonProcessingException e) {
+      throw ApiProblem.invalid("The payload could not be stored as JSON: " + e.getOriginalMessage());
+    }
+
+    JobTransitions.Enqueued enqueued;
+    try {
+      enqueued = queue.enqueue(call.caller().userId(), kind, new Json(payloadText), key, supersedeKey);
+    } catch (PayloadTooLargeException e) {
+      throw payloadTooLarge(e.storedBytes());
+    } catch (QueueFullException e) {
+      throw queueFull(e);
+    }
+    JobView job = queries.job(enqueued.jobId()).orElseThrow(() -> new IllegalStateException(
+        "job " + enqueued.jobId() + " was enqueued but cannot be read back"));
+    if (!enqueued.created() && !sameRequest(job, kind, payload)) {
+      throw new ApiProblem(ApiProblem.Type.CONFLICT,
+          "The idempotency key \"" + JsonBodies.printable(key) + "\" was already used for job " + job.id()
+              + " with a different kind or payload; use a new key for a new job, or resend job " + job.id()
+              + "'s exact request.",
+          Map.of("Location", "/jobs/" + job.id()));
+    }
+    ObjectNode out = answers.json(job, call.caller());
+    if (supersedeKey != null && enqueued.created()) {
+      ObjectNode superseded = out.putObject("superseded");
+      superseded.put("cancelledCount", enqueued.supersededCount());
+      ArrayNode cancelled = superseded.putArray("cancelled");
+      enqueued.superseded().forEach(cancelled::add);
+      ArrayNode requested = superseded.putArray("cancelRequested");
+      enqueued.cancelRequested().forEach(requested::add);
+    }
+    return ApiJson.response(enqueued.created() ? 201 : 200, out).withHeader("Location", "/jobs/" + job.id());
+  }
+
+  /** The enqueue statement counted the user's queued jobs against their quota and wrote nothing. */
+  private static ApiProblem queueFull(QueueFullException e) {
+    return new ApiProblem(ApiProblem.Type.TOO_MANY_QUEUED_JOBS,
+        "You have " + (e.moreThanCounted() ? "more than " + e.limit() + " queued jobs"
+            : e.queued() + (e.queued() == 1 ? " queued job" : " queued jobs"))
+            + "; the limit is " + e.limit() + " per user. Nothing was written. Submit again when some"
+            + " of them have started, cancel some (POST /jobs/{id}/cancel), or submit with a supersedeKey to"
+            + " replace queued jobs with the same key.",
+        Map.of("Retry-After", Integer.toString(HttpApi.QUEUE_FULL_RETRY_AFTER_SECONDS)));
+  }
+
+  /** The enqueue statement measured the payload as stored and wrote nothing. */
+  private static ApiProblem payloadTooLarge(long storedBytes) {
+    return new ApiProblem(ApiProblem.Type.PAYLOAD_TOO_LARGE,
+        "The payload takes " + storedBytes + " bytes as stored (JSON as the database writes it: a space after each"
+            + " ':' and ',', numbers in full); the limit is " + RowLimits.MAX_PAYLOAD_BYTES + " bytes, so that a"
+            + " worker can read its job back in one row of the RDS Data API (64 KB). Nothing was written. Keep large"
+            + " inputs in object storage (e.g. S3) and pass a reference in the payload.");
+  }
+
+  private static String key(JsonNode node, String field) {
+    if (node == null || node.isNull()) {
+      return null;
+    }
+    if (!node.isTextual()) {
+      throw ApiProblem.invalid("The field \"" + field + "\" must be a string of 1 to " + HttpApi.MAX_KEY_CHARS
+          + " characters, not " + JsonBodies.kindOf(node) + ".");
+    }
+    String key = node.textValue();
+    if (!Ids.usable(key)) {
+      throw ApiProblem.invalid("The field \"" + field + "\" must be 1 to " + HttpApi.MAX_KEY_CHARS
+          + " characters without control characters; it has " + key.codePointCount(0, key.length())
+          + " characters" + (Ids.hasControl(key) ? ", some of them control characters" : "") + ".");
+    }
+    return key;
+  }
+
+  private static boolean sameRequest(JobView job, String kind, JsonNode payload) {
+    return job.kind().equals(kind) && ApiJson.parse(job.payload()).equals(NUMBERS_BY_VALUE, payload);
+  }
+
+  /** Compares numbers by value, as {@code jsonb} does: 1.0, 1.00 and 1E+0 are one number. */
+  private static final java.util.Comparator<JsonNode> NUMBERS_BY_VALUE = (a, b) -> {
+    if (a.isNumber() && b.isNumber()) {
+      return a.decimalValue().compareTo(b.decimalValue());
+    }
+    return a.equals(b) ? 0 : 1;
+  };
+
+  private String knownKinds() {
+    return String.join(", ", handlers.kinds());
+  }
+}

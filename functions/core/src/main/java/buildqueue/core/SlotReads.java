@@ -1,0 +1,115 @@
+package buildqueue.core;
+
+import buildqueue.core.JobQueries.CurrentJob;
+import buildqueue.core.JobQueries.JobView;
+import buildqueue.core.JobQueries.SlotView;
+import buildqueue.core.JobQueries.Waiting;
+import buildqueue.core.JobQueries.WorkerView;
+import buildqueue.db.Database;
+import buildqueue.db.Params;
+import buildqueue.db.Row;
+import java.util.Collection;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.TreeSet;
+
+/**
+ * The live workers of lanes and the slots they hold: what a queued job waits for ({@link
+ * JobQueries#waiting}), and the slots of each lane on the lanes page ({@link LaneReads}).
+ */
+record SlotReads(Database db, QueueConfig config, QueueClock clock) {
+  // A lane's workers: at most its capacity (QueueConfig.MAX_SHARED_SLOTS for shared, 1 otherwise),
+  // each row at most WORKER_ROW_BYTES; the steps of a job's payload only when a short number (a
+  // progress bar's end), never a payload's worth of JSON.
+  private static final String LIVE_WORKERS =
+      """
+      with t as (select coalesce(:now::timestamptz, now()) as now)
+      select w.id, w.lane, w.slot, w.status, w.task_id, w.launched_at, w.started_at,
+             floor(extract(epoch from (w.expires_at - t.now)))::bigint as lease_left_seconds,
+             j.id as job_id, j.user_id as job_user_id, j.kind as job_kind, j.status as job_status,
+             j.progress as job_progress,
+             case when jsonb_typeof(j.payload -> 'steps') = 'number' and octet_length((j.payload -> 'steps')::text) <= 11
+                  then j.payload -> 'steps' end as job_steps
+      from build_worker w
+      cross join t
+      left join lateral (
+        select c.id, c.user_id, c.kind, c.status, c.progress, c.payload from build_job c
+        where c.worker_id = w.id and c.status in ('dispatched', 'running')
+        order by c.id
+        limit 1
+      ) j on true
+      where w.status <> 'exited' and w.lane >= :firstLane and w.lane <= :lastLane
+      order by w.lane, substring(w.slot from '#([0-9]+)$')::int
+      """;
+
+  /** The most a task id takes, as ECS (a task ARN) and the local platform write it. */
+  static final int MAX_TASK_ID_BYTES = 400;
+
+  /** One row of LIVE_WORKERS at most: a lane, a slot, a task id, a job's user id and kind. */
+  static final int WORKER_ROW_BYTES = 2 * (RowLimits.MAX_LANE_BYTES + 4) + MAX_TASK_ID_BYTES
+      + RowLimits.MAX_USER_ID_BYTES + RowLimits.MAX_KIND_BYTES + RowLimits.ROW_FIXED_BYTES;
+
+  List<SlotView> slots(String lane) {
+    return slotsOf(lane, liveWorkers(lane, lane));
+  }
+
+  Map<Long, Waiting> waiting(Collection<JobView> jobs) {
+    Map<String, List<SlotView>> slotsByLane = new LinkedHashMap<>();
+    Map<Long, Waiting> byJob = new LinkedHashMap<>();
+    for (JobView j : jobs) {
+      if (j.status() != JobStatus.QUEUED) {
+        continue;
+      }
+      List<SlotView> slots = slotsByLane.computeIfAbsent(j.lane(), this::slots);
+      int ahead = j.position() == null ? 0 : j.position() - 1;
+      byJob.put(j.id(), new Waiting(j.lane(), Lanes.capacity(j.lane(), config), ahead, slots, j.notBefore(), j.turns()));
+    }
+    return byJob;
+  }
+
+  /** Live workers of the lanes from {@code firstLane} to {@code lastLane}, in name order. */
+  List<WorkerView> liveWorkers(String firstLane, String lastLane) {
+    return db.query(LIVE_WORKERS, Params.of("now", clock.now(), "firstLane", firstLane, "lastLane", lastLane)).stream()
+        .map(SlotReads::workerView)
+        .toList();
+  }
+
+  /**
+   * The lane's slots in order, {@code <lane>#1} to its capacity, plus any slot beyond that still
+   * held (the capacity was lowered while a worker ran).
+   */
+  List<SlotView> slotsOf(String lane, List<WorkerView> workers) {
+    Set<String> names = new TreeSet<>(java.util.Comparator.comparingInt(SlotReads::slotNumber)
+        .thenComparing(java.util.Comparator.naturalOrder()));
+    for (int n = 1; n <= Lanes.capacity(lane, config); n++) {
+      names.add(lane + "#" + n);
+    }
+    workers.forEach(w -> names.add(w.slot()));
+    return names.stream()
+        .map(slot -> new SlotView(slot, workers.stream().filter(w -> w.slot().equals(slot)).findFirst()))
+        .toList();
+  }
+
+  private static int slotNumber(String slot) {
+    int hash = slot.lastIndexOf('#');
+    try {
+      return Integer.parseInt(slot.substring(hash + 1));
+    } catch (NumberFormatException e) {
+      return Integer.MAX_VALUE;
+    }
+  }
+
+  private static WorkerView workerView(Row r) {
+    Optional<CurrentJob> job =
+        r.get("job_id") == null
+            ? Optional.empty()
+            : Optional.of(new CurrentJob(r.longValue("job_id"), r.string("job_user_id"), r.string("job_kind"),
+                JobStatus.of(r.string("job_status")), r.intValue("job_progress"), r.json("job_steps")));
+    return new WorkerView(r.longValue("id"), r.string("lane"), r.string("slot"), WorkerStatus.of(r.string("status")),
+        r.string("task_id"), r.longValue("lease_left_seconds"), r.instant("launched_at"), r.instant("started_at"),
+        job);
+  }
+}
