@@ -46,10 +46,19 @@ public final class ExitTransitions {
   private static final String EXITED =
       """
       with t as (select coalesce(:now::timestamptz, now()) as now),
+      evidence as (select e.worker_id from build_worker_of_evidence(:taskId::text, :workerId::bigint, :token::uuid) e),
+      -- The job's row is locked before the worker's, the order every transition takes them in
+      -- (held is read in worker's from list, so it runs before any worker row is locked).
+      held as (
+        select j.id from build_job j, evidence e, build_worker v
+        where j.worker_id = e.worker_id and j.status in ('dispatched', 'running')
+          and v.id = e.worker_id and v.status in ('running', 'draining')
+        for update of j
+      ),
       worker as (
         -- A worker that never started has its own transition (NOT_STARTED): its job never ran.
         update build_worker w set status = 'exited', exited_at = t.now, exit_reason = :reason
-        from build_worker_of_evidence(:taskId::text, :workerId::bigint, :token::uuid) e, t
+        from evidence e, t, (select count(*) from held) as job_locked
         where w.id = e.worker_id and w.status in ('running', 'draining')
         returning w.id, w.lane, (extract(epoch from w.exited_at - w.launched_at) * 1000)::bigint as slot_held_ms
       ),
@@ -102,9 +111,16 @@ public final class ExitTransitions {
   private static final String NOT_STARTED =
       """
       with t as (select coalesce(:now::timestamptz, now()) as now),
+      evidence as (select e.worker_id from build_worker_of_evidence(:taskId::text, :workerId::bigint, :token::uuid) e),
+      -- The job before the worker, as in EXITED.
+      held as (
+        select j.id from build_job j, evidence e, build_worker v
+        where j.worker_id = e.worker_id and j.status = 'dispatched' and v.id = e.worker_id and v.status = 'launching'
+        for update of j
+      ),
       worker as (
         update build_worker w set status = 'exited', exited_at = t.now, exit_reason = 'not started: ' || :reason
-        from build_worker_of_evidence(:taskId::text, :workerId::bigint, :token::uuid) e, t
+        from evidence e, t, (select count(*) from held) as job_locked
         where w.id = e.worker_id and w.status = 'launching'
         returning w.id, w.lane, (extract(epoch from w.exited_at - w.launched_at) * 1000)::bigint as slot_held_ms
       ),

@@ -42,7 +42,8 @@ public final class Migrator {
    * ExpandOnlyMigrationsTest), so the release before keeps running on the new schema.
    */
   public static final List<String> MIGRATIONS = List.of("V001__queue.sql", "V002__event_publish_claim.sql",
-      "V003__job_logs.sql", "V004__fair_shares.sql", "V005__worker_role.sql", "V006__worker_plans.sql");
+      "V003__job_logs.sql", "V004__fair_shares.sql", "V005__worker_role.sql", "V006__worker_plans.sql",
+      "V007__worker_start_lock_order.sql");
 
   private static final String CREATE_TABLE =
       """
@@ -130,7 +131,7 @@ public final class Migrator {
         continue;
       }
       String text = texts.get(name);
-      List<String> statements = SqlScript.statements(text);
+      List<String> statements = SqlScript.sendable(text);
       try {
         db.transaction(
             tx -> {

@@ -6,9 +6,22 @@ import java.util.List;
 /**
  * Splits a migration file into single statements. The RDS Data API runs one statement per call,
  * so the migrator sends them one by one whichever adapter it runs on.
+ *
+ * <p>A migration may write a function body plainly, dollar-quoted ({@code $$ … $$} or {@code $tag$
+ * … $tag$}), with a {@code ;} after each of its statements. The Data API documents that it refuses
+ * a second statement in a call but not how it reads a {@code ;} inside a literal, so no text we send
+ * has one before its end ({@code StatementTextTest}): {@link #sendable} turns such a body into the
+ * same string as an escape string, {@code E'…'}, with {@code \073} for each {@code ;}, quotes
+ * doubled and backslashes escaped. The migration's text, and so its checksum, is what was written;
+ * a body without a {@code ;} is sent as it is written.
  */
 final class SqlScript {
   private SqlScript() {}
+
+  /** The statements of {@code script} as the migrator sends them: {@link #statements}, bodies escaped. */
+  static List<String> sendable(String script) {
+    return statements(script).stream().map(SqlScript::escapeBodies).toList();
+  }
 
   static List<String> statements(String script) {
     List<String> out = new ArrayList<>();
@@ -18,6 +31,7 @@ final class SqlScript {
     while (i < n) {
       char c = script.charAt(i);
       int end;
+      String tag;
       if (c == '-' && i + 1 < n && script.charAt(i + 1) == '-') {
         end = script.indexOf('\n', i);
         i = end < 0 ? n : end; // comments are dropped
@@ -25,9 +39,9 @@ final class SqlScript {
       } else if (c == '\'' || c == '"') {
         end = script.indexOf(c, i + 1);
         end = end < 0 ? n : end + 1;
-      } else if (c == '$' && script.startsWith("$$", i)) {
-        end = script.indexOf("$$", i + 2);
-        end = end < 0 ? n : end + 2;
+      } else if (c == '$' && (tag = dollarTag(script, i)) != null) {
+        end = script.indexOf(tag, i + tag.length());
+        end = end < 0 ? n : end + tag.length();
       } else if (c == ';') {
         addIfNotBlank(out, current);
         current.setLength(0);
@@ -41,6 +55,60 @@ final class SqlScript {
     }
     addIfNotBlank(out, current);
     return out;
+  }
+
+  /**
+   * {@code statement} with each dollar-quoted string that holds a {@code ;} written as the equal
+   * escape string. Comments are already gone ({@link #statements} drops them).
+   */
+  static String escapeBodies(String statement) {
+    StringBuilder out = new StringBuilder();
+    int i = 0;
+    int n = statement.length();
+    while (i < n) {
+      char c = statement.charAt(i);
+      String tag;
+      int end;
+      if (c == '\'' || c == '"') {
+        end = statement.indexOf(c, i + 1);
+        end = end < 0 ? n : end + 1;
+        out.append(statement, i, end);
+      } else if (c == '$' && (tag = dollarTag(statement, i)) != null) {
+        int close = statement.indexOf(tag, i + tag.length());
+        if (close < 0) {
+          throw new IllegalArgumentException("unterminated dollar-quoted string " + tag + " in: " + statement);
+        }
+        String body = statement.substring(i + tag.length(), close);
+        end = close + tag.length();
+        if (body.indexOf(';') < 0) {
+          out.append(statement, i, end);
+        } else {
+          out.append("E'").append(body.replace("\\", "\\\\").replace("'", "''").replace(";", "\\073")).append('\'');
+        }
+      } else {
+        end = i + 1;
+        out.append(c);
+      }
+      i = end;
+    }
+    return out.toString();
+  }
+
+  /**
+   * The opening tag of a dollar-quoted string at {@code i} ({@code $$}, {@code $body$}), or null:
+   * a positional parameter ({@code $1}) or a {@code $} inside an identifier is none.
+   */
+  private static String dollarTag(String sql, int i) {
+    if (i > 0 && (Character.isLetterOrDigit(sql.charAt(i - 1)) || sql.charAt(i - 1) == '_')) {
+      return null;
+    }
+    int j = i + 1;
+    if (j < sql.length() && (Character.isLetter(sql.charAt(j)) || sql.charAt(j) == '_')) {
+      while (j < sql.length() && (Character.isLetterOrDigit(sql.charAt(j)) || sql.charAt(j) == '_')) {
+        j++;
+      }
+    }
+    return j < sql.length() && sql.charAt(j) == '$' ? sql.substring(i, j + 1) : null;
   }
 
   private static void addIfNotBlank(List<String> out, StringBuilder statement) {

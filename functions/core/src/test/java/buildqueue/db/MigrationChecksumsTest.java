@@ -22,6 +22,7 @@ class MigrationChecksumsTest {
     RELEASED.put("V004__fair_shares.sql", "a2546bb9f2b6425ee0cc32564248ba1585132b2f635f9da5d93102775106b908");
     RELEASED.put("V005__worker_role.sql", "776162084137085b4b0567ce6abdd3e0376fa9adf31538ac379844631d2ae0d8");
     RELEASED.put("V006__worker_plans.sql", "3ca3ac423eb4bf901db994fd78ed54836955f6997e0d480179b2b574958d4569");
+    RELEASED.put("V007__worker_start_lock_order.sql", "a6ad5e6adfe14025345cfeb695e536709d83555bf566451657a64db8644bfa87");
   }
 
   @Test

@@ -32,6 +32,25 @@ class MigratorTest {
   }
 
   @Test
+  void a_function_body_written_plainly_is_defined_exactly_as_written() {
+    try (TestDatabase db = TestDatabases.createEmpty()) {
+      String body = """
+
+          begin
+            -- a comment; then a literal with a quote, a semicolon and a backslash
+            return 'it''s; a \\ here';
+          end;
+          """;
+      String script = "create function plain_body() returns text language plpgsql as $body$" + body + "$body$;\n";
+      new Migrator(db.jdbc(), List.of("V900__plain_body.sql"), name -> script).migrate();
+
+      assertThat(db.jdbc().query("select prosrc from pg_proc where proname = 'plain_body'").get(0).string("prosrc"))
+          .isEqualTo(body);
+      assertThat(db.jdbc().query("select plain_body() as v").get(0).string("v")).isEqualTo("it's; a \\ here");
+    }
+  }
+
+  @Test
   void many_processes_migrating_at_once_apply_each_migration_exactly_once() throws Exception {
     try (TestDatabase db = TestDatabases.createEmpty()) {
       List<CompletableFuture<List<String>>> migrators = new ArrayList<>();
@@ -112,7 +131,8 @@ class MigratorTest {
         });
       }
 
-      assertThat(new Migrator(db.jdbc()).migrate()).containsExactly("V005__worker_role.sql", "V006__worker_plans.sql");
+      assertThat(new Migrator(db.jdbc()).migrate()).containsExactly("V005__worker_role.sql", "V006__worker_plans.sql",
+          "V007__worker_start_lock_order.sql");
 
       assertThat(recorded(db)).isEqualTo(checksums(Migrator.MIGRATIONS));
       assertThat(new Migrator(db.jdbc()).migrate()).isEmpty();

@@ -19,4 +19,17 @@ class SqlScriptTest {
         "create function f() returns int language sql as $$ select 1; $$",
         "insert into a values ('x;y')");
   }
+
+  @Test
+  void a_body_with_semicolons_is_sent_as_the_same_escape_string_and_one_without_as_written() {
+    String script = """
+        create function f() returns text language plpgsql as $$
+        begin return 'a;b\\'; end;
+        $$;
+        create function g() returns int language sql as $$ select 1 $$;
+        """;
+    assertThat(SqlScript.sendable(script)).containsExactly(
+        "create function f() returns text language plpgsql as E'\nbegin return ''a\\073b\\\\''\\073 end\\073\n'",
+        "create function g() returns int language sql as $$ select 1 $$");
+  }
 }

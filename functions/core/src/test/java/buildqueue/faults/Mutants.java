@@ -68,6 +68,9 @@ final class Mutants {
    * current definitions are V006's, written as escape strings: quotes are doubled.
    */
   private static final String WORKER_FUNCTIONS = "src/main/resources/buildqueue/db/migrations/V006__worker_plans.sql";
+  /** {@code build_worker_start} as V007 last defines it, written plainly. */
+  private static final String WORKER_START =
+      "src/main/resources/buildqueue/db/migrations/V007__worker_start_lock_order.sql";
   private static final String EXEC = "src/main/java/buildqueue/worker/exec/";
 
   static final List<Mutant> ALL = List.of(
@@ -136,13 +139,13 @@ final class Mutants {
           """),
       new Mutant("start-without-lease",
           "§4.3 worker start: launching → running only before the lease",
-          WORKER_FUNCTIONS,
+          WORKER_START,
           """
-              where w.id = p_worker_id and w.token = p_token and w.status = ''launching''
-                and w.expires_at - p_deadline_margin_ms * interval ''1 millisecond'' > t.now
+              where w.id = p_worker_id and w.token = p_token and w.status = 'launching'
+                and w.expires_at - p_deadline_margin_ms * interval '1 millisecond' > t.now
           """,
           """
-              where w.id = p_worker_id and w.token = p_token and w.status = ''launching''
+              where w.id = p_worker_id and w.token = p_token and w.status = 'launching'
           """),
       // The job process (docs/architecture.md §10.1): the real ProcessRunner runs the simulation's program jobs.
       new Mutant("timeout-succeeds",

@@ -126,7 +126,7 @@ class StatementTextTest {
   @SuppressWarnings("unchecked")
   private static List<String> splitLikeTheMigrator(String script) {
     try {
-      Method statements = Class.forName("buildqueue.db.SqlScript").getDeclaredMethod("statements", String.class);
+      Method statements = Class.forName("buildqueue.db.SqlScript").getDeclaredMethod("sendable", String.class);
       statements.setAccessible(true);
       return (List<String>) statements.invoke(null, script);
     } catch (ReflectiveOperationException e) {
