@@ -1,6 +1,5 @@
 package buildqueue.bench;
 
-import buildqueue.core.DispatchTransitions;
 import buildqueue.core.JobTransitions;
 import buildqueue.core.QueueConfig;
 import buildqueue.core.RowLimits;
@@ -25,8 +24,8 @@ import java.util.regex.Pattern;
  * The plans PostgreSQL chose for the queue's hot statements at scale, from {@code EXPLAIN
  * (ANALYZE, BUFFERS)}: the evidence that they use indexes rather than scans of {@code build_job}.
  * The statements are read from the transition classes (where they live as private constants) and,
- * for a worker's transitions, from the body of their function in V006, so the plans are of exactly
- * the SQL the queue runs.
+ * for the choice of a lane's next job, from the body of its function in V008, so the plans are of
+ * exactly the SQL the queue runs.
  */
 final class ScalePlans {
   /** One statement's plan: its timings, whether it ran a sequential scan of build_job, and the text. */
@@ -42,9 +41,6 @@ final class ScalePlans {
             .and("supersedeKey", null).and("sharedSlots", 1).and("maxPayloadBytes", RowLimits.MAX_PAYLOAD_BYTES)
             .and("defaultMaxQueued", QueueConfig.DEFAULT_MAX_QUEUED_JOBS)
             .and("maxListed", JobTransitions.MAX_SUPERSEDED_LISTED)});
-    statements.put("dispatch of the shared lane by the turns", new Object[] {DispatchTransitions.class, "DISPATCH_TAKING_TURNS",
-        Params.of("now", null, "lane", "shared", "capacity", 1).and("token", UUID.randomUUID())
-            .and("leaseMs", 3_900_000L).and("fair", true).and("holdLane", true)});
     statements.put("tick: claim due checks", new Object[] {TickTransitions.class, "CLAIM_DUE_CHECKS",
         Params.of("now", null, "intervalMs", 0L, "limit", 100).and("asOf", null)});
     statements.put("tick: expired leases", new Object[] {TickTransitions.class, "EXPIRED_LEASES",
@@ -57,47 +53,43 @@ final class ScalePlans {
       Object[] v = e.getValue();
       plans.add(plan(db, e.getKey(), constant((Class<?>) v[0], (String) v[1]), (Params) v[2]));
     }
+    // The dispatch is a function (build_lane_dispatch): its one statement with a plan worth seeing
+    // is the choice it calls.
+    plans.add(plan(db, "dispatch of the shared lane by the turns: the choice", laneChoice(),
+        Params.of("p_lane", "shared", "p_hold_lane", true, "p_now", null)));
     return plans;
   }
 
   /**
-   * The plan of a live worker's job end that chains the shared lane's next job by the turns (it
-   * runs: the worker then holds the next job).
+   * The plan of a live worker's chaining choice in the shared lane by the turns (build_worker_end
+   * calls build_lane_next_job once its job has ended; it runs: the turn is served).
    */
   static Plan explainChaining(Database db, QueueConfig config, long workerId, UUID token, long jobId) {
-    Params params = Params.of("p_now", null, "p_worker_id", workerId, "p_token", token).and("p_log_tail", null)
-        .and("p_log_bytes", 0L).and("p_log_location", null).and("p_job_id", jobId).and("p_status", "succeeded")
-        .and("p_progress", null).and("p_error", null).and("p_chain_window_ms", config.chainWindow().toMillis())
-        .and("p_deadline_margin_ms", config.deadlineMargin().toMillis()).and("p_linger", false)
-        .and("p_fair", true);
-    return plan(db, "chaining: job end + next job by the turns", workerFunctionBody("build_worker_end"), params);
+    return plan(db, "chaining: next job by the turns", laneChoice(),
+        Params.of("p_lane", "shared", "p_hold_lane", false, "p_now", null));
   }
 
   /**
-   * The statement inside one of the worker functions (V006, which wrote V005's statements again in
-   * PL/pgSQL), its arguments as named parameters typed as the function declares them. EXPLAIN of
-   * the call would show only a Function Scan, hiding whether the statement inside reads indexes.
+   * The turns' statement inside build_lane_next_job (V008, the one source of the choice), its
+   * arguments as named parameters. EXPLAIN of the call would show only a Function Scan, hiding
+   * whether the statement inside reads indexes.
    */
-  private static String workerFunctionBody(String function) {
+  private static String laneChoice() {
     String migration;
-    try (InputStream in = ScalePlans.class.getResourceAsStream("/buildqueue/db/migrations/V006__worker_plans.sql")) {
+    try (InputStream in = ScalePlans.class.getResourceAsStream("/buildqueue/db/migrations/V008__lane_choice.sql")) {
       migration = new String(in.readAllBytes(), StandardCharsets.UTF_8);
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
-    // The function's first statement: for build_worker_end, the one with the fair lane's turns.
-    Matcher m = Pattern.compile("create or replace function " + function
-        + "\\((.*?)\\)\\s*returns.*?return query(.*?)\\\\073", Pattern.DOTALL).matcher(migration);
+    Matcher m = Pattern.compile("(with recursive retry_head as .*?) into v_job (from head h .*?);", Pattern.DOTALL)
+        .matcher(migration);
     if (!m.find()) {
-      throw new IllegalStateException(function + " is no longer in V006__worker_plans.sql");
+      throw new IllegalStateException("the turns' statement is no longer in V008__lane_choice.sql");
     }
-    // The body is an escape string: its quotes are doubled.
-    String body = m.group(2).replace("''", "'").replaceAll("--[^\\n]*", "");
-    for (String argument : m.group(1).split(",")) {
-      String[] nameAndType = argument.trim().split("\\s+", 2);
-      body = body.replaceAll("\\b" + nameAndType[0] + "\\b", ":" + nameAndType[0] + "::" + nameAndType[1]);
-    }
-    return body;
+    return (m.group(1) + " " + m.group(2)).replaceAll("--[^\\n]*", "")
+        .replaceAll("\\bv_now\\b", "coalesce(:p_now::timestamptz, now())")
+        .replaceAll("\\bp_lane\\b", ":p_lane::text")
+        .replaceAll("\\bp_hold_lane\\b", ":p_hold_lane::boolean");
   }
 
   private static Plan plan(Database db, String statement, String sql, Params params) {

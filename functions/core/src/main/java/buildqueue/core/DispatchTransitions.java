@@ -29,62 +29,16 @@ public final class DispatchTransitions {
   public record Dispatched(WorkerLaunch launch, long jobId, Instant expiresAt, boolean moreToDo) {}
 
   /**
-   * The dispatch, with holes for the choice of job ({@link LaneTurns}) and what taking it changes
-   * in the turns. Two statements, not one with a flag: PostgreSQL plans every part of a statement,
-   * and most dispatches are of dedicated lanes that never take turns.
+   * The dispatch is a function of the schema ({@code build_lane_dispatch}, V008): it finds a free
+   * slot, chooses the lane's next job ({@link LaneTurns}), and only then, in a later statement,
+   * inserts the worker and takes the job, which a statement calling the choice inside itself could
+   * not see (see {@link LaneTurns}). One statement for the caller all the same.
    */
   private static final String DISPATCH =
       """
-      with recursive t as (select coalesce(:now::timestamptz, now()) as now),
-      slot as (
-        select :lane || '#' || n as name
-        from generate_series(1, :capacity::int) n
-        where not exists (
-          select 1 from build_worker w where w.slot = :lane || '#' || n and w.status <> 'exited')
-        order by n
-        limit 1
-      ),
-      choose as (
-        select :lane::text as lane, :fair::boolean as fair, not :fair::boolean as fifo,
-               exists (select 1 from slot) as room
-      ),
-      %s
-      worker as (
-        insert into build_worker (lane, slot, token, status, expires_at, launched_at)
-        select :lane, slot.name, :token::uuid, 'launching', t.now + :leaseMs * interval '1 millisecond', t.now
-        from slot, ready, t
-        returning id, slot, expires_at
-      ),
-      job as (
-        update build_job j set status = 'dispatched', worker_id = worker.id, checkpoint = j.progress,
-          attempts = j.attempts + 1, dispatched_at = t.now, not_before = null
-        from worker, ready, t
-        where j.id = ready.id
-        returning j.id, j.attempts, worker.id as worker_id, worker.slot, worker.expires_at
-      ),
-      %s
-      event as (
-        insert into build_job_event (job_id, type, detail, at)
-        select job.id, 'dispatched',
-               jsonb_build_object('message', 'dispatched to worker ' || job.worker_id || ' in slot ' || job.slot
-                                    || ' (attempt ' || job.attempts || ')',
-                                  'workerId', job.worker_id, 'slot', job.slot, 'attempt', job.attempts),
-               t.now
-        from job, t
-      )
-      select job.id as job_id, job.worker_id, job.slot, job.expires_at,
-             (select count(*) from generate_series(1, :capacity::int) n
-              where not exists (
-                select 1 from build_worker w where w.slot = :lane || '#' || n and w.status <> 'exited')) > 1
-             and exists (select 1 from build_job q where q.lane = :lane and q.status = 'queued' and q.id <> job.id)
-               as more_to_do
-      from job
+      select * from build_lane_dispatch(:lane::text, :capacity::integer, :fair::boolean, :token::uuid,
+                                        :leaseMs::bigint, :now::timestamptz)
       """;
-
-  // Assembled from pieces: AssembledStatementsTest pins each whole text in src/test/resources.
-  private static final String DISPATCH_TAKING_TURNS = DISPATCH.formatted(LaneTurns.CHOOSE, LaneTurns.served("job"));
-
-  private static final String DISPATCH_OLDEST_FIRST = DISPATCH.formatted(LaneTurns.CHOOSE_OLDEST, "");
 
   /**
    * If the lane has a free slot and a ready queued job: a new {@code launching} worker with a fresh
@@ -100,9 +54,8 @@ public final class DispatchTransitions {
         Params.of("now", clock.now(), "lane", lane, "capacity", Lanes.capacity(lane, config))
             .and("token", token)
             .and("leaseMs", config.lease().toMillis())
-            .and("fair", fair)
-            .and("holdLane", true);
-    return db.queryOptional(fair ? DISPATCH_TAKING_TURNS : DISPATCH_OLDEST_FIRST, params)
+            .and("fair", fair);
+    return db.queryOptional(DISPATCH, params)
         .map(
             r ->
                 new Dispatched(

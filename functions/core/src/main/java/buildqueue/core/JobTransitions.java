@@ -324,7 +324,7 @@ public final class JobTransitions {
              (select count(*) from moved) as moved_count,
              (select string_agg(m.id::text, ',' order by m.id)
               from (select id from moved order by id limit :maxListed) m) as moved_ids
-      from lane cross join wanted
+      from lane cross join wanted cross join (select count(*) from joined) as turn_joined
       """
           .formatted(LaneTurns.joined("moved"));
 

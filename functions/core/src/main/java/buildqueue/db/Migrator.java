@@ -43,7 +43,7 @@ public final class Migrator {
    */
   public static final List<String> MIGRATIONS = List.of("V001__queue.sql", "V002__event_publish_claim.sql",
       "V003__job_logs.sql", "V004__fair_shares.sql", "V005__worker_role.sql", "V006__worker_plans.sql",
-      "V007__worker_start_lock_order.sql");
+      "V007__worker_start_lock_order.sql", "V008__lane_choice.sql");
 
   private static final String CREATE_TABLE =
       """

@@ -20,10 +20,19 @@ final class SqlScript {
 
   /** The statements of {@code script} as the migrator sends them: {@link #statements}, bodies escaped. */
   static List<String> sendable(String script) {
-    return statements(script).stream().map(SqlScript::escapeBodies).toList();
+    return split(script, true);
   }
 
   static List<String> statements(String script) {
+    return split(script, false);
+  }
+
+  /**
+   * Cuts {@code script} at each {@code ;} outside quotes and dollar-quoted strings, dropping
+   * comments; with {@code escapeBodies}, a dollar-quoted string that holds a {@code ;} is written as
+   * the equal escape string.
+   */
+  private static List<String> split(String script, boolean escapeBodies) {
     List<String> out = new ArrayList<>();
     StringBuilder current = new StringBuilder();
     int i = 0;
@@ -40,8 +49,14 @@ final class SqlScript {
         end = script.indexOf(c, i + 1);
         end = end < 0 ? n : end + 1;
       } else if (c == '$' && (tag = dollarTag(script, i)) != null) {
-        end = script.indexOf(tag, i + tag.length());
-        end = end < 0 ? n : end + tag.length();
+        int close = script.indexOf(tag, i + tag.length());
+        end = close < 0 ? n : close + tag.length();
+        String body = close < 0 ? "" : script.substring(i + tag.length(), close);
+        if (escapeBodies && body.indexOf(';') >= 0) {
+          current.append("E'").append(body.replace("\\", "\\\\").replace("'", "''").replace(";", "\\073")).append('\'');
+          i = end;
+          continue;
+        }
       } else if (c == ';') {
         addIfNotBlank(out, current);
         current.setLength(0);
@@ -55,43 +70,6 @@ final class SqlScript {
     }
     addIfNotBlank(out, current);
     return out;
-  }
-
-  /**
-   * {@code statement} with each dollar-quoted string that holds a {@code ;} written as the equal
-   * escape string. Comments are already gone ({@link #statements} drops them).
-   */
-  static String escapeBodies(String statement) {
-    StringBuilder out = new StringBuilder();
-    int i = 0;
-    int n = statement.length();
-    while (i < n) {
-      char c = statement.charAt(i);
-      String tag;
-      int end;
-      if (c == '\'' || c == '"') {
-        end = statement.indexOf(c, i + 1);
-        end = end < 0 ? n : end + 1;
-        out.append(statement, i, end);
-      } else if (c == '$' && (tag = dollarTag(statement, i)) != null) {
-        int close = statement.indexOf(tag, i + tag.length());
-        if (close < 0) {
-          throw new IllegalArgumentException("unterminated dollar-quoted string " + tag + " in: " + statement);
-        }
-        String body = statement.substring(i + tag.length(), close);
-        end = close + tag.length();
-        if (body.indexOf(';') < 0) {
-          out.append(statement, i, end);
-        } else {
-          out.append("E'").append(body.replace("\\", "\\\\").replace("'", "''").replace(";", "\\073")).append('\'');
-        }
-      } else {
-        end = i + 1;
-        out.append(c);
-      }
-      i = end;
-    }
-    return out.toString();
   }
 
   /**

@@ -19,10 +19,10 @@ import org.junit.jupiter.api.extension.ExtendWith;
 @ExtendWith(PostgresExtension.class)
 class DispatchFailureTest {
 
-  /** Fails every dispatch statement (the one that inserts a worker) while {@code failing} is set. */
+  /** Fails every dispatch statement (the call of build_lane_dispatch) while {@code failing} is set. */
   private static Database failingDispatch(Database target, AtomicBoolean failing) {
     return new CheckedDatabase(target, sql -> {
-      if (failing.get() && sql != null && sql.contains("insert into build_worker")) {
+      if (failing.get() && sql != null && sql.contains("build_lane_dispatch(")) {
         throw new DatabaseException("ERROR: deadlock detected (injected)");
       }
     });

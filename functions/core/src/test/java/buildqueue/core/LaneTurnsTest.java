@@ -2,51 +2,104 @@ package buildqueue.core;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import buildqueue.db.Migrator;
 import java.io.IOException;
 import java.io.InputStream;
+import java.lang.reflect.Method;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 
 /**
- * Chaining must choose the next job as dispatch does. Dispatch runs {@link LaneTurns}' fragments;
- * chaining runs as the worker role, through the worker functions, which hold the same text written
- * out: V006 defines them now (V005's text is what databases ran before it, and never changes), as
- * escape strings whose quotes are doubled and whose statements end in {@code \073}.
+ * The choice of a lane's next job, and a user joining the turns, are each written once (LaneTurns'
+ * class comment says why): in the live definition of one function of the schema (the last
+ * migration that defines it; a released migration's older text is history), which every statement
+ * that takes a job or queues one calls, and nowhere in the Java.
  */
 class LaneTurnsTest {
-  private static final String WORKER_FUNCTIONS = "/buildqueue/db/migrations/V006__worker_plans.sql";
+  /** The walk's lock on a turn row: only the choice walks the turns. */
+  private static final String WALK = "for update of u skip locked";
+  /** Only joining writes a turn row into being. */
+  private static final String JOIN = "insert into build_lane_turn";
 
   @Test
-  void the_worker_functions_choose_the_next_job_with_the_text_dispatch_runs() throws IOException {
-    String functions = normalized(resource(WORKER_FUNCTIONS).replace("''", "'").replace("\\073", ";"));
-    // Chaining never holds the lane (a live worker takes the ready job past a held head).
-    String choice = normalized(LaneTurns.CHOOSE.replace("(:holdLane or ", "("));
+  void the_choice_of_a_lanes_next_job_is_written_once_and_every_statement_that_takes_a_job_calls_it()
+      throws Exception {
+    Map<String, String> live = liveFunctions();
 
-    assertThat(occurrences(functions, choice)).as("the choice in build_worker_end and build_worker_take_next")
-        .isEqualTo(2);
-    assertThat(occurrences(functions, normalized(LaneTurns.served("taken")))).as("the served turn").isEqualTo(2);
-    // build_worker_end's statement for a lane that takes its oldest job runs the choice's FIFO part alone.
-    String fifoHead = choice.substring(choice.indexOf("fifo_head as ("), choice.indexOf("retry_head as ("));
-    assertThat(occurrences(functions, fifoHead)).as("the FIFO head, in both choices and alone").isEqualTo(3);
-    assertThat(occurrences(functions, normalized(LaneTurns.JOINED.formatted(LaneTurns.NEVER_SERVED_OFFSET,
-        "inserted")))).as("a follow-up's user joins the turns").isEqualTo(1);
+    assertThat(definitionsHolding(live, WALK)).containsExactly("build_lane_next_job");
+    assertThat(javaSourcesHolding(WALK)).isEmpty();
+    // The dispatch chooses; chaining chooses in build_lane_chain, which the worker's functions call.
+    for (String taker : List.of("build_lane_dispatch", "build_lane_chain")) {
+      assertThat(live.get(taker)).as(taker).contains("build_lane_next_job(");
+    }
+    for (String chaining : List.of("build_worker_end", "build_worker_take_next")) {
+      assertThat(live.get(chaining)).as(chaining).contains("build_lane_chain(");
+    }
+  }
+
+  @Test
+  void a_user_joins_the_turns_through_one_function_wherever_a_job_enters_the_lane() throws Exception {
+    Map<String, String> live = liveFunctions();
+
+    assertThat(definitionsHolding(live, JOIN)).containsExactly("build_lane_turn_join");
+    assertThat(javaSourcesHolding(JOIN)).isEmpty();
+    assertThat(live.get("build_worker_add_follow_ups")).contains("build_lane_turn_join(");
+    assertThat(LaneTurns.joined("inserted")).contains("build_lane_turn_join(");
+  }
+
+  /** Each function's text as the last migration that (re)defines it writes it, by name. */
+  private static Map<String, String> liveFunctions() throws Exception {
+    Pattern name = Pattern.compile("(?is)^create\\s+(?:or\\s+replace\\s+)?function\\s+(\\w+)\\s*\\(");
+    Map<String, String> live = new LinkedHashMap<>();
+    for (String migration : Migrator.MIGRATIONS) {
+      for (String statement : statementsOf(resource("/buildqueue/db/migrations/" + migration))) {
+        Matcher m = name.matcher(statement);
+        if (m.find()) {
+          live.put(m.group(1), statement);
+        }
+      }
+    }
+    assertThat(live).as("the functions found").containsKeys("build_lane_next_job", "build_worker_end");
+    return live;
+  }
+
+  private static List<String> definitionsHolding(Map<String, String> live, String text) {
+    return live.entrySet().stream().filter(e -> e.getValue().contains(text)).map(Map.Entry::getKey).toList();
+  }
+
+  private static List<Path> javaSourcesHolding(String text) throws IOException {
+    try (Stream<Path> files = Files.walk(Path.of("src/main/java"))) {
+      return files.filter(p -> p.toString().endsWith(".java")).filter(p -> read(p).contains(text)).toList();
+    }
+  }
+
+  private static String read(Path p) {
+    try {
+      return Files.readString(p, StandardCharsets.UTF_8);
+    } catch (IOException e) {
+      throw new java.io.UncheckedIOException(e);
+    }
+  }
+
+  /** The migration's statements as the migrator cuts them (comments dropped). */
+  @SuppressWarnings("unchecked")
+  private static List<String> statementsOf(String script) throws ReflectiveOperationException {
+    Method statements = Class.forName("buildqueue.db.SqlScript").getDeclaredMethod("statements", String.class);
+    statements.setAccessible(true);
+    return (List<String>) statements.invoke(null, script);
   }
 
   private static String resource(String name) throws IOException {
     try (InputStream in = LaneTurnsTest.class.getResourceAsStream(name)) {
       return new String(in.readAllBytes(), StandardCharsets.UTF_8);
     }
-  }
-
-  private static String normalized(String sql) {
-    return sql.replaceAll("\\s+", " ").trim();
-  }
-
-  private static int occurrences(String text, String part) {
-    int n = 0;
-    for (int i = text.indexOf(part); i >= 0; i = text.indexOf(part, i + 1)) {
-      n++;
-    }
-    return n;
   }
 }

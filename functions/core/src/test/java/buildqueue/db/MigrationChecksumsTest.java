@@ -23,6 +23,7 @@ class MigrationChecksumsTest {
     RELEASED.put("V005__worker_role.sql", "776162084137085b4b0567ce6abdd3e0376fa9adf31538ac379844631d2ae0d8");
     RELEASED.put("V006__worker_plans.sql", "3ca3ac423eb4bf901db994fd78ed54836955f6997e0d480179b2b574958d4569");
     RELEASED.put("V007__worker_start_lock_order.sql", "a6ad5e6adfe14025345cfeb695e536709d83555bf566451657a64db8644bfa87");
+    RELEASED.put("V008__lane_choice.sql", "6e1efe921afdc365addab13bad7a93c80ce61238ff10b465e3205513ca2e2de2");
   }
 
   @Test

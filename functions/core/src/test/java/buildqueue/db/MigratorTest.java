@@ -132,7 +132,7 @@ class MigratorTest {
       }
 
       assertThat(new Migrator(db.jdbc()).migrate()).containsExactly("V005__worker_role.sql", "V006__worker_plans.sql",
-          "V007__worker_start_lock_order.sql");
+          "V007__worker_start_lock_order.sql", "V008__lane_choice.sql");
 
       assertThat(recorded(db)).isEqualTo(checksums(Migrator.MIGRATIONS));
       assertThat(new Migrator(db.jdbc()).migrate()).isEmpty();

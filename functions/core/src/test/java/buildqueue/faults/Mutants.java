@@ -71,6 +71,8 @@ final class Mutants {
   /** {@code build_worker_start} as V007 last defines it, written plainly. */
   private static final String WORKER_START =
       "src/main/resources/buildqueue/db/migrations/V007__worker_start_lock_order.sql";
+  /** The choice of a lane's next job, {@code build_lane_next_job} (V008, written plainly). */
+  private static final String LANE_CHOICE = "src/main/resources/buildqueue/db/migrations/V008__lane_choice.sql";
   private static final String EXEC = "src/main/java/buildqueue/worker/exec/";
 
   static final List<Mutant> ALL = List.of(
@@ -130,12 +132,12 @@ final class Mutants {
           ""),
       new Mutant("turn-never-passes",
           "§12: in the fair shared lane, a user who was served waits for every other waiting user's turn",
-          MAIN + "LaneTurns.java",
+          LANE_CHOICE,
           """
-                  update build_lane_turn u set turn = nextval('build_lane_turn_served')
+              update build_lane_turn u set turn = nextval('build_lane_turn_served')
           """,
           """
-                  update build_lane_turn u set turn = u.turn
+              update build_lane_turn u set turn = u.turn
           """),
       new Mutant("start-without-lease",
           "§4.3 worker start: launching → running only before the lease",

@@ -39,12 +39,7 @@ event as (
   from inserted i, t
 ),
 joined as (
-  insert into build_lane_turn (lane, user_id, turn)
-  select q.lane, q.user_id, min(q.id) - 4611686018427387904 from inserted q
-  where q.lane = 'shared'
-  group by q.lane, q.user_id
-  on conflict (lane, user_id) do update set waiting = true, version = build_lane_turn.version + 1
-  returning user_id
+  select build_lane_turn_join(q.lane, q.user_id, min(q.id)) from inserted q group by q.lane, q.user_id
 ),
 
 -- The same user's unfinished jobs with this supersede key: queued ones are cancelled, and a

@@ -20,12 +20,7 @@ moved as (
   returning j.id, j.lane, j.user_id
 ),
 joined as (
-  insert into build_lane_turn (lane, user_id, turn)
-  select q.lane, q.user_id, min(q.id) - 4611686018427387904 from moved q
-  where q.lane = 'shared'
-  group by q.lane, q.user_id
-  on conflict (lane, user_id) do update set waiting = true, version = build_lane_turn.version + 1
-  returning user_id
+  select build_lane_turn_join(q.lane, q.user_id, min(q.id)) from moved q group by q.lane, q.user_id
 ),
 
 event as (
@@ -38,4 +33,4 @@ select lane.name as lane, wanted.dedicated, wanted.max_queued, (select count(*) 
        (select count(*) from moved) as moved_count,
        (select string_agg(m.id::text, ',' order by m.id)
         from (select id from moved order by id limit :maxListed) m) as moved_ids
-from lane cross join wanted
+from lane cross join wanted cross join (select count(*) from joined) as turn_joined
