@@ -13,8 +13,8 @@ import buildqueue.core.PayloadTooLargeException;
 import buildqueue.core.QueueFullException;
 import buildqueue.core.RowLimits;
 import buildqueue.db.Json;
-import buildqueue.worker.JobHandler;
-import buildqueue.worker.JobHandlers;
+import buildqueue.kinds.KindRegistry;
+import buildqueue.kinds.PayloadSchema;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
@@ -75,18 +75,18 @@ public final class HttpApi {
 
   private final BuildQueue queue;
   private final JobQueries queries;
-  private final JobHandlers handlers;
+  private final KindRegistry kinds;
   private final List<Route> routes;
 
   /**
    * @param queue the writes: enqueue, cancel, dedicated workers
    * @param queries the reads: jobs, events, lanes, the health check
-   * @param handlers the job kinds {@code POST /jobs} accepts, and their payload validation
+   * @param kinds the job kinds {@code POST /jobs} accepts, and their payload validation
    */
-  public HttpApi(BuildQueue queue, JobQueries queries, JobHandlers handlers) {
+  public HttpApi(BuildQueue queue, JobQueries queries, KindRegistry kinds) {
     this.queue = Objects.requireNonNull(queue, "queue");
     this.queries = Objects.requireNonNull(queries, "queries");
-    this.handlers = Objects.requireNonNull(handlers, "handlers");
+    this.kinds = Objects.requireNonNull(kinds, "kinds");
     this.routes = List.of(
         new Route("GET", "/", Access.ANYONE, null, c -> Dashboard.page()),
         new Route("GET", "/health", Access.ANYONE, Set.of(), c -> health()),
@@ -235,7 +235,7 @@ public final class HttpApi {
           + "), not " + JsonBodies.kindOf(kindNode) + ".");
     }
     String kind = kindNode.textValue();
-    JobHandler handler = handlers.get(kind).orElseThrow(() -> ApiProblem.invalid(
+    PayloadSchema schema = kinds.payloadSchema(kind).orElseThrow(() -> ApiProblem.invalid(
         "Unknown kind \"" + JsonBodies.printable(kind) + "\"; the known kinds are: " + knownKinds() + "."));
 
     JsonNode payload = body.get("payload");
@@ -247,7 +247,7 @@ public final class HttpApi {
     }
     JsonBodies.requireStorable(payload, "payload");
     try {
-      handler.validate(payload.deepCopy());
+      schema.check(payload.deepCopy());
     } catch (IllegalArgumentException e) {
       throw ApiProblem.invalid("The payload is not valid for kind \"" + kind + "\": "
           + (e.getMessage() == null ? "the kind's validation refused it without saying why" : e.getMessage()));
@@ -583,7 +583,7 @@ public final class HttpApi {
   }
 
   private String knownKinds() {
-    return String.join(", ", handlers.kinds());
+    return String.join(", ", kinds.kinds());
   }
 
   private static Set<JobStatus> statuses(List<String> values) {

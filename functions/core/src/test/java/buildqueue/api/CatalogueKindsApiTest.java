@@ -4,7 +4,6 @@ import static buildqueue.api.ApiFixture.ALICE;
 import static buildqueue.api.ApiFixture.assertProblem;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import buildqueue.kinds.CommandRunners;
 import buildqueue.kinds.KindCatalogue;
 import buildqueue.testing.PostgresExtension;
 import buildqueue.testing.TestDatabase;
@@ -24,7 +23,7 @@ class CatalogueKindsApiTest {
           "properties": {"title": {"type": "string"},
                          "pages": {"type": "array", "items": {"type": "object", "required": ["title"],
                                    "properties": {"title": {"type": "string"}}}}}}}}}
-      """, buildqueue.core.QueueConfig.defaults());
+      """, buildqueue.worker.QueueKindLimits.of(buildqueue.core.QueueConfig.defaults()));
 
   private ApiFixture f;
   private CheckedApi api;
@@ -32,7 +31,7 @@ class CatalogueKindsApiTest {
   @BeforeEach
   void open(TestDatabase tdb) {
     f = new ApiFixture(tdb);
-    api = new CheckedApi(new HttpApi(f.h.queue, f.queries, CATALOGUE.handlers(CommandRunners.API_ONLY)));
+    api = new CheckedApi(new HttpApi(f.h.queue, f.queries, CATALOGUE.registry()));
   }
 
   @AfterEach

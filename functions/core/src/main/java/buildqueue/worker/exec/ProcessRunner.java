@@ -2,7 +2,7 @@ package buildqueue.worker.exec;
 
 import buildqueue.core.MonotonicClock;
 import buildqueue.kinds.CommandKind;
-import buildqueue.kinds.CommandRunner;
+import buildqueue.worker.CommandRunner;
 import buildqueue.worker.JobCancelledException;
 import buildqueue.worker.JobContext;
 import buildqueue.worker.JobLog;
