@@ -55,9 +55,12 @@ class PackageRulesTest {
 
   /** The API checks submissions against a {@code kinds.KindRegistry}; it never runs a job. */
   @Test
-  void the_api_never_imports_the_worker() {
+  void the_api_and_the_worker_never_import_each_other() {
     noClasses().that().resideInAPackage("buildqueue.api..")
         .should().dependOnClassesThat().resideInAPackage("buildqueue.worker..")
+        .check(MAIN);
+    noClasses().that().resideInAPackage("buildqueue.worker..")
+        .should().dependOnClassesThat().resideInAPackage("buildqueue.api..")
         .check(MAIN);
   }
 
