@@ -9,10 +9,8 @@ import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
 import static com.tngtech.archunit.library.dependencies.SlicesRuleDefinition.slices;
 
 import buildqueue.db.Json;
+import buildqueue.testing.MainClasses;
 import com.tngtech.archunit.core.domain.JavaClasses;
-import com.tngtech.archunit.core.importer.ClassFileImporter;
-import java.net.URISyntaxException;
-import java.nio.file.Path;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -22,16 +20,7 @@ import org.junit.jupiter.api.Test;
  */
 class PackageRulesTest {
   private static final String[] ADAPTERS = {"buildqueue.aws..", "buildqueue.local.."};
-  /** The main classes only: the directory (or jar) this module's main code is compiled to. */
-  private static final JavaClasses MAIN = new ClassFileImporter().importPath(mainClasses());
-
-  private static Path mainClasses() {
-    try {
-      return Path.of(BuildQueueException.class.getProtectionDomain().getCodeSource().getLocation().toURI());
-    } catch (URISyntaxException e) {
-      throw new IllegalStateException(e);
-    }
-  }
+  private static final JavaClasses MAIN = MainClasses.of(BuildQueueException.class);
 
   @Test
   void core_never_imports_the_api_the_worker_the_kinds_or_an_adapter() {

@@ -2,10 +2,8 @@ package buildqueue.aws;
 
 import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
 
+import buildqueue.testing.MainClasses;
 import com.tngtech.archunit.core.domain.JavaClasses;
-import com.tngtech.archunit.core.importer.ClassFileImporter;
-import java.net.URISyntaxException;
-import java.nio.file.Path;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -14,15 +12,7 @@ import org.junit.jupiter.api.Test;
  * wired by the entry points, never the other way.
  */
 class AwsPackageRulesTest {
-  private static final JavaClasses MAIN = new ClassFileImporter().importPath(mainClasses());
-
-  private static Path mainClasses() {
-    try {
-      return Path.of(AwsSettings.class.getProtectionDomain().getCodeSource().getLocation().toURI());
-    } catch (URISyntaxException e) {
-      throw new IllegalStateException(e);
-    }
-  }
+  private static final JavaClasses MAIN = MainClasses.of(AwsSettings.class);
 
   @Test
   void the_aws_adapter_never_imports_the_local_one() {
