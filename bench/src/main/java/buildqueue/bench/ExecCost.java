@@ -2,7 +2,7 @@ package buildqueue.bench;
 
 import buildqueue.core.QueueConfig;
 import buildqueue.db.Json;
-import buildqueue.kinds.CommandJobHandler;
+import buildqueue.worker.CommandJobHandler;
 import buildqueue.kinds.CommandKind;
 import buildqueue.kinds.PayloadSchema;
 import buildqueue.worker.exec.ProcessRunner;

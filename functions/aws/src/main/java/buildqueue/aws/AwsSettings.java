@@ -7,6 +7,7 @@ import buildqueue.aws.ecs.EcsWorkerPlatform;
 import buildqueue.core.QueueConfig;
 import buildqueue.kinds.KindCatalogue;
 import buildqueue.kinds.KindCatalogueException;
+import buildqueue.worker.QueueKindLimits;
 import buildqueue.worker.WorkerEnvironment;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -281,7 +282,7 @@ public final class AwsSettings {
   public KindCatalogue kindCatalogue() {
     Path file = kindsFile();
     try {
-      return KindCatalogue.load(file, queue());
+      return KindCatalogue.load(file, QueueKindLimits.of(queue()));
     } catch (KindCatalogueException e) {
       String origin = component == Component.WORKER
           ? "The worker image copies infra/kinds/kinds.json to " + WORKER_KINDS_FILE + " (infra/Dockerfile)."

@@ -2,7 +2,7 @@ package buildqueue.api;
 
 import buildqueue.core.BuildQueue;
 import buildqueue.core.JobQueries;
-import buildqueue.worker.JobHandlers;
+import buildqueue.kinds.KindRegistry;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.lang.System.Logger.Level;
 import java.util.ArrayList;
@@ -66,16 +66,16 @@ public final class HttpApi {
   /**
    * @param queue the writes: enqueue, cancel, dedicated workers
    * @param queries the reads: jobs, events, lanes, the health check
-   * @param handlers the job kinds {@code POST /jobs} accepts, and their payload validation
+   * @param kinds the job kinds {@code POST /jobs} accepts, and their payload validation
    */
-  public HttpApi(BuildQueue queue, JobQueries queries, JobHandlers handlers) {
+  public HttpApi(BuildQueue queue, JobQueries queries, KindRegistry kinds) {
     Objects.requireNonNull(queue, "queue");
     Objects.requireNonNull(queries, "queries");
-    Objects.requireNonNull(handlers, "handlers");
+    Objects.requireNonNull(kinds, "kinds");
     JobAnswers answers = new JobAnswers(queries);
     List<Route.Resource> resources = List.of(
         new SiteRoutes(queries),
-        new JobSubmission(queue, queries, handlers, answers),
+        new JobSubmission(queue, queries, kinds, answers),
         new JobRoutes(queue, queries, answers),
         new JobLogRoute(queries),
         new LaneRoutes(queries),

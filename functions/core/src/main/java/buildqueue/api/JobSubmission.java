@@ -8,8 +8,8 @@ import buildqueue.core.PayloadTooLargeException;
 import buildqueue.core.QueueFullException;
 import buildqueue.core.RowLimits;
 import buildqueue.db.Json;
-import buildqueue.worker.JobHandler;
-import buildqueue.worker.JobHandlers;
+import buildqueue.kinds.KindRegistry;
+import buildqueue.kinds.PayloadSchema;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
@@ -24,7 +24,7 @@ import java.util.Set;
  * per idempotency key (a repeat answers the first job; the same key with another request is a
  * conflict), superseding the user's queued jobs with the same supersede key.
  */
-record JobSubmission(BuildQueue queue, JobQueries queries, JobHandlers handlers, JobAnswers answers)
+record JobSubmission(BuildQueue queue, JobQueries queries, KindRegistry kinds, JobAnswers answers)
     implements Route.Resource {
   private static final String SUBMIT_EXAMPLE =
       "{\"kind\": \"demo\", \"payload\": {\"steps\": 5}, \"idempotencyKey\": \"build-1234\"}";
@@ -48,7 +48,7 @@ record JobSubmission(BuildQueue queue, JobQueries queries, JobHandlers handlers,
           + "), not " + JsonBodies.kindOf(kindNode) + ".");
     }
     String kind = kindNode.textValue();
-    JobHandler handler = handlers.get(kind).orElseThrow(() -> ApiProblem.invalid(
+    PayloadSchema schema = kinds.payloadSchema(kind).orElseThrow(() -> ApiProblem.invalid(
         "Unknown kind \"" + JsonBodies.printable(kind) + "\"; the known kinds are: " + knownKinds() + "."));
 
     JsonNode payload = body.get("payload");
@@ -60,7 +60,7 @@ record JobSubmission(BuildQueue queue, JobQueries queries, JobHandlers handlers,
     }
     JsonBodies.requireStorable(payload, "payload");
     try {
-      handler.validate(payload.deepCopy());
+      schema.check(payload.deepCopy());
     } catch (IllegalArgumentException e) {
       throw ApiProblem.invalid("The payload is not valid for kind \"" + kind + "\": "
           + (e.getMessage() == null ? "the kind's validation refused it without saying why" : e.getMessage()));
@@ -154,6 +154,6 @@ record JobSubmission(BuildQueue queue, JobQueries queries, JobHandlers handlers,
   };
 
   private String knownKinds() {
-    return String.join(", ", handlers.kinds());
+    return String.join(", ", kinds.kinds());
   }
 }

@@ -1,13 +1,19 @@
 package buildqueue.worker;
 
+import buildqueue.kinds.KindCatalogue;
+import buildqueue.kinds.KindRegistry;
+import buildqueue.kinds.PayloadSchema;
 import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 
-/** The handlers a worker can run, by kind. The API accepts only these kinds. */
-public final class JobHandlers {
+/**
+ * The handlers a worker can run, by kind. As a {@link KindRegistry} it accepts these kinds with
+ * each handler's {@link JobHandler#validate} (a test's API built on a worker's handlers).
+ */
+public final class JobHandlers implements KindRegistry {
   private final Map<String, JobHandler> byKind;
 
   private JobHandlers(Map<String, JobHandler> byKind) {
@@ -29,6 +35,16 @@ public final class JobHandlers {
     return of(new DemoJobHandler());
   }
 
+  /**
+   * The handlers of a worker with {@code catalogue}: the built-in {@code demo} and one {@link
+   * CommandJobHandler} per kind, each running its jobs through {@code runner}.
+   */
+  public static JobHandlers forCatalogue(KindCatalogue catalogue, CommandRunner runner) {
+    return builtIn().with(catalogue.kinds().stream()
+        .map(k -> new CommandJobHandler(k, runner))
+        .toArray(JobHandler[]::new));
+  }
+
   /** A copy with more handlers. */
   public JobHandlers with(JobHandler... handlers) {
     Map<String, JobHandler> map = new LinkedHashMap<>(byKind);
@@ -42,7 +58,13 @@ public final class JobHandlers {
     return Optional.ofNullable(byKind.get(kind));
   }
 
+  @Override
   public Set<String> kinds() {
     return byKind.keySet();
+  }
+
+  @Override
+  public Optional<PayloadSchema> payloadSchema(String kind) {
+    return get(kind).map(handler -> handler::validate);
   }
 }

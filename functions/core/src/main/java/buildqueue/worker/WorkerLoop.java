@@ -8,14 +8,8 @@ import buildqueue.core.WorkerTransitions;
 import buildqueue.core.WorkerTransitions.AssignedJob;
 import buildqueue.core.WorkerTransitions.Ended;
 import buildqueue.core.WorkerTransitions.FollowUps;
-import buildqueue.core.WorkerTransitions.ProgressAck;
 import buildqueue.db.Database;
 import buildqueue.db.Json;
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.node.ArrayNode;
-import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.lang.System.Logger.Level;
 import java.time.Duration;
 import java.util.Optional;
@@ -39,7 +33,6 @@ import java.util.function.LongSupplier;
  */
 public final class WorkerLoop {
   private static final System.Logger LOG = System.getLogger(WorkerLoop.class.getName());
-  private static final ObjectMapper JSON = new ObjectMapper();
   private static final ScheduledExecutorService DEADLINES =
       Executors.newSingleThreadScheduledExecutor(r -> {
         Thread t = new Thread(r, "buildqueue-worker-deadline");
@@ -240,7 +233,9 @@ public final class WorkerLoop {
   }
 
   private Ended runOne(long workerId, UUID token, AssignedJob job) {
-    Context context = new Context(workerId, token, job);
+    JobLog jobLog = new JobLog(job.id(), logSink, LOG_TAIL_BYTES, maxLogBytes);
+    WorkerJobContext context = new WorkerJobContext(workerId, token, job, transitions, handlers, stop, listener, process,
+        jobLog, new CheckInPacing(nanoTime, jobLog, job.progress()));
     JobStatus status;
     String error = null;
     if (stop.requested() && !job.cancelRequested()) {
@@ -255,18 +250,18 @@ public final class WorkerLoop {
       try {
         outcome = runHandler(context);
       } finally {
-        context.log.finish();
+        context.log().finish();
         logSink.close(job.id());
       }
-      if (context.queueFault != null) {
+      if (context.queueFault() != null) {
         // The queue's own database failed under the handler: a worker fault, not the job's. The
         // worker dies with it and the job is requeued once the exit is seen.
-        throw context.queueFault;
+        throw context.queueFault();
       }
-      if (context.fencedOff) {
+      if (context.fencedOff()) {
         return new Ended.FencedOff();
       }
-      if (context.cancelled) {
+      if (context.cancelled()) {
         status = JobStatus.CANCELLED;
       } else if (outcome instanceof JobOutcome.Failed f) {
         status = JobStatus.FAILED;
@@ -285,8 +280,8 @@ public final class WorkerLoop {
     Integer progress = context.unsavedProgress();
     // Read once: a stop that comes after this end is seen at the next job, which it sends back.
     WorkerTransitions ending = stop.requested() ? transitions.withoutChaining() : transitions;
-    if (status == JobStatus.SUCCEEDED && !context.followUps.isEmpty()) {
-      Json followUps = new Json(context.followUps.toString());
+    if (status == JobStatus.SUCCEEDED && !context.followUps().isEmpty()) {
+      Json followUps = new Json(context.followUps().toString());
       return ending.transactionally(tx -> {
         FollowUps added = ending.addFollowUps(tx, workerId, token, job.id(), followUps);
         if (added instanceof FollowUps.TooLarge tooLarge) {
@@ -311,26 +306,26 @@ public final class WorkerLoop {
    * in a row it fails. It is what the stop's evidence would decide without it, with the progress
    * the program wrote in its grace; a job stopped again and again without progress must end.
    */
-  private Ended interrupted(Context context, String reason) {
-    Optional<JobStatus> now = transitions.interrupt(context.workerId, context.token, context.job.id(), reason,
+  private Ended interrupted(WorkerJobContext context, String reason) {
+    Optional<JobStatus> now = transitions.interrupt(context.workerId(), context.token(), context.jobId(), reason,
         context.unsavedProgress(), context.unsavedLog());
     if (now.isEmpty()) {
       return new Ended.FencedOff();
     }
     if (stop.requested()) {
       LOG.log(Level.INFO, "worker {0}: told to stop; job {1} interrupted with its progress, now {2}; draining",
-          context.workerId, context.job.id(), now.get().sql());
-      return transitions.drain(context.workerId, context.token) ? new Ended.Drained() : new Ended.FencedOff();
+          context.workerId(), context.jobId(), now.get().sql());
+      return transitions.drain(context.workerId(), context.token()) ? new Ended.Drained() : new Ended.FencedOff();
     }
-    return transitions.takeNext(context.workerId, context.token);
+    return transitions.takeNext(context.workerId(), context.token());
   }
 
   private String stopReason() {
     return "stopped with its worker: " + stop.reason();
   }
 
-  private JobOutcome runHandler(Context context) {
-    AssignedJob job = context.job;
+  private JobOutcome runHandler(WorkerJobContext context) {
+    AssignedJob job = context.job();
     Optional<JobHandler> handler = handlers.get(job.kind());
     if (handler.isEmpty()) {
       return JobOutcome.failed("This worker has no handler for job kind \"" + job.kind()
@@ -349,192 +344,6 @@ public final class WorkerLoop {
     } catch (Exception e) {
       String message = e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage();
       return JobOutcome.failed(message);
-    }
-  }
-
-  private final class Context implements JobContext {
-    private final long workerId;
-    private final UUID token;
-    private final AssignedJob job;
-    private final ArrayNode followUps = JSON.createArrayNode();
-    private final JobLog log;
-    private JsonNode payload;
-    private volatile boolean cancelled;
-    private volatile boolean fencedOff;
-    private volatile RuntimeException queueFault;
-    // Check-in pacing, on the loop's monotonic clock.
-    private long lastStatementNanos;
-    private long lastLogNanos;
-    private Integer savedProgress;
-    /** The latest progress the job reported, written or not. */
-    private Integer latestProgress;
-    private long savedLogVersion;
-    private String savedLogLocation;
-
-    Context(long workerId, UUID token, AssignedJob job) {
-      this.workerId = workerId;
-      this.token = token;
-      this.job = job;
-      this.log = new JobLog(job.id(), logSink, LOG_TAIL_BYTES, maxLogBytes);
-      this.lastStatementNanos = nanoTime.getAsLong();
-      this.lastLogNanos = lastStatementNanos;
-      this.savedProgress = job.progress();
-    }
-
-    @Override
-    public long jobId() {
-      return job.id();
-    }
-
-    @Override
-    public String userId() {
-      return job.userId();
-    }
-
-    @Override
-    public String kind() {
-      return job.kind();
-    }
-
-    @Override
-    public JsonNode payload() {
-      if (payload == null) {
-        try {
-          payload = JSON.readTree(job.payload().text());
-        } catch (IOException e) {
-          throw new UncheckedIOException(e);
-        }
-      }
-      return payload;
-    }
-
-    @Override
-    public int progress() {
-      return job.progress();
-    }
-
-    @Override
-    public int attempt() {
-      return job.attempt();
-    }
-
-    @Override
-    public void reportProgress(int progress) {
-      boolean logDue = nanoTime.getAsLong() - lastLogNanos >= LOG_INTERVAL.toNanos();
-      if (write(progress, logDue ? unsavedLog() : null) == CheckIn.CANCEL_REQUESTED) {
-        throw new JobCancelledException(job.id());
-      }
-      if (stop.requested()) {
-        throw new WorkerStoppingException(workerId, job.id());
-      }
-    }
-
-    @Override
-    public synchronized CheckIn checkIn(Integer latestProgress) {
-      if (latestProgress != null) {
-        this.latestProgress = latestProgress;
-      }
-      long now = nanoTime.getAsLong();
-      long since = now - lastStatementNanos;
-      boolean progressDue = latestProgress != null && !latestProgress.equals(savedProgress)
-          && since >= PROGRESS_INTERVAL.toNanos();
-      boolean logDue = log.snapshot().version() != savedLogVersion && now - lastLogNanos >= LOG_INTERVAL.toNanos();
-      boolean cancelCheckDue = since >= CANCEL_CHECK_INTERVAL.toNanos();
-      CheckIn said;
-      if (cancelled) {
-        said = CheckIn.CANCEL_REQUESTED;
-      } else if (progressDue || logDue || cancelCheckDue) {
-        said = write(progressDue ? latestProgress : null, logDue ? unsavedLog() : null);
-      } else {
-        said = CheckIn.GO_ON;
-      }
-      // A stop cuts a cancel's grace too; a job cancelled meanwhile still ends cancelled (the flag).
-      return stop.requested() ? CheckIn.STOP_REQUESTED : said;
-    }
-
-    @Override
-    public Duration stopTimeLeft() {
-      return stop.programTimeLeft();
-    }
-
-    /** One fenced check-in statement; remembers what it saved. */
-    private synchronized CheckIn write(Integer progress, WorkerTransitions.LogWrite logWrite) {
-      ProgressAck ack;
-      try {
-        ack = transitions.checkIn(workerId, token, job.id(), progress, logWrite);
-      } catch (RuntimeException e) {
-        queueFault = e;
-        throw e;
-      }
-      lastStatementNanos = nanoTime.getAsLong();
-      if (logWrite != null) {
-        lastLogNanos = lastStatementNanos;
-      }
-      if (ack == ProgressAck.FENCED_OFF) {
-        fencedOff = true;
-        throw new WorkerFencedOffException(workerId, job.id());
-      }
-      if (progress != null) {
-        savedProgress = progress;
-        listener.at(Point.AFTER_PROGRESS, workerId);
-      }
-      if (ack == ProgressAck.CANCEL_REQUESTED) {
-        cancelled = true;
-        return CheckIn.CANCEL_REQUESTED;
-      }
-      return CheckIn.GO_ON;
-    }
-
-    @Override
-    public synchronized void finalProgress(int progress) {
-      latestProgress = progress;
-    }
-
-    /** The latest progress the job reported if no statement has written it yet, else null. */
-    synchronized Integer unsavedProgress() {
-      return latestProgress != null && !latestProgress.equals(savedProgress) ? latestProgress : null;
-    }
-
-    /** The log tail if it changed since it was last saved (and marks it saved), else null. */
-    synchronized WorkerTransitions.LogWrite unsavedLog() {
-      JobLog.Snapshot snapshot = log.snapshot();
-      if (snapshot.version() == savedLogVersion) {
-        return null;
-      }
-      savedLogVersion = snapshot.version();
-      String location = log.location();
-      String newLocation = location != null && !location.equals(savedLogLocation) ? location : null;
-      savedLogLocation = location;
-      return new WorkerTransitions.LogWrite(snapshot.tail(), snapshot.totalBytes(), newLocation);
-    }
-
-    @Override
-    public JobLog log() {
-      return log;
-    }
-
-    /**
-     * Checked here, where every kind's follow-ups pass, so that a job never commits a follow-up
-     * its worker's own catalogue would refuse at the API.
-     */
-    @Override
-    public void enqueueFollowUp(String kind, JsonNode payload) {
-      JobHandler handler = handlers.get(kind).orElseThrow(() -> new IllegalArgumentException(
-          "follow-up kind \"" + kind + "\" is not a kind this worker knows (" + String.join(", ", handlers.kinds())
-              + ")"));
-      JsonNode p = payload == null || payload.isNull() ? JSON.createObjectNode() : payload;
-      try {
-        handler.validate(p.deepCopy());
-      } catch (IllegalArgumentException e) {
-        throw new IllegalArgumentException("follow-up of kind \"" + kind + "\" has a payload its kind refuses: "
-            + e.getMessage(), e);
-      }
-      followUps.addObject().put("kind", kind).set("payload", p);
-    }
-
-    @Override
-    public void crashWorker() {
-      process.kill("job " + job.id() + " asked its worker to crash");
     }
   }
 }

@@ -3,7 +3,6 @@ package buildqueue.worker;
 import buildqueue.BuildQueueException;
 import buildqueue.core.QueueClock;
 import buildqueue.db.JdbcDatabase;
-import buildqueue.kinds.CommandRunners;
 import buildqueue.kinds.KindCatalogue;
 import buildqueue.worker.exec.LocalJobLogSink;
 import buildqueue.worker.exec.Subreaper;
@@ -73,7 +72,8 @@ public final class WorkerMain {
   /** The catalogue is loaded before the worker starts, so a bad one fails the start, not a job. */
   static JobHandlers handlers(WorkerEnvironment env, java.util.Map<String, String> environment) {
     return env.kindsFile()
-        .map(file -> KindCatalogue.load(file, env.config()).handlers(CommandRunners.forThisProcess(environment)))
+        .map(file -> JobHandlers.forCatalogue(KindCatalogue.load(file, QueueKindLimits.of(env.config())),
+            CommandRunners.forThisProcess(environment)))
         .orElseGet(JobHandlers::builtIn);
   }
 

@@ -4,7 +4,6 @@ import static buildqueue.api.ApiFixture.ALICE;
 import static buildqueue.api.ApiFixture.assertProblem;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import buildqueue.kinds.CommandRunners;
 import buildqueue.kinds.KindCatalogue;
 import com.fasterxml.jackson.databind.JsonNode;
 import java.util.Map;
@@ -19,13 +18,13 @@ class CatalogueKindsApiTest extends ApiTest {
           "properties": {"title": {"type": "string"},
                          "pages": {"type": "array", "items": {"type": "object", "required": ["title"],
                                    "properties": {"title": {"type": "string"}}}}}}}}}
-      """, buildqueue.core.QueueConfig.defaults());
+      """, buildqueue.worker.QueueKindLimits.of(buildqueue.core.QueueConfig.defaults()));
 
   private CheckedApi api;
 
   @BeforeEach
   void openCatalogueApi() {
-    api = new CheckedApi(new HttpApi(f.h.queue, f.queries, CATALOGUE.handlers(CommandRunners.API_ONLY)));
+    api = new CheckedApi(new HttpApi(f.h.queue, f.queries, CATALOGUE.registry()));
   }
 
   private ApiResponse submit(String body) {

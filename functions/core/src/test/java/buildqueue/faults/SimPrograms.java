@@ -1,6 +1,6 @@
 package buildqueue.faults;
 
-import buildqueue.kinds.CommandJobHandler;
+import buildqueue.worker.CommandJobHandler;
 import buildqueue.kinds.CommandKind;
 import buildqueue.kinds.PayloadSchema;
 import buildqueue.worker.JobHandler;

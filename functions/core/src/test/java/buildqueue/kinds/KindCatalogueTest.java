@@ -5,9 +5,11 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import buildqueue.BuildQueueException;
 import buildqueue.core.QueueConfig;
-import buildqueue.worker.DemoJobHandler;
+import buildqueue.worker.CommandJobHandler;
+import buildqueue.worker.CommandRunner;
 import buildqueue.worker.JobHandlers;
 import buildqueue.worker.JobOutcome;
+import buildqueue.worker.QueueKindLimits;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -26,7 +28,8 @@ import org.junit.jupiter.params.provider.ValueSource;
 
 /** The kind catalogue: what a good file becomes, and every rule a bad one breaks, named in the refusal. */
 class KindCatalogueTest {
-  private static final QueueConfig DEFAULTS = QueueConfig.defaults();
+  private static final QueueConfig QUEUE = QueueConfig.defaults();
+  private static final KindLimits DEFAULTS = QueueKindLimits.of(QUEUE);
   private static final String GOOD = """
       {"kinds": {
         "render-article": {
@@ -78,7 +81,7 @@ class KindCatalogueTest {
     KindCatalogue catalogue = KindCatalogue.load(write("{\"kinds\": {}}"), DEFAULTS);
 
     assertThat(catalogue.kinds()).isEmpty();
-    assertThat(catalogue.handlers(CommandRunners.API_ONLY).kinds()).containsExactly(DemoJobHandler.KIND);
+    assertThat(catalogue.registry().kinds()).containsExactly(DemoKind.NAME);
   }
 
   @Test
@@ -90,7 +93,7 @@ class KindCatalogueTest {
       return JobOutcome.succeeded();
     };
 
-    JobHandlers handlers = catalogue.handlers(runner);
+    JobHandlers handlers = JobHandlers.forCatalogue(catalogue, runner);
 
     assertThat(handlers.kinds()).containsExactly("demo", "render-article", "thumbs.v2");
     CommandJobHandler render = (CommandJobHandler) handlers.get("render-article").orElseThrow();
@@ -103,7 +106,7 @@ class KindCatalogueTest {
 
   @Test
   void the_longest_timeout_is_the_worker_lifetime_less_the_chain_window_and_the_deadline_margin() throws Exception {
-    assertThat(KindCatalogue.maxTimeout(DEFAULTS)).isEqualTo(Duration.ofMinutes(54));
+    assertThat(DEFAULTS.maxTimeout()).isEqualTo(Duration.ofMinutes(54));
     String at = "{\"kinds\": {\"k\": {\"command\": [\"true\"], \"timeout\": \"54m\"}}}";
     assertThat(KindCatalogue.load(write(at), DEFAULTS).kinds().get(0).timeout()).isEqualTo(Duration.ofMinutes(54));
 
@@ -112,22 +115,22 @@ class KindCatalogueTest {
     assertThatThrownBy(() -> KindCatalogue.load(file, DEFAULTS))
         .hasMessageContaining("at most 54m").hasMessageContaining("raise the worker lifetime");
 
-    QueueConfig longer = DEFAULTS.withLease(Duration.ofMinutes(120), DEFAULTS.leaseSlack(), DEFAULTS.deadlineMargin());
+    KindLimits longer = QueueKindLimits.of(QUEUE.withLease(Duration.ofMinutes(120), QUEUE.leaseSlack(), QUEUE.deadlineMargin()));
     assertThat(KindCatalogue.load(file, longer).kinds().get(0).timeout()).isEqualTo(Duration.ofSeconds(54 * 60 + 1));
   }
 
   @ParameterizedTest
   @ValueSource(strings = {"15m", "1h30m", "500ms", "1h", "2m30s", "1s250ms", "45s"})
   void durations_are_written_in_hours_minutes_seconds_and_milliseconds(String text) {
-    Duration d = KindCatalogue.parseDuration(text).orElseThrow();
-    assertThat(KindCatalogue.format(d)).isEqualTo(text);
-    assertThat(KindCatalogue.parseDuration("90s")).contains(Duration.ofSeconds(90));
+    Duration d = CatalogueDuration.parse(text).orElseThrow();
+    assertThat(CatalogueDuration.format(d)).isEqualTo(text);
+    assertThat(CatalogueDuration.parse("90s")).contains(Duration.ofSeconds(90));
   }
 
   @ParameterizedTest
   @ValueSource(strings = {"", "15", "15 minutes", "1m1h", "PT15M", "-5s", "1.5h", "15M"})
   void anything_else_is_not_a_duration(String text) {
-    assertThat(KindCatalogue.parseDuration(text)).isEmpty();
+    assertThat(CatalogueDuration.parse(text)).isEmpty();
   }
 
   /** A bad catalogue, the kind and key its refusal must name, and words that say what to do. */

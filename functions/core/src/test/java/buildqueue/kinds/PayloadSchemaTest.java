@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import buildqueue.core.QueueConfig;
+import buildqueue.worker.QueueKindLimits;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import org.junit.jupiter.api.Test;
@@ -25,7 +26,7 @@ class PayloadSchemaTest {
         "$defs": {"page": {"type": "object", "required": ["title"],
                            "properties": {"title": {"type": "string"}, "number": {"type": "integer", "minimum": 1}}}}
       }}}}
-      """, QueueConfig.defaults()).kinds().get(0).payloadSchema();
+      """, QueueKindLimits.of(QueueConfig.defaults())).kinds().get(0).payloadSchema();
 
   private static JsonNode json(String text) throws Exception {
     return JSON.readTree(text);

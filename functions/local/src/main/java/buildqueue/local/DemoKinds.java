@@ -2,6 +2,7 @@ package buildqueue.local;
 
 import buildqueue.core.QueueConfig;
 import buildqueue.kinds.KindCatalogue;
+import buildqueue.worker.QueueKindLimits;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.IOException;
@@ -54,7 +55,7 @@ final class DemoKinds {
       ObjectNode catalogue = JSON.createObjectNode();
       ObjectNode kinds = catalogue.putObject("kinds");
       if (operatorCatalogue.isPresent()) {
-        KindCatalogue.load(operatorCatalogue.get(), queue);
+        KindCatalogue.load(operatorCatalogue.get(), QueueKindLimits.of(queue));
         kinds.setAll((ObjectNode) JSON.readTree(operatorCatalogue.get().toFile()).path("kinds"));
       }
       if (!kinds.has(KIND)) {

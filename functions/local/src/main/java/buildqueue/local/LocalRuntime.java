@@ -8,8 +8,8 @@ import buildqueue.core.QueueClock;
 import buildqueue.db.Database;
 import buildqueue.db.JdbcDatabase;
 import buildqueue.db.Migrator;
-import buildqueue.kinds.CommandRunners;
 import buildqueue.kinds.KindCatalogue;
+import buildqueue.worker.QueueKindLimits;
 import buildqueue.worker.exec.JobUser;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -90,7 +90,7 @@ public final class LocalRuntime implements AutoCloseable {
    */
   public static LocalRuntime start(LocalSettings settings, WorkerCommand workerCommand) {
     KindCatalogue kinds =
-        settings.kindsFile().map(f -> KindCatalogue.load(f, settings.queue())).orElseGet(KindCatalogue::none);
+        settings.kindsFile().map(f -> KindCatalogue.load(f, QueueKindLimits.of(settings.queue()))).orElseGet(KindCatalogue::none);
     Deque<AutoCloseable> opened = new ArrayDeque<>();
     try {
       Optional<String> jobUser = settings.effectiveJobUser();
@@ -118,7 +118,7 @@ public final class LocalRuntime implements AutoCloseable {
       BuildQueue queue = new BuildQueue(db, platform, settings.queue(), QueueClock.DATABASE);
       platform.onStopped(queue::taskStopped);
       HttpApi api = new HttpApi(queue, new JobQueries(db, settings.queue(), QueueClock.DATABASE),
-          kinds.handlers(CommandRunners.API_ONLY));
+          kinds.registry());
       LocalHttpServer http = LocalHttpServer.start(settings.port(), tokens, api::handle);
       opened.push(http);
       ScheduledExecutorService ticker = Executors.newSingleThreadScheduledExecutor(r -> {

@@ -4,11 +4,11 @@ import buildqueue.BuildQueueException;
 import buildqueue.api.HttpApi;
 import buildqueue.core.JobStatus;
 import buildqueue.core.QueueConfig;
-import buildqueue.kinds.CommandRunners;
 import buildqueue.kinds.KindCatalogue;
 import buildqueue.kinds.KindCatalogueException;
-import buildqueue.worker.JobHandler;
-import buildqueue.worker.JobHandlers;
+import buildqueue.kinds.KindRegistry;
+import buildqueue.kinds.PayloadSchema;
+import buildqueue.worker.QueueKindLimits;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
@@ -325,7 +325,7 @@ public final class Main {
     try {
       Path catalogue = DemoKinds.prepare(dataDir,
           kindsFile == null || kindsFile.isBlank() ? Optional.empty() : Optional.of(Path.of(kindsFile)), defaults.queue());
-      String refused = refusal(KindCatalogue.load(catalogue, defaults.queue()).handlers(CommandRunners.API_ONLY), kind,
+      String refused = refusal(KindCatalogue.load(catalogue, QueueKindLimits.of(defaults.queue())).registry(), kind,
           payload);
       if (refused != null) {
         // Said before a database starts (seconds), as the API would say it.
@@ -365,17 +365,17 @@ public final class Main {
   }
 
   /** Why the API would refuse {@code kind} with {@code payload}, in its words; null if it would take them. */
-  static String refusal(JobHandlers handlers, String kind, JsonNode payload) {
-    Optional<JobHandler> handler = handlers.get(kind);
-    if (handler.isEmpty()) {
+  static String refusal(KindRegistry kinds, String kind, JsonNode payload) {
+    Optional<PayloadSchema> schema = kinds.payloadSchema(kind);
+    if (schema.isEmpty()) {
       return "unknown kind \"" + kind + "\"; the known kinds are: "
-          + String.join(", ", new java.util.TreeSet<>(handlers.kinds()));
+          + String.join(", ", new java.util.TreeSet<>(kinds.kinds()));
     }
     if (payload != null && !payload.isNull() && !payload.isObject()) {
       return "the payload must be a JSON object, e.g. '{}'";
     }
     try {
-      handler.get().validate(payload == null || payload.isNull() ? JSON.createObjectNode() : payload.deepCopy());
+      schema.get().check(payload == null || payload.isNull() ? JSON.createObjectNode() : payload.deepCopy());
       return null;
     } catch (IllegalArgumentException e) {
       return "the payload is not valid for kind \"" + kind + "\": "

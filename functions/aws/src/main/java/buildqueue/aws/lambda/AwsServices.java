@@ -3,8 +3,7 @@ package buildqueue.aws.lambda;
 import buildqueue.aws.AwsSettings;
 import buildqueue.aws.AwsSettings.Component;
 import buildqueue.core.QueueClock;
-import buildqueue.kinds.CommandRunners;
-import buildqueue.worker.JobHandlers;
+import buildqueue.kinds.KindRegistry;
 import buildqueue.aws.db.DataApiDatabase;
 import buildqueue.db.Database;
 import buildqueue.db.JdbcDatabase;
@@ -28,9 +27,7 @@ public final class AwsServices {
   public static QueueServices queueServices(Component component) {
     AwsSettings settings = AwsSettings.fromEnvironment(component);
     // The API checks submissions against the catalogue; the tick and the stop handler never see one.
-    JobHandlers kinds = component.needsKinds()
-        ? settings.kindCatalogue().handlers(CommandRunners.API_ONLY)
-        : JobHandlers.builtIn();
+    KindRegistry kinds = component.needsKinds() ? settings.kindCatalogue().registry() : KindRegistry.builtIn();
     return new QueueServices(
         component,
         database(settings),

@@ -84,7 +84,7 @@ public final class EnqueueFunction implements RequestStreamHandler {
       writeResponse(toLambdaResponse(refused), OutputStream.nullOutputStream());
       for (String kind : s.kinds().kinds()) {
         try {
-          s.kinds().get(kind).orElseThrow().validate(empty.deepCopy());
+          s.kinds().payloadSchema(kind).orElseThrow().check(empty.deepCopy());
         } catch (IllegalArgumentException refusedPayload) {
           // Expected for most kinds: the schema's check ran, which is the point.
         }

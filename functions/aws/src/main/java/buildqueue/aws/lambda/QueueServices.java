@@ -14,7 +14,7 @@ import buildqueue.core.QueueClock;
 import buildqueue.core.QueueConfig;
 import buildqueue.db.Database;
 import buildqueue.platform.WorkerPlatform;
-import buildqueue.worker.JobHandlers;
+import buildqueue.kinds.KindRegistry;
 import java.io.PrintStream;
 import java.lang.System.Logger.Level;
 import software.amazon.awssdk.services.eventbridge.EventBridgeClient;
@@ -38,7 +38,7 @@ public final class QueueServices {
   private final HttpApi api;
   private final String metricsNamespace;
   private final PrintStream metricsOut;
-  private final JobHandlers kinds;
+  private final KindRegistry kinds;
 
   public QueueServices(
       AwsSettings.Component component,
@@ -50,7 +50,7 @@ public final class QueueServices {
       QueueClock clock,
       String metricsNamespace,
       PrintStream metricsOut,
-      JobHandlers kinds) {
+      KindRegistry kinds) {
     this.component = component;
     this.db = db;
     this.platform = new MeteredPlatform(platform);
@@ -90,7 +90,7 @@ public final class QueueServices {
   }
 
   /** The job kinds the API accepts. */
-  public JobHandlers kinds() {
+  public KindRegistry kinds() {
     return kinds;
   }
 

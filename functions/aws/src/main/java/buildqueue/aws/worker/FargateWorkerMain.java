@@ -8,8 +8,8 @@ import buildqueue.aws.logging.JsonLogging;
 import buildqueue.aws.metrics.Metrics;
 import buildqueue.core.QueueClock;
 import buildqueue.db.Database;
-import buildqueue.kinds.CommandRunner;
-import buildqueue.kinds.CommandRunners;
+import buildqueue.worker.CommandRunner;
+import buildqueue.worker.CommandRunners;
 import buildqueue.worker.JobHandlers;
 import buildqueue.worker.WorkerLoop;
 import buildqueue.worker.WorkerProcess;
@@ -63,7 +63,7 @@ public final class FargateWorkerMain {
     JobHandlers handlers;
     try {
       settings = AwsSettings.load(Component.WORKER, env);
-      handlers = settings.kindCatalogue().handlers(runner);
+      handlers = JobHandlers.forCatalogue(settings.kindCatalogue(), runner);
     } catch (RuntimeException e) {
       LOG.log(Level.ERROR, "cannot start: " + e.getMessage());
       return BAD_SETTINGS;

@@ -10,7 +10,7 @@ import buildqueue.aws.testing.TestContext;
 import buildqueue.aws.testing.TestServices;
 import buildqueue.core.QueueClock;
 import buildqueue.db.CountingDatabase;
-import buildqueue.kinds.CommandRunners;
+import buildqueue.worker.QueueKindLimits;
 import buildqueue.kinds.KindCatalogue;
 import buildqueue.platform.LaunchOutcome;
 import buildqueue.platform.WorkerLaunch;
@@ -169,8 +169,8 @@ class PrimingTest {
     try (EventBridgeFake eventBridge = new EventBridgeFake()) {
       QueueServices api = new QueueServices(Component.ENQUEUE, counted, platform, eventBridge.client(), "bus",
           QueueHarness.testConfig(), clock, "buildqueue-test", TestServices.METRICS,
-          KindCatalogue.load(SampleEvents.repoFile("infra/kinds/kinds.json"), QueueHarness.testConfig())
-              .handlers(CommandRunners.API_ONLY));
+          KindCatalogue.load(SampleEvents.repoFile("infra/kinds/kinds.json"), QueueKindLimits.of(QueueHarness.testConfig()))
+              .registry());
       QueueServices tick = TestServices.of(Component.TICK, counted, platform, eventBridge, clock);
       QueueServices stops = TestServices.of(Component.TASK_STATE_CHANGE, counted, platform, eventBridge, clock);
       String before = tables(tdb);

@@ -8,6 +8,7 @@ import buildqueue.kinds.CommandKind;
 import buildqueue.kinds.KindCatalogue;
 import buildqueue.testing.RecordingJobContext;
 import buildqueue.worker.JobOutcome;
+import buildqueue.worker.QueueKindLimits;
 import buildqueue.worker.exec.ProcessRunner;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.nio.file.Files;
@@ -39,7 +40,7 @@ class ShippedKindsTest {
   void every_shipped_kind_runs_its_sample_program_to_success() throws Exception {
     Assumptions.assumeTrue(onPath("node") || "true".equals(System.getenv("CI")), "needs node on the PATH");
     List<CommandKind> kinds =
-        KindCatalogue.load(SampleEvents.repoFile("infra/kinds/kinds.json"), QueueConfig.defaults()).kinds();
+        KindCatalogue.load(SampleEvents.repoFile("infra/kinds/kinds.json"), QueueKindLimits.of(QueueConfig.defaults())).kinds();
     String programs = SampleEvents.repoFile("infra/programs").toAbsolutePath() + "/";
     Map<String, String> env = new HashMap<>(System.getenv());
     env.put(ProcessRunner.WORK_DIR, work.toString());

@@ -18,6 +18,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import buildqueue.kinds.KindCatalogue;
 import buildqueue.kinds.CommandKind;
+import buildqueue.worker.QueueKindLimits;
 import buildqueue.worker.WorkerStop;
 import java.io.IOException;
 import java.io.InputStream;
@@ -526,7 +527,7 @@ class TemplateTest {
     assertThat(worker.stopTimeout()).isEqualTo(Duration.ofSeconds((Integer) stopTimeout));
 
     Duration programs = new WorkerStop(worker.stopTimeout()).programTimeLeft();
-    for (CommandKind kind : KindCatalogue.load(SampleEvents.repoFile(CATALOGUE), worker.queue()).kinds()) {
+    for (CommandKind kind : KindCatalogue.load(SampleEvents.repoFile(CATALOGUE), QueueKindLimits.of(worker.queue())).kinds()) {
       assertThat(kind.cancelGracePeriod()).as("kind %s's grace", kind.name()).isLessThanOrEqualTo(programs);
     }
   }
@@ -538,7 +539,7 @@ class TemplateTest {
     env.put(AwsSettings.WORKER_TOKEN, UUID.randomUUID().toString());
     AwsSettings worker = AwsSettings.load(Component.WORKER, env::get);
 
-    KindCatalogue catalogue = KindCatalogue.load(SampleEvents.repoFile(CATALOGUE), worker.queue());
+    KindCatalogue catalogue = KindCatalogue.load(SampleEvents.repoFile(CATALOGUE), QueueKindLimits.of(worker.queue()));
 
     assertThat(catalogue.kinds()).isNotEmpty();
   }

@@ -6,7 +6,7 @@ import buildqueue.aws.AwsSettings;
 import buildqueue.aws.testing.MetricsCapture;
 import buildqueue.core.BuildQueue;
 import buildqueue.db.Json;
-import buildqueue.kinds.CommandRunners;
+import buildqueue.worker.CommandRunners;
 import buildqueue.platform.WorkerLaunch;
 import buildqueue.testing.ManualPlatform;
 import buildqueue.testing.PostgresExtension;

@@ -8,7 +8,7 @@ import buildqueue.core.BuildQueue;
 import buildqueue.core.QueueClock;
 import buildqueue.db.Json;
 import buildqueue.db.Row;
-import buildqueue.kinds.CommandRunners;
+import buildqueue.worker.CommandRunners;
 import buildqueue.platform.WorkerLaunch;
 import buildqueue.testing.Await;
 import buildqueue.testing.ManualPlatform;

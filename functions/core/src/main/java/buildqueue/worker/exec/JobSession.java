@@ -43,14 +43,8 @@ public record JobSession(long sid, long startTicks) {
     if (!sessionIsOurs()) {
       return found;
     }
-    try (DirectoryStream<Path> entries = Files.newDirectoryStream(PROC, "[0-9]*")) {
-      for (Path entry : entries) {
-        long pid;
-        try {
-          pid = Long.parseLong(entry.getFileName().toString());
-        } catch (NumberFormatException e) {
-          continue;
-        }
+    try {
+      for (long pid : Stat.pids()) {
         Optional<Stat> stat = Stat.read(pid);
         if (stat.isEmpty() || stat.get().gone() || (stat.get().session() != sid && stat.get().group() != sid)) {
           continue;
@@ -141,11 +135,25 @@ public record JobSession(long sid, long startTicks) {
     }
   }
 
-  /** The fields of {@code /proc/<pid>/stat} a job's processes are found by. */
   /** A process's line of {@code /proc/<pid>/stat}, the fields the job's processes are told apart by. */
   record Stat(char state, long parent, long group, long session, long startTicks) {
     boolean gone() {
       return state == 'Z' || state == 'X' || state == 'x';
+    }
+
+    /** Every pid {@code /proc} lists now; throws if there is no {@code /proc} (not Linux). */
+    static List<Long> pids() throws IOException {
+      List<Long> pids = new ArrayList<>();
+      try (DirectoryStream<Path> entries = Files.newDirectoryStream(PROC, "[0-9]*")) {
+        for (Path entry : entries) {
+          try {
+            pids.add(Long.parseLong(entry.getFileName().toString()));
+          } catch (NumberFormatException e) {
+            // not a process
+          }
+        }
+      }
+      return pids;
     }
 
     static Optional<Stat> read(long pid) {

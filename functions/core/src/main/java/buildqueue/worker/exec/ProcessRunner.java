@@ -2,13 +2,10 @@ package buildqueue.worker.exec;
 
 import buildqueue.core.MonotonicClock;
 import buildqueue.kinds.CommandKind;
-import buildqueue.kinds.CommandRunner;
-import buildqueue.worker.JobCancelledException;
+import buildqueue.worker.CommandRunner;
 import buildqueue.worker.JobContext;
 import buildqueue.worker.JobLog;
 import buildqueue.worker.JobOutcome;
-import buildqueue.worker.RunningJobs;
-import buildqueue.worker.WorkerFencedOffException;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -19,7 +16,6 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
-import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * Runs a command kind's job as a program on this worker (docs/architecture.md §10.1), the way a Buildkite agent
@@ -45,7 +41,9 @@ import java.util.concurrent.atomic.AtomicReference;
  *       (daemons it started included) is gone, and its directory is deleted.
  * </ul>
  *
- * <p>What the worker did is written to the job's log as {@link JobLog.Stream#WORKER} lines.
+ * <p>What the worker did is written to the job's log as {@link JobLog.Stream#WORKER} lines. This
+ * class makes and deletes the attempt's directory; {@link ProgramAttempt} watches the program,
+ * {@link JobTermination} ends its processes, {@link OutputPump} reads its output.
  */
 public final class ProcessRunner implements CommandRunner {
   private static final System.Logger LOG = System.getLogger(ProcessRunner.class.getName());
@@ -155,7 +153,7 @@ public final class ProcessRunner implements CommandRunner {
       return JobOutcome.interrupted(why);
     }
     try {
-      return new Attempt(kind, context, dir).run();
+      return new ProgramAttempt(kind, context, dir, workerEnvironment, launcher, clock, limits).run();
     } finally {
       if (!dir.delete()) {
         LOG.log(Level.WARNING, "job {0}: could not delete all of {1}", context.jobId(), dir.root());
@@ -169,318 +167,6 @@ public final class ProcessRunner implements CommandRunner {
       return JSON.writeValueAsBytes(payload == null ? JSON.createObjectNode() : payload);
     } catch (JsonProcessingException e) {
       throw new IllegalStateException("a parsed payload is always writable", e);
-    }
-  }
-
-  /** One attempt of one job: its program from start to the last of its processes. */
-  private final class Attempt {
-    private final CommandKind kind;
-    private final JobContext context;
-    private final JobDirectory dir;
-    private final JobLog log;
-    private final ControlFile control;
-    private JobProcess process;
-    private OutputPump stdout;
-    private OutputPump stderr;
-    private boolean exited;
-    private Integer latestProgress;
-    private String jobError;
-    private int followUps;
-    /** Why the worker stopped the program, as the job's error; null if it did not (or for a cancel). */
-    private String stopFailure;
-    private boolean cancelled;
-    /** The worker was told to stop: the job is interrupted unless the program succeeds first. */
-    private boolean stopping;
-    private long terminatedAt = -1;
-    /** When SIGKILL follows the SIGTERM: the kind's grace after it, or sooner for a worker's stop. */
-    private long killAt = Long.MAX_VALUE;
-    private boolean killed;
-
-    Attempt(CommandKind kind, JobContext context, JobDirectory dir) {
-      this.kind = kind;
-      this.context = context;
-      this.dir = dir;
-      this.log = context.log();
-      this.control = new ControlFile(dir.control(), limits.maxControlLineBytes());
-    }
-
-    JobOutcome run() throws InterruptedException {
-      Map<String, String> env = JobEnvironment.of(workerEnvironment, kind, context, dir);
-      // Registered before the start: a halt while the program starts finds it by its session file.
-      AtomicReference<JobProcess> started = new AtomicReference<>();
-      try (RunningJobs.Registration ignored = RunningJobs.add(() -> {
-        JobProcess p = started.get();
-        if (p != null) {
-          p.kill();
-        } else {
-          JobSession.readFrom(dir.session()).ifPresent(s -> JobSession.signal(s.members(), true));
-        }
-      })) {
-        try {
-          process = launcher.start(new ProcessLauncher.Spec(kind.command(), dir.work(), env, dir.session()));
-          started.set(process);
-        } catch (IOException | RuntimeException e) {
-          String why = "the worker could not start " + show(kind.command()) + ": " + e.getMessage();
-          say(why);
-          return JobOutcome.interrupted(why);
-        }
-        say("started: " + show(kind.command()) + " (attempt " + context.attempt() + ")");
-        String name = "job-" + context.jobId() + "-";
-        stdout = new OutputPump(process.stdout(), log, JobLog.Stream.STDOUT, name + "stdout", limits.errorLines(),
-            limits.errorChars()).start();
-        stderr = new OutputPump(process.stderr(), log, JobLog.Stream.STDERR, name + "stderr", limits.errorLines(),
-            limits.errorChars()).start();
-        try {
-          watch();
-          ProgramExit exit = process.exit();
-          say(exit.describe());
-          endLeftovers();
-          handle(control.read(true));
-          if (latestProgress != null) {
-            context.finalProgress(latestProgress); // a last line read only now counts too
-          }
-          drainOutput();
-          return outcome(exit);
-        } catch (WorkerFencedOffException e) {
-          say("this worker no longer owns the job: SIGKILL sent to the job's processes");
-          killAtOnce();
-          throw e;
-        } catch (InterruptedException | RuntimeException | Error e) {
-          killAtOnce();
-          throw e;
-        }
-      }
-    }
-
-    /** Until the program exits: its control lines, the timeout, the queue's check-in. */
-    private void watch() throws InterruptedException {
-      long startedAt = clock.nanoTime();
-      while (true) {
-        exited = process.awaitExit(limits.pollInterval());
-        handle(control.read(false));
-        if (exited) {
-          if (latestProgress != null) {
-            context.finalProgress(latestProgress);
-          }
-          return;
-        }
-        long now = clock.nanoTime();
-        if (terminatedAt < 0 && now - startedAt >= kind.timeout().toNanos()) {
-          stopFailure = "timed out after " + human(kind.timeout());
-          terminate(stopFailure);
-        }
-        JobContext.CheckIn said = context.checkIn(latestProgress);
-        if (said == JobContext.CheckIn.CANCEL_REQUESTED && !cancelled) {
-          cancelled = true;
-          if (terminatedAt < 0) {
-            terminate("cancel requested");
-          }
-        } else if (said == JobContext.CheckIn.STOP_REQUESTED && !stopping) {
-          stopping = true;
-          Duration left = context.stopTimeLeft();
-          if (terminatedAt < 0) {
-            terminate("the worker is stopping");
-          }
-          long stopKillAt = clock.nanoTime() + left.toNanos();
-          if (stopKillAt < killAt) {
-            killAt = stopKillAt;
-            say("the worker must be gone within its stop timeout: SIGKILL in " + human(left) + " at the latest");
-          }
-        }
-        if (terminatedAt >= 0 && !killed && clock.nanoTime() >= killAt) {
-          say("SIGKILL after " + human(Duration.ofMillis((killAt - terminatedAt) / 1_000_000)) + " grace");
-          process.kill();
-          killed = true;
-        }
-      }
-    }
-
-    private void handle(List<ControlMessage> messages) {
-      for (ControlMessage m : messages) {
-        if (m instanceof ControlMessage.Progress p) {
-          latestProgress = p.progress();
-        } else if (m instanceof ControlMessage.Error e) {
-          jobError = cut(e.message(), limits.errorChars());
-        } else if (m instanceof ControlMessage.FollowUp f) {
-          followUp(f);
-        } else if (m instanceof ControlMessage.BadFollowUp b) {
-          refuse("follow-up refused", "control line " + b.line() + ": " + b.reason());
-        } else if (m instanceof ControlMessage.Ignored i) {
-          say("control line " + i.line() + " ignored (" + i.reason() + ")" + (i.text().isEmpty() ? "" : ": " + i.text()));
-        } else if (m instanceof ControlMessage.Notice n) {
-          say(n.message());
-        }
-      }
-    }
-
-    private void followUp(ControlMessage.FollowUp f) {
-      if (stopFailure != null || cancelled) {
-        say("control line " + f.line() + ": follow-up not submitted: the job is being stopped");
-        return;
-      }
-      if (followUps >= limits.maxFollowUps()) {
-        refuse("too many follow-ups", "the job submitted more than " + limits.maxFollowUps()
-            + " follow-up jobs (control line " + f.line() + "); a job may submit at most " + limits.maxFollowUps());
-        return;
-      }
-      try {
-        context.enqueueFollowUp(f.kind(), f.payload());
-        followUps++;
-      } catch (IllegalArgumentException e) {
-        refuse("follow-up refused", "control line " + f.line() + ": " + e.getMessage());
-      }
-    }
-
-    /** A follow-up the job meant but cannot have: the job fails with why, after its program stops. */
-    private void refuse(String what, String why) {
-      if (stopFailure != null) {
-        return;
-      }
-      stopFailure = cut("The job's follow-up could not be submitted: " + why, limits.errorChars());
-      say(what + ": " + why);
-      if (!exited) {
-        terminate(what);
-      }
-    }
-
-    private void terminate(String why) {
-      process.terminate();
-      terminatedAt = clock.nanoTime();
-      killAt = terminatedAt + kind.cancelGracePeriod().toNanos();
-      say(why + ": SIGTERM sent to the job's processes");
-    }
-
-    /**
-     * The program has exited; what it left running (a daemon, a {@code sleep &}) is ended the same
-     * way: SIGTERM, the grace period, SIGKILL.
-     */
-    private void endLeftovers() throws InterruptedException {
-      int left = process.remaining();
-      if (left == 0) {
-        return;
-      }
-      if (terminatedAt < 0) {
-        process.terminate();
-        terminatedAt = clock.nanoTime();
-        killAt = terminatedAt + kind.cancelGracePeriod().toNanos();
-        say(left + (left == 1 ? " process" : " processes") + " the job left running: SIGTERM sent");
-      }
-      while (process.remaining() > 0 && clock.nanoTime() < killAt) {
-        clock.sleep(limits.pollInterval());
-      }
-      if (process.remaining() > 0) {
-        if (!killed) {
-          say("SIGKILL after " + human(Duration.ofMillis((killAt - terminatedAt) / 1_000_000)) + " grace");
-        }
-        killed = true;
-        awaitKilled();
-      }
-    }
-
-    /** SIGKILL, repeated (a process may fork meanwhile) until none is left or patience runs out. */
-    private void awaitKilled() throws InterruptedException {
-      long end = clock.nanoTime() + limits.killPatience().toNanos();
-      while (process.kill() > 0 || process.remaining() > 0) {
-        if (clock.nanoTime() >= end) {
-          int left = process.remaining();
-          if (left > 0) {
-            say(left + " of the job's processes did not die of SIGKILL within " + human(limits.killPatience()));
-            LOG.log(Level.ERROR, "job {0}: {1} processes survived SIGKILL", context.jobId(), left);
-          }
-          return;
-        }
-        clock.sleep(Duration.ofMillis(10));
-      }
-    }
-
-    /** The worker must stop now (it lost the job, it failed): SIGKILL and no grace. */
-    private void killAtOnce() {
-      boolean interrupted = Thread.interrupted();
-      try {
-        killed = true;
-        awaitKilled();
-      } catch (InterruptedException e) {
-        interrupted = true;
-        process.kill();
-      } finally {
-        if (stdout != null) {
-          stdout.detach();
-          stderr.detach();
-        }
-        if (interrupted) {
-          Thread.currentThread().interrupt();
-        }
-      }
-    }
-
-    /** The rest of the output, now that no process of the job can write more. */
-    private void drainOutput() throws InterruptedException {
-      boolean done = stdout.awaitEnd(limits.outputDrain()) & stderr.awaitEnd(limits.outputDrain());
-      if (!done) {
-        stdout.detach();
-        stderr.detach();
-        say("the job's output is still held open by a process outside its session; it is no longer read");
-      }
-    }
-
-    private JobOutcome outcome(ProgramExit exit) {
-      if (cancelled) {
-        return JobOutcome.failed("cancelled by its owner"); // the worker loop ends it cancelled
-      }
-      if (stopFailure != null) {
-        return JobOutcome.failed(stopFailure);
-      }
-      if (stopping && !(exit instanceof ProgramExit.Exited e0 && e0.code() == 0)) {
-        return interrupted("the worker was told to stop (" + exit.describe() + ")");
-      }
-      if (exit instanceof ProgramExit.Exited e) {
-        if (e.code() == 0) {
-          return JobOutcome.succeeded();
-        }
-        if (kind.retryExitCodes().contains(e.code())) {
-          return interrupted("exit code " + e.code() + ", a retry code of kind " + kind.name());
-        }
-        return JobOutcome.failed(jobError != null ? jobError : stderrTail().orElse(exit.describe()));
-      }
-      ProgramExit.Signalled s = (ProgramExit.Signalled) exit;
-      if (kind.retryExitCodes().contains(128 + s.signal())) {
-        return interrupted("exit code " + (128 + s.signal()) + " (" + s.describe() + "), a retry code of kind "
-            + kind.name());
-      }
-      return JobOutcome.failed(jobError != null ? s.describe() + ": " + jobError : s.describe());
-    }
-
-    /**
-     * The job goes back to its lane. Its latest progress, which it passed to every check-in, goes
-     * with the interruption's statement: where the next attempt resumes, and what resets its count
-     * of interruptions without progress.
-     */
-    private JobOutcome interrupted(String reason) {
-      return JobOutcome.interrupted(reason);
-    }
-
-    private java.util.Optional<String> stderrTail() {
-      List<String> lines = stderr.lastLines();
-      if (lines.isEmpty()) {
-        return java.util.Optional.empty();
-      }
-      StringBuilder tail = new StringBuilder();
-      for (int i = lines.size() - 1; i >= 0; i--) {
-        String line = lines.get(i);
-        if (tail.length() + line.length() + 1 > limits.errorChars()) {
-          if (tail.length() == 0) {
-            tail.append("…").append(line, Math.max(0, line.length() - limits.errorChars() + 1), line.length());
-          }
-          break;
-        }
-        tail.insert(0, tail.length() == 0 ? line : line + "\n");
-      }
-      String text = tail.toString().strip();
-      return text.isEmpty() ? java.util.Optional.empty() : java.util.Optional.of(text);
-    }
-
-    private void say(String text) {
-      log.line(JobLog.Stream.WORKER, text);
     }
   }
 
@@ -519,7 +205,7 @@ public final class ProcessRunner implements CommandRunner {
     return b.toString();
   }
 
-  private static String cut(String text, int max) {
+  static String cut(String text, int max) {
     return text.length() <= max ? text : text.substring(0, max - 1) + "…";
   }
 }

@@ -4,9 +4,6 @@ import com.sun.jna.Library;
 import com.sun.jna.Native;
 import java.io.IOException;
 import java.lang.System.Logger.Level;
-import java.nio.file.DirectoryStream;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
@@ -35,7 +32,6 @@ public final class Subreaper {
   private static final System.Logger LOG = System.getLogger(Subreaper.class.getName());
   private static final int PR_SET_CHILD_SUBREAPER = 36;
   private static final int WNOHANG = 1;
-  private static final Path PROC = Path.of("/proc");
 
   private static volatile boolean active;
   private static final Set<Process> STARTED = ConcurrentHashMap.newKeySet();
@@ -108,14 +104,8 @@ public final class Subreaper {
     long self = ProcessHandle.current().pid();
     Set<Long> own = STARTED.stream().map(Process::pid).collect(Collectors.toSet());
     List<ProcessHandle> found = new ArrayList<>();
-    try (DirectoryStream<Path> entries = Files.newDirectoryStream(PROC, "[0-9]*")) {
-      for (Path entry : entries) {
-        long pid;
-        try {
-          pid = Long.parseLong(entry.getFileName().toString());
-        } catch (NumberFormatException e) {
-          continue;
-        }
+    try {
+      for (long pid : JobSession.Stat.pids()) {
         if (own.contains(pid)) {
           continue;
         }

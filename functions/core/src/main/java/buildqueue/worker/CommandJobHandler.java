@@ -1,14 +1,13 @@
-package buildqueue.kinds;
+package buildqueue.worker;
 
-import buildqueue.worker.JobContext;
-import buildqueue.worker.JobHandler;
-import buildqueue.worker.JobOutcome;
+import buildqueue.kinds.CommandKind;
 import com.fasterxml.jackson.databind.JsonNode;
 import java.util.Objects;
 
 /**
- * The handler of one {@link CommandKind}: the API checks payloads with the kind's {@code
- * payloadSchema}; the worker runs each job through the {@link CommandRunner} it was given.
+ * The handler of one {@link CommandKind}: it checks payloads with the kind's {@code payloadSchema}
+ * (for follow-ups; the API checks submissions against the {@link buildqueue.kinds.KindRegistry})
+ * and runs each job through the {@link CommandRunner} it was given.
  */
 public final class CommandJobHandler implements JobHandler {
   private final CommandKind kind;

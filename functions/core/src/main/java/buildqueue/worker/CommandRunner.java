@@ -1,7 +1,6 @@
-package buildqueue.kinds;
+package buildqueue.worker;
 
-import buildqueue.worker.JobContext;
-import buildqueue.worker.JobOutcome;
+import buildqueue.kinds.CommandKind;
 
 /**
  * Runs one job of a {@link CommandKind} as a program on this worker, from start to its outcome: it

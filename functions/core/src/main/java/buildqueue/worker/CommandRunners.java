@@ -1,20 +1,12 @@
-package buildqueue.kinds;
+package buildqueue.worker;
 
 import buildqueue.BuildQueueException;
-import buildqueue.worker.JobOutcome;
+import buildqueue.kinds.CommandKind;
 import buildqueue.worker.exec.ProcessRunner;
 import java.util.Map;
 
-/** The {@link CommandRunner}s a process can be given. */
+/** The {@link CommandRunner} a worker process is given. */
 public final class CommandRunners {
-
-  /**
-   * For a process that checks submissions against command kinds but never runs them (the API). A
-   * call means the wiring is wrong, so it fails loudly.
-   */
-  public static final CommandRunner API_ONLY = (kind, context) -> {
-    throw new IllegalStateException("the API validates kind \"" + kind.name() + "\" but never runs its jobs; workers do");
-  };
 
   private CommandRunners() {}
 
@@ -30,8 +22,7 @@ public final class CommandRunners {
       private String unavailable;
 
       @Override
-      public synchronized JobOutcome run(CommandKind kind, buildqueue.worker.JobContext context)
-          throws InterruptedException {
+      public synchronized JobOutcome run(CommandKind kind, JobContext context) throws InterruptedException {
         if (runner == null && unavailable == null) {
           try {
             runner = ProcessRunner.forThisWorker(env);
