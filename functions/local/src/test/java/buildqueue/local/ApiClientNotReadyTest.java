@@ -136,7 +136,7 @@ class ApiClientNotReadyTest {
     ByteArrayOutputStream out = new ByteArrayOutputStream();
     ByteArrayOutputStream err = new ByteArrayOutputStream();
     Main main = new Main(new PrintStream(out, true, StandardCharsets.UTF_8), new PrintStream(err, true, StandardCharsets.UTF_8),
-        Map.of("USER", "tester", Main.API_TOKEN_ENV, "jwt"));
+        Map.of("USER", "tester", ApiConnection.API_TOKEN_ENV, "jwt"));
 
     int code = main.run(new String[] {"submit", "demo", "--api-url", base().toString()});
 
