@@ -5,19 +5,14 @@ import java.util.List;
 import java.util.Set;
 
 /** {@code cancel}: cancels a job, at once if queued; a running one is stopped by its worker. */
-final class CancelCommand {
+record CancelCommand(Cli cli) implements CliCommand {
   static final String USAGE = """
         cancel <job-id>
             Cancels a job: at once if queued; a running one is stopped within seconds.
       """;
 
-  private final Cli cli;
-
-  CancelCommand(Cli cli) {
-    this.cli = cli;
-  }
-
-  int run(List<String> args) {
+  @Override
+  public int run(List<String> args) {
     CommandLine cl = CommandLine.parse("cancel", args, ApiConnection.FLAGS, Set.of("json"));
     String id = Cli.jobId(cl.positional(0, "a job id: cancel <job-id>"));
     cl.atMostPositionals(1, "cancel <job-id>");

@@ -6,23 +6,18 @@ import java.util.List;
 import java.util.Set;
 
 /** {@code dedicated}: gives a user a dedicated worker (their own lane) or takes it away. */
-final class DedicatedCommand {
+record DedicatedCommand(Cli cli) implements CliCommand {
   static final String USAGE = """
         dedicated <user> on|off
             Gives a user a dedicated worker (their own lane) or takes it away.
       """;
 
-  private final Cli cli;
-
-  DedicatedCommand(Cli cli) {
-    this.cli = cli;
-  }
-
-  int run(List<String> args) {
+  @Override
+  public int run(List<String> args) {
     CommandLine cl = CommandLine.parse("dedicated", args, ApiConnection.FLAGS, Set.of("json"));
+    cl.atMostPositionals(2, "dedicated <user> on|off");
     String user = cl.positional(0, "a user id: dedicated <user> on|off");
     String onOff = cl.positional(1, "on or off: dedicated <user> on|off");
-    cl.atMostPositionals(2, "dedicated <user> on|off");
     if (!onOff.equals("on") && !onOff.equals("off")) {
       throw new CommandLine.UsageException("say on or off, not \"" + onOff + "\": dedicated <user> on|off");
     }

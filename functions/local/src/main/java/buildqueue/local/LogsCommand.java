@@ -7,7 +7,7 @@ import java.util.List;
 import java.util.Set;
 
 /** {@code logs}: prints the output the queue keeps of a job, and with {@code --follow} what comes. */
-final class LogsCommand {
+record LogsCommand(Cli cli) implements CliCommand {
   static final String USAGE = """
         logs <job-id> [--follow]
             Prints the output the queue keeps of a job (its last 60 KB); --follow prints new
@@ -17,13 +17,8 @@ final class LogsCommand {
   /** How often {@code logs --follow} asks for new output. */
   static final Duration FOLLOW_INTERVAL = Duration.ofSeconds(1);
 
-  private final Cli cli;
-
-  LogsCommand(Cli cli) {
-    this.cli = cli;
-  }
-
-  int run(List<String> args) {
+  @Override
+  public int run(List<String> args) {
     CommandLine cl = CommandLine.parse("logs", args, ApiConnection.FLAGS, Set.of("follow"));
     String id = Cli.jobId(cl.positional(0, "a job id: logs <job-id> [--follow]"));
     cl.atMostPositionals(1, "logs <job-id> [--follow]");

@@ -7,7 +7,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.function.ToIntFunction;
 
 /**
  * The runnable jar: {@code serve} runs the whole system; {@code try} runs one job on a queue of its
@@ -44,19 +43,19 @@ public final class Main {
 
   private final Cli cli;
   /** The commands by name, in the order the usage text lists them. */
-  private final Map<String, ToIntFunction<List<String>>> commands = new LinkedHashMap<>();
+  private final Map<String, CliCommand> commands = new LinkedHashMap<>();
 
   Main(PrintStream out, PrintStream err, Map<String, String> env) {
     this.cli = new Cli(out, err, env);
-    commands.put("serve", new ServeCommand(cli)::run);
-    commands.put("try", new TryCommand(cli)::run);
-    commands.put("token", new TokenCommand(cli)::run);
-    commands.put("submit", new SubmitCommand(cli)::run);
-    commands.put("status", new StatusCommand(cli)::run);
-    commands.put("dedicated", new DedicatedCommand(cli)::run);
-    commands.put("quota", new QuotaCommand(cli)::run);
-    commands.put("cancel", new CancelCommand(cli)::run);
-    commands.put("logs", new LogsCommand(cli)::run);
+    commands.put("serve", new ServeCommand(cli));
+    commands.put("try", new TryCommand(cli));
+    commands.put("token", new TokenCommand(cli));
+    commands.put("submit", new SubmitCommand(cli));
+    commands.put("status", new StatusCommand(cli));
+    commands.put("dedicated", new DedicatedCommand(cli));
+    commands.put("quota", new QuotaCommand(cli));
+    commands.put("cancel", new CancelCommand(cli));
+    commands.put("logs", new LogsCommand(cli));
   }
 
   public static void main(String[] args) {
@@ -74,12 +73,12 @@ public final class Main {
     }
     List<String> rest = Arrays.asList(args).subList(1, args.length);
     try {
-      ToIntFunction<List<String>> command = commands.get(args[0]);
+      CliCommand command = commands.get(args[0]);
       if (command == null) {
         throw new CommandLine.UsageException("unknown command \"" + args[0]
             + "\"; the commands are " + String.join(", ", commands.keySet()));
       }
-      return command.applyAsInt(rest);
+      return command.run(rest);
     } catch (CommandLine.UsageException e) {
       cli.err.println("buildqueue: " + e.getMessage());
       cli.err.println("run with --help for usage");

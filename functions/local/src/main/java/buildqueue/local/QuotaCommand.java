@@ -6,19 +6,14 @@ import java.util.List;
 import java.util.Set;
 
 /** {@code quota}: how many queued jobs a user may have at once, or the server's default. */
-final class QuotaCommand {
+record QuotaCommand(Cli cli) implements CliCommand {
   static final String USAGE = """
         quota <user> <max-queued-jobs>|default
             Sets how many queued jobs a user may have at once, or gives them the server's default.
       """;
 
-  private final Cli cli;
-
-  QuotaCommand(Cli cli) {
-    this.cli = cli;
-  }
-
-  int run(List<String> args) {
+  @Override
+  public int run(List<String> args) {
     CommandLine cl = CommandLine.parse("quota", args, ApiConnection.FLAGS, Set.of("json"));
     String user = cl.positional(0, "a user id: quota <user> <max-queued-jobs>|default");
     String value = cl.positional(1, "a number or default: quota <user> <max-queued-jobs>|default");

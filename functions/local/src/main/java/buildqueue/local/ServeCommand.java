@@ -16,7 +16,7 @@ import java.util.stream.Collectors;
  * {@code serve}: starts the server and blocks until the JVM is asked to stop (SIGTERM, Ctrl-C),
  * when the shutdown hook runs {@link LocalRuntime#shutdown()}.
  */
-final class ServeCommand {
+record ServeCommand(Cli cli) implements CliCommand {
   static final String USAGE = """
         serve [--demo] [--port 8080] [--data-dir .buildqueue] [--database-url jdbc:postgresql://...]
               [--tick-interval 5s] [--shared-slots 1] [--shutdown-grace 30s] [--kinds kinds.json]
@@ -33,13 +33,8 @@ final class ServeCommand {
             --job-user: run as root, the server runs its jobs' programs as this user (default nobody).
       """;
 
-  private final Cli cli;
-
-  ServeCommand(Cli cli) {
-    this.cli = cli;
-  }
-
-  int run(List<String> args) {
+  @Override
+  public int run(List<String> args) {
     CommandLine cl = CommandLine.parse("serve", args,
         Set.of("port", "data-dir", "database-url", "tick-interval", "shared-slots", "shutdown-grace", "kinds",
             "worker-lifetime", "shared-order", "max-queued-jobs", "max-log-bytes", "retention", "job-user"), Set.of("demo"));

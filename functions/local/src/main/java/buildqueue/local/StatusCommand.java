@@ -8,19 +8,14 @@ import java.util.List;
 import java.util.Set;
 
 /** {@code status}: one job with its history, or the lanes and the most recent jobs. */
-final class StatusCommand {
+record StatusCommand(Cli cli) implements CliCommand {
   static final String USAGE = """
         status [job-id] [--user <user>]
             One job with its history, or the lanes and the most recent jobs.
       """;
 
-  private final Cli cli;
-
-  StatusCommand(Cli cli) {
-    this.cli = cli;
-  }
-
-  int run(List<String> args) {
+  @Override
+  public int run(List<String> args) {
     CommandLine cl = CommandLine.parse("status", args, Cli.union(ApiConnection.FLAGS, "user"), Set.of("json"));
     cl.atMostPositionals(1, "status [job-id] [--user U]");
     ApiClient api = ApiConnection.open(cli, cl, "cli", true);

@@ -6,20 +6,15 @@ import java.util.List;
 import java.util.Set;
 
 /** {@code submit}: submits a job and says where it stands, and what it superseded. */
-final class SubmitCommand {
+record SubmitCommand(Cli cli) implements CliCommand {
   static final String USAGE = """
         submit <kind> [payload-json] [--user <you>] [--key <idempotency-key>] [--supersede-key <key>]
             Submits a job, e.g.: submit demo '{"steps": 5, "stepMillis": 500}'
             --supersede-key cancels your queued jobs with the same key and stops the running one.
       """;
 
-  private final Cli cli;
-
-  SubmitCommand(Cli cli) {
-    this.cli = cli;
-  }
-
-  int run(List<String> args) {
+  @Override
+  public int run(List<String> args) {
     CommandLine cl = CommandLine.parse("submit", args, Cli.union(ApiConnection.FLAGS, "user", "key", "supersede-key"),
         Set.of("json"));
     String kind = cl.positional(0, "a job kind: submit <kind> [payload-json]");

@@ -5,19 +5,14 @@ import java.util.List;
 import java.util.Set;
 
 /** {@code token}: prints a token for the API and the dashboard, minted from the data directory's secret. */
-final class TokenCommand {
+record TokenCommand(Cli cli) implements CliCommand {
   static final String USAGE = """
         token <user> [--admin] [--hours 24]
             Prints a token for the API and the dashboard (--admin: may see every lane and job).
       """;
 
-  private final Cli cli;
-
-  TokenCommand(Cli cli) {
-    this.cli = cli;
-  }
-
-  int run(List<String> args) {
+  @Override
+  public int run(List<String> args) {
     CommandLine cl = CommandLine.parse("token", args, Set.of("data-dir", "hours"), Set.of("admin"));
     String user = cl.positional(0, "a user id: token <user> [--admin]");
     cl.atMostPositionals(1, "token <user> [--admin] [--hours N]");

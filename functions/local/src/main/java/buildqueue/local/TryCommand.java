@@ -27,7 +27,7 @@ import java.util.stream.Stream;
  * payload validation and workers (child processes) as {@code serve}, so a kind that works here
  * works on a server. Refusals exit {@value Main#USAGE} and queue nothing.
  */
-final class TryCommand {
+record TryCommand(Cli cli) implements CliCommand {
   static final String USAGE = """
         try <kind> <payload-json> [--kinds kinds.json]
             Runs one job of a kind through a queue of its own (embedded PostgreSQL in a temporary
@@ -42,13 +42,8 @@ final class TryCommand {
   static final Duration TRY_POLL = Duration.ofMillis(200);
   static final Duration TRY_SHUTDOWN_GRACE = Duration.ofSeconds(5);
 
-  private final Cli cli;
-
-  TryCommand(Cli cli) {
-    this.cli = cli;
-  }
-
-  int run(List<String> args) {
+  @Override
+  public int run(List<String> args) {
     CommandLine cl = CommandLine.parse("try", args, Set.of("kinds"), Set.of());
     String kind = cl.positional(0, "a job kind: try <kind> <payload-json>");
     JsonNode payload = Cli.payload(cl.positional(1, "a payload: try <kind> <payload-json>, e.g. try demo '{\"steps\": 3}'"));
