@@ -25,7 +25,6 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.TimeUnit;
 import java.util.jar.JarFile;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -37,24 +36,12 @@ import java.util.regex.Pattern;
  * benchmark's PostgreSQL; against a trivial handler started the same way.
  */
 final class ColdStart {
-  /** The JVM flags the Lambda Java runtimes start with (tiered compilation stopped at C1). */
-  static final List<String> LAMBDA_JVM_FLAGS =
-      List.of("-XX:+TieredCompilation", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xshare:auto", "-Xmx512m");
-
-  private static final Pattern HANDLED =
-      Pattern.compile("HANDLED construct_ms=([0-9.]+) handle_ms=([0-9.]+)(?: warm_ms=([0-9.]+))? jvm_uptime_ms=([0-9]+) classes=([0-9]+)");
   private static final ObjectMapper JSON = new ObjectMapper();
   private static final String EMPTY_QUEUE =
       "truncate build_job_event, build_job, build_worker, build_user restart identity cascade";
 
   /** How a primed case's name ends. */
   static final String PRIMED = ", primed: first event after priming";
-
-  /**
-   * One cold start: wall time from spawn to the handled line, and the child's own split; {@code
-   * warmMs}, for a primed case, the same event handled again right after (else NaN).
-   */
-  record Start(double wallMs, double constructMs, double handleMs, double warmMs, long classes) {}
 
   /**
    * A handler and the event it gets; {@code primed}: its SnapStart priming runs after it is built
@@ -145,7 +132,7 @@ final class ColdStart {
   }
 
   /** Runs every case {@code runs} times, interleaved, and returns the starts by case name. */
-  Map<String, List<Start>> measure(int runs) throws Exception {
+  Map<String, List<LambdaJvm.Start>> measure(int runs) throws Exception {
     return measure(runs, null);
   }
 
@@ -154,7 +141,7 @@ final class ColdStart {
    * the four functions' first events load (their union, in order of first load, from the jar and
    * the JDK), which their priming then loads before a snapshot.
    */
-  Map<String, List<Start>> measure(int runs, Path classList) throws Exception {
+  Map<String, List<LambdaJvm.Start>> measure(int runs, Path classList) throws Exception {
     if (!Files.exists(jar)) {
       throw new IllegalStateException("no shaded jar at " + jar
           + "; build it with mvn -B -ntp -pl bench -am package -DskipTests");
@@ -217,17 +204,17 @@ final class ColdStart {
       if (classList != null) {
         recordClasses(classpath, env, cases, db, classList);
       }
-      Map<String, List<Start>> out = new LinkedHashMap<>();
+      Map<String, List<LambdaJvm.Start>> out = new LinkedHashMap<>();
       for (int i = 0; i < runs; i++) {
         for (Case c : cases) {
           // Every start sees the same queue: empty, so the enqueue dispatches and calls RunTask.
           db.update(EMPTY_QUEUE);
-          out.computeIfAbsent(c.name(), k -> new ArrayList<>()).add(start(classpath, env, c.name(), List.of(), c.launch(reset)));
+          out.computeIfAbsent(c.name(), k -> new ArrayList<>()).add(LambdaJvm.start(classpath, env, c.name(), List.of(), c.launch(reset)));
         }
         for (ClientCase c : clients) {
           List<String> cp = new ArrayList<>(List.of(jar.toString(), launcher.toString()));
           c.jars().forEach(j -> cp.add(j.toString()));
-          out.computeIfAbsent(c.name(), k -> new ArrayList<>()).add(start(String.join(java.io.File.pathSeparator, cp),
+          out.computeIfAbsent(c.name(), k -> new ArrayList<>()).add(LambdaJvm.start(String.join(java.io.File.pathSeparator, cp),
               env, c.name(), List.of(), List.of(HttpClientProbe.class.getName(), c.clientClass())));
         }
       }
@@ -281,7 +268,7 @@ final class ColdStart {
       }
       Path log = work.resolve("classes-" + c.handlerClass().replaceAll(".*\\.", "") + ".log");
       db.update(EMPTY_QUEUE);
-      start(classpath, env, c.name(), List.of("-Xlog:class+load=info:file=" + log), c.launch(null));
+      LambdaJvm.start(classpath, env, c.name(), List.of("-Xlog:class+load=info:file=" + log), c.launch(null));
       for (String line : Files.readAllLines(log)) {
         Matcher m = LOADED.matcher(line);
         // From the jar or the JDK; not the launcher's, nor generated classes (lambdas, proxies).
@@ -299,43 +286,6 @@ final class ColdStart {
     lines.addAll(classes);
     Files.createDirectories(out.getParent());
     Files.write(out, lines, StandardCharsets.UTF_8);
-  }
-
-  private Start start(String classpath, Map<String, String> env, String name, List<String> jvmFlags,
-      List<String> mainAndArgs) throws IOException, InterruptedException {
-    List<String> cmd = new ArrayList<>();
-    cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-    cmd.addAll(LAMBDA_JVM_FLAGS);
-    cmd.addAll(jvmFlags);
-    cmd.addAll(List.of("-cp", classpath));
-    cmd.addAll(mainAndArgs);
-    ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
-    pb.environment().clear();
-    pb.environment().putAll(env);
-    long t0 = System.nanoTime();
-    Process p = pb.start();
-    StringBuilder out = new StringBuilder();
-    Double wall = null;
-    Matcher m = null;
-    try (java.io.BufferedReader r = new java.io.BufferedReader(
-        new java.io.InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
-      String line;
-      while ((line = r.readLine()) != null) {
-        Matcher found = HANDLED.matcher(line);
-        if (found.find() && wall == null) {
-          wall = (System.nanoTime() - t0) / 1e6;
-          m = found;
-        } else if (out.length() < 4000) {
-          out.append(line).append('\n');
-        }
-      }
-    }
-    if (!p.waitFor(60, TimeUnit.SECONDS) || wall == null) {
-      p.destroyForcibly();
-      throw new IllegalStateException(name + " did not handle its event: " + out);
-    }
-    return new Start(wall, Double.parseDouble(m.group(1)), Double.parseDouble(m.group(2)),
-        m.group(3) == null ? Double.NaN : Double.parseDouble(m.group(3)), Long.parseLong(m.group(5)));
   }
 
   /** The launcher's classes, alone in a directory, so the child sees nothing else of the benchmark. */

@@ -11,8 +11,6 @@ import buildqueue.worker.QueueKindLimits;
 import buildqueue.worker.WorkerEnvironment;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.Arrays;
-import java.util.List;
 import java.util.Locale;
 import java.util.Optional;
 import java.util.UUID;
@@ -169,7 +167,7 @@ public final class AwsSettings {
   private final Optional<String> workerSecretArn;
 
   private AwsSettings(Component component, Function<String, String> env) {
-    Reader r = new Reader(env);
+    EnvironmentReader r = new EnvironmentReader(env);
     this.component = component;
     this.database = component == Component.WORKER && r.optional(JDBC_URL).isPresent()
         ? new Jdbc(r.required(JDBC_URL))
@@ -181,9 +179,9 @@ public final class AwsSettings {
       dataApiSettings(); // fails now, not at the first statement
     }
     boolean queueFunction = component.runsTheQueue();
-    this.ecs = queueFunction ? Optional.of(ecs(r)) : Optional.empty();
+    this.ecs = queueFunction ? Optional.of(QueueVariables.ecs(r)) : Optional.empty();
     this.eventBus = queueFunction ? Optional.of(r.or(EVENT_BUS, "default")) : Optional.empty();
-    this.queue = component.administers() ? Optional.empty() : Optional.of(queueConfig(r));
+    this.queue = component.administers() ? Optional.empty() : Optional.of(QueueVariables.queueConfig(r));
     this.metricsNamespace =
         component.administers() ? Optional.empty() : Optional.of(r.or(METRICS_NAMESPACE, "buildqueue"));
     this.worker = component == Component.WORKER
@@ -297,21 +295,6 @@ public final class AwsSettings {
     return new IllegalStateException(component.label() + " does not read " + what);
   }
 
-  private static EcsSettings ecs(Reader r) {
-    String cluster = r.required(ECS_CLUSTER);
-    String taskDefinition = r.required(TASK_DEFINITION);
-    List<String> subnets = r.list(SUBNETS, true);
-    List<String> securityGroups = r.list(SECURITY_GROUPS, false);
-    boolean publicIp = r.bool(ASSIGN_PUBLIC_IP, false);
-    String container = r.or(CONTAINER_NAME, "worker");
-    try {
-      return new EcsSettings(cluster, taskDefinition, subnets, securityGroups, publicIp, container);
-    } catch (BuildQueueException e) {
-      throw new BuildQueueException(e.getMessage() + " (from " + ECS_CLUSTER + ", " + TASK_DEFINITION + ", "
-          + SUBNETS + ", " + SECURITY_GROUPS + ", " + CONTAINER_NAME + ")", e);
-    }
-  }
-
   /**
    * The longest lease a worker may have on ECS. A relaunch reuses the worker's token as RunTask's
    * {@code clientToken}, which ECS keeps at most 24 hours from its first use; every relaunch
@@ -321,144 +304,9 @@ public final class AwsSettings {
    */
   public static final Duration MAX_LEASE = Duration.ofHours(23);
 
-  private static QueueConfig queueConfig(Reader r) {
-    QueueConfig defaults = QueueConfig.defaults();
-    int sharedSlots = (int) r.positiveLong(SHARED_SLOTS, defaults.sharedSlots());
-    Duration lifetime = Duration.ofMinutes(r.positiveLong(WORKER_LIFETIME_MINUTES, defaults.workerLifetime().toMinutes()));
-    Duration chainWindow = Duration.ofSeconds(r.nonNegativeLong(CHAIN_WINDOW_SECONDS, defaults.chainWindow().toSeconds()));
-    QueueConfig.SharedOrder order = WorkerEnvironment.sharedOrder(r.optional(SHARED_ORDER).orElse(null), SHARED_ORDER);
-    long maxQueued = r.positiveLong(MAX_QUEUED_JOBS, defaults.maxQueuedJobs());
-    if (maxQueued > 1_000_000) {
-      throw new BuildQueueException(MAX_QUEUED_JOBS + " must be from 1 to 1000000, was " + maxQueued);
-    }
-    QueueConfig config;
-    try {
-      config = defaults
-          .withSharedSlots(sharedSlots)
-          .withLease(lifetime, defaults.leaseSlack(), defaults.deadlineMargin())
-          .withChainWindow(chainWindow)
-          .withSharedOrder(order)
-          .withMaxQueuedJobs((int) maxQueued);
-    } catch (BuildQueueException e) {
-      throw new BuildQueueException(
-          "the queue settings (" + SHARED_SLOTS + ", " + WORKER_LIFETIME_MINUTES + ", " + CHAIN_WINDOW_SECONDS
-              + ") do not fit together: " + e.getMessage(), e);
-    }
-    return withinTokenLifetime(config);
-  }
-
-  private static QueueConfig withinTokenLifetime(QueueConfig config) {
-    if (config.lease().compareTo(MAX_LEASE) > 0) {
-      throw new BuildQueueException(WORKER_LIFETIME_MINUTES + " is " + config.workerLifetime().toMinutes()
-          + ": with the lease's " + config.leaseSlack().toMinutes() + " minutes of slack a worker's lease may be at most "
-          + MAX_LEASE.toHours() + " hours (" + MAX_LEASE.minus(config.leaseSlack()).toMinutes()
-          + " minutes of lifetime), or a relaunch could outlive ECS's 24-hour client token and start a second task");
-    }
-    return config;
-  }
-
   @Override
   public String toString() {
     return "AwsSettings[" + component.label() + ", " + region + ", " + database + ", " + ecs + ", eventBus=" + eventBus + ", "
         + queue + ", " + worker + ", kindsFile=" + kindsFile + "]";
-  }
-
-  /** Reads and checks single variables; every failure names the variable and says what it needs. */
-  private static final class Reader {
-    private final Function<String, String> env;
-
-    Reader(Function<String, String> env) {
-      this.env = env;
-    }
-
-    Optional<String> optional(String name) {
-      String v = env.apply(name);
-      return v == null || v.isBlank() ? Optional.empty() : Optional.of(v.trim());
-    }
-
-    String required(String name) {
-      return optional(name).orElseThrow(() -> new BuildQueueException(
-          "environment variable " + name + " is not set; template.yaml sets it (README: Deploying and redeploying)"));
-    }
-
-    String or(String name, String fallback) {
-      return optional(name).orElse(fallback);
-    }
-
-    long positiveLong(String name) {
-      return checkPositive(name, parseLong(name, required(name)));
-    }
-
-    long positiveLong(String name, long fallback) {
-      return optional(name).map(v -> checkPositive(name, parseLong(name, v))).orElse(fallback);
-    }
-
-    long nonNegativeLong(String name, long fallback) {
-      long v = optional(name).map(s -> parseLong(name, s)).orElse(fallback);
-      if (v < 0) {
-        throw new BuildQueueException("environment variable " + name + " must not be negative, was " + v);
-      }
-      return v;
-    }
-
-    boolean bool(String name, boolean fallback) {
-      Optional<String> v = optional(name);
-      if (v.isEmpty()) {
-        return fallback;
-      }
-      String s = v.get().toLowerCase(Locale.ROOT);
-      if (s.equals("true") || s.equals("enabled")) {
-        return true;
-      }
-      if (s.equals("false") || s.equals("disabled")) {
-        return false;
-      }
-      throw new BuildQueueException("environment variable " + name + " must be true or false, was \"" + v.get() + "\"");
-    }
-
-    List<String> list(String name, boolean required) {
-      Optional<String> v = required ? Optional.of(required(name)) : optional(name);
-      List<String> items =
-          v.map(s -> Arrays.stream(s.split(",")).map(String::trim).filter(x -> !x.isEmpty()).toList())
-              .orElse(List.of());
-      if (required && items.isEmpty()) {
-        throw new BuildQueueException("environment variable " + name + " must list at least one value, comma-separated");
-      }
-      return items;
-    }
-
-    Path absolutePath(String name) {
-      String v = required(name);
-      Path path = Path.of(v);
-      if (!path.isAbsolute()) {
-        throw new BuildQueueException("environment variable " + name + " must be an absolute path, was \"" + v + "\"");
-      }
-      return path;
-    }
-
-    UUID uuid(String name) {
-      String v = required(name);
-      try {
-        return UUID.fromString(v);
-      } catch (IllegalArgumentException e) {
-        // The value is a credential of sorts: say what is wrong, not what it is.
-        throw new BuildQueueException("environment variable " + name + " must be a UUID", e);
-      }
-    }
-
-    private static long parseLong(String name, String v) {
-      try {
-        return Long.parseLong(v);
-      } catch (NumberFormatException e) {
-        throw new BuildQueueException("environment variable " + name + " must be a whole number, was \"" + v + "\"", e);
-      }
-    }
-
-    private static long checkPositive(String name, long v) {
-      if (v < 1) {
-        throw new BuildQueueException("environment variable " + name + " must be at least 1, was " + v);
-      }
-      return v;
-    }
   }
 }

@@ -2,21 +2,16 @@ package buildqueue.api;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import buildqueue.testing.NotReadyGateway;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import com.sun.net.httpserver.HttpServer;
 import java.io.IOException;
 import java.io.InputStream;
-import java.net.InetAddress;
-import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
-import java.util.Collections;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeEach;
@@ -31,35 +26,23 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class DashboardNotReadyRetryTest {
   private static final ObjectMapper JSON = new ObjectMapper();
-  private static final String NOT_INVOKED = "{\"message\":\"Internal Server Error\"}";
 
   @TempDir Path dir;
-  private HttpServer server;
-  private final AtomicInteger notReadyLeft = new AtomicInteger();
-  private final List<String> requests = Collections.synchronizedList(new ArrayList<>());
-  private volatile String okBody = "{\"jobs\": []}";
-  private volatile int okStatus = 200;
+  private NotReadyGateway gateway;
 
   @BeforeEach
-  void start() throws IOException {
-    server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 0);
-    server.createContext("/", exchange -> {
-      try (exchange) {
-        requests.add(exchange.getRequestMethod() + " " + exchange.getRequestURI() + " "
-            + exchange.getRequestHeaders().getFirst("Authorization"));
-        boolean notReady = notReadyLeft.getAndUpdate(n -> Math.max(0, n - 1)) > 0;
-        byte[] body = (notReady ? NOT_INVOKED : okBody).getBytes(StandardCharsets.UTF_8);
-        exchange.getResponseHeaders().set("Content-Type", "application/json");
-        exchange.sendResponseHeaders(notReady ? 500 : okStatus, body.length);
-        exchange.getResponseBody().write(body);
-      }
-    });
-    server.start();
+  void start() {
+    gateway = NotReadyGateway.start(200, "{\"jobs\": []}");
   }
 
   @AfterEach
   void stop() {
-    server.stop(0);
+    gateway.close();
+  }
+
+  /** The requests the gateway saw: method, URI and Authorization header. */
+  private List<String> requests() {
+    return gateway.requests().stream().map(r -> r.method() + " " + r.uri() + " " + r.authorization()).toList();
   }
 
   /** The page's retry block, with stand-ins for the page's token, notices and sleep. */
@@ -83,7 +66,7 @@ class DashboardNotReadyRetryTest {
         """;
     Path file = dir.resolve("retry.js");
     Files.writeString(file, script);
-    Process p = new ProcessBuilder("node", file.toString(), "http://127.0.0.1:" + server.getAddress().getPort() + "/jobs")
+    Process p = new ProcessBuilder("node", file.toString(), gateway.base() + "jobs")
         .redirectErrorStream(true).start();
     String output = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
     assertThat(p.waitFor(30, TimeUnit.SECONDS)).isTrue();
@@ -103,37 +86,36 @@ class DashboardNotReadyRetryTest {
 
   @Test
   void a_read_answered_not_ready_once_is_asked_again_after_a_second_and_shows_the_answer() throws Exception {
-    notReadyLeft.set(1);
+    gateway.notReadyFor(1);
 
     JsonNode result = run();
 
     assertThat(result.get("status").asInt()).isEqualTo(200);
     assertThat(result.get("body").asText()).isEqualTo("{\"jobs\": []}");
-    assertThat(requests).containsExactly("GET /jobs Bearer tok", "GET /jobs Bearer tok");
+    assertThat(requests()).containsExactly("GET /jobs Bearer tok", "GET /jobs Bearer tok");
     assertThat(result.get("waits").toString()).isEqualTo("[1000]");
     assertThat(result.get("notices").get(0).asText()).contains("starting up").contains("1 s");
   }
 
   @Test
   void the_asking_again_is_bounded_with_doubling_waits() throws Exception {
-    notReadyLeft.set(100);
+    gateway.notReadyFor(100);
 
     JsonNode result = run();
 
     assertThat(result.get("status").asInt()).isEqualTo(500);
-    assertThat(requests).hasSize(6);
+    assertThat(requests()).hasSize(6);
     assertThat(result.get("waits").toString()).isEqualTo("[1000,2000,4000,8000,8000]");
   }
 
   @Test
   void the_apis_own_server_error_is_shown_at_once() throws Exception {
-    okStatus = 500;
-    okBody = "{\"title\": \"Internal Server Error\", \"status\": 500, \"detail\": \"database down\"}";
+    gateway.answer(500, "{\"title\": \"Internal Server Error\", \"status\": 500, \"detail\": \"database down\"}");
 
     JsonNode result = run();
 
     assertThat(result.get("status").asInt()).isEqualTo(500);
-    assertThat(requests).hasSize(1);
+    assertThat(requests()).hasSize(1);
     assertThat(result.get("waits").toString()).isEqualTo("[]");
   }
 }

@@ -38,7 +38,7 @@ class DataDirectoryVersionTest {
   @Test
   void a_data_directory_of_postgresql_14_is_refused_saying_what_to_do_and_left_as_it_was() throws Exception {
     Path pg = oldCluster();
-    int major = LocalDatabase.embeddedMajorVersion();
+    int major = EmbeddedCluster.embeddedMajorVersion();
 
     for (int attempt = 1; attempt <= 2; attempt++) { // the second sees the same refusal: nothing is held or changed
       assertThatThrownBy(() -> LocalRuntime.start(settings()))
@@ -77,10 +77,10 @@ class DataDirectoryVersionTest {
   void a_fresh_data_directory_is_made_by_the_major_version_the_server_expects_and_opens_again() throws Exception {
     try (LocalRuntime runtime = LocalRuntime.start(settings())) {
       assertThat(runtime.database().query("show server_version_num").get(0).string("server_version_num"))
-          .startsWith(Integer.toString(LocalDatabase.embeddedMajorVersion()));
+          .startsWith(Integer.toString(EmbeddedCluster.embeddedMajorVersion()));
     }
     assertThat(Files.readString(dataDir.resolve("postgres").resolve("PG_VERSION")).strip())
-        .isEqualTo(Integer.toString(LocalDatabase.embeddedMajorVersion()));
+        .isEqualTo(Integer.toString(EmbeddedCluster.embeddedMajorVersion()));
     try (LocalRuntime again = LocalRuntime.start(settings())) {
       assertThat(again.database().query("select 1 as one")).hasSize(1);
     }

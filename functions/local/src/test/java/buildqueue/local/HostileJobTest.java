@@ -126,7 +126,7 @@ class HostileJobTest {
           .containsEntry("own-worker-on-another-workers-job", "fenced")
           .containsEntry("own-worker-own-job", "ok");
       assertThat(results.get("worker-env-names").split(",")).as("the worker's environment: an allowlist, never the server's")
-          .allMatch(name -> name.startsWith("BUILDQUEUE_") || LocalProcessPlatform.passedToWorkers(name));
+          .allMatch(name -> name.startsWith("BUILDQUEUE_") || WorkerProcessStarter.passedToWorkers(name));
       Row after = job(runtime, victim);
       assertThat(after.intValue("progress")).as("bob's progress moves only by his own worker").isNotEqualTo(99)
           .isGreaterThanOrEqualTo(victimProgress);

@@ -69,7 +69,7 @@ class LocalJarIT {
         "--user", "bob", "--json")).path("id").asLong();
     Await.until("the job to make progress", Duration.ofSeconds(60), () -> progress(port, id) >= 1);
     List<ProcessHandle> workers = server.descendants()
-        .filter(p -> LocalProcessPlatform.arguments(p).map(a -> String.join(" ", a).contains("buildqueue.launch="))
+        .filter(p -> WorkerProcesses.arguments(p).map(a -> String.join(" ", a).contains("buildqueue.launch="))
             .orElse(false))
         .toList();
     assertThat(workers).hasSize(1);

@@ -55,9 +55,9 @@ class LocalProcessPlatformTest {
   }
 
   private static long processesLabelled(UUID token) {
-    String label = LocalProcessPlatform.LABEL_PROPERTY + LocalProcessPlatform.label(token);
+    String label = WorkerProcesses.LABEL_PROPERTY + WorkerProcesses.label(token);
     return ProcessHandle.allProcesses()
-        .filter(p -> LocalProcessPlatform.arguments(p).map(a -> List.of(a).contains(label)).orElse(false))
+        .filter(p -> WorkerProcesses.arguments(p).map(a -> List.of(a).contains(label)).orElse(false))
         .count();
   }
 

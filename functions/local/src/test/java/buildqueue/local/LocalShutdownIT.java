@@ -167,7 +167,7 @@ class LocalShutdownIT {
 
   private static List<ProcessHandle> workersOf(Process server) {
     return server.descendants()
-        .filter(p -> LocalProcessPlatform.arguments(p).map(a -> String.join(" ", a).contains("buildqueue.launch="))
+        .filter(p -> WorkerProcesses.arguments(p).map(a -> String.join(" ", a).contains("buildqueue.launch="))
             .orElse(false))
         .toList();
   }
@@ -176,7 +176,7 @@ class LocalShutdownIT {
   private List<ProcessHandle> programs() {
     try (Stream<ProcessHandle> all = ProcessHandle.allProcesses()) {
       return all.filter(p -> p.pid() != ProcessHandle.current().pid())
-          .filter(p -> LocalProcessPlatform.arguments(p).map(a -> List.of(a).contains(marker)).orElse(false))
+          .filter(p -> WorkerProcesses.arguments(p).map(a -> List.of(a).contains(marker)).orElse(false))
           .filter(ProcessHandle::isAlive)
           .toList();
     }

@@ -67,7 +67,7 @@ class TryKindTest {
 
   @Test
   void try_runs_a_kind_of_the_catalogue_named_by_the_environment() throws Exception {
-    env.put(Main.KINDS_FILE_ENV, catalogue(REPORT).toString());
+    env.put(TryCommand.KINDS_FILE_ENV, catalogue(REPORT).toString());
 
     int code = run("try", "report", "{\"sections\": 1}");
 
