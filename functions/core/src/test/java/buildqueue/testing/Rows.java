@@ -211,7 +211,7 @@ public final class Rows {
     }
 
     @SuppressWarnings("unchecked")
-    private R self() {
+    R self() {
       return (R) this;
     }
 
@@ -241,6 +241,23 @@ public final class Rows {
       Map<String, Object> v = new LinkedHashMap<>(implied());
       v.putAll(set);
       return Collections.unmodifiableMap(v);
+    }
+  }
+
+  /** A row of a table keyed by a generated {@code id}. */
+  public abstract static class IdRow<R extends IdRow<R>> extends TableRow<R> {
+    private IdRow(String table) {
+      super(table, "id");
+    }
+
+    /** Inserts this row; returns its id. */
+    public long insert(Database db) {
+      return (Long) insertKey(db);
+    }
+
+    /** Inserts {@code n} such rows in one statement; returns their ids, oldest first. */
+    public List<Long> insert(Database db, int n) {
+      return insertIds(db, Collections.nCopies(n, self()));
     }
   }
 
@@ -275,12 +292,12 @@ public final class Rows {
   }
 
   /** A {@code build_job} row: a queued {@code noop} job of alice's in the shared lane. */
-  public static final class JobRow extends TableRow<JobRow> {
+  public static final class JobRow extends IdRow<JobRow> {
     /** The error a failed job gets when the test gives none (the schema wants one). */
     public static final String DEFAULT_ERROR = "failed in a test fixture";
 
     private JobRow() {
-      super("build_job", "id");
+      super("build_job");
     }
 
     public JobRow user(String userId) {
@@ -344,15 +361,6 @@ public final class Rows {
       return put("finished_at", at);
     }
 
-    public long insert(Database db) {
-      return (Long) insertKey(db);
-    }
-
-    /** {@code n} such jobs in one statement; their ids, oldest first. */
-    public List<Long> insert(Database db, int n) {
-      return insertIds(db, Collections.nCopies(n, this));
-    }
-
     @Override
     Map<String, Object> defaults() {
       Map<String, Object> d = new LinkedHashMap<>();
@@ -384,9 +392,9 @@ public final class Rows {
   }
 
   /** A {@code build_worker} row: launching in slot {@code shared#1}, its lease an hour long. */
-  public static final class WorkerRow extends TableRow<WorkerRow> {
+  public static final class WorkerRow extends IdRow<WorkerRow> {
     private WorkerRow() {
-      super("build_worker", "id");
+      super("build_worker");
     }
 
     public WorkerRow lane(String lane) {
@@ -425,12 +433,13 @@ public final class Rows {
       return put("checked_at", at);
     }
 
-    public WorkerRow exitReason(String reason) {
-      return put("exit_reason", reason);
+    /** Running since {@code at}: launched, started and last checked in then. */
+    public WorkerRow runningSince(Instant at) {
+      return status(WorkerStatus.RUNNING).launchedAt(at).startedAt(at).checkedAt(at);
     }
 
-    public long insert(Database db) {
-      return (Long) insertKey(db);
+    public WorkerRow exitReason(String reason) {
+      return put("exit_reason", reason);
     }
 
     @Override
@@ -455,14 +464,14 @@ public final class Rows {
   }
 
   /** A {@code build_job_event} row: a {@code noted} event now, not yet published. */
-  public static final class EventRow extends TableRow<EventRow> {
+  public static final class EventRow extends IdRow<EventRow> {
     private EventRow(long jobId) {
-      super("build_job_event", "id");
+      super("build_job_event");
       put("job_id", jobId);
     }
 
     private EventRow() {
-      super("build_job_event", "id");
+      super("build_job_event");
     }
 
     public EventRow type(String type) {
@@ -477,15 +486,6 @@ public final class Rows {
     /** Published by the outbox at the database's now. */
     public EventRow published() {
       return put("published_at", NOW);
-    }
-
-    public long insert(Database db) {
-      return (Long) insertKey(db);
-    }
-
-    /** {@code n} such events in one statement; their ids, oldest first. */
-    public List<Long> insert(Database db, int n) {
-      return insertIds(db, Collections.nCopies(n, this));
     }
 
     @Override
