@@ -96,16 +96,15 @@ public final class Rows {
         + "from jsonb_populate_recordset(null::" + first.table + ", :rows::jsonb) r\n"
         + "returning " + first.key;
     List<Row> inserted = db.query(sql, Params.of("rows", json(values)));
-    List<Object> keys = new ArrayList<>(inserted.stream().map(r -> r.get(first.key)).toList());
-    if (first.key.equals("id")) {
-      // Ids come from a sequence in the order the rows were inserted, which is the rows' order.
-      keys.sort((a, b) -> Long.compare((Long) a, (Long) b));
+    if (!first.key.equals("id")) {
+      return values.stream().map(v -> v.get(first.key)).toList(); // a key the rows were given
     }
-    return keys;
+    // Ids come from a sequence in the order the rows were inserted, which is the rows' order.
+    return new ArrayList<Object>(inserted.stream().map(r -> r.longValue("id")).sorted().toList());
   }
 
   /** {@link #insert(Database, List)} for rows whose key is an id. */
-  public static <R extends TableRow<R>> List<Long> insertIds(Database db, List<R> rows) {
+  public static <R extends IdRow<R>> List<Long> insertIds(Database db, List<R> rows) {
     return insert(db, rows).stream().map(k -> (Long) k).toList();
   }
 
