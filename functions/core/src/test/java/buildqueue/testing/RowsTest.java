@@ -36,6 +36,19 @@ class RowsTest {
   }
 
   @Test
+  void a_worker_with_nothing_set_is_launching_in_the_first_shared_slot_with_an_hours_lease(TestDatabase tdb) {
+    long id = Rows.worker().insert(tdb.jdbc());
+
+    Row w = tdb.jdbc().query("""
+        select slot, status, token, extract(epoch from expires_at - launched_at)::bigint as lease_seconds
+        from build_worker where id = :id""", Params.of("id", id)).get(0);
+    assertThat(w.string("slot")).isEqualTo("shared#1");
+    assertThat(w.string("status")).isEqualTo("launching");
+    assertThat(w.get("token")).isNotNull();
+    assertThat(w.longValue("lease_seconds")).isEqualTo(3600);
+  }
+
+  @Test
   void a_running_job_on_a_running_worker_keeps_every_value_set(TestDatabase tdb) {
     UUID token = UUID.randomUUID();
     long worker = Rows.worker().lane("user:bob").status(WorkerStatus.RUNNING).token(token).task("task-1")
