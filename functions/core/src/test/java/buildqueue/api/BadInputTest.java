@@ -33,6 +33,14 @@ class BadInputTest {
     return submit(name, "{\"kind\": \"noop\", \"payload\": " + payload + "}", expected);
   }
 
+  private static Case get(String name, String target, Caller caller, int expected) {
+    return new Case(name, "GET", target, new byte[0], caller, expected);
+  }
+
+  private static Case putUser(String name, String target, String body, int expected) {
+    return new Case(name, "PUT", target, body.getBytes(StandardCharsets.UTF_8), ADMIN, expected);
+  }
+
   @Test
   void hostile_input_gets_the_status_listed_and_a_refusal_writes_nothing(TestDatabase tdb) {
     List<Case> cases = new ArrayList<>(List.of(
@@ -74,20 +82,16 @@ class BadInputTest {
         submit("an emoji idempotency key", "{\"kind\": \"noop\", \"idempotencyKey\": \"\\ud83d\\ude00\"}", 201),
         new Case("bytes that are not UTF-8", "POST", "/jobs",
             new byte[] {'{', '"', 'k', 'i', 'n', 'd', '"', ':', '"', (byte) 0xff, (byte) 0xfe, '"', '}'}, ALICE, 400),
-        new Case("a user id that is an encoded surrogate", "PUT", "/users/%ED%A0%80",
-            "{\"dedicatedWorker\": true}".getBytes(StandardCharsets.UTF_8), ADMIN, 400),
-        new Case("a user id with an emoji", "PUT", "/users/%F0%9F%98%80",
-            "{\"dedicatedWorker\": true}".getBytes(StandardCharsets.UTF_8), ADMIN, 200),
-        new Case("a null dedicatedWorker", "PUT", "/users/x",
-            "{\"dedicatedWorker\": null}".getBytes(StandardCharsets.UTF_8), ADMIN, 400),
-        new Case("a caller whose sub is an unpaired surrogate", "GET", "/jobs", new byte[0], Caller.user("\ud800"), 401),
-        new Case("a query value that is an encoded surrogate", "GET", "/jobs?status=%ED%A0%80", new byte[0], ALICE, 400),
-        new Case("a query that is only separators", "GET", "/jobs?&&=&", new byte[0], ALICE, 400),
-        new Case("the largest job id", "GET", "/jobs/9223372036854775807", new byte[0], ALICE, 404),
-        new Case("a job id with leading zeros names the job", "GET", "/jobs/000000000000000001", new byte[0], ALICE,
-            200),
-        new Case("a path with an encoded slash", "GET", "/jobs%2F1", new byte[0], ALICE, 404),
-        new Case("a path with a dot segment", "GET", "/jobs/../lanes", new byte[0], ALICE, 404),
+        putUser("a user id that is an encoded surrogate", "/users/%ED%A0%80", "{\"dedicatedWorker\": true}", 400),
+        putUser("a user id with an emoji", "/users/%F0%9F%98%80", "{\"dedicatedWorker\": true}", 200),
+        putUser("a null dedicatedWorker", "/users/x", "{\"dedicatedWorker\": null}", 400),
+        get("a caller whose sub is an unpaired surrogate", "/jobs", Caller.user("\ud800"), 401),
+        get("a query value that is an encoded surrogate", "/jobs?status=%ED%A0%80", ALICE, 400),
+        get("a query that is only separators", "/jobs?&&=&", ALICE, 400),
+        get("the largest job id", "/jobs/9223372036854775807", ALICE, 404),
+        get("a job id with leading zeros names the job", "/jobs/000000000000000001", ALICE, 200),
+        get("a path with an encoded slash", "/jobs%2F1", ALICE, 404),
+        get("a path with a dot segment", "/jobs/../lanes", ALICE, 404),
         new Case("a method in lower case", "post", "/jobs", new byte[0], ALICE, 405),
         new Case("an empty method", "", "/jobs", new byte[0], ALICE, 405)));
 

@@ -8,13 +8,16 @@ import static buildqueue.api.ApiFixture.json;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import buildqueue.core.JobQueries;
+import buildqueue.core.JobStatus;
 import buildqueue.core.RowLimits;
 import buildqueue.db.Params;
 import buildqueue.testing.QueueHarness;
+import buildqueue.testing.Rows;
 import buildqueue.testing.TestDatabase;
 import com.fasterxml.jackson.databind.JsonNode;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.stream.IntStream;
 import java.util.stream.LongStream;
 import org.junit.jupiter.api.Test;
 
@@ -69,8 +72,7 @@ class ListPagingTest extends ApiTest {
   void the_next_link_keeps_the_user_and_status_filters() {
     List<Long> alices = submit(ALICE, 3, "{}");
     submit(BOB, 2, "{}");
-    f.h.testDb.jdbc().update("update build_job set status = 'cancelled', finished_at = now() where id = :id",
-        Params.of("id", alices.get(1)));
+    Rows.job().status(JobStatus.CANCELLED).update(f.h.testDb.jdbc(), alices.get(1));
 
     JsonNode first = json(f.get("/jobs?userId=alice&status=queued,dispatched&limit=1", ADMIN));
 
@@ -97,10 +99,7 @@ class ListPagingTest extends ApiTest {
     // Each of these costs its message twice (in detail and as message), its type and
     // RowLimits.ROW_FIXED_BYTES: 60,532 bytes. The first page holds the job's own two events
     // (enqueued, dispatched) and 8 of them, 485,556 bytes; a 9th would pass the budget.
-    f.h.testDb.jdbc().update("""
-        insert into build_job_event (job_id, type, detail, at)
-        select :job, 'noted', jsonb_build_object('message', repeat('m', 30000)), now() from generate_series(1, 20)""",
-        Params.of("job", job));
+    Rows.event(job).message("m".repeat(30000)).insert(f.h.testDb.jdbc(), 20);
     List<Long> all = eventIds(job);
 
     List<List<Long>> pages = eventPages("/jobs/" + job + "/events");
@@ -112,10 +111,8 @@ class ListPagingTest extends ApiTest {
   @Test
   void a_jobs_history_of_small_events_pages_by_count() {
     long job = submit(ALICE, 1, "{}").get(0);
-    f.h.testDb.jdbc().update("""
-        insert into build_job_event (job_id, type, detail, at)
-        select :job, 'noted', jsonb_build_object('message', 'n' || n), now() from generate_series(1, :n) n""",
-        Params.of("job", job, "n", JobQueries.MAX_EVENTS_PER_PAGE - 1));
+    Rows.insert(f.h.testDb.jdbc(), IntStream.rangeClosed(1, JobQueries.MAX_EVENTS_PER_PAGE - 1)
+        .mapToObj(n -> Rows.event(job).message("n" + n)).toList());
 
     List<List<Long>> pages = eventPages("/jobs/" + job + "/events");
 
@@ -126,9 +123,8 @@ class ListPagingTest extends ApiTest {
 
   @Test
   void many_lanes_page_by_count_and_the_next_links_reach_every_lane() {
-    f.h.testDb.jdbc().update("""
-        insert into build_user (user_id, dedicated_worker) select 'u' || lpad(n::text, 3, '0'), true
-        from generate_series(1, 500) n""");
+    Rows.insert(f.h.testDb.jdbc(),
+        IntStream.rangeClosed(1, 500).mapToObj(n -> Rows.user("u%03d".formatted(n)).dedicated(true)).toList());
 
     List<List<String>> pages = lanePages("/lanes?queuedLimit=0");
 
@@ -141,9 +137,9 @@ class ListPagingTest extends ApiTest {
   void a_lane_with_a_long_queue_takes_a_page_of_its_own_at_the_largest_queued_limit() {
     // Shown with 200 queued jobs, each lane costs 200 head rows of at most 2,317 bytes: two such
     // lanes would pass the budget.
-    f.h.testDb.jdbc().update("""
-        insert into build_job (user_id, kind, lane, created_at)
-        select u, 'noop', 'user:' || u, now() from unnest(array['ann', 'ben', 'cat']) u, generate_series(1, 200)""");
+    for (String user : List.of("ann", "ben", "cat")) {
+      Rows.job().user(user).ownLane().insert(f.h.testDb.jdbc(), 200);
+    }
 
     List<List<String>> pages = lanePages("/lanes?queuedLimit=200");
 

@@ -7,9 +7,9 @@ import static buildqueue.api.ApiFixture.json;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import buildqueue.core.QueueConfig;
-import buildqueue.db.Params;
 import buildqueue.testing.PostgresExtension;
 import buildqueue.testing.QueueHarness;
+import buildqueue.testing.Rows;
 import buildqueue.testing.TestDatabase;
 import com.fasterxml.jackson.databind.JsonNode;
 import java.util.Map;
@@ -23,10 +23,7 @@ class QuotaAndSupersedeApiTest {
   @Test
   void the_1001st_queued_job_gets_429_with_retry_after_and_how_many_are_queued_and_nothing_is_written(TestDatabase tdb) {
     try (ApiFixture f = new ApiFixture(tdb, QueueHarness.testConfig(), true)) {
-      tdb.jdbc().update("""
-          insert into build_job (user_id, kind, payload, lane, created_at)
-          select 'alice', 'noop', '{}'::jsonb, 'shared', now() from generate_series(1, :n)
-          """, Params.of("n", QueueConfig.DEFAULT_MAX_QUEUED_JOBS));
+      Rows.job().user("alice").lane("shared").insert(tdb.jdbc(), QueueConfig.DEFAULT_MAX_QUEUED_JOBS);
       Map<String, Long> before = f.rowCounts();
 
       ApiResponse r = f.post("/jobs", "{\"kind\": \"noop\", \"idempotencyKey\": \"one-more\"}", ALICE);

@@ -16,6 +16,9 @@ import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+import org.junit.jupiter.params.provider.EnumSource;
 
 /**
  * The shared lane takes turns by user (docs/architecture.md §4.7): the next job is the oldest queued job of the
@@ -49,6 +52,11 @@ class FairShareTest {
   private static QueueHarness harness(TestDatabase tdb, int slots, Duration chainWindow, QueueConfig.SharedOrder order) {
     return QueueHarness.manual(tdb, QueueHarness.testConfig().withSharedSlots(slots).withChainWindow(chainWindow)
         .withSharedOrder(order));
+  }
+
+  /** A harness whose workers chain jobs (a five-minute window) for {@link Run#CHAINING}, never for DISPATCH. */
+  private static QueueHarness harness(TestDatabase tdb, Run run, int slots, QueueConfig.SharedOrder order) {
+    return harness(tdb, slots, run == Run.CHAINING ? Duration.ofMinutes(5) : Duration.ZERO, order);
   }
 
   /**
@@ -103,44 +111,32 @@ class FairShareTest {
   private static final List<String> TURNS =
       List.of("a1", "b1", "c1", "a2", "a3", "a4", "a5", "a6", "a7", "a8", "a9", "a10");
 
-  @Test
-  void three_users_with_10_1_and_1_queued_jobs_take_turns_in_a_one_slot_shared_lane(TestDatabase tdb) {
-    QueueHarness h = harness(tdb, 1, Duration.ZERO, QueueConfig.SharedOrder.FAIR);
-    queue(h, "a", 10);
-    queue(h, "b", 1);
-    queue(h, "c", 1);
-
-    assertThat(names(runByDispatch(h))).containsExactlyElementsOf(TURNS);
+  /** Whether each next job goes to a newly dispatched worker or is chained by a live one. */
+  enum Run {
+    DISPATCH,
+    CHAINING
   }
 
-  @Test
-  void three_users_with_10_1_and_1_queued_jobs_take_turns_in_a_three_slot_shared_lane(TestDatabase tdb) {
-    QueueHarness h = harness(tdb, 3, Duration.ZERO, QueueConfig.SharedOrder.FAIR);
-    queue(h, "a", 10);
-    queue(h, "b", 1);
-    queue(h, "c", 1);
-
-    assertThat(names(runByDispatch(h))).containsExactlyElementsOf(TURNS);
+  /** The lane run to empty by {@code run}, on a harness made for that run. */
+  private List<Long> run(QueueHarness h, Run run) {
+    return run == Run.DISPATCH ? runByDispatch(h) : runByChaining(h);
   }
 
-  @Test
-  void chaining_takes_the_same_turns_as_dispatch(TestDatabase tdb) {
-    QueueHarness h = harness(tdb, 1, Duration.ofMinutes(5), QueueConfig.SharedOrder.FAIR);
+  /** a queues 10 jobs, then b and c one each. */
+  private void queueTenOneAndOne(QueueHarness h) {
     queue(h, "a", 10);
     queue(h, "b", 1);
     queue(h, "c", 1);
-
-    assertThat(names(runByChaining(h))).containsExactlyElementsOf(TURNS);
   }
 
-  @Test
-  void chaining_on_three_workers_takes_the_same_turns(TestDatabase tdb) {
-    QueueHarness h = harness(tdb, 3, Duration.ofMinutes(5), QueueConfig.SharedOrder.FAIR);
-    queue(h, "a", 10);
-    queue(h, "b", 1);
-    queue(h, "c", 1);
+  /** Chaining and dispatch take the same turns, on one worker and on three. */
+  @ParameterizedTest(name = "{0} on {1} shared slot(s)")
+  @CsvSource({"DISPATCH, 1", "DISPATCH, 3", "CHAINING, 1", "CHAINING, 3"})
+  void three_users_with_10_1_and_1_queued_jobs_take_turns_in_the_shared_lane(Run run, int slots, TestDatabase tdb) {
+    QueueHarness h = harness(tdb, run, slots, QueueConfig.SharedOrder.FAIR);
+    queueTenOneAndOne(h);
 
-    assertThat(names(runByChaining(h))).containsExactlyElementsOf(TURNS);
+    assertThat(names(run(h, run))).containsExactlyElementsOf(TURNS);
   }
 
   @Test
@@ -174,24 +170,13 @@ class FairShareTest {
     assertThat(names(runByDispatch(h))).containsExactly("b1", "a2", "b2");
   }
 
-  @Test
-  void fifo_keeps_the_order_jobs_came_in(TestDatabase tdb) {
-    QueueHarness h = harness(tdb, 1, Duration.ZERO, QueueConfig.SharedOrder.FIFO);
-    queue(h, "a", 10);
-    queue(h, "b", 1);
-    queue(h, "c", 1);
+  @ParameterizedTest(name = "{0}")
+  @EnumSource(Run.class)
+  void fifo_keeps_the_order_jobs_came_in(Run run, TestDatabase tdb) {
+    QueueHarness h = harness(tdb, run, 1, QueueConfig.SharedOrder.FIFO);
+    queueTenOneAndOne(h);
 
-    assertThat(names(runByDispatch(h))).containsExactlyElementsOf(jobs.keySet());
-  }
-
-  @Test
-  void fifo_chaining_keeps_the_order_jobs_came_in(TestDatabase tdb) {
-    QueueHarness h = harness(tdb, 1, Duration.ofMinutes(5), QueueConfig.SharedOrder.FIFO);
-    queue(h, "a", 10);
-    queue(h, "b", 1);
-    queue(h, "c", 1);
-
-    assertThat(names(runByChaining(h))).containsExactlyElementsOf(jobs.keySet());
+    assertThat(names(run(h, run))).containsExactlyElementsOf(jobs.keySet());
   }
 
   @Test
@@ -259,9 +244,7 @@ class FairShareTest {
   @Test
   void a_queued_jobs_place_counts_the_turns_before_it(TestDatabase tdb) {
     QueueHarness h = harness(tdb, 1, Duration.ZERO, QueueConfig.SharedOrder.FAIR);
-    queue(h, "a", 10);
-    queue(h, "b", 1);
-    queue(h, "c", 1);
+    queueTenOneAndOne(h);
     h.queue.dispatchLane(Lanes.SHARED); // a1 is on its way: b and c have their turns before a2
     JobQueries queries = new JobQueries(h.db, h.config, h.clock);
 

@@ -6,7 +6,6 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import buildqueue.core.WorkerTransitions.Ended;
 import buildqueue.core.WorkerTransitions.ProgressAck;
 import buildqueue.db.Json;
-import buildqueue.db.Params;
 import buildqueue.db.UniqueViolationException;
 import buildqueue.testing.InProcessPlatform.LaunchPlan;
 import buildqueue.platform.LaunchOutcome;
@@ -15,6 +14,7 @@ import buildqueue.platform.WorkerLaunch;
 import buildqueue.testing.ManualPlatform;
 import buildqueue.testing.PostgresExtension;
 import buildqueue.testing.QueueHarness;
+import buildqueue.testing.Rows;
 import buildqueue.testing.TestDatabase;
 import buildqueue.worker.WorkerLoop;
 import java.time.Duration;
@@ -38,15 +38,14 @@ class InvariantTest {
   void invariant_1_the_database_refuses_a_second_live_worker_in_a_slot(TestDatabase tdb) {
     QueueHarness h = QueueHarness.manual(tdb);
     submit(h, "alice");
-    String insert = """
-        insert into build_worker (lane, slot, token, expires_at, launched_at)
-        values ('shared', 'shared#1', :token::uuid, now() + interval '1 hour', now())""";
+    Rows.WorkerRow second = Rows.worker().lane("shared").slot("shared#1"); // a new token at each insert
 
-    assertThatThrownBy(() -> h.db.update(insert, Params.of("token", UUID.randomUUID())))
-        .isInstanceOf(UniqueViolationException.class);
+    assertThatThrownBy(() -> second.insert(h.db)).isInstanceOf(UniqueViolationException.class);
     // Exited workers do not count: the slot's history may hold many.
-    tdb.jdbc().update("update build_worker set status = 'exited', exited_at = now()");
-    assertThat(h.db.update(insert, Params.of("token", UUID.randomUUID()))).isEqualTo(1);
+    Rows.worker().status(WorkerStatus.EXITED).updateAll(tdb.jdbc());
+    long inserted = second.insert(h.db);
+    assertThat(h.liveWorkers()).extracting(w -> w.longValue("id") + " " + w.string("slot"))
+        .containsExactly(inserted + " shared#1");
   }
 
   @Test

@@ -15,6 +15,7 @@ import buildqueue.testing.ManualPlatform;
 import buildqueue.testing.Await;
 import buildqueue.testing.PostgresExtension;
 import buildqueue.testing.QueueHarness;
+import buildqueue.testing.Rows;
 import buildqueue.testing.TestDatabase;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -100,14 +101,14 @@ class ReferenceBehaviourTest {
     h.queue.setDedicated("dora", true);
     try (Connection other = tdb.dataSource().getConnection()) {
       other.setAutoCommit(false);
+      // The other dispatcher's insert stays uncommitted on its own connection: raw JDBC, as every
+      // statement of the row factory commits on its own.
       try (PreparedStatement ps = other.prepareStatement(
           "insert into build_worker (lane, slot, token, expires_at, launched_at) "
               + "values ('user:dora', 'user:dora#1', gen_random_uuid(), now() + interval '1 hour', now())")) {
         ps.executeUpdate();
       }
-      long job = tdb.jdbc().query(
-          "insert into build_job (user_id, kind, lane, created_at) values ('dora', 'noop', 'user:dora', now()) returning id")
-          .get(0).longValue("id");
+      long job = Rows.job().user("dora").ownLane().insert(tdb.jdbc());
       // Our dispatch blocks on the other dispatcher's uncommitted slot, then loses to it.
       CompletableFuture<Object> ours = CompletableFuture.supplyAsync(() -> {
         try {
@@ -407,7 +408,7 @@ class ReferenceBehaviourTest {
     h.workers.start(first.workerId(), first.token());
     h.workers.end(first.workerId(), first.token(), done, JobStatus.SUCCEEDED, null);
     exit(h, first);
-    tdb.jdbc().update("update build_job_event set published_at = now()");
+    Rows.events().published().updateAll(tdb.jdbc());
     // A live worker far older than the retention: its lease is long gone, but it can be checked.
     h.clock.advance(h.config.retention().plusDays(1));
 

@@ -14,6 +14,7 @@ import buildqueue.platform.WorkerLaunch;
 import buildqueue.testing.ManualPlatform;
 import buildqueue.testing.PostgresExtension;
 import buildqueue.testing.QueueHarness;
+import buildqueue.testing.Rows;
 import buildqueue.testing.TestDatabase;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -23,6 +24,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.stream.IntStream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
@@ -92,47 +94,55 @@ class SizeLimitsTest {
     assertThat(rowCounts(h)).isEqualTo(before);
   }
 
+  /** The largest job of the widest user, dispatched to the worker of the user's own lane. */
+  private record WidestJob(QueueHarness h, CheckedApi api, long id, WorkerLaunch worker) {
+    static WidestJob dispatched(TestDatabase tdb) {
+      QueueHarness h = QueueHarness.manual(tdb);
+      CheckedApi api = SizeLimitsTest.api(h);
+      h.queue.setDedicated(WIDEST_USER, true);
+      long id = created(api, Caller.user(WIDEST_USER), "noop", LARGEST);
+      return new WidestJob(h, api, id, h.manual.lastLaunch());
+    }
+
+    /** GET {@code path} of the job ({@code ""} for the job itself) as its user: 200. */
+    ApiResponse get(String path) {
+      return ok(api.handle(ApiRequest.of("GET", "/jobs/" + id + path, Caller.user(WIDEST_USER))));
+    }
+  }
+
   @Test
   void the_widest_job_row_a_worker_can_leave_is_readable(TestDatabase tdb) {
-    QueueHarness h = QueueHarness.manual(tdb);
-    CheckedApi api = api(h);
-    h.queue.setDedicated(WIDEST_USER, true);
-    long id = created(api, Caller.user(WIDEST_USER), "noop", LARGEST);
-    WorkerLaunch w = h.manual.lastLaunch();
+    WidestJob j = WidestJob.dispatched(tdb);
+    WorkerLaunch w = j.worker();
 
-    assertThat(h.workers.start(w.workerId(), w.token()).orElseThrow().job()).isPresent();
+    assertThat(j.h().workers.start(w.workerId(), w.token()).orElseThrow().job()).isPresent();
     WorkerTransitions.Ended ended =
-        h.workers.end(w.workerId(), w.token(), id, JobStatus.FAILED, "\uD83D\uDE00".repeat(25_000));
+        j.h().workers.end(w.workerId(), w.token(), j.id(), JobStatus.FAILED, "\uD83D\uDE00".repeat(25_000));
 
     assertThat(ended).isInstanceOf(WorkerTransitions.Ended.Drained.class);
-    JsonNode job = json(ok(api.handle(ApiRequest.of("GET", "/jobs/" + id, Caller.user(WIDEST_USER)))));
+    JsonNode job = json(j.get(""));
     assertThat(job.get("lane").asText()).isEqualTo("user:" + WIDEST_USER);
     assertThat(job.get("error").asText()).endsWith("…");
     assertThat(job.get("error").asText().getBytes(StandardCharsets.UTF_8).length)
         .isBetween(RowLimits.MAX_ERROR_BYTES - 4, RowLimits.MAX_ERROR_BYTES);
-    assertThat(json(ok(api.handle(ApiRequest.of("GET", "/jobs/" + id + "/events", Caller.user(WIDEST_USER)))))
-        .get("events").size()).isEqualTo(4);
+    assertThat(json(j.get("/events")).get("events").size()).isEqualTo(4);
   }
 
   @Test
   void the_largest_log_tail_a_worker_keeps_is_readable_beside_the_widest_job_row(TestDatabase tdb) {
-    QueueHarness h = QueueHarness.manual(tdb);
-    CheckedApi api = api(h);
-    h.queue.setDedicated(WIDEST_USER, true);
-    long id = created(api, Caller.user(WIDEST_USER), "noop", LARGEST);
-    WorkerLaunch w = h.manual.lastLaunch();
-    h.workers.start(w.workerId(), w.token());
+    WidestJob j = WidestJob.dispatched(tdb);
+    WorkerLaunch w = j.worker();
+    j.h().workers.start(w.workerId(), w.token());
     String tail = "\uD83D\uDE00".repeat(RowLimits.MAX_LOG_TAIL_BYTES / 4);
     WorkerTransitions.LogWrite log =
         new WorkerTransitions.LogWrite(tail, 10_000_000L, "l".repeat(RowLimits.MAX_LOG_LOCATION_BYTES));
 
-    assertThat(h.workers.checkIn(w.workerId(), w.token(), id, 1, log)).isEqualTo(WorkerTransitions.ProgressAck.RECORDED);
-    h.workers.end(w.workerId(), w.token(), id, JobStatus.FAILED, "\uD83D\uDE00".repeat(25_000), log);
+    assertThat(j.h().workers.checkIn(w.workerId(), w.token(), j.id(), 1, log))
+        .isEqualTo(WorkerTransitions.ProgressAck.RECORDED);
+    j.h().workers.end(w.workerId(), w.token(), j.id(), JobStatus.FAILED, "\uD83D\uDE00".repeat(25_000), log);
 
-    ApiResponse text = ok(api.handle(ApiRequest.of("GET", "/jobs/" + id + "/log", Caller.user(WIDEST_USER))));
-    assertThat(text.bodyText()).isEqualTo(tail);
-    JsonNode job = json(ok(api.handle(ApiRequest.of("GET", "/jobs/" + id, Caller.user(WIDEST_USER)))));
-    assertThat(job.get("status").asText()).isEqualTo("failed");
+    assertThat(j.get("/log").bodyText()).isEqualTo(tail);
+    assertThat(json(j.get("")).get("status").asText()).isEqualTo("failed");
   }
 
   @Test
@@ -206,9 +216,8 @@ class SizeLimitsTest {
       ids.add(h.queue.enqueue(WIDEST_USER, "noop", new Json(LARGEST), null).jobId());
     }
     // The widest error a job can have: a reason cut to MAX_ERROR_BYTES inside a statement's text.
-    tdb.jdbc().update(
-        "update build_job set status = 'failed', finished_at = now(), error = repeat('e', :bytes::int)",
-        Params.of("bytes", RowLimits.MAX_ERROR_BYTES + RowLimits.ERROR_WRAPPER_BYTES));
+    Rows.job().status(JobStatus.FAILED).error("e".repeat(RowLimits.MAX_ERROR_BYTES + RowLimits.ERROR_WRAPPER_BYTES))
+        .updateAll(tdb.jdbc());
 
     List<Long> seen = new ArrayList<>();
     int pages = 0;
@@ -228,9 +237,7 @@ class SizeLimitsTest {
   @Test
   void moving_more_queued_jobs_than_a_lane_change_lists_moves_them_all_and_counts_them(TestDatabase tdb) {
     QueueHarness h = QueueHarness.manual(tdb);
-    tdb.jdbc().update("""
-        insert into build_job (user_id, kind, lane, created_at)
-        select :user, 'noop', 'shared', now() from generate_series(1, 1500)""", Params.of("user", WIDEST_USER));
+    Rows.job().user(WIDEST_USER).lane("shared").insert(tdb.jdbc(), 1500);
 
     JobTransitions.LaneChange change = h.queue.setDedicated(WIDEST_USER, true);
 
@@ -246,9 +253,7 @@ class SizeLimitsTest {
     CheckedApi api = api(h);
     List<String> users = List.of("a", "b", "c", "d").stream().map(p -> p + WIDEST_USER.substring(2)).toList();
     for (String user : users) {
-      tdb.jdbc().update("""
-          insert into build_job (user_id, kind, lane, created_at)
-          select :user, 'noop', 'user:' || :user, now() from generate_series(1, 200)""", Params.of("user", user));
+      Rows.job().user(user).ownLane().insert(tdb.jdbc(), 200);
     }
 
     List<String> lanes = new ArrayList<>();
@@ -269,9 +274,7 @@ class SizeLimitsTest {
   @Test
   void the_tick_dispatches_every_lane_when_more_lanes_wait_than_one_batch(TestDatabase tdb) {
     QueueHarness h = QueueHarness.manual(tdb);
-    tdb.jdbc().update("""
-        insert into build_job (user_id, kind, lane, created_at)
-        select 'u' || n, 'noop', 'user:u' || n, now() from generate_series(1, 150) n""");
+    Rows.insert(tdb.jdbc(), IntStream.rangeClosed(1, 150).mapToObj(n -> Rows.job().user("u" + n).ownLane()).toList());
 
     BuildQueue.TickReport report = h.queue.tick();
 

@@ -15,12 +15,17 @@ import org.junit.jupiter.api.extension.ExtendWith;
 @ExtendWith(PostgresExtension.class)
 class StatementCountTest {
 
+  /** Submits one job of alice's and waits for it to succeed and for its worker to be gone. */
+  private static void runToSuccess(QueueHarness h, String kind, String payload) {
+    long job = h.submit("alice", kind, payload);
+    h.awaitStatus(job, "succeeded");
+    h.awaitQuiet();
+  }
+
   @Test
   void one_job_on_a_fresh_worker_costs_seven_statements(TestDatabase tdb) {
     try (QueueHarness h = QueueHarness.open(tdb)) {
-      long job = h.submit("alice", "noop", "{}");
-      h.awaitStatus(job, "succeeded");
-      h.awaitQuiet();
+      runToSuccess(h, "noop", "{}");
       // enqueue, dispatch, record the task, worker start (+ job start), job end (+ drain), worker
       // exited, and the dispatch that follows every exit
       assertThat(h.db.statements()).isEqualTo(7);
@@ -31,9 +36,7 @@ class StatementCountTest {
   @Test
   void a_quiet_program_shorter_than_the_cancel_check_interval_costs_the_same_seven(TestDatabase tdb) {
     try (QueueHarness h = QueueHarness.open(tdb)) {
-      long job = h.submit("alice", "quiet", "{\"millis\": 300}");
-      h.awaitStatus(job, "succeeded");
-      h.awaitQuiet();
+      runToSuccess(h, "quiet", "{\"millis\": 300}");
       // Its check-ins found nothing due: no progress, no output, no cancel check yet.
       assertThat(h.db.statements()).isEqualTo(7);
     }

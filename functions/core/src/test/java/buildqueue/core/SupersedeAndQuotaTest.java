@@ -4,12 +4,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import buildqueue.db.Json;
-import buildqueue.db.Params;
 import buildqueue.platform.WorkerLaunch;
 import buildqueue.testing.GateHandler;
 import buildqueue.testing.ManualPlatform;
 import buildqueue.testing.PostgresExtension;
 import buildqueue.testing.QueueHarness;
+import buildqueue.testing.Rows;
 import buildqueue.testing.TestDatabase;
 import java.util.ArrayList;
 import java.util.List;
@@ -148,10 +148,7 @@ class SupersedeAndQuotaTest {
   void the_1001st_queued_job_is_refused_and_nothing_is_written(TestDatabase tdb) {
     QueueHarness h = QueueHarness.manual(tdb);
     submit(h, "alice", null); // dispatched: it holds the slot and is not queued
-    tdb.jdbc().update("""
-        insert into build_job (user_id, kind, payload, lane, created_at)
-        select 'alice', 'noop', '{}'::jsonb, 'shared', now() from generate_series(1, :n)
-        """, Params.of("n", QueueConfig.DEFAULT_MAX_QUEUED_JOBS));
+    Rows.job().user("alice").lane("shared").insert(tdb.jdbc(), QueueConfig.DEFAULT_MAX_QUEUED_JOBS);
     Map<String, Long> before = rowCounts(tdb);
 
     assertThatThrownBy(() -> submit(h, "alice", null))

@@ -6,13 +6,13 @@ import buildqueue.core.DispatchTransitions;
 import buildqueue.core.QueueClock;
 import buildqueue.core.QueueConfig;
 import buildqueue.core.TickTransitions;
-import buildqueue.db.Params;
 import buildqueue.platform.WorkerLaunch;
 import buildqueue.testing.PostgresExtension;
+import buildqueue.testing.Rows;
 import buildqueue.testing.TestDatabase;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
-import java.util.UUID;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
@@ -27,15 +27,11 @@ class ReproducibleTickTest {
 
   private static void workers(TestDatabase tdb, boolean withTask) {
     for (int i = 1; i <= 6; i++) {
-      tdb.jdbc().update(
-          """
-          insert into build_worker (lane, slot, token, status, task_id, expires_at, launched_at)
-          values ('user:u' || :i, 'user:u' || :i || '#1', :token::uuid, 'launching',
-                  case when :withTask then 'task-' || :i end, :now::timestamptz + interval '1 hour',
-                  :now::timestamptz - interval '1 hour')""",
-          Params.of("i", i, "token", UUID.randomUUID(), "withTask", withTask).and("now", NOW));
+      Rows.worker().lane("user:u" + i).task(withTask ? "task-" + i : null)
+          .expiresAt(NOW.plus(Duration.ofHours(1))).launchedAt(NOW.minus(Duration.ofHours(1))).insert(tdb.jdbc());
     }
-    // Rewrite the oldest rows so that their live versions sit after the others in the table.
+    // Rewrite the oldest rows so that their live versions sit after the others in the table: the
+    // statement changes no value, it moves rows, so it stays plain SQL.
     tdb.jdbc().update("update build_worker set exit_reason = null where id in (1, 2)");
     assertThat(tdb.jdbc().query("select id from build_worker order by ctid").stream().map(r -> r.longValue("id")))
         .as("the rows' physical order, which the claims must not follow")

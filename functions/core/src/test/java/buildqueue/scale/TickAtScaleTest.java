@@ -3,18 +3,21 @@ package buildqueue.scale;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import buildqueue.core.BuildQueue;
+import buildqueue.core.JobStatus;
 import buildqueue.core.QueueClock;
 import buildqueue.core.QueueConfig;
 import buildqueue.core.TickBudget;
 import buildqueue.db.Json;
 import buildqueue.db.Params;
 import buildqueue.testing.PostgresExtension;
+import buildqueue.testing.Rows;
 import buildqueue.testing.SimulatedEcs;
 import buildqueue.testing.TestDatabase;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.stream.IntStream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
@@ -38,27 +41,6 @@ class TickAtScaleTest {
   private final SimulatedEcs ecs = new SimulatedEcs(clock);
   private final QueueConfig config = QueueConfig.defaults();
 
-  private static final String USERS =
-      """
-      insert into build_user (user_id, dedicated_worker)
-      select 'u' || i, true from generate_series(1, :n) i
-      """;
-
-  private static final String RUNNING_WORKERS =
-      """
-      insert into build_worker (lane, slot, token, status, task_id, expires_at, launched_at, started_at, checked_at)
-      select 'user:u' || i, 'user:u' || i || '#1', gen_random_uuid(), 'running', 'adopted-' || i,
-             :now::timestamptz + interval '65 minutes', :now::timestamptz, :now::timestamptz, :now::timestamptz
-      from generate_series(1, :n) i
-      """;
-
-  private static final String RUNNING_JOBS =
-      """
-      insert into build_job (user_id, kind, lane, status, worker_id, attempts, created_at, dispatched_at, started_at)
-      select 'u' || i, 'noop', w.lane, 'running', w.id, 1, :now::timestamptz, :now::timestamptz, :now::timestamptz
-      from generate_series(1, :n) i join build_worker w on w.slot = 'user:u' || i || '#1'
-      """;
-
   private static final String EXITED_OF_THE_LOST =
       """
       select count(*) as n from build_worker
@@ -67,13 +49,20 @@ class TickAtScaleTest {
 
   /** {@code lanes} dedicated users, each with a running worker on a running job, as the tick finds them. */
   private void busyLanes(TestDatabase tdb, int lanes) {
-    Params p = Params.of("n", lanes, "now", T0);
-    tdb.jdbc().update(USERS, p);
-    tdb.jdbc().update(RUNNING_WORKERS, p);
-    tdb.jdbc().update(RUNNING_JOBS, p);
+    dedicatedUsers(tdb, lanes);
+    List<Long> workers = Rows.insertIds(tdb.jdbc(), IntStream.rangeClosed(1, lanes).mapToObj(i -> Rows.worker()
+        .lane("user:u" + i).runningSince(T0).task("adopted-" + i).expiresAt(T0.plus(Duration.ofMinutes(65)))).toList());
+    Rows.insert(tdb.jdbc(), IntStream.rangeClosed(1, lanes).mapToObj(i -> Rows.job().user("u" + i).ownLane()
+        .status(JobStatus.RUNNING).worker(workers.get(i - 1)).attempts(1).createdAt(T0).dispatchedAt(T0).startedAt(T0))
+        .toList());
     for (int i = 1; i <= lanes; i++) {
       ecs.adopt("adopted-" + i, "user:u" + i + "#1");
     }
+  }
+
+  /** Users {@code u1} to {@code u<n>}, each with a dedicated worker, in one statement. */
+  private static void dedicatedUsers(TestDatabase tdb, int n) {
+    Rows.insert(tdb.jdbc(), IntStream.rangeClosed(1, n).mapToObj(i -> Rows.user("u" + i).dedicated(true)).toList());
   }
 
   private BuildQueue.TickReport tickAMinuteLater(BuildQueue queue) {
@@ -121,7 +110,7 @@ class TickAtScaleTest {
   void a_burst_of_a_thousand_launches_with_run_task_throttled_resolves_within_a_few_ticks(TestDatabase tdb) {
     int lanes = Math.min(LANES, 1_000);
     BuildQueue queue = new BuildQueue(tdb.jdbc(), ecs, config, clock);
-    tdb.jdbc().update(USERS, Params.of("n", lanes)); // dedicated users with no jobs yet: one statement
+    dedicatedUsers(tdb, lanes); // dedicated users with no jobs yet: one statement
     // Many API calls at once: ECS lets the first through and throttles the rest, whose outcome
     // is then unknown, so each holds its slot until a relaunch with its token resolves it.
     for (int i = 1; i <= lanes; i++) {

@@ -8,6 +8,7 @@ import buildqueue.db.Json;
 import buildqueue.db.Row;
 import buildqueue.platform.WorkerLaunch;
 import buildqueue.testing.Await;
+import buildqueue.testing.ChildWorker;
 import buildqueue.testing.ManualPlatform;
 import buildqueue.testing.PostgresExtension;
 import buildqueue.testing.Procs;
@@ -20,10 +21,10 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterEach;
+import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -41,15 +42,7 @@ class WorkerMainSigtermTest {
       """;
 
   @TempDir Path dir;
-  private Process worker;
-
-  @AfterEach
-  void killTheWorker() {
-    if (worker != null) {
-      worker.destroyForcibly();
-    }
-    Procs.pidsIn(dir.resolve("pids")).forEach(pid -> ProcessHandle.of(pid).ifPresent(ProcessHandle::destroyForcibly));
-  }
+  @RegisterExtension final ChildWorker child = new ChildWorker();
 
   @Test
   void a_local_worker_sent_sigterm_interrupts_its_job_with_its_progress_and_exits_in_time(TestDatabase tdb)
@@ -59,19 +52,16 @@ class WorkerMainSigtermTest {
     long jobId = queue.enqueue("alice", "traps", new Json("{}"), null).jobId();
     WorkerLaunch launch = platform.lastLaunch();
     Duration stopTimeout = Duration.ofSeconds(6);
-    worker = start(tdb, launch, stopTimeout);
+    Process worker = start(tdb, launch, stopTimeout);
     Await.until("the program to run and its progress to be checked in", Duration.ofSeconds(60), () -> {
-      assertThat(worker.isAlive()).as("the worker; output:%n%s", output()).isTrue();
-      return !Procs.pidsIn(dir.resolve("pids")).isEmpty() && job(tdb, jobId).intValue("progress") == 10;
+      assertThat(worker.isAlive()).as("the worker; output:%n%s", child.output()).isTrue();
+      return child.programStarted() && job(tdb, jobId).intValue("progress") == 10;
     });
-    long program = Procs.pidsIn(dir.resolve("pids")).get(0);
+    long program = child.firstProgram();
 
-    long sentAt = System.nanoTime();
-    worker.destroy();
-    assertThat(worker.waitFor(60, TimeUnit.SECONDS)).isTrue();
-    Duration took = Duration.ofNanos(System.nanoTime() - sentAt);
+    Duration took = child.sigterm(Duration.ofSeconds(60), stopTimeout);
 
-    assertThat(took).as("SIGTERM to exit; output:%n%s", output()).isLessThan(stopTimeout);
+    assertThat(took).as("SIGTERM to exit; output:%n%s", child.output()).isLessThan(stopTimeout);
     assertThat(Procs.alive(program)).isFalse();
     Row job = job(tdb, jobId);
     assertThat(job.string("status")).isEqualTo("queued");
@@ -84,34 +74,20 @@ class WorkerMainSigtermTest {
     ObjectNode kind = new ObjectMapper().createObjectNode();
     kind.putArray("command").add("sh").add("-c").add(TRAPS);
     kind.put("timeout", "10m");
-    kind.putObject("env").put("PIDS", dir.resolve("pids").toString());
+    kind.putObject("env").put("PIDS", child.pids().toString());
     ObjectNode root = new ObjectMapper().createObjectNode();
     root.putObject("kinds").set("traps", kind);
     Path kinds = Files.writeString(dir.resolve("kinds.json"), root.toString());
     String url = tdb.jdbcUrl();
-    String java = ProcessHandle.current().info().command().orElse("java");
-    ProcessBuilder builder = new ProcessBuilder(java, "-Xmx64m", "-XX:TieredStopAtLevel=1", "-cp",
-        System.getProperty("java.class.path"), WorkerMain.class.getName())
-        .redirectErrorStream(true)
-        .redirectOutput(dir.resolve("worker.out").toFile());
-    builder.environment().keySet().removeIf(k -> k.startsWith("BUILDQUEUE_"));
-    builder.environment().put(WorkerEnvironment.WORKER_ID, Long.toString(launch.workerId()));
-    builder.environment().put(WorkerEnvironment.WORKER_TOKEN, launch.token().toString());
-    builder.environment().put(WorkerEnvironment.DATABASE_URL, url.contains("?") ? url.substring(0, url.indexOf('?')) : url);
-    builder.environment().put(WorkerEnvironment.DATABASE_USER, TestDatabases.WORKER_ROLE);
-    builder.environment().put(WorkerEnvironment.DATABASE_PASSWORD, TestDatabases.WORKER_PASSWORD);
-    builder.environment().put(WorkerEnvironment.KINDS_FILE, kinds.toString());
-    builder.environment().put(WorkerEnvironment.STOP_TIMEOUT_SECONDS, Long.toString(stopTimeout.toSeconds()));
-    builder.environment().put(ProcessRunner.WORK_DIR, Files.createDirectories(dir.resolve("work")).toString());
-    return builder.start();
-  }
-
-  private String output() {
-    try {
-      return Files.readString(dir.resolve("worker.out"));
-    } catch (java.io.IOException e) {
-      return "(none)";
-    }
+    return child.start(WorkerMain.class, "64m", Map.of(
+        WorkerEnvironment.WORKER_ID, Long.toString(launch.workerId()),
+        WorkerEnvironment.WORKER_TOKEN, launch.token().toString(),
+        WorkerEnvironment.DATABASE_URL, url.contains("?") ? url.substring(0, url.indexOf('?')) : url,
+        WorkerEnvironment.DATABASE_USER, TestDatabases.WORKER_ROLE,
+        WorkerEnvironment.DATABASE_PASSWORD, TestDatabases.WORKER_PASSWORD,
+        WorkerEnvironment.KINDS_FILE, kinds.toString(),
+        WorkerEnvironment.STOP_TIMEOUT_SECONDS, Long.toString(stopTimeout.toSeconds()),
+        ProcessRunner.WORK_DIR, Files.createDirectories(dir.resolve("work")).toString()));
   }
 
   private static Row job(TestDatabase tdb, long id) {

@@ -3,40 +3,22 @@ package buildqueue.aws.db;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import buildqueue.aws.fake.DataApiFake;
 import buildqueue.aws.fake.DataApiFake.Operation;
-import buildqueue.aws.fake.DataApiFakeExtension;
 import buildqueue.aws.fake.Fault;
 import buildqueue.db.Database;
 import buildqueue.db.DatabaseException;
 import buildqueue.db.Params;
 import buildqueue.db.UniqueViolationException;
 import buildqueue.testing.Await;
-import buildqueue.testing.PostgresExtension;
-import buildqueue.testing.TestDatabase;
 import java.time.Duration;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
 import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
 import software.amazon.awssdk.services.rdsdata.RdsDataClient;
 import software.amazon.awssdk.services.rdsdata.model.DatabaseErrorException;
 
 /** How Data API errors reach the queue: one exception type per meaning, and no blind retries. */
-@ExtendWith({PostgresExtension.class, DataApiFakeExtension.class})
-class DataApiDatabaseErrorsTest {
-  private TestDatabase tdb;
-  private Database db;
-  private DataApiFake fake;
-
-  @BeforeEach
-  void open(TestDatabase tdb, DataApiFake fake, RdsDataClient client) {
-    this.tdb = tdb;
-    this.fake = fake;
-    this.db = Adapters.dataApi(fake, client, tdb);
-  }
-
+class DataApiDatabaseErrorsTest extends DataApiAdapterTest {
   @Test
   void a_unique_violation_is_a_unique_violation_exception_naming_the_statement() {
     db.update("insert into build_user (user_id) values (:u)", Params.of("u", "alice"));

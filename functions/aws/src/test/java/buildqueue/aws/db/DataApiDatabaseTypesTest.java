@@ -4,14 +4,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import buildqueue.aws.fake.DataApiFake;
-import buildqueue.aws.fake.DataApiFakeExtension;
-import buildqueue.db.Database;
 import buildqueue.db.DatabaseException;
 import buildqueue.db.Json;
 import buildqueue.db.Params;
 import buildqueue.db.Row;
-import buildqueue.testing.PostgresExtension;
-import buildqueue.testing.TestDatabase;
 import java.math.BigDecimal;
 import java.time.Instant;
 import java.util.List;
@@ -19,12 +15,9 @@ import java.util.Map;
 import java.util.UUID;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
-import software.amazon.awssdk.services.rdsdata.RdsDataClient;
 
 /** Every value type both ways through the real SDK client, the fake and PostgreSQL. */
-@ExtendWith({PostgresExtension.class, DataApiFakeExtension.class})
-class DataApiDatabaseTypesTest {
+class DataApiDatabaseTypesTest extends DataApiAdapterTest {
   private static final String SCRATCH =
       """
       create table scratch (
@@ -37,15 +30,8 @@ class DataApiDatabaseTypesTest {
       values (:t, :i4, :i8, :f, :ts, :u, :jb, :j)
       returning id""";
 
-  private TestDatabase tdb;
-  private Database db;
-  private DataApiFake fake;
-
   @BeforeEach
-  void open(TestDatabase tdb, DataApiFake fake, RdsDataClient client) {
-    this.tdb = tdb;
-    this.fake = fake;
-    this.db = Adapters.dataApi(fake, client, tdb);
+  void createScratch() {
     tdb.jdbc().update(SCRATCH);
   }
 

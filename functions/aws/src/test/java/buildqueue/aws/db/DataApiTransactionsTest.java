@@ -3,36 +3,17 @@ package buildqueue.aws.db;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import buildqueue.aws.fake.DataApiFake;
 import buildqueue.aws.fake.DataApiFake.Operation;
-import buildqueue.aws.fake.DataApiFakeExtension;
-import buildqueue.db.Database;
 import buildqueue.db.DatabaseException;
 import buildqueue.db.Params;
 import buildqueue.db.UniqueViolationException;
-import buildqueue.testing.PostgresExtension;
-import buildqueue.testing.TestDatabase;
+import buildqueue.testing.Rows;
 import java.util.List;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
-import software.amazon.awssdk.services.rdsdata.RdsDataClient;
 
 /** Begin, commit, rollback, joining, and what a SQL error does to a transaction. */
-@ExtendWith({PostgresExtension.class, DataApiFakeExtension.class})
-class DataApiTransactionsTest {
+class DataApiTransactionsTest extends DataApiAdapterTest {
   private static final String INSERT_USER = "insert into build_user (user_id) values (:u)";
-
-  private TestDatabase tdb;
-  private Database db;
-  private DataApiFake fake;
-
-  @BeforeEach
-  void open(TestDatabase tdb, DataApiFake fake, RdsDataClient client) {
-    this.tdb = tdb;
-    this.fake = fake;
-    this.db = Adapters.dataApi(fake, client, tdb);
-  }
 
   private List<String> users() {
     return tdb.jdbc().query("select user_id from build_user order by user_id").stream().map(r -> r.string("user_id")).toList();
@@ -68,7 +49,7 @@ class DataApiTransactionsTest {
 
   @Test
   void a_sql_error_ends_the_transaction_and_nothing_of_it_commits() {
-    tdb.jdbc().update("insert into build_user (user_id) values ('taken')");
+    Rows.user("taken").insert(tdb.jdbc());
     assertThatThrownBy(() -> db.transaction(tx -> {
       tx.update(INSERT_USER, Params.of("u", "alice"));
       try {
@@ -87,7 +68,7 @@ class DataApiTransactionsTest {
 
   @Test
   void work_that_swallows_a_sql_error_and_returns_still_commits_nothing() {
-    tdb.jdbc().update("insert into build_user (user_id) values ('taken')");
+    Rows.user("taken").insert(tdb.jdbc());
     assertThatThrownBy(() -> db.transaction(tx -> {
       tx.update(INSERT_USER, Params.of("u", "alice"));
       try {
@@ -103,7 +84,7 @@ class DataApiTransactionsTest {
 
   @Test
   void a_unique_violation_in_a_transaction_reaches_the_caller_as_such() {
-    tdb.jdbc().update("insert into build_user (user_id) values ('taken')");
+    Rows.user("taken").insert(tdb.jdbc());
     assertThatThrownBy(() -> db.transaction(tx -> tx.update(INSERT_USER, Params.of("u", "taken"))))
         .isInstanceOf(UniqueViolationException.class);
   }

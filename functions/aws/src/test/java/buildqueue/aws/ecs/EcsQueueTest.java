@@ -15,6 +15,7 @@ import buildqueue.db.Json;
 import buildqueue.db.Params;
 import buildqueue.db.Row;
 import buildqueue.testing.PostgresExtension;
+import buildqueue.testing.Rows;
 import buildqueue.testing.TestDatabase;
 import java.time.Duration;
 import java.time.Instant;
@@ -564,13 +565,6 @@ class EcsQueueTest {
     assertNoSlotRunsTwoTasks();
   }
 
-  private static final String RUNNING_WORKER =
-      """
-      insert into build_worker (lane, slot, token, status, task_id, expires_at, launched_at, started_at, checked_at)
-      values (:lane, :lane || '#1', gen_random_uuid(), 'running', :task, :now::timestamptz + interval '65 minutes',
-              :now::timestamptz, :now::timestamptz, :now::timestamptz)
-      """;
-
   /**
    * A thousand live workers in a thousand lanes, one in ten of whose tasks stopped with its
    * event lost, and the account's DescribeTasks bucket nearly spent by other callers: one tick
@@ -587,7 +581,8 @@ class EcsQueueTest {
     int lost = 0;
     for (int i = 0; i < lanes; i++) {
       String arn = fake.addTask(EcsWorkerPlatformTest.CLUSTER, "RUNNING");
-      db.jdbc().update(RUNNING_WORKER, Params.of("lane", "user:u" + i, "task", arn, "now", clock.now()));
+      Rows.worker().lane("user:u" + i).runningSince(clock.now()).task(arn)
+          .expiresAt(clock.now().plus(Duration.ofMinutes(65))).insert(db.jdbc());
       if (i % 10 == 7) {
         fake.stopTask(arn, "EssentialContainerExited", "Essential container in task exited", 0, null);
         lost++;

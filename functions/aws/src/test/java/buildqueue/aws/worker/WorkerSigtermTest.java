@@ -11,6 +11,7 @@ import buildqueue.db.Row;
 import buildqueue.worker.CommandRunners;
 import buildqueue.platform.WorkerLaunch;
 import buildqueue.testing.Await;
+import buildqueue.testing.ChildWorker;
 import buildqueue.testing.ManualPlatform;
 import buildqueue.testing.PostgresExtension;
 import buildqueue.testing.Procs;
@@ -24,10 +25,10 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -66,38 +67,42 @@ class WorkerSigtermTest {
       """;
 
   @TempDir Path dir;
+  @RegisterExtension final ChildWorker child = new ChildWorker();
+  private final ManualPlatform platform = new ManualPlatform();
+  private BuildQueue queue;
   private Process worker;
 
-  @AfterEach
-  void killTheWorker() {
-    if (worker != null) {
-      worker.destroyForcibly();
-    }
-    Procs.pidsIn(dir.resolve("pids")).forEach(pid -> ProcessHandle.of(pid).ifPresent(ProcessHandle::destroyForcibly));
+  @BeforeEach
+  void queue(TestDatabase tdb) {
+    queue = new BuildQueue(tdb.jdbc(), platform, QueueHarness.testConfig(), QueueClock.DATABASE);
+  }
+
+  /** A job whose program runs on a real worker process (the first launch) and has reported its first progress. */
+  private record Running(long jobId, WorkerLaunch first, long program) {}
+
+  private Running runOnAWorker(TestDatabase tdb, String kind, String script, String grace, Duration stopTimeout,
+      int progress) throws Exception {
+    long jobId = queue.enqueue("alice", kind, new Json("{}"), null).jobId();
+    WorkerLaunch first = platform.lastLaunch();
+    worker = child.start(FargateWorkerMain.class, "128m", env(tdb, first, stopTimeout, kinds(kind, script, grace)));
+    awaitProgramRunning(tdb, jobId, progress);
+    return new Running(jobId, first, child.firstProgram());
   }
 
   @Test
   void a_program_that_traps_sigterm_saves_its_progress_and_the_next_attempt_resumes_from_it(TestDatabase tdb)
       throws Exception {
-    ManualPlatform platform = new ManualPlatform();
-    BuildQueue queue = queue(tdb, platform);
-    long jobId = queue.enqueue("alice", "traps", new Json("{}"), null).jobId();
-    WorkerLaunch first = platform.lastLaunch();
     Duration stopTimeout = Duration.ofSeconds(8);
-    worker = startWorker(tdb, first, stopTimeout, kinds("traps", TRAPS, "10s"));
-    awaitProgramRunning(tdb, jobId, 10);
-    long program = Procs.pidsIn(dir.resolve("pids")).get(0);
+    Running running = runOnAWorker(tdb, "traps", TRAPS, "10s", stopTimeout, 10);
+    long jobId = running.jobId();
+    WorkerLaunch first = running.first();
 
-    long sentAt = System.nanoTime();
-    worker.destroy(); // SIGTERM, as ECS sends it
-    assertThat(worker.waitFor(stopTimeout.toSeconds() + 30, TimeUnit.SECONDS)).as("the worker exits").isTrue();
-    Duration took = Duration.ofNanos(System.nanoTime() - sentAt);
-    System.out.printf("SIGTERM to exit: %d ms (stop timeout %d s)%n", took.toMillis(), stopTimeout.toSeconds());
+    Duration took = child.sigterm(stopTimeout.plusSeconds(30), stopTimeout); // as ECS sends it
 
-    assertThat(took).as("from SIGTERM to exit; output:%n%s", output()).isLessThan(stopTimeout);
+    assertThat(took).as("from SIGTERM to exit; output:%n%s", child.output()).isLessThan(stopTimeout);
     assertThat(worker.exitValue()).as("the exit of a JVM ended by SIGTERM").isEqualTo(143);
-    assertThat(Procs.alive(program)).as("the program").isFalse();
-    assertThat(Procs.inSessionOrGroup(program)).as("the program's session").isEmpty();
+    assertThat(Procs.alive(running.program())).as("the program").isFalse();
+    assertThat(Procs.inSessionOrGroup(running.program())).as("the program's session").isEmpty();
     Row job = job(tdb, jobId);
     assertThat(job.string("status")).as("back in its lane").isEqualTo("queued");
     assertThat(job.intValue("progress")).as("the progress its program wrote on SIGTERM").isEqualTo(42);
@@ -125,64 +130,45 @@ class WorkerSigtermTest {
   @Test
   void a_program_that_ignores_sigterm_is_killed_after_its_grace_and_its_job_is_recovered_once(TestDatabase tdb)
       throws Exception {
-    ManualPlatform platform = new ManualPlatform();
-    BuildQueue queue = queue(tdb, platform);
-    long jobId = queue.enqueue("alice", "deaf", new Json("{}"), null).jobId();
-    WorkerLaunch first = platform.lastLaunch();
     Duration stopTimeout = Duration.ofSeconds(12);
     Duration grace = Duration.ofSeconds(2);
-    worker = startWorker(tdb, first, stopTimeout, kinds("deaf", IGNORES, "2s"));
-    awaitProgramRunning(tdb, jobId, 7);
-    long program = Procs.pidsIn(dir.resolve("pids")).get(0);
+    Running running = runOnAWorker(tdb, "deaf", IGNORES, "2s", stopTimeout, 7);
 
-    long sentAt = System.nanoTime();
-    worker.destroy();
-    assertThat(worker.waitFor(stopTimeout.toSeconds() + 30, TimeUnit.SECONDS)).isTrue();
-    Duration took = Duration.ofNanos(System.nanoTime() - sentAt);
-    System.out.printf("SIGTERM to exit: %d ms (stop timeout %d s)%n", took.toMillis(), stopTimeout.toSeconds());
+    Duration took = child.sigterm(stopTimeout.plusSeconds(30), stopTimeout);
 
-    assertThat(took).as("the kind's grace was given; output:%n%s", output()).isGreaterThanOrEqualTo(grace);
+    assertThat(took).as("the kind's grace was given; output:%n%s", child.output()).isGreaterThanOrEqualTo(grace);
     assertThat(took).as("from SIGTERM to exit").isLessThan(stopTimeout);
-    assertThat(Procs.alive(program)).isFalse();
-    assertThat(Procs.inSessionOrGroup(program)).isEmpty();
-    Row job = job(tdb, jobId);
+    assertThat(Procs.alive(running.program())).isFalse();
+    assertThat(Procs.inSessionOrGroup(running.program())).isEmpty();
+    Row job = job(tdb, running.jobId());
     assertThat(job.string("status")).isEqualTo("queued");
     assertThat(job.intValue("progress")).isEqualTo(7);
-    assertThat(logTail(tdb, jobId)).contains("working, deaf to SIGTERM", "SIGKILL after 2s grace");
-    assertRecoveredOnce(queue, platform, tdb, first, jobId);
+    assertThat(logTail(tdb, running.jobId())).contains("working, deaf to SIGTERM", "SIGKILL after 2s grace");
+    assertRecoveredOnce(tdb, running);
   }
 
   @Test
   void the_grace_is_cut_to_the_stop_timeout(TestDatabase tdb) throws Exception {
-    ManualPlatform platform = new ManualPlatform();
-    BuildQueue queue = queue(tdb, platform);
-    long jobId = queue.enqueue("alice", "deaf", new Json("{}"), null).jobId();
-    WorkerLaunch first = platform.lastLaunch();
     Duration stopTimeout = Duration.ofSeconds(4);
-    worker = startWorker(tdb, first, stopTimeout, kinds("deaf", IGNORES, "60s"));
-    awaitProgramRunning(tdb, jobId, 7);
-    long program = Procs.pidsIn(dir.resolve("pids")).get(0);
+    Running running = runOnAWorker(tdb, "deaf", IGNORES, "60s", stopTimeout, 7);
 
-    long sentAt = System.nanoTime();
-    worker.destroy();
-    assertThat(worker.waitFor(stopTimeout.toSeconds() + 30, TimeUnit.SECONDS)).isTrue();
-    Duration took = Duration.ofNanos(System.nanoTime() - sentAt);
-    System.out.printf("SIGTERM to exit: %d ms (stop timeout %d s)%n", took.toMillis(), stopTimeout.toSeconds());
+    Duration took = child.sigterm(stopTimeout.plusSeconds(30), stopTimeout);
 
-    assertThat(took).as("a 60 s grace within a 4 s stop timeout; output:%n%s", output()).isLessThan(stopTimeout);
-    assertThat(Procs.alive(program)).isFalse();
-    Row job = job(tdb, jobId);
+    assertThat(took).as("a 60 s grace within a 4 s stop timeout; output:%n%s", child.output()).isLessThan(stopTimeout);
+    assertThat(Procs.alive(running.program())).isFalse();
+    Row job = job(tdb, running.jobId());
     assertThat(job.string("status")).as("the worker recorded the interruption in time").isEqualTo("queued");
-    assertThat(logTail(tdb, jobId)).contains("the worker must be gone within its stop timeout");
-    assertRecoveredOnce(queue, platform, tdb, first, jobId);
+    assertThat(logTail(tdb, running.jobId())).contains("the worker must be gone within its stop timeout");
+    assertRecoveredOnce(tdb, running);
   }
 
   /**
    * The stop event that follows the worker's exit frees its slot and dispatches the lane: one new
    * worker for the job, which was queued once, and no further recovery counted.
    */
-  private static void assertRecoveredOnce(BuildQueue queue, ManualPlatform platform, TestDatabase tdb,
-      WorkerLaunch first, long jobId) {
+  private void assertRecoveredOnce(TestDatabase tdb, Running running) {
+    long jobId = running.jobId();
+    WorkerLaunch first = running.first();
     int recoveries = job(tdb, jobId).intValue("recoveries");
     assertThat(recoveries).as("it moved forward (0 -> 7): the count starts again").isZero();
     queue.taskStopped(ManualPlatform.taskIdOf(first.workerId()), first.workerId(), first.token(), "exit code 143");
@@ -201,16 +187,12 @@ class WorkerSigtermTest {
     throw new AssertionError("the worker tried to halt: " + why);
   };
 
-  private static BuildQueue queue(TestDatabase tdb, ManualPlatform platform) {
-    return new BuildQueue(tdb.jdbc(), platform, QueueHarness.testConfig(), QueueClock.DATABASE);
-  }
-
   private Path kinds(String name, String script, String grace) throws Exception {
     ObjectNode kind = JSON.createObjectNode();
     kind.putArray("command").add("sh").add("-c").add(script);
     kind.put("timeout", "10m");
     kind.put("cancelGracePeriod", grace);
-    kind.putObject("env").put("PIDS", dir.resolve("pids").toString()).put("SEEN", dir.resolve("seen").toString());
+    kind.putObject("env").put("PIDS", child.pids().toString()).put("SEEN", dir.resolve("seen").toString());
     ObjectNode root = JSON.createObjectNode();
     root.putObject("kinds").set(name, kind);
     Path file = dir.resolve("kinds-" + name + ".json");
@@ -230,36 +212,16 @@ class WorkerSigtermTest {
         "BUILDQUEUE_WORK_DIR", work.toString());
   }
 
-  private Process startWorker(TestDatabase tdb, WorkerLaunch launch, Duration stopTimeout, Path kinds)
-      throws Exception {
-    String java = ProcessHandle.current().info().command().orElse("java");
-    ProcessBuilder builder = new ProcessBuilder(java, "-Xmx128m", "-XX:TieredStopAtLevel=1", "-cp",
-        System.getProperty("java.class.path"), FargateWorkerMain.class.getName())
-        .redirectErrorStream(true)
-        .redirectOutput(dir.resolve("worker.out").toFile());
-    builder.environment().keySet().removeIf(k -> k.startsWith("BUILDQUEUE_") || k.startsWith("AWS_"));
-    builder.environment().putAll(env(tdb, launch, stopTimeout, kinds));
-    return builder.start();
-  }
-
   /** Until the program runs and its first progress is in the queue, written by a check-in. */
   private void awaitProgramRunning(TestDatabase tdb, long jobId, int progress) {
     Await.until("the job's program to run and report progress " + progress, Duration.ofSeconds(60), () -> {
       if (!worker.isAlive()) {
-        throw new AssertionError("the worker exited early:\n" + output());
+        throw new AssertionError("the worker exited early:\n" + child.output());
       }
       Row job = job(tdb, jobId);
-      return !Procs.pidsIn(dir.resolve("pids")).isEmpty() && job.string("status").equals("running")
+      return child.programStarted() && job.string("status").equals("running")
           && job.intValue("progress") == progress;
     });
-  }
-
-  private String output() {
-    try {
-      return Files.readString(dir.resolve("worker.out"));
-    } catch (java.io.IOException e) {
-      return "(no output: " + e + ")";
-    }
   }
 
   private static Row job(TestDatabase tdb, long jobId) {
