@@ -1,15 +1,12 @@
 package buildqueue.worker;
 
-import buildqueue.core.JobStatus;
 import buildqueue.core.QueueClock;
 import buildqueue.core.QueueConfig;
 import buildqueue.core.RowLimits;
 import buildqueue.core.WorkerTransitions;
 import buildqueue.core.WorkerTransitions.AssignedJob;
 import buildqueue.core.WorkerTransitions.Ended;
-import buildqueue.core.WorkerTransitions.FollowUps;
 import buildqueue.db.Database;
-import buildqueue.db.Json;
 import java.lang.System.Logger.Level;
 import java.time.Duration;
 import java.util.Optional;
@@ -233,117 +230,7 @@ public final class WorkerLoop {
   }
 
   private Ended runOne(long workerId, UUID token, AssignedJob job) {
-    JobLog jobLog = new JobLog(job.id(), logSink, LOG_TAIL_BYTES, maxLogBytes);
-    WorkerJobContext context = new WorkerJobContext(workerId, token, job, transitions, handlers, stop, listener, process,
-        jobLog, new CheckInPacing(nanoTime, jobLog, job.progress()));
-    JobStatus status;
-    String error = null;
-    if (stop.requested() && !job.cancelRequested()) {
-      // Chained to this worker as the stop came: back to the head of its lane, not run here.
-      listener.at(Point.AFTER_JOB_BEFORE_END, workerId);
-      return interrupted(context, stopReason());
-    }
-    if (job.cancelRequested()) {
-      status = JobStatus.CANCELLED;
-    } else {
-      JobOutcome outcome;
-      try {
-        outcome = runHandler(context);
-      } finally {
-        context.log().finish();
-        logSink.close(job.id());
-      }
-      if (context.queueFault() != null) {
-        // The queue's own database failed under the handler: a worker fault, not the job's. The
-        // worker dies with it and the job is requeued once the exit is seen.
-        throw context.queueFault();
-      }
-      if (context.fencedOff()) {
-        return new Ended.FencedOff();
-      }
-      if (context.cancelled()) {
-        status = JobStatus.CANCELLED;
-      } else if (outcome instanceof JobOutcome.Failed f) {
-        status = JobStatus.FAILED;
-        error = f.message();
-      } else if (outcome instanceof JobOutcome.Interrupted i) {
-        listener.at(Point.AFTER_JOB_BEFORE_END, workerId);
-        return interrupted(context, i.reason());
-      } else {
-        status = JobStatus.SUCCEEDED;
-      }
-    }
-    listener.at(Point.AFTER_JOB_BEFORE_END, workerId);
-    JobStatus finalStatus = status;
-    String finalError = error;
-    WorkerTransitions.LogWrite log = context.unsavedLog();
-    Integer progress = context.unsavedProgress();
-    // Read once: a stop that comes after this end is seen at the next job, which it sends back.
-    WorkerTransitions ending = stop.requested() ? transitions.withoutChaining() : transitions;
-    if (status == JobStatus.SUCCEEDED && !context.followUps().isEmpty()) {
-      Json followUps = new Json(context.followUps().toString());
-      return ending.transactionally(tx -> {
-        FollowUps added = ending.addFollowUps(tx, workerId, token, job.id(), followUps);
-        if (added instanceof FollowUps.TooLarge tooLarge) {
-          return ending.end(tx, workerId, token, job.id(), JobStatus.FAILED, tooLarge.message(), progress, log);
-        }
-        return added instanceof FollowUps.Added
-            ? ending.end(tx, workerId, token, job.id(), finalStatus, finalError, progress, log)
-            : new Ended.FencedOff();
-      });
-    }
-    return ending.end(workerId, token, job.id(), finalStatus, finalError, progress, log);
-  }
-
-  /**
-   * The job asked to be retried: it goes back to the head of its lane (or fails after too many
-   * interruptions without progress), and this worker takes the oldest ready job of its lane next,
-   * which may be the same one, as a fresh attempt. A worker told to stop takes none: it drains.
-   *
-   * <p>An interruption for a stop counts as any other does (the rule of {@code
-   * build_job_interruption}): a job that moved forward on this attempt starts counting again, one
-   * that did not counts one more, and after {@link buildqueue.core.ExitTransitions#MAX_RECOVERIES}
-   * in a row it fails. It is what the stop's evidence would decide without it, with the progress
-   * the program wrote in its grace; a job stopped again and again without progress must end.
-   */
-  private Ended interrupted(WorkerJobContext context, String reason) {
-    Optional<JobStatus> now = transitions.interrupt(context.workerId(), context.token(), context.jobId(), reason,
-        context.unsavedProgress(), context.unsavedLog());
-    if (now.isEmpty()) {
-      return new Ended.FencedOff();
-    }
-    if (stop.requested()) {
-      LOG.log(Level.INFO, "worker {0}: told to stop; job {1} interrupted with its progress, now {2}; draining",
-          context.workerId(), context.jobId(), now.get().sql());
-      return transitions.drain(context.workerId(), context.token()) ? new Ended.Drained() : new Ended.FencedOff();
-    }
-    return transitions.takeNext(context.workerId(), context.token());
-  }
-
-  private String stopReason() {
-    return "stopped with its worker: " + stop.reason();
-  }
-
-  private JobOutcome runHandler(WorkerJobContext context) {
-    AssignedJob job = context.job();
-    Optional<JobHandler> handler = handlers.get(job.kind());
-    if (handler.isEmpty()) {
-      return JobOutcome.failed("This worker has no handler for job kind \"" + job.kind()
-          + "\"; deploy a worker image that knows it, then resubmit.");
-    }
-    try {
-      JobOutcome outcome = handler.get().run(context);
-      return outcome == null ? JobOutcome.failed("handler for " + job.kind() + " returned no outcome") : outcome;
-    } catch (JobCancelledException | WorkerFencedOffException expected) {
-      return JobOutcome.failed(expected.getMessage()); // the flags decide; this outcome is unused
-    } catch (WorkerStoppingException stopping) {
-      return JobOutcome.interrupted(stopReason());
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      return JobOutcome.failed("interrupted");
-    } catch (Exception e) {
-      String message = e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage();
-      return JobOutcome.failed(message);
-    }
+    return new JobRun(transitions, handlers, process, listener, logSink, nanoTime, stop, maxLogBytes)
+        .run(workerId, token, job);
   }
 }
