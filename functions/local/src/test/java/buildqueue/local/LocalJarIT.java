@@ -4,7 +4,6 @@ import static buildqueue.local.PackagedJar.JAR;
 import static buildqueue.local.PackagedJar.cli;
 import static buildqueue.local.PackagedJar.freePort;
 import static buildqueue.local.PackagedJar.java;
-import static buildqueue.local.PackagedJar.read;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import buildqueue.testing.Await;
@@ -39,15 +38,9 @@ class LocalJarIT {
   }
 
   private Process serve(int port, String... more) throws IOException {
-    Path log = dir.resolve("server-" + servers.size() + ".log");
-    List<String> cmd = new ArrayList<>(List.of(java(), "-jar", JAR, "serve", "--port", Integer.toString(port),
-        "--data-dir", dir.resolve("data").toString(), "--tick-interval", "500ms"));
-    cmd.addAll(List.of(more));
-    Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();
-    servers.add(p);
-    Await.until("the server to say it is running", Duration.ofSeconds(90),
-        () -> read(log).contains("buildqueue is running"));
-    return p;
+    List<String> args = new ArrayList<>(List.of("--tick-interval", "500ms"));
+    args.addAll(List.of(more));
+    return PackagedJar.serve(dir, servers, port, args.toArray(String[]::new));
   }
 
   @Test

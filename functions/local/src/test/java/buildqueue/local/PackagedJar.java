@@ -2,11 +2,13 @@ package buildqueue.local;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import buildqueue.testing.Await;
 import java.io.IOException;
 import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -59,6 +61,23 @@ final class PackagedJar {
     } finally {
       Files.deleteIfExists(err);
     }
+  }
+
+  /**
+   * Starts {@code serve} on {@code port} with its data in {@code dir}/data and its output in a log
+   * of its own there, adds it to {@code servers} (for {@link #stop}) and returns it once it says it
+   * is running. {@code args} are serve's further options (the tick interval, a kinds file, …).
+   */
+  static Process serve(Path dir, List<Process> servers, int port, String... args) throws IOException {
+    Path log = dir.resolve("server-" + servers.size() + ".log");
+    List<String> cmd = new ArrayList<>(List.of(java(), "-jar", JAR, "serve", "--port", Integer.toString(port),
+        "--data-dir", dir.resolve("data").toString()));
+    cmd.addAll(List.of(args));
+    Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+    servers.add(p);
+    Await.until("the server to say it is running", Duration.ofSeconds(90),
+        () -> read(log).contains("buildqueue is running"));
+    return p;
   }
 
   /** Servers stop as SIGTERM stops them; anything left (a killed server's PostgreSQL) is stopped too. */
