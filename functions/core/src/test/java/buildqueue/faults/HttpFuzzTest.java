@@ -10,6 +10,7 @@ import buildqueue.core.JobQueries;
 import buildqueue.testing.PostgresExtension;
 import buildqueue.testing.QueueHarness;
 import buildqueue.testing.TestDatabase;
+import buildqueue.testing.TestSeeds;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.nio.charset.StandardCharsets;
@@ -52,7 +53,7 @@ class HttpFuzzTest {
   void no_request_gets_a_5xx_and_a_refused_one_changes_nothing(TestDatabase tdb) {
     QUIET.setLevel(Level.OFF);
     int requests = Integer.getInteger("fuzz.requests", DEFAULT_REQUESTS);
-    long seed = Long.getLong("fuzz.seed", System.nanoTime() % 1_000_000_000L);
+    long seed = TestSeeds.seed("http fuzz", "fuzz.seed", 23);
     QueueHarness h = QueueHarness.manual(tdb);
     CheckedApi api = new CheckedApi(new HttpApi(h.queue, new JobQueries(h.db, h.config, h.clock), h.handlers));
     RequestFuzzer fuzzer = new RequestFuzzer(seed);
