@@ -14,10 +14,13 @@ import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.Collections;
 import java.util.Deque;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
@@ -98,6 +101,8 @@ public final class InProcessPlatform implements WorkerPlatform {
   private final List<Runnable> withheld = new ArrayList<>();
   private final AtomicInteger launches = new AtomicInteger();
   private final AtomicInteger taskCounter = new AtomicInteger();
+  private final Map<String, Set<String>> aliveBySlot = new ConcurrentHashMap<>();
+  private final List<String> slotOverlaps = Collections.synchronizedList(new ArrayList<>());
   private volatile CountDownLatch heldStarts = new CountDownLatch(1);
   private volatile StopListener listener = (taskId, workerId, token, reason) -> {};
   private volatile WorkerLoop.DeadlineTimer deadlines = WorkerLoop.DeadlineTimer.WALL_CLOCK;
@@ -165,6 +170,17 @@ public final class InProcessPlatform implements WorkerPlatform {
   /** Tasks (threads) started. */
   public int tasksStarted() {
     return byId.size();
+  }
+
+  /**
+   * Each time a worker came alive in a slot while another worker of that slot was alive: a slot
+   * freed before its worker was gone. A worker is alive from its task's start until its loop has
+   * returned or it was killed, before its stop evidence goes out. Must stay empty.
+   */
+  public List<String> slotOverlaps() {
+    synchronized (slotOverlaps) {
+      return List.copyOf(slotOverlaps);
+    }
   }
 
   /** Kills a worker now, as a crash would: no further writes, stop evidence as planned. */
@@ -295,6 +311,15 @@ public final class InProcessPlatform implements WorkerPlatform {
     }
 
     private void run() {
+      aliveBySlot.compute(launch.slot(), (slot, alive) -> {
+        Set<String> now = alive == null ? new HashSet<>() : alive;
+        if (!now.isEmpty()) {
+          slotOverlaps.add("slot " + slot + ": " + id + " (worker " + launch.workerId() + ") started while " + now
+              + " still ran");
+        }
+        now.add(id);
+        return now;
+      });
       try {
         if (plan.holdStart()) {
           heldStarts.await();
@@ -319,6 +344,10 @@ public final class InProcessPlatform implements WorkerPlatform {
         exitReason = killed ? exitReason : "crashed: " + e;
       } finally {
         killed = true;
+        aliveBySlot.computeIfPresent(launch.slot(), (slot, alive) -> {
+          alive.remove(id);
+          return alive.isEmpty() ? null : alive;
+        });
         evidence();
       }
     }
