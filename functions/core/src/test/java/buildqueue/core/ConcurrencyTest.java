@@ -39,6 +39,9 @@ class ConcurrencyTest {
     try (QueueHarness h = QueueHarness.open(tdb, QueueHarness.testConfig().withSharedSlots(2))) {
       h.queue.setDedicated("dedicated-0", true);
       h.queue.setDedicated("dedicated-1", true);
+      // Workers take a moment to exit after their last statement, as processes do: long enough for
+      // a worker launched into a slot freed too early to start while the old one still runs.
+      h.platform.exitTime(Duration.ofMillis(5));
       ConcurrentLinkedQueue<String> found = new ConcurrentLinkedQueue<>();
       AtomicBoolean done = new AtomicBoolean();
       AtomicInteger checks = new AtomicInteger();
@@ -73,6 +76,8 @@ class ConcurrencyTest {
         }
       }
       pool.shutdown();
+      // Before the drain as well: a slot freed under live workers may keep its jobs from finishing.
+      assertThat(h.platform.slotOverlaps()).as("two live workers in one slot").isEmpty();
 
       // Drain: ticks recover anything whose evidence raced, until every job has finished.
       Await.until("every job to finish", Duration.ofSeconds(60), () -> {

@@ -107,6 +107,7 @@ public final class InProcessPlatform implements WorkerPlatform {
   private volatile StopListener listener = (taskId, workerId, token, reason) -> {};
   private volatile WorkerLoop.DeadlineTimer deadlines = WorkerLoop.DeadlineTimer.WALL_CLOCK;
   private volatile LongSupplier nanoTime = System::nanoTime;
+  private volatile Duration exitTime = Duration.ZERO;
 
   public InProcessPlatform(Database db, QueueConfig config, QueueClock clock, JobHandlers handlers) {
     this.db = db;
@@ -134,6 +135,15 @@ public final class InProcessPlatform implements WorkerPlatform {
    */
   public void nanoTime(LongSupplier clock) {
     this.nanoTime = clock;
+  }
+
+  /**
+   * How long a worker's process lives on after its loop has returned, before it is gone and its
+   * stop evidence goes out, as a real process takes a moment to exit; none by default. A slot freed
+   * before its worker is gone then shows in {@link #slotOverlaps}.
+   */
+  public void exitTime(Duration time) {
+    this.exitTime = time;
   }
 
   /** The next launch requests follow these plans, in order; later ones are normal. */
@@ -343,12 +353,21 @@ public final class InProcessPlatform implements WorkerPlatform {
         // A killed worker's last call fails; otherwise a worker fault: the process would exit non-zero.
         exitReason = killed ? exitReason : "crashed: " + e;
       } finally {
+        exiting();
         killed = true;
         aliveBySlot.computeIfPresent(launch.slot(), (slot, alive) -> {
           alive.remove(id);
           return alive.isEmpty() ? null : alive;
         });
         evidence();
+      }
+    }
+
+    private void exiting() {
+      try {
+        Thread.sleep(exitTime.toMillis());
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
       }
     }
 
