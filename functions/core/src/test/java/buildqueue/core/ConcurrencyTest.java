@@ -8,6 +8,7 @@ import buildqueue.testing.Await;
 import buildqueue.testing.PostgresExtension;
 import buildqueue.testing.QueueHarness;
 import buildqueue.testing.TestDatabase;
+import buildqueue.testing.TestSeeds;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -30,7 +31,8 @@ import org.junit.jupiter.api.extension.ExtendWith;
 @ExtendWith(PostgresExtension.class)
 class ConcurrencyTest {
   private static final int THREADS = 8;
-  private static final int ROUNDS = 25;
+  /** 10 rounds (240 jobs) by default, 25 under {@code -Dbuildqueue.soak=true} ({@link TestSeeds}). */
+  private static final int ROUNDS = TestSeeds.size("concurrency", "concurrency.rounds", 10, 25);
   private static final int OPS_PER_THREAD_PER_ROUND = 6;
 
   @Test
