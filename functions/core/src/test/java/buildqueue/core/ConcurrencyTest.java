@@ -43,7 +43,7 @@ class ConcurrencyTest {
       h.queue.setDedicated("dedicated-1", true);
       // Workers take a moment to exit after their last statement, as processes do: long enough for
       // a worker launched into a slot freed too early to start while the old one still runs.
-      h.platform.exitTime(Duration.ofMillis(5));
+      h.platform.exitTime(Duration.ofMillis(20));
       ConcurrentLinkedQueue<String> found = new ConcurrentLinkedQueue<>();
       AtomicBoolean done = new AtomicBoolean();
       AtomicInteger checks = new AtomicInteger();
@@ -99,6 +99,23 @@ class ConcurrencyTest {
       assertThat(tdb.jdbc().query("select status, count(*) as n from build_job group by status"))
           .extracting(r -> r.string("status")).containsOnly("succeeded");
       assertThat(jobs).hasSize((int) tdb.jdbc().query("select count(*) as n from build_job").get(0).longValue("n").longValue());
+    }
+  }
+
+  @Test
+  void a_slot_is_taken_again_only_once_its_worker_is_gone(TestDatabase tdb) {
+    try (QueueHarness h = QueueHarness.open(tdb)) {
+      h.queue.setDedicated("alice", true);
+      h.platform.holdExits();
+      long first = h.submit("alice", "noop", "{}");
+      h.awaitStatus(first, "succeeded");
+      long second = h.submit("alice", "noop", "{}");
+      assertThat(h.platform.tasksStarted()).as("workers started while the first is still exiting").isEqualTo(1);
+      h.platform.releaseHeldExits();
+      h.awaitStatus(second, "succeeded");
+      h.awaitQuiet();
+      assertThat(h.platform.slotOverlaps()).as("two live workers in one slot").isEmpty();
+      assertThat(h.platform.tasksStarted()).isEqualTo(2);
     }
   }
 

@@ -108,6 +108,7 @@ public final class InProcessPlatform implements WorkerPlatform {
   private volatile WorkerLoop.DeadlineTimer deadlines = WorkerLoop.DeadlineTimer.WALL_CLOCK;
   private volatile LongSupplier nanoTime = System::nanoTime;
   private volatile Duration exitTime = Duration.ZERO;
+  private volatile CountDownLatch heldExits = new CountDownLatch(0);
 
   public InProcessPlatform(Database db, QueueConfig config, QueueClock clock, JobHandlers handlers) {
     this.db = db;
@@ -144,6 +145,16 @@ public final class InProcessPlatform implements WorkerPlatform {
    */
   public void exitTime(Duration time) {
     this.exitTime = time;
+  }
+
+  /** Workers whose loop returns from now on stay alive until {@link #releaseHeldExits()}. */
+  public void holdExits() {
+    heldExits = new CountDownLatch(1);
+  }
+
+  /** Lets every worker held by {@link #holdExits()} exit. */
+  public void releaseHeldExits() {
+    heldExits.countDown();
   }
 
   /** The next launch requests follow these plans, in order; later ones are normal. */
@@ -365,6 +376,7 @@ public final class InProcessPlatform implements WorkerPlatform {
 
     private void exiting() {
       try {
+        heldExits.await();
         Thread.sleep(exitTime.toMillis());
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
