@@ -195,8 +195,9 @@ public final class InProcessPlatform implements WorkerPlatform {
 
   /**
    * Each time a worker came alive in a slot while another worker of that slot was alive: a slot
-   * freed before its worker was gone. A worker is alive from its task's start until its loop has
-   * returned or it was killed, before its stop evidence goes out. Must stay empty.
+   * freed before its worker was gone. A worker is alive from its task's start until it has exited
+   * (its loop returned or it was killed, then its {@link #exitTime} or a held exit passed), before
+   * its stop evidence goes out. Must stay empty.
    */
   public List<String> slotOverlaps() {
     synchronized (slotOverlaps) {
