@@ -2,6 +2,7 @@ package buildqueue.faults;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import buildqueue.testing.TestSeeds;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 import org.junit.jupiter.api.BeforeAll;
@@ -16,6 +17,8 @@ import org.junit.jupiter.api.Test;
  */
 class DataApiFaultInjectionTest {
   static final int DEFAULT_SCENARIOS = 100;
+  /** The default run's batch; {@code -Dbuildqueue.seed=random} draws one ({@link TestSeeds}). */
+  static final long FIXED_BASE_SEED = 231_000_000_000L;
   private static final Logger QUIET = Logger.getLogger("buildqueue");
   private static final Logger QUIET_SDK = Logger.getLogger("software.amazon.awssdk");
 
@@ -37,7 +40,7 @@ class DataApiFaultInjectionTest {
       return;
     }
     int scenarios = Integer.getInteger("faults.dataApiScenarios", DEFAULT_SCENARIOS);
-    long base = Long.getLong("faults.baseSeed", System.currentTimeMillis() % 1_000_000_000L * 1000);
+    long base = TestSeeds.seed("data api fault injection", "faults.baseSeed", FIXED_BASE_SEED);
 
     FaultRun.Summary summary = FaultRun.run(base, scenarios, Integer.getInteger("faults.parallel", 2),
         DataApiFaults::new);

@@ -2,10 +2,13 @@ package buildqueue.core;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import buildqueue.testing.Await;
 import buildqueue.testing.PostgresExtension;
 import buildqueue.testing.QueueHarness;
 import buildqueue.testing.TestDatabase;
 import java.time.Duration;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
@@ -46,10 +49,24 @@ class LingerTest {
   void a_lingering_worker_drains_and_exits_when_no_work_comes(TestDatabase tdb) {
     QueueConfig config = QueueHarness.testConfig().withLinger(Duration.ofMillis(200));
     try (QueueHarness h = QueueHarness.open(tdb, config)) {
+      // The workers' monotonic clock stands still until the test moves it, and counts its readings:
+      // a lingering worker reads it before each look for work.
+      AtomicLong nanos = new AtomicLong();
+      AtomicInteger readings = new AtomicInteger();
+      h.platform.nanoTime(() -> {
+        readings.incrementAndGet();
+        return nanos.get();
+      });
       long job = h.submit("alice", "noop", "{}");
       h.awaitStatus(job, "succeeded");
+      long worker = h.job(job).longValue("worker_id");
+      int before = readings.get();
+      Await.until("the worker to look for work three times while it lingers", () -> readings.get() >= before + 3);
+      assertThat(h.worker(worker).string("status")).as("before its linger is over").isEqualTo("running");
+
+      nanos.addAndGet(config.linger().toNanos());
       h.awaitWorkersExited();
-      assertThat(h.worker(h.job(job).longValue("worker_id")).string("exit_reason")).isEqualTo("exited: drained");
+      assertThat(h.worker(worker).string("exit_reason")).isEqualTo("exited: drained");
       assertThat(h.workers()).hasSize(1);
     }
   }

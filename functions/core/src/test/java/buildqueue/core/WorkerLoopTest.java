@@ -8,6 +8,9 @@ import buildqueue.testing.InProcessPlatform.LaunchPlan;
 import buildqueue.testing.PostgresExtension;
 import buildqueue.testing.QueueHarness;
 import buildqueue.testing.TestDatabase;
+import buildqueue.worker.WorkerLoop;
+import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -141,12 +144,19 @@ class WorkerLoopTest {
   @Test
   void stop_evidence_delivered_twice_is_handled_once(TestDatabase tdb) {
     try (QueueHarness h = QueueHarness.open(tdb)) {
-      h.platform.plan(LaunchPlan.normal().evidence(Evidence.DUPLICATE));
+      // As the harness hands evidence to the queue, recording what each delivery did.
+      List<String> deliveries = Collections.synchronizedList(new ArrayList<>());
+      h.platform.onStopped((taskId, workerId, token, reason) -> deliveries.add(
+          taskId + (h.queue.taskStopped(taskId, workerId, token, reason).isPresent() ? " exited" : " changed nothing")));
+      // A crash, so the evidence is what ends the worker and sends its job back to the queue.
+      h.platform.plan(LaunchPlan.normal().crashAt(WorkerLoop.Point.AFTER_START).evidence(Evidence.DUPLICATE));
       long job = h.submit("alice", "noop", "{}");
       h.awaitStatus(job, "succeeded");
       h.awaitQuiet();
-      assertThat(h.workers()).hasSize(1);
-      assertThat(h.worker(h.job(job).longValue("worker_id")).string("status")).isEqualTo("exited");
+      assertThat(deliveries).containsExactlyInAnyOrder("inproc-1 exited", "inproc-1 changed nothing", "inproc-2 exited");
+      assertThat(h.eventTypes(job)).containsOnlyOnce("interrupted");
+      assertThat(h.job(job).intValue("recoveries")).isEqualTo(1);
+      assertThat(h.workers()).hasSize(2).allSatisfy(w -> assertThat(w.string("status")).isEqualTo("exited"));
     }
   }
 }

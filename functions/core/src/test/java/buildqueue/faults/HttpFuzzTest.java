@@ -10,6 +10,7 @@ import buildqueue.core.JobQueries;
 import buildqueue.testing.PostgresExtension;
 import buildqueue.testing.QueueHarness;
 import buildqueue.testing.TestDatabase;
+import buildqueue.testing.TestSeeds;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.nio.charset.StandardCharsets;
@@ -24,6 +25,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * Seeded property-based fuzzing of {@link HttpApi}: {@value #DEFAULT_REQUESTS} generated requests
+ * ({@value #SOAK_REQUESTS} under {@code -Dbuildqueue.soak=true})
  * per run (malformed and truncated JSON, wrong types, huge numbers, deep nesting, oversize bodies,
  * unicode and control characters, SQL-looking strings, unknown fields, bad paths, methods and query
  * strings, missing and odd callers). Properties, for every request: never a 5xx; a 4xx is an
@@ -35,7 +37,8 @@ import org.junit.jupiter.api.extension.ExtendWith;
  */
 @ExtendWith(PostgresExtension.class)
 class HttpFuzzTest {
-  static final int DEFAULT_REQUESTS = 10_000;
+  static final int DEFAULT_REQUESTS = 4_000;
+  static final int SOAK_REQUESTS = 10_000;
   private static final ObjectMapper JSON = new ObjectMapper();
   private static final Logger QUIET = Logger.getLogger("buildqueue");
 
@@ -51,8 +54,8 @@ class HttpFuzzTest {
   @Test
   void no_request_gets_a_5xx_and_a_refused_one_changes_nothing(TestDatabase tdb) {
     QUIET.setLevel(Level.OFF);
-    int requests = Integer.getInteger("fuzz.requests", DEFAULT_REQUESTS);
-    long seed = Long.getLong("fuzz.seed", System.nanoTime() % 1_000_000_000L);
+    int requests = TestSeeds.size("http fuzz", "fuzz.requests", DEFAULT_REQUESTS, SOAK_REQUESTS);
+    long seed = TestSeeds.seed("http fuzz", "fuzz.seed", 23);
     QueueHarness h = QueueHarness.manual(tdb);
     CheckedApi api = new CheckedApi(new HttpApi(h.queue, new JobQueries(h.db, h.config, h.clock), h.handlers));
     RequestFuzzer fuzzer = new RequestFuzzer(seed);

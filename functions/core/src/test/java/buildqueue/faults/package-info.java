@@ -55,7 +55,7 @@
  * outlives its attempt, its worker or its worker's slot (no job runs twice).
  *
  * <p>Properties: {@code -Dfaults.scenarios=N} (soak), {@code -Dfaults.baseSeed=B} (scenario i has
- * seed B + i), {@code -Dfaults.seed=S -Dfaults.steps=n} (replay one and print its log), {@code
+ * seed B + i; a default run has a fixed B, {@code -Dbuildqueue.seed=random} draws one), {@code -Dfaults.seed=S -Dfaults.steps=n} (replay one and print its log), {@code
  * -Dfaults.disable=a,b} (leave fault types out), {@code -Dfaults.parallel=P} (databases side by
  * side, default 3). A failure is shrunk (shortest fault phase, fault types left out while it still
  * fails) and printed with its seed, its replay line and its event log, and replayed once more to
@@ -86,7 +86,7 @@
  * per scenario; every {@code :now} is the simulated clock as of when the statement runs; tick
  * claims come back in id order. So a seed gives the same event log on any database, whatever ran
  * on it before ({@link buildqueue.faults.ReplayTest}). Not deterministic, and not read by anything that decides: worker
- * tokens (random UUIDs), wall-clock durations, the base seed of a default run (printed).
+ * tokens (random UUIDs), wall-clock durations, the base seed under {@code -Dbuildqueue.seed=random} (printed).
  *
  * <h2>An assumption the core rests on</h2>
  *

@@ -13,6 +13,7 @@ import buildqueue.testing.PostgresExtension;
 import buildqueue.testing.Rows;
 import buildqueue.testing.SimulatedEcs;
 import buildqueue.testing.TestDatabase;
+import buildqueue.testing.TestSeeds;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -28,11 +29,12 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * Lambda's 55 s timeout leaves ({@code TickFunction}: 45 s), which the queue holds to half the
  * launch grace, 30 s.
  *
- * <p>The size is {@code -Dbuildqueue.scale.lanes} (default 10,000).
+ * <p>The size is {@code -Dbuildqueue.scale.lanes}: 5,000 by default, 10,000 under {@code
+ * -Dbuildqueue.soak=true} ({@link TestSeeds}).
  */
 @ExtendWith(PostgresExtension.class)
 class TickAtScaleTest {
-  private static final int LANES = Integer.getInteger("buildqueue.scale.lanes", 10_000);
+  private static final int LANES = TestSeeds.size("tick at scale", "buildqueue.scale.lanes", 5_000, 10_000);
   private static final Instant T0 = Instant.parse("2026-12-01T10:00:00Z");
   private static final Duration LAMBDA_BUDGET = Duration.ofSeconds(45);
   private static final Duration CALL_LATENCY = Duration.ofMillis(20);

@@ -14,10 +14,13 @@ import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.Collections;
 import java.util.Deque;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
@@ -98,10 +101,14 @@ public final class InProcessPlatform implements WorkerPlatform {
   private final List<Runnable> withheld = new ArrayList<>();
   private final AtomicInteger launches = new AtomicInteger();
   private final AtomicInteger taskCounter = new AtomicInteger();
+  private final Map<String, Set<String>> aliveBySlot = new ConcurrentHashMap<>();
+  private final List<String> slotOverlaps = Collections.synchronizedList(new ArrayList<>());
   private volatile CountDownLatch heldStarts = new CountDownLatch(1);
   private volatile StopListener listener = (taskId, workerId, token, reason) -> {};
   private volatile WorkerLoop.DeadlineTimer deadlines = WorkerLoop.DeadlineTimer.WALL_CLOCK;
   private volatile LongSupplier nanoTime = System::nanoTime;
+  private volatile Duration exitTime = Duration.ZERO;
+  private volatile CountDownLatch heldExits = new CountDownLatch(0);
 
   public InProcessPlatform(Database db, QueueConfig config, QueueClock clock, JobHandlers handlers) {
     this.db = db;
@@ -129,6 +136,25 @@ public final class InProcessPlatform implements WorkerPlatform {
    */
   public void nanoTime(LongSupplier clock) {
     this.nanoTime = clock;
+  }
+
+  /**
+   * How long a worker's process lives on after its loop has returned, before it is gone and its
+   * stop evidence goes out, as a real process takes a moment to exit; none by default. A slot freed
+   * before its worker is gone then shows in {@link #slotOverlaps}.
+   */
+  public void exitTime(Duration time) {
+    this.exitTime = time;
+  }
+
+  /** Workers whose loop returns from now on stay alive until {@link #releaseHeldExits()}. */
+  public void holdExits() {
+    heldExits = new CountDownLatch(1);
+  }
+
+  /** Lets every worker held by {@link #holdExits()} exit. */
+  public void releaseHeldExits() {
+    heldExits.countDown();
   }
 
   /** The next launch requests follow these plans, in order; later ones are normal. */
@@ -165,6 +191,18 @@ public final class InProcessPlatform implements WorkerPlatform {
   /** Tasks (threads) started. */
   public int tasksStarted() {
     return byId.size();
+  }
+
+  /**
+   * Each time a worker came alive in a slot while another worker of that slot was alive: a slot
+   * freed before its worker was gone. A worker is alive from its task's start until it has exited
+   * (its loop returned or it was killed, then its {@link #exitTime} or a held exit passed), before
+   * its stop evidence goes out. Must stay empty.
+   */
+  public List<String> slotOverlaps() {
+    synchronized (slotOverlaps) {
+      return List.copyOf(slotOverlaps);
+    }
   }
 
   /** Kills a worker now, as a crash would: no further writes, stop evidence as planned. */
@@ -295,6 +333,15 @@ public final class InProcessPlatform implements WorkerPlatform {
     }
 
     private void run() {
+      aliveBySlot.compute(launch.slot(), (slot, alive) -> {
+        Set<String> now = alive == null ? new HashSet<>() : alive;
+        if (!now.isEmpty()) {
+          slotOverlaps.add("slot " + slot + ": " + id + " (worker " + launch.workerId() + ") started while " + now
+              + " still ran");
+        }
+        now.add(id);
+        return now;
+      });
       try {
         if (plan.holdStart()) {
           heldStarts.await();
@@ -318,8 +365,22 @@ public final class InProcessPlatform implements WorkerPlatform {
         // A killed worker's last call fails; otherwise a worker fault: the process would exit non-zero.
         exitReason = killed ? exitReason : "crashed: " + e;
       } finally {
+        exiting();
         killed = true;
+        aliveBySlot.computeIfPresent(launch.slot(), (slot, alive) -> {
+          alive.remove(id);
+          return alive.isEmpty() ? null : alive;
+        });
         evidence();
+      }
+    }
+
+    private void exiting() {
+      try {
+        heldExits.await();
+        Thread.sleep(exitTime.toMillis());
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
       }
     }
 

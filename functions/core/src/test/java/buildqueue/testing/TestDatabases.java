@@ -27,6 +27,7 @@ public final class TestDatabases {
   /** The worker role's password on the test cluster (set once: roles are cluster-wide). */
   public static final String WORKER_ROLE = WorkerRole.NAME;
   public static final String WORKER_PASSWORD = "test-worker-password";
+  private static final Object ROLE_LOCK = new Object();
   private static EmbeddedPostgres postgres;
 
   private TestDatabases() {}
@@ -93,8 +94,11 @@ public final class TestDatabases {
     execute("create database " + name + " template " + TEMPLATE);
     HikariDataSource ds = pool(name, 24);
     // Roles are cluster-wide: a test before this one may have given the worker role another
-    // password (a local runtime on this cluster makes its own, a rotation test rotates it).
-    WorkerRole.allowLogin(new JdbcDatabase(ds), WORKER_PASSWORD);
+    // password (a local runtime on this cluster makes its own, a rotation test rotates it). One
+    // at a time: two ALTER ROLEs at once (the fault simulation's lanes) fail "tuple concurrently updated".
+    synchronized (ROLE_LOCK) {
+      WorkerRole.allowLogin(new JdbcDatabase(ds), WORKER_PASSWORD);
+    }
     return new TestDatabase(name, ds, () -> execute("drop database if exists " + name + " with (force)"));
   }
 
