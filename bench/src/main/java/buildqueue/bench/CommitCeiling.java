@@ -17,13 +17,15 @@ import java.util.regex.Pattern;
 
 /**
  * Figure 2: how many single-row commits per second this PostgreSQL takes, with pgbench when it is
- * installed (Debian's postgresql-client ships it; the embedded binaries do not), else an
- * equivalent JDBC loop: N connections in autocommit, each inserting one row per statement.
+ * installed (Debian's postgresql-client ships it; the embedded binaries do not), else an equivalent
+ * JDBC loop: N connections in autocommit, each inserting one row per statement.
  */
 final class CommitCeiling {
-  private static final String TABLE = "create table commit_probe (id bigserial primary key, v integer not null)";
+  private static final String TABLE =
+      "create table commit_probe (id bigserial primary key, v integer not null)";
   private static final String INSERT = "insert into commit_probe (v) values (1)";
-  private static final Pattern TPS = Pattern.compile("tps = ([0-9.]+) \\(without initial connection time\\)");
+  private static final Pattern TPS =
+      Pattern.compile("tps = ([0-9.]+) \\(without initial connection time\\)");
 
   private final BenchPostgres pg;
   private final Optional<Path> pgbench;
@@ -34,7 +36,9 @@ final class CommitCeiling {
   }
 
   String tool() {
-    return pgbench.map(p -> p + " (" + version(p) + ")").orElse("JDBC loop (pgbench not installed)");
+    return pgbench
+        .map(p -> p + " (" + version(p) + ")")
+        .orElse("JDBC loop (pgbench not installed)");
   }
 
   /** Commits per second with {@code clients} connections for {@code seconds}. */
@@ -56,10 +60,27 @@ final class CommitCeiling {
     try {
       Path script = Files.createTempFile("commit-probe", ".sql");
       Files.writeString(script, INSERT + ";\n");
-      List<String> cmd = List.of(pgbench.get().toString(), "-n", "-M", "prepared",
-          "-c", Integer.toString(clients), "-j", Integer.toString(Math.min(clients, 2)),
-          "-T", Integer.toString(seconds), "-f", script.toString(),
-          "-h", "localhost", "-p", Integer.toString(pg.port()), "-U", "postgres", db);
+      List<String> cmd =
+          List.of(
+              pgbench.get().toString(),
+              "-n",
+              "-M",
+              "prepared",
+              "-c",
+              Integer.toString(clients),
+              "-j",
+              Integer.toString(Math.min(clients, 2)),
+              "-T",
+              Integer.toString(seconds),
+              "-f",
+              script.toString(),
+              "-h",
+              "localhost",
+              "-p",
+              Integer.toString(pg.port()),
+              "-U",
+              "postgres",
+              db);
       Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
       String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
       int code = p.waitFor();
@@ -83,17 +104,19 @@ final class CommitCeiling {
     List<Thread> threads = new ArrayList<>();
     long start = System.nanoTime();
     for (int i = 0; i < clients; i++) {
-      Thread t = new Thread(() -> {
-        try (Connection c = DriverManager.getConnection(pg.jdbcUrl(db), "postgres", "");
-            PreparedStatement ps = c.prepareStatement(INSERT)) {
-          while (System.nanoTime() < end) {
-            ps.executeUpdate();
-            commits.incrementAndGet();
-          }
-        } catch (SQLException e) {
-          throw new IllegalStateException(e);
-        }
-      });
+      Thread t =
+          new Thread(
+              () -> {
+                try (Connection c = DriverManager.getConnection(pg.jdbcUrl(db), "postgres", "");
+                    PreparedStatement ps = c.prepareStatement(INSERT)) {
+                  while (System.nanoTime() < end) {
+                    ps.executeUpdate();
+                    commits.incrementAndGet();
+                  }
+                } catch (SQLException e) {
+                  throw new IllegalStateException(e);
+                }
+              });
       threads.add(t);
       t.start();
     }
@@ -121,7 +144,8 @@ final class CommitCeiling {
 
   private static String version(Path pgbench) {
     try {
-      Process p = new ProcessBuilder(pgbench.toString(), "--version").redirectErrorStream(true).start();
+      Process p =
+          new ProcessBuilder(pgbench.toString(), "--version").redirectErrorStream(true).start();
       String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).strip();
       p.waitFor();
       return out;

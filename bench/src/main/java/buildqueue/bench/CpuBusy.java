@@ -11,13 +11,21 @@ import java.util.List;
  */
 final class CpuBusy {
   /** Counters at one moment. */
-  record Snapshot(long busyTicks, long totalTicks, long postgresTicks, long jvmCpuNanos, long wallNanos) {}
+  record Snapshot(
+      long busyTicks, long totalTicks, long postgresTicks, long jvmCpuNanos, long wallNanos) {}
 
   /** Over a stretch: the share of all cores that was busy, PostgreSQL's share and this JVM's. */
   record Share(double machine, double postgres, double jvm) {
     String describe() {
-      return "CPU busy " + Report.format(machine * 100, 0) + " % of " + CORES + " cores: PostgreSQL "
-          + Report.format(postgres * 100, 0) + " %, this JVM " + Report.format(jvm * 100, 0) + " %";
+      return "CPU busy "
+          + Report.format(machine * 100, 0)
+          + " % of "
+          + CORES
+          + " cores: PostgreSQL "
+          + Report.format(postgres * 100, 0)
+          + " %, this JVM "
+          + Report.format(jvm * 100, 0)
+          + " %";
     }
   }
 
@@ -40,26 +48,36 @@ final class CpuBusy {
         }
       }
     }
-    long jvm = ManagementFactory.getOperatingSystemMXBean() instanceof com.sun.management.OperatingSystemMXBean os
-        ? os.getProcessCpuTime() : 0;
+    long jvm =
+        ManagementFactory.getOperatingSystemMXBean()
+                instanceof com.sun.management.OperatingSystemMXBean os
+            ? os.getProcessCpuTime()
+            : 0;
     return new Snapshot(busy, total, postgresTicks(), jvm, System.nanoTime());
   }
 
   /**
    * User + system time of every process named postgres (the benchmark's server and its backends),
-   * in the same clock ticks as {@code /proc/stat}. A backend that exits within the stretch takes its
-   * time with it, so the pools are opened before a measurement and closed after it.
+   * in the same clock ticks as {@code /proc/stat}. A backend that exits within the stretch takes
+   * its time with it, so the pools are opened before a measurement and closed after it.
    */
   private static long postgresTicks() {
-    return ProcessStat.all().stream().filter(p -> p.name().equals("postgres")).mapToLong(ProcessStat::cpuTicks).sum();
+    return ProcessStat.all().stream()
+        .filter(p -> p.name().equals("postgres"))
+        .mapToLong(ProcessStat::cpuTicks)
+        .sum();
   }
 
   static Share since(Snapshot start) {
     Snapshot end = now();
     long total = end.totalTicks() - start.totalTicks();
-    double machine = total <= 0 ? Double.NaN : (double) (end.busyTicks() - start.busyTicks()) / total;
-    double postgres = total <= 0 ? Double.NaN : (double) (end.postgresTicks() - start.postgresTicks()) / total;
-    double jvm = (double) (end.jvmCpuNanos() - start.jvmCpuNanos()) / ((end.wallNanos() - start.wallNanos()) * (double) CORES);
+    double machine =
+        total <= 0 ? Double.NaN : (double) (end.busyTicks() - start.busyTicks()) / total;
+    double postgres =
+        total <= 0 ? Double.NaN : (double) (end.postgresTicks() - start.postgresTicks()) / total;
+    double jvm =
+        (double) (end.jvmCpuNanos() - start.jvmCpuNanos())
+            / ((end.wallNanos() - start.wallNanos()) * (double) CORES);
     return new Share(machine, postgres, jvm);
   }
 }

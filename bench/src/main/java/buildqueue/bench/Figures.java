@@ -26,6 +26,7 @@ final class Figures {
 
   /** Results later figures refer to. */
   private double freshCommitsPerJob = Double.NaN;
+
   private double chainedCommitsPerJob = Double.NaN;
   private double commitCeiling = Double.NaN;
 
@@ -51,8 +52,12 @@ final class Figures {
     ExecCost cost = new ExecCost(pg);
     int seconds = plan.quick() ? 10 : 60;
     for (ExecCost.Rate r : cost.rates(seconds)) {
-      report.add(F8, "statements per minute while a program runs: " + r.program(),
-          Report.format(r.statementsPerMinute(), 1), "—", "1",
+      report.add(
+          F8,
+          "statements per minute while a program runs: " + r.program(),
+          Report.format(r.statementsPerMinute(), 1),
+          "—",
+          "1",
           seconds + " s run, beyond the 7 of any fresh-worker job");
     }
     int jobs = plan.quick() ? 50 : 200;
@@ -65,10 +70,24 @@ final class Figures {
     }
     Stats n = new Stats(noop);
     Stats p = new Stats(program);
-    report.add(F8, "chained job, handled in the worker's JVM (noop)", n, " ms", 1, jobs + " jobs on one worker");
-    report.add(F8, "chained job running a program (`true`)", p, " ms", 1,
-        "the program's start, watch and cleanup add " + Report.format(p.median() - n.median(), 1) + " ms a job");
-    report.note("""
+    report.add(
+        F8,
+        "chained job, handled in the worker's JVM (noop)",
+        n,
+        " ms",
+        1,
+        jobs + " jobs on one worker");
+    report.add(
+        F8,
+        "chained job running a program (`true`)",
+        p,
+        " ms",
+        1,
+        "the program's start, watch and cleanup add "
+            + Report.format(p.median() - n.median(), 1)
+            + " ms a job");
+    report.note(
+        """
         ### What a program job costs (figure 8)
 
         The real process runner under the real worker loop, over JDBC, on this machine: a program is started through
@@ -87,46 +106,95 @@ final class Figures {
     Memory.resetPeaks();
     Scale.Result small = scale.run(1_000, batches, perBatch);
     Scale.Result large = scale.run(big, batches, perBatch);
-    String sizes = "1,000 vs " + Report.format(big, 0) + " queued jobs, " + Report.format(Scale.USERS, 0) + " users";
-    scaleLines("fair dispatch of the shared lane (dispatch by the turns + record launch)", small.dispatchMs(),
-        large.dispatchMs(), sizes);
-    scaleLines("fair chaining (a live worker ends its job and takes the next by the turns)", small.chainMs(),
-        large.chainMs(), sizes);
-    scaleLines("tick (101 live workers checked, 101 lanes walked, housekeeping)", small.tickMs(), large.tickMs(), sizes);
+    String sizes =
+        "1,000 vs "
+            + Report.format(big, 0)
+            + " queued jobs, "
+            + Report.format(Scale.USERS, 0)
+            + " users";
+    scaleLines(
+        "fair dispatch of the shared lane (dispatch by the turns + record launch)",
+        small.dispatchMs(),
+        large.dispatchMs(),
+        sizes);
+    scaleLines(
+        "fair chaining (a live worker ends its job and takes the next by the turns)",
+        small.chainMs(),
+        large.chainMs(),
+        sizes);
+    scaleLines(
+        "tick (101 live workers checked, 101 lanes walked, housekeeping)",
+        small.tickMs(),
+        large.tickMs(),
+        sizes);
     scaleLines("enqueue into a full lane", small.enqueueMs(), large.enqueueMs(), sizes);
     scalePlans(small, large, big);
-    report.add(F4, "peak JVM memory during the scale runs", Memory.peakHeapMiB() + " MiB heap", "—", "1",
-        "peak resident set of the whole benchmark JVM: " + Memory.peakRssMiB() + " MiB (VmHWM); bulk insert of "
-            + Report.format(big, 0) + " jobs took " + Report.format(large.bulkInsertSeconds(), 1) + " s");
+    report.add(
+        F4,
+        "peak JVM memory during the scale runs",
+        Memory.peakHeapMiB() + " MiB heap",
+        "—",
+        "1",
+        "peak resident set of the whole benchmark JVM: "
+            + Memory.peakRssMiB()
+            + " MiB (VmHWM); bulk insert of "
+            + Report.format(big, 0)
+            + " jobs took "
+            + Report.format(large.bulkInsertSeconds(), 1)
+            + " s");
   }
 
   private void scalePlans(Scale.Result small, Scale.Result large, int big) {
     StringBuilder b = new StringBuilder("### Plans at scale (figure 4)\n\n");
-    b.append("`EXPLAIN (ANALYZE, BUFFERS)` of the queue's hot statements, as sent, after the timed samples ")
-        .append("(the dispatch with the shared slot freed; the chaining by a live worker of the shared lane): planning + ")
+    b.append(
+            "`EXPLAIN (ANALYZE, BUFFERS)` of the queue's hot statements, as sent, after the timed samples ")
+        .append(
+            "(the dispatch with the shared slot freed; the chaining by a live worker of the shared lane): planning + ")
         .append("execution time with 1,000 and with ")
-        .append(Report.format(big, 0)).append(" queued jobs over ").append(Report.format(Scale.USERS, 0))
-        .append(" users (the shared lane takes turns by user), and whether the plan scans `build_job` or `build_lane_turn`.\n\n");
-    b.append("| statement | 1,000 jobs | ").append(Report.format(big, 0))
+        .append(Report.format(big, 0))
+        .append(" queued jobs over ")
+        .append(Report.format(Scale.USERS, 0))
+        .append(
+            " users (the shared lane takes turns by user), and whether the plan scans `build_job` or `build_lane_turn`.\n\n");
+    b.append("| statement | 1,000 jobs | ")
+        .append(Report.format(big, 0))
         .append(" jobs | scan of build_job or build_lane_turn |\n|---|---:|---:|---|\n");
     ScalePlans.Plan slowest = null;
     for (int i = 0; i < large.plans().size(); i++) {
       ScalePlans.Plan s = small.plans().get(i);
       ScalePlans.Plan l = large.plans().get(i);
-      b.append("| ").append(l.statement()).append(" | ")
-          .append(Report.format(s.planningMs(), 2)).append(" + ").append(Report.format(s.executionMs(), 2)).append(" ms | ")
-          .append(Report.format(l.planningMs(), 2)).append(" + ").append(Report.format(l.executionMs(), 2)).append(" ms | ")
-          .append(l.seqScanOfJobs() ? "**yes**" : "no").append(" |\n");
+      b.append("| ")
+          .append(l.statement())
+          .append(" | ")
+          .append(Report.format(s.planningMs(), 2))
+          .append(" + ")
+          .append(Report.format(s.executionMs(), 2))
+          .append(" ms | ")
+          .append(Report.format(l.planningMs(), 2))
+          .append(" + ")
+          .append(Report.format(l.executionMs(), 2))
+          .append(" ms | ")
+          .append(l.seqScanOfJobs() ? "**yes**" : "no")
+          .append(" |\n");
       if (slowest == null || l.executionMs() > slowest.executionMs()) {
         slowest = l;
       }
     }
     for (ScalePlans.Plan l : large.plans()) {
-      if (l == slowest || l.seqScanOfJobs() || l.statement().startsWith("chaining")
+      if (l == slowest
+          || l.seqScanOfJobs()
+          || l.statement().startsWith("chaining")
           || l.statement().startsWith("dispatch")) {
-        b.append("\n`").append(l.statement()).append("` at ").append(Report.format(big, 0)).append(" jobs")
-            .append(l == slowest ? " (the slowest)" : "").append(l.seqScanOfJobs() ? " (scans build_job)" : "")
-            .append(":\n\n```\n").append(l.text()).append("```\n");
+        b.append("\n`")
+            .append(l.statement())
+            .append("` at ")
+            .append(Report.format(big, 0))
+            .append(" jobs")
+            .append(l == slowest ? " (the slowest)" : "")
+            .append(l.seqScanOfJobs() ? " (scans build_job)" : "")
+            .append(":\n\n```\n")
+            .append(l.text())
+            .append("```\n");
       }
     }
     report.note(b.toString());
@@ -136,7 +204,12 @@ final class Figures {
     Stats s = new Stats(small);
     Stats l = new Stats(large);
     report.add(F4, what + ", 1,000 jobs", s, " ms", 2, "median per batch of samples");
-    report.add(F4, what + ", many jobs", l, " ms", 2,
+    report.add(
+        F4,
+        what + ", many jobs",
+        l,
+        " ms",
+        2,
         "ratio many ÷ 1,000 = " + Report.format(l.median() / s.median(), 2) + " (" + sizes + ")");
   }
 
@@ -151,8 +224,14 @@ final class Figures {
       p50.add(s.percentile(50));
       p99.add(s.percentile(99));
     }
-    report.add(F5, "stop evidence → next launch request, p50", new Stats(p50), " ms", 2,
-        jobs + " exits per run in one lane, chain window 0: the exit transition, then dispatch; in-process launch");
+    report.add(
+        F5,
+        "stop evidence → next launch request, p50",
+        new Stats(p50),
+        " ms",
+        2,
+        jobs
+            + " exits per run in one lane, chain window 0: the exit transition, then dispatch; in-process launch");
     report.add(F5, "stop evidence → next launch request, p99", new Stats(p99), " ms", 2, "");
   }
 
@@ -185,14 +264,50 @@ final class Figures {
     Stats chainedCommits = stats(r, StatementsPerJob.Run::chainedCommits);
     freshCommitsPerJob = freshCommits.median();
     chainedCommitsPerJob = chainedCommits.median();
-    report.add(F1, "statements per job, fresh worker (enqueue → exit)", freshStatements, "", 1,
-        "reference: " + ReferenceCount.FRESH_STATEMENTS + " (" + Report.format(ReferenceCount.FRESH_STATEMENTS / freshStatements.median(), 1) + "×)");
-    report.add(F1, "commits per job, fresh worker (pg_stat_database)", freshCommits, "", 1,
-        "reference: " + ReferenceCount.FRESH_COMMITS + " (" + Report.format(ReferenceCount.FRESH_COMMITS / freshCommits.median(), 1) + "×)");
-    report.add(F1, "statements per chained job (enqueue + chain)", chainedStatements, "", 1,
-        "reference: " + ReferenceCount.CHAINED_STATEMENTS + " (" + Report.format(ReferenceCount.CHAINED_STATEMENTS / chainedStatements.median(), 1) + "×)");
-    report.add(F1, "commits per chained job (pg_stat_database)", chainedCommits, "", 1,
-        "reference: " + ReferenceCount.CHAINED_COMMITS + " (" + Report.format(ReferenceCount.CHAINED_COMMITS / chainedCommits.median(), 1) + "×)");
+    report.add(
+        F1,
+        "statements per job, fresh worker (enqueue → exit)",
+        freshStatements,
+        "",
+        1,
+        "reference: "
+            + ReferenceCount.FRESH_STATEMENTS
+            + " ("
+            + Report.format(ReferenceCount.FRESH_STATEMENTS / freshStatements.median(), 1)
+            + "×)");
+    report.add(
+        F1,
+        "commits per job, fresh worker (pg_stat_database)",
+        freshCommits,
+        "",
+        1,
+        "reference: "
+            + ReferenceCount.FRESH_COMMITS
+            + " ("
+            + Report.format(ReferenceCount.FRESH_COMMITS / freshCommits.median(), 1)
+            + "×)");
+    report.add(
+        F1,
+        "statements per chained job (enqueue + chain)",
+        chainedStatements,
+        "",
+        1,
+        "reference: "
+            + ReferenceCount.CHAINED_STATEMENTS
+            + " ("
+            + Report.format(ReferenceCount.CHAINED_STATEMENTS / chainedStatements.median(), 1)
+            + "×)");
+    report.add(
+        F1,
+        "commits per chained job (pg_stat_database)",
+        chainedCommits,
+        "",
+        1,
+        "reference: "
+            + ReferenceCount.CHAINED_COMMITS
+            + " ("
+            + Report.format(ReferenceCount.CHAINED_COMMITS / chainedCommits.median(), 1)
+            + "×)");
     report.note(ReferenceCount.NOTE);
   }
 
@@ -210,9 +325,17 @@ final class Figures {
     Stats manyStats = new Stats(many);
     commitCeiling = Math.max(oneStats.median(), manyStats.median());
     report.add(F2, "single-row commits/s, 1 connection", oneStats, "/s", 0, ceiling.tool());
-    report.add(F2, "single-row commits/s, 16 connections", manyStats, "/s", 0,
-        "the ceiling; ÷ our commits per job = " + Report.format(commitCeiling / chainedCommitsPerJob, 0)
-            + " chained jobs/s, " + Report.format(commitCeiling / freshCommitsPerJob, 0) + " fresh-worker jobs/s");
+    report.add(
+        F2,
+        "single-row commits/s, 16 connections",
+        manyStats,
+        "/s",
+        0,
+        "the ceiling; ÷ our commits per job = "
+            + Report.format(commitCeiling / chainedCommitsPerJob, 0)
+            + " chained jobs/s, "
+            + Report.format(commitCeiling / freshCommitsPerJob, 0)
+            + " fresh-worker jobs/s");
   }
 
   static <T> Stats stats(List<T> runs, ToDoubleFunction<T> f) {
@@ -223,4 +346,3 @@ final class Figures {
     return new Stats(values);
   }
 }
-

@@ -25,16 +25,16 @@ import org.jobrunr.utils.mapper.jackson.JacksonJsonMapper;
  * benchmark's PostgreSQL: U users × J no-op job requests, enqueued first, then the background job
  * server started; the time from its start to the last job's SUCCEEDED state is what counts.
  *
- * <p>What would keep a user's jobs one at a time — mutexes, dynamic queues, job chaining
- * ({@code continueWith}) — is JobRunr Pro; the open-source edition runs any enqueued job on any
- * worker. So, as for db-scheduler, the chain is built on its public API: every job is created up
- * front, the user's first enqueued and the rest scheduled far in the future, and a job's handler
- * moves the user's next job to ENQUEUED (a read and an UPDATE a job, which ours does not pay, not
- * atomic with this job's success). Without it a user's jobs would run up to N at once, a plain pool
- * rather than a serial queue per user. The open-source edition polls at least every 5 s on SQL
- * storage (it refuses less); a worker that goes idle looks for enqueued jobs at once, so the poll
- * only bounds the start: the first look comes min(poll ÷ 5, 1 s) after the server starts, inside
- * the measured time as graphile-worker's and pg-boss's starts are.
+ * <p>What would keep a user's jobs one at a time — mutexes, dynamic queues, job chaining ({@code
+ * continueWith}) — is JobRunr Pro; the open-source edition runs any enqueued job on any worker. So,
+ * as for db-scheduler, the chain is built on its public API: every job is created up front, the
+ * user's first enqueued and the rest scheduled far in the future, and a job's handler moves the
+ * user's next job to ENQUEUED (a read and an UPDATE a job, which ours does not pay, not atomic with
+ * this job's success). Without it a user's jobs would run up to N at once, a plain pool rather than
+ * a serial queue per user. The open-source edition polls at least every 5 s on SQL storage (it
+ * refuses less); a worker that goes idle looks for enqueued jobs at once, so the poll only bounds
+ * the start: the first look comes min(poll ÷ 5, 1 s) after the server starts, inside the measured
+ * time as graphile-worker's and pg-boss's starts are.
  */
 final class JobRunrThroughput {
   /** The least poll interval JobRunr accepts for a SQL storage provider. */
@@ -53,7 +53,10 @@ final class JobRunrThroughput {
     return v == null ? "?" : v;
   }
 
-  /** One no-op job of one user; JobRunr stores it as JSON (fields only) and hands it back to its handler. */
+  /**
+   * One no-op job of one user; JobRunr stores it as JSON (fields only) and hands it back to its
+   * handler.
+   */
   public static final class Noop implements JobRequest {
     private int user;
     private int seq;
@@ -112,22 +115,26 @@ final class JobRunrThroughput {
       // Creates JobRunr's tables (its migrations) on the empty database.
       StorageProvider storage = new PostgresStorageProvider(ds);
       NoopHandler handler = new NoopHandler(storage, users, perUser);
-      JobActivator activator = new JobActivator() {
-        @Override
-        public <T> T activateJob(Class<T> type) {
-          return type.cast(handler);
-        }
-      };
+      JobActivator activator =
+          new JobActivator() {
+            @Override
+            public <T> T activateJob(Class<T> type) {
+              return type.cast(handler);
+            }
+          };
       try {
-        JobRequestScheduler scheduler = JobRunr.configure()
-            .useJsonMapper(new JacksonJsonMapper())
-            .useStorageProvider(storage)
-            .useJobActivator(activator)
-            .useBackgroundJobServer(BackgroundJobServerConfiguration.usingStandardBackgroundJobServerConfiguration()
-                .andWorkerCount(concurrency)
-                .andPollInterval(POLL), false)
-            .initialize()
-            .getJobRequestScheduler();
+        JobRequestScheduler scheduler =
+            JobRunr.configure()
+                .useJsonMapper(new JacksonJsonMapper())
+                .useStorageProvider(storage)
+                .useJobActivator(activator)
+                .useBackgroundJobServer(
+                    BackgroundJobServerConfiguration.usingStandardBackgroundJobServerConfiguration()
+                        .andWorkerCount(concurrency)
+                        .andPollInterval(POLL),
+                    false)
+                .initialize()
+                .getJobRequestScheduler();
         Instant parked = Instant.now().plus(Duration.ofDays(3650));
         long e0 = System.nanoTime();
         // Round-robin over users as they would arrive; one job at a time, like an API call.
@@ -143,23 +150,28 @@ final class JobRunrThroughput {
         long e1 = System.nanoTime();
         CpuBusy.Snapshot cpu = CpuBusy.now();
         JobRunr.getBackgroundJobServer().start();
-        boolean finished = handler.allDone.await(capSeconds, TimeUnit.SECONDS)
-            && awaitSucceeded(storage, total, System.nanoTime() + TimeUnit.SECONDS.toNanos(5));
+        boolean finished =
+            handler.allDone.await(capSeconds, TimeUnit.SECONDS)
+                && awaitSucceeded(storage, total, System.nanoTime() + TimeUnit.SECONDS.toNanos(5));
         long e2 = System.nanoTime();
         CpuBusy.Share busy = CpuBusy.since(cpu);
         handler.serial.verify();
-        return new Peers.Result(handler.done.get(), (e1 - e0) / 1e6, (e2 - e1) / 1e6, !finished, busy);
+        return new Peers.Result(
+            handler.done.get(), (e1 - e0) / 1e6, (e2 - e1) / 1e6, !finished, busy);
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
         throw new IllegalStateException(e);
       } finally {
-        // Stops the server (its workers and zookeepers) and closes the storage provider; the pool is ours.
+        // Stops the server (its workers and zookeepers) and closes the storage provider; the pool
+        // is ours.
         JobRunr.destroy();
       }
     }
   }
 
-  /** The handler counts a job before JobRunr records its success; the clock stops at the last one. */
+  /**
+   * The handler counts a job before JobRunr records its success; the clock stops at the last one.
+   */
   private static boolean awaitSucceeded(StorageProvider storage, int total, long deadline)
       throws InterruptedException {
     while (System.nanoTime() < deadline) {

@@ -20,10 +20,16 @@ import java.util.regex.Pattern;
 final class LambdaJvm {
   /** The JVM flags the Lambda Java runtimes start with (tiered compilation stopped at C1). */
   static final List<String> LAMBDA_JVM_FLAGS =
-      List.of("-XX:+TieredCompilation", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xshare:auto", "-Xmx512m");
+      List.of(
+          "-XX:+TieredCompilation",
+          "-XX:TieredStopAtLevel=1",
+          "-XX:+UseSerialGC",
+          "-Xshare:auto",
+          "-Xmx512m");
 
   private static final Pattern HANDLED =
-      Pattern.compile("HANDLED construct_ms=([0-9.]+) handle_ms=([0-9.]+)(?: warm_ms=([0-9.]+))? jvm_uptime_ms=([0-9]+) classes=([0-9]+)");
+      Pattern.compile(
+          "HANDLED construct_ms=([0-9.]+) handle_ms=([0-9.]+)(?: warm_ms=([0-9.]+))? jvm_uptime_ms=([0-9]+) classes=([0-9]+)");
 
   /**
    * One cold start: wall time from spawn to the handled line, and the child's own split; {@code
@@ -33,9 +39,16 @@ final class LambdaJvm {
 
   private LambdaJvm() {}
 
-  /** Starts {@code mainAndArgs} in a JVM with the Lambda flags and {@code jvmFlags}, and times it. */
-  static Start start(String classpath, Map<String, String> env, String name, List<String> jvmFlags,
-      List<String> mainAndArgs) throws IOException, InterruptedException {
+  /**
+   * Starts {@code mainAndArgs} in a JVM with the Lambda flags and {@code jvmFlags}, and times it.
+   */
+  static Start start(
+      String classpath,
+      Map<String, String> env,
+      String name,
+      List<String> jvmFlags,
+      List<String> mainAndArgs)
+      throws IOException, InterruptedException {
     List<String> cmd = new ArrayList<>();
     cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
     cmd.addAll(LAMBDA_JVM_FLAGS);
@@ -50,8 +63,8 @@ final class LambdaJvm {
     StringBuilder out = new StringBuilder();
     Double wall = null;
     Matcher m = null;
-    try (java.io.BufferedReader r = new BufferedReader(
-        new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
+    try (java.io.BufferedReader r =
+        new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
       String line;
       while ((line = r.readLine()) != null) {
         Matcher found = HANDLED.matcher(line);
@@ -67,7 +80,11 @@ final class LambdaJvm {
       p.destroyForcibly();
       throw new IllegalStateException(name + " did not handle its event: " + out);
     }
-    return new Start(wall, Double.parseDouble(m.group(1)), Double.parseDouble(m.group(2)),
-        m.group(3) == null ? Double.NaN : Double.parseDouble(m.group(3)), Long.parseLong(m.group(5)));
+    return new Start(
+        wall,
+        Double.parseDouble(m.group(1)),
+        Double.parseDouble(m.group(2)),
+        m.group(3) == null ? Double.NaN : Double.parseDouble(m.group(3)),
+        Long.parseLong(m.group(5)));
   }
 }

@@ -2,8 +2,8 @@ package buildqueue.bench;
 
 /**
  * What most limits each figure, and the row that shows it. Kept in words rather than numbers so it
- * stays true from run to run, the numbers being in the table above it, except where PostgreSQL's CPU
- * per chained job goes, statement by statement: that needs pg_stat_statements, which the
+ * stays true from run to run, the numbers being in the table above it, except where PostgreSQL's
+ * CPU per chained job goes, statement by statement: that needs pg_stat_statements, which the
  * benchmark's server runs without, so those numbers are {@link StatementCosts}' on this machine.
  */
 final class Limits {

@@ -40,7 +40,8 @@ public final class OurRates {
         for (int i = 0; i < runs; i++) {
           rates.add(String.format("%.0f", ours.run(users, TOTAL / users).jobsPerSecond()));
         }
-        System.out.println(users + " user(s) × " + TOTAL / users + ": " + String.join(", ", rates) + " jobs/s");
+        System.out.println(
+            users + " user(s) × " + TOTAL / users + ": " + String.join(", ", rates) + " jobs/s");
       }
     }
   }

@@ -7,14 +7,16 @@ import buildqueue.testing.InProcessPlatform.LaunchPlan;
 /**
  * Our side of figure 3: U users, each with a dedicated lane (one worker at a time per user: the
  * per-user seriality the peers get from queueName / singletonKey), J no-op jobs each, in-process
- * workers that chain their lane's jobs. Jobs are enqueued first with the workers held before
- * their start, as the peers' jobs are added before their workers run; the time from releasing the
- * workers to the last worker's exit is what counts.
+ * workers that chain their lane's jobs. Jobs are enqueued first with the workers held before their
+ * start, as the peers' jobs are added before their workers run; the time from releasing the workers
+ * to the last worker's exit is what counts.
  */
 final class OurThroughput {
   private static final Json EMPTY = new Json("{}");
 
-  /** One run: jobs, enqueue and processing time, commits PostgreSQL counted, CPU while processing. */
+  /**
+   * One run: jobs, enqueue and processing time, commits PostgreSQL counted, CPU while processing.
+   */
   record Result(int jobs, double enqueueMs, double processMs, long commits, CpuBusy.Share cpu) {
     double jobsPerSecond() {
       return jobs / (processMs / 1000.0);
@@ -31,7 +33,9 @@ final class OurThroughput {
 
   Result run(int users, int perUser) {
     // Every user's jobs are submitted before they run: the per-user quota must hold them all.
-    QueueConfig config = QueueConfig.defaults().withMaxQueuedJobs(Math.max(perUser, QueueConfig.DEFAULT_MAX_QUEUED_JOBS));
+    QueueConfig config =
+        QueueConfig.defaults()
+            .withMaxQueuedJobs(Math.max(perUser, QueueConfig.DEFAULT_MAX_QUEUED_JOBS));
     try (QueueRig rig = new QueueRig(pg, "bq_ours", config, poolSize)) {
       for (int u = 0; u < users; u++) {
         rig.queue.setDedicated("u" + u, true);
@@ -52,7 +56,8 @@ final class OurThroughput {
       long e2 = System.nanoTime();
       CpuBusy.Share busy = CpuBusy.since(cpu);
       if (rig.platform.tasksStarted() != users) {
-        throw new IllegalStateException("expected one chaining worker per user, saw " + rig.platform.tasksStarted());
+        throw new IllegalStateException(
+            "expected one chaining worker per user, saw " + rig.platform.tasksStarted());
       }
       long commits = rig.closeAndCountCommits();
       return new Result(users * perUser, (e1 - e0) / 1e6, (e2 - e1) / 1e6, commits, busy);

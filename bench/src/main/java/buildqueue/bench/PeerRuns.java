@@ -23,10 +23,28 @@ final class PeerRuns {
     this.report = report;
   }
 
-  String peerRun(Peers peers, String script, Map<String, String> settings, int users, int perUser,
-      int concurrency, List<Double> rates, List<Double> commits) {
-    return measure(script, db -> peers.run(script, settings, pg.postgresUrl(db), users, perUser, concurrency,
-        peerCapSeconds()), rates, commits);
+  String peerRun(
+      Peers peers,
+      String script,
+      Map<String, String> settings,
+      int users,
+      int perUser,
+      int concurrency,
+      List<Double> rates,
+      List<Double> commits) {
+    return measure(
+        script,
+        db ->
+            peers.run(
+                script,
+                settings,
+                pg.postgresUrl(db),
+                users,
+                perUser,
+                concurrency,
+                peerCapSeconds()),
+        rates,
+        commits);
   }
 
   /**
@@ -34,7 +52,10 @@ final class PeerRuns {
    * closed its connections. Returns why it failed, or null; a failure (a JVM peer's missing class
    * too) leaves the row "not measured" and the rest of the run going.
    */
-  private String measure(String peer, java.util.function.Function<String, Peers.Result> run, List<Double> rates,
+  private String measure(
+      String peer,
+      java.util.function.Function<String, Peers.Result> run,
+      List<Double> rates,
       List<Double> commits) {
     String db = pg.createEmptyDatabase("bq_peer");
     try {
@@ -56,7 +77,10 @@ final class PeerRuns {
     }
   }
 
-  /** A JVM peer's version; a jar missing from the classpath shows here and in its rows, not as a failed figure. */
+  /**
+   * A JVM peer's version; a jar missing from the classpath shows here and in its rows, not as a
+   * failed figure.
+   */
   static String jvmPeerVersion(java.util.function.Supplier<String> version) {
     try {
       return version.get();
@@ -66,7 +90,10 @@ final class PeerRuns {
   }
 
   /** A JVM peer's run, and whether its shutdown left threads of its own running in this JVM. */
-  String measureInJvm(String peer, java.util.function.Function<String, Peers.Result> run, List<Double> rates,
+  String measureInJvm(
+      String peer,
+      java.util.function.Function<String, Peers.Result> run,
+      List<Double> rates,
       List<Double> commits) {
     PeerThreads threads = new PeerThreads();
     String error = measure(peer, run, rates, commits);
@@ -78,10 +105,16 @@ final class PeerRuns {
     return error;
   }
 
-  /** A peer's CPU shares while processing, by its rate list (identity), for the peers in this JVM. */
-  private final Map<List<Double>, List<CpuBusy.Share>> cpuShares = new java.util.IdentityHashMap<>();
+  /**
+   * A peer's CPU shares while processing, by its rate list (identity), for the peers in this JVM.
+   */
+  private final Map<List<Double>, List<CpuBusy.Share>> cpuShares =
+      new java.util.IdentityHashMap<>();
 
-  /** The threads a JVM peer left running after its shutdown, by its rate list (identity), told in its row. */
+  /**
+   * The threads a JVM peer left running after its shutdown, by its rate list (identity), told in
+   * its row.
+   */
   private final Map<List<Double>, String> leftThreads = new java.util.IdentityHashMap<>();
 
   /** The rate lists (by identity) of which a run stopped at the cap with jobs left. */
@@ -95,22 +128,47 @@ final class PeerRuns {
   /** Ours ÷ each peer by load, for the table of figure 3 at a glance: peer → load → ratio. */
   private final Map<String, Map<String, String>> ratios = new LinkedHashMap<>();
 
-  void peerLine(String peer, String setup, List<Double> rates, List<Double> commits, String error,
-      Stats ours, String how) {
+  void peerLine(
+      String peer,
+      String setup,
+      List<Double> rates,
+      List<Double> commits,
+      String error,
+      Stats ours,
+      String how) {
     if (rates.isEmpty()) {
       ratios.computeIfAbsent(peer, k -> new LinkedHashMap<>()).put(setup, "not measured");
       report.add(F3, peer + ", " + setup + ": jobs/s", "—", "—", "0", "not measured: " + error);
       return;
     }
     Stats s = new Stats(rates);
-    ratios.computeIfAbsent(peer, k -> new LinkedHashMap<>()).put(setup, ratio(ours.median() / s.median()) + "×");
-    report.add(F3, peer + ", " + setup + ": jobs/s", s, "/s", 0,
-        "ours ÷ " + peer + " = " + ratio(ours.median() / s.median()) + "×; commits/job "
-            + Report.format(new Stats(commits).median(), 2) + "; " + how
-            + (cpuShares.containsKey(rates) ? "; " + medianShare(cpuShares.remove(rates)).describe() : "")
+    ratios
+        .computeIfAbsent(peer, k -> new LinkedHashMap<>())
+        .put(setup, ratio(ours.median() / s.median()) + "×");
+    report.add(
+        F3,
+        peer + ", " + setup + ": jobs/s",
+        s,
+        "/s",
+        0,
+        "ours ÷ "
+            + peer
+            + " = "
+            + ratio(ours.median() / s.median())
+            + "×; commits/job "
+            + Report.format(new Stats(commits).median(), 2)
+            + "; "
+            + how
+            + (cpuShares.containsKey(rates)
+                ? "; " + medianShare(cpuShares.remove(rates)).describe()
+                : "")
             + (error != null ? "; some runs failed: " + error : "")
-            + (leftThreads.containsKey(rates) ? "; threads left running after its shutdown: " + leftThreads.remove(rates) : "")
-            + (cappedRuns.remove(rates) ? "; stopped after " + peerCapSeconds() + " s with jobs left: the rate it reached" : ""));
+            + (leftThreads.containsKey(rates)
+                ? "; threads left running after its shutdown: " + leftThreads.remove(rates)
+                : "")
+            + (cappedRuns.remove(rates)
+                ? "; stopped after " + peerCapSeconds() + " s with jobs left: the rate it reached"
+                : ""));
   }
 
   /**
@@ -118,15 +176,18 @@ final class PeerRuns {
    * that did not run a load says so). Above 1 we processed faster.
    */
   String ratioTable() {
-    List<String> loads = ratios.values().stream().flatMap(m -> m.keySet().stream()).distinct().toList();
-    StringBuilder b = new StringBuilder("### Figure 3 at a glance: our jobs/s ÷ each peer's\n\n| peer |");
+    List<String> loads =
+        ratios.values().stream().flatMap(m -> m.keySet().stream()).distinct().toList();
+    StringBuilder b =
+        new StringBuilder("### Figure 3 at a glance: our jobs/s ÷ each peer's\n\n| peer |");
     loads.forEach(l -> b.append(' ').append(l).append(" |"));
     b.append("\n|---|").append("---:|".repeat(loads.size())).append('\n');
-    ratios.forEach((peer, byLoad) -> {
-      b.append("| ").append(peer).append(" |");
-      loads.forEach(l -> b.append(' ').append(byLoad.getOrDefault(l, "—")).append(" |"));
-      b.append('\n');
-    });
+    ratios.forEach(
+        (peer, byLoad) -> {
+          b.append("| ").append(peer).append(" |");
+          loads.forEach(l -> b.append(' ').append(byLoad.getOrDefault(l, "—")).append(" |"));
+          b.append('\n');
+        });
     return b.toString();
   }
 
@@ -136,7 +197,9 @@ final class PeerRuns {
   }
 
   private static CpuBusy.Share medianShare(List<CpuBusy.Share> shares) {
-    return new CpuBusy.Share(stats(shares, CpuBusy.Share::machine).median(), stats(shares, CpuBusy.Share::postgres).median(),
+    return new CpuBusy.Share(
+        stats(shares, CpuBusy.Share::machine).median(),
+        stats(shares, CpuBusy.Share::postgres).median(),
         stats(shares, CpuBusy.Share::jvm).median());
   }
 }

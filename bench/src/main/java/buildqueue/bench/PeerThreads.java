@@ -16,14 +16,18 @@ final class PeerThreads {
     long deadline = System.nanoTime() + 5_000_000_000L;
     List<Thread> left;
     do {
-      left = Thread.getAllStackTraces().keySet().stream()
-          .filter(t -> !before.contains(t) && t.isAlive() && t != Thread.currentThread())
-          .toList();
+      left =
+          Thread.getAllStackTraces().keySet().stream()
+              .filter(t -> !before.contains(t) && t.isAlive() && t != Thread.currentThread())
+              .toList();
       if (left.isEmpty()) {
         return List.of();
       }
       BenchPostgres.sleep(50);
     } while (System.nanoTime() < deadline);
-    return left.stream().map(t -> t.getName() + (t.isDaemon() ? " (daemon)" : "")).sorted().collect(Collectors.toList());
+    return left.stream()
+        .map(t -> t.getName() + (t.isDaemon() ? " (daemon)" : ""))
+        .sorted()
+        .collect(Collectors.toList());
   }
 }

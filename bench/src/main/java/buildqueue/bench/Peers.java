@@ -47,8 +47,11 @@ final class Peers {
       String pinned = Files.readString(dir.resolve("package.json"));
       if (changed || !Files.exists(marker) || !Files.readString(marker).equals(pinned)) {
         System.err.println("   npm install in " + dir);
-        Process p = new ProcessBuilder("npm", "install", "--no-audit", "--no-fund", "--loglevel=error")
-            .directory(dir.toFile()).redirectErrorStream(true).start();
+        Process p =
+            new ProcessBuilder("npm", "install", "--no-audit", "--no-fund", "--loglevel=error")
+                .directory(dir.toFile())
+                .redirectErrorStream(true)
+                .start();
         String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
         if (!p.waitFor(10, TimeUnit.MINUTES) || p.exitValue() != 0) {
           unavailable = Optional.of("npm install failed: " + tail(out));
@@ -77,18 +80,29 @@ final class Peers {
 
   String version(String pkg) {
     try {
-      return JSON.readTree(dir.resolve("node_modules").resolve(pkg).resolve("package.json").toFile())
-          .path("version").asText("?");
+      return JSON.readTree(
+              dir.resolve("node_modules").resolve(pkg).resolve("package.json").toFile())
+          .path("version")
+          .asText("?");
     } catch (IOException e) {
       return "not installed";
     }
   }
 
   /** Runs one driver to completion; throws with the driver's output when it fails. */
-  Result run(String script, Map<String, String> settings, String url, int users, int perUser, int concurrency,
+  Result run(
+      String script,
+      Map<String, String> settings,
+      String url,
+      int users,
+      int perUser,
+      int concurrency,
       int maxSeconds) {
     try {
-      ProcessBuilder pb = new ProcessBuilder(node().toString(), script).directory(dir.toFile()).redirectErrorStream(true);
+      ProcessBuilder pb =
+          new ProcessBuilder(node().toString(), script)
+              .directory(dir.toFile())
+              .redirectErrorStream(true);
       Map<String, String> env = pb.environment();
       env.put("BENCH_URL", url);
       env.put("BENCH_USERS", Integer.toString(users));
@@ -104,8 +118,12 @@ final class Peers {
       }
       List<String> lines = out.strip().lines().toList();
       JsonNode r = JSON.readTree(lines.get(lines.size() - 1));
-      return new Result(r.path("jobs").asInt(), r.path("enqueueMs").asDouble(), r.path("processMs").asDouble(),
-          r.path("capped").asBoolean(), null);
+      return new Result(
+          r.path("jobs").asInt(),
+          r.path("enqueueMs").asDouble(),
+          r.path("processMs").asDouble(),
+          r.path("capped").asBoolean(),
+          null);
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     } catch (InterruptedException e) {

@@ -6,8 +6,8 @@ import buildqueue.core.QueueConfig;
 import buildqueue.db.CountingDatabase;
 import buildqueue.db.Database;
 import buildqueue.db.JdbcDatabase;
-import buildqueue.testing.InProcessPlatform;
 import buildqueue.testing.GateHandler;
+import buildqueue.testing.InProcessPlatform;
 import buildqueue.worker.JobContext;
 import buildqueue.worker.JobHandler;
 import buildqueue.worker.JobHandlers;
@@ -28,8 +28,10 @@ final class QueueRig implements AutoCloseable {
   final QueueConfig config;
   final InProcessPlatform platform;
   final BuildQueue queue;
+
   /** {@code gate} holds its worker until opened, so jobs can pile up behind it. */
   final GateHandler gate = new GateHandler();
+
   private boolean closed;
 
   /** {@code noop} succeeds at once. */
@@ -51,7 +53,11 @@ final class QueueRig implements AutoCloseable {
   }
 
   /** {@code decorate} wraps the platform the queue calls (the workers still run in-process). */
-  QueueRig(BenchPostgres pg, String prefix, QueueConfig config, int poolSize,
+  QueueRig(
+      BenchPostgres pg,
+      String prefix,
+      QueueConfig config,
+      int poolSize,
       java.util.function.UnaryOperator<buildqueue.platform.WorkerPlatform> decorate) {
     this(pg, prefix, config, poolSize, decorate, new JobHandler[0]);
   }
@@ -61,8 +67,13 @@ final class QueueRig implements AutoCloseable {
     this(pg, prefix, config, poolSize, platform -> platform, more);
   }
 
-  private QueueRig(BenchPostgres pg, String prefix, QueueConfig config, int poolSize,
-      java.util.function.UnaryOperator<buildqueue.platform.WorkerPlatform> decorate, JobHandler... more) {
+  private QueueRig(
+      BenchPostgres pg,
+      String prefix,
+      QueueConfig config,
+      int poolSize,
+      java.util.function.UnaryOperator<buildqueue.platform.WorkerPlatform> decorate,
+      JobHandler... more) {
     this.pg = pg;
     this.database = pg.createQueueDatabase(prefix);
     this.dataSource = pg.pool(database, poolSize);
@@ -72,7 +83,8 @@ final class QueueRig implements AutoCloseable {
     JobHandlers handlers = JobHandlers.of(NOOP, gate).with(more);
     this.platform = new InProcessPlatform(db, config, QueueClock.DATABASE, handlers);
     this.queue = new BuildQueue(db, decorate.apply(platform), config, QueueClock.DATABASE);
-    platform.onStopped((taskId, workerId, token, reason) -> queue.taskStopped(taskId, workerId, token, reason));
+    platform.onStopped(
+        (taskId, workerId, token, reason) -> queue.taskStopped(taskId, workerId, token, reason));
   }
 
   void awaitAllEnded() {

@@ -1,8 +1,8 @@
 package buildqueue.bench;
 
 /**
- * What the reference implementation (docs/architecture.md §1) sends to the database
- * for one job, counted by hand from its code; see {@link #NOTE} for how.
+ * What the reference implementation (docs/architecture.md §1) sends to the database for one job,
+ * counted by hand from its code; see {@link #NOTE} for how.
  */
 final class ReferenceCount {
   private ReferenceCount() {}

@@ -5,8 +5,8 @@ import buildqueue.core.JobStatus;
 import buildqueue.core.QueueClock;
 import buildqueue.core.QueueConfig;
 import buildqueue.core.WorkerTransitions;
-import buildqueue.db.Json;
 import buildqueue.db.JdbcDatabase;
+import buildqueue.db.Json;
 import buildqueue.db.Params;
 import buildqueue.platform.LaunchOutcome;
 import buildqueue.platform.TaskState;
@@ -68,8 +68,13 @@ final class Scale {
       """;
 
   /** Latencies of one size, in milliseconds, per batch. */
-  record Result(List<Double> dispatchMs, List<Double> chainMs, List<Double> tickMs, List<Double> enqueueMs,
-      double bulkInsertSeconds, List<ScalePlans.Plan> plans) {}
+  record Result(
+      List<Double> dispatchMs,
+      List<Double> chainMs,
+      List<Double> tickMs,
+      List<Double> enqueueMs,
+      double bulkInsertSeconds,
+      List<ScalePlans.Plan> plans) {}
 
   private final BenchPostgres pg;
 
@@ -108,7 +113,8 @@ final class Scale {
           int dispatched = queue.dispatchLane("shared").size();
           d.add((System.nanoTime() - s0) / 1e6);
           if (dispatched != 1) {
-            throw new IllegalStateException("dispatch of the shared lane found nothing to do with " + jobs + " jobs");
+            throw new IllegalStateException(
+                "dispatch of the shared lane found nothing to do with " + jobs + " jobs");
           }
           long s1 = System.nanoTime();
           queue.tick();
@@ -130,16 +136,19 @@ final class Scale {
       queue.dispatchLane("shared");
       WorkerLaunch worker = slots.last();
       WorkerTransitions workers = new WorkerTransitions(db, config, QueueClock.DATABASE);
-      long job = workers.start(worker.workerId(), worker.token()).orElseThrow().job().orElseThrow().id();
+      long job =
+          workers.start(worker.workerId(), worker.token()).orElseThrow().job().orElseThrow().id();
       List<Double> chain = new ArrayList<>();
       for (int b = 0; b < batches; b++) {
         List<Double> c = new ArrayList<>();
         for (int i = 0; i < perBatch; i++) {
           long s0 = System.nanoTime();
-          WorkerTransitions.Ended ended = workers.end(worker.workerId(), worker.token(), job, JobStatus.SUCCEEDED, null);
+          WorkerTransitions.Ended ended =
+              workers.end(worker.workerId(), worker.token(), job, JobStatus.SUCCEEDED, null);
           c.add((System.nanoTime() - s0) / 1e6);
           if (!(ended instanceof WorkerTransitions.Ended.Chained next)) {
-            throw new IllegalStateException("the shared lane's worker chained nothing with " + jobs + " jobs: " + ended);
+            throw new IllegalStateException(
+                "the shared lane's worker chained nothing with " + jobs + " jobs: " + ended);
           }
           job = next.next().id();
         }

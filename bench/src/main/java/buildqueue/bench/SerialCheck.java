@@ -5,7 +5,8 @@ import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * Checks that a peer's hand-made chain held: each user's jobs ran in order, each after the one
- * before it. A peer that broke it would be measured doing less than the load asks, so its run fails.
+ * before it. A peer that broke it would be measured doing less than the load asks, so its run
+ * fails.
  */
 final class SerialCheck {
   private final AtomicIntegerArray next;
@@ -17,7 +18,8 @@ final class SerialCheck {
 
   void ran(int user, int seq) {
     if (!next.compareAndSet(user, seq, seq + 1)) {
-      broken.compareAndSet(null, "user " + user + " ran job " + seq + " when job " + next.get(user) + " was next");
+      broken.compareAndSet(
+          null, "user " + user + " ran job " + seq + " when job " + next.get(user) + " was next");
     }
   }
 

@@ -12,9 +12,9 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * Figure 5: from a worker's stop evidence reaching the queue to the launch request for the next
- * job of its lane. One lane, jobs queued behind a held worker, chain window 0 so every job needs a
- * new worker: each exit is followed by exactly one dispatch and launch.
+ * Figure 5: from a worker's stop evidence reaching the queue to the launch request for the next job
+ * of its lane. One lane, jobs queued behind a held worker, chain window 0 so every job needs a new
+ * worker: each exit is followed by exactly one dispatch and launch.
  */
 final class SlotTurnaround {
   private static final Json EMPTY = new Json("{}");
@@ -30,12 +30,13 @@ final class SlotTurnaround {
     List<Long> launches = new ArrayList<>();
     QueueConfig config = QueueConfig.defaults().withChainWindow(Duration.ZERO);
     try (QueueRig rig = new QueueRig(pg, "bq_turn", config, 8, p -> new Timed(p, launches))) {
-      rig.platform.onStopped((taskId, workerId, token, reason) -> {
-        synchronized (launches) {
-          evidence.add(System.nanoTime());
-        }
-        rig.queue.taskStopped(taskId, workerId, token, reason);
-      });
+      rig.platform.onStopped(
+          (taskId, workerId, token, reason) -> {
+            synchronized (launches) {
+              evidence.add(System.nanoTime());
+            }
+            rig.queue.taskStopped(taskId, workerId, token, reason);
+          });
       long gateJob = rig.queue.enqueue("u1", GateHandler.KIND, EMPTY, null).jobId();
       rig.gate.awaitEntered(gateJob);
       for (int i = 0; i < jobs; i++) {

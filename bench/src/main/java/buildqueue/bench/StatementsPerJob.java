@@ -12,7 +12,11 @@ import java.util.List;
  */
 final class StatementsPerJob {
   /** One run's per-job figures. */
-  record Run(double freshStatements, double freshCommits, double chainedStatements, double chainedCommits) {}
+  record Run(
+      double freshStatements,
+      double freshCommits,
+      double chainedStatements,
+      double chainedCommits) {}
 
   private static final Json EMPTY = new Json("{}");
   private final BenchPostgres pg;
@@ -36,14 +40,19 @@ final class StatementsPerJob {
     return out;
   }
 
-  /** Commits counted for a pool that opens and closes and does nothing: subtracted from each run. */
+  /**
+   * Commits counted for a pool that opens and closes and does nothing: subtracted from each run.
+   */
   private long idleCommits() {
     try (QueueRig rig = new QueueRig(pg, "bq_idle", QueueConfig.defaults(), 4)) {
       return rig.closeAndCountCommits();
     }
   }
 
-  /** Jobs one after another in one lane, each on its own worker: the worker has exited before the next. */
+  /**
+   * Jobs one after another in one lane, each on its own worker: the worker has exited before the
+   * next.
+   */
   private double[] fresh(long idle) {
     try (QueueRig rig = new QueueRig(pg, "bq_fresh", QueueConfig.defaults(), 4)) {
       for (int i = 0; i < freshJobs; i++) {
@@ -70,7 +79,8 @@ final class StatementsPerJob {
       rig.gate.open(gateJob);
       rig.awaitAllEnded();
       if (rig.platform.tasksStarted() != 1) {
-        throw new IllegalStateException("expected one worker to chain every job, saw " + rig.platform.tasksStarted());
+        throw new IllegalStateException(
+            "expected one worker to chain every job, saw " + rig.platform.tasksStarted());
       }
       long statements = rig.db.statements();
       long commits = rig.closeAndCountCommits() - idle;

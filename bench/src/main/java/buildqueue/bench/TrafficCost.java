@@ -3,8 +3,8 @@ package buildqueue.bench;
 import buildqueue.core.BuildQueue;
 import buildqueue.core.QueueClock;
 import buildqueue.core.QueueConfig;
-import buildqueue.db.Json;
 import buildqueue.db.JdbcDatabase;
+import buildqueue.db.Json;
 import buildqueue.worker.JobContext;
 import buildqueue.worker.JobHandler;
 import buildqueue.worker.JobHandlers;
@@ -40,7 +40,12 @@ final class TrafficCost {
    * What one replay cost. {@code lightWaitP99} and {@code heavyWaitP50} split the waits by user:
    * {@link #HEAVY} against everyone else.
    */
-  record Result(double launchesPerJob, double billedPerJobSecond, double waitP50, double waitP99, double lightWaitP99,
+  record Result(
+      double launchesPerJob,
+      double billedPerJobSecond,
+      double waitP50,
+      double waitP99,
+      double lightWaitP99,
       double heavyWaitP50) {}
 
   /** The user who builds far more than the others in the "heavy + light" traces. */
@@ -55,8 +60,10 @@ final class TrafficCost {
     return List.of(
         new Policy("one task per job (AWS Batch; chain window 0)", Duration.ZERO, Duration.ZERO),
         new Policy("reference: chain window 5 min", Duration.ofMinutes(5), Duration.ZERO),
-        new Policy("chain window 5 min + linger 30 s", Duration.ofMinutes(5), Duration.ofSeconds(30)),
-        new Policy("chain window 5 min + linger 60 s", Duration.ofMinutes(5), Duration.ofSeconds(60)));
+        new Policy(
+            "chain window 5 min + linger 30 s", Duration.ofMinutes(5), Duration.ofSeconds(30)),
+        new Policy(
+            "chain window 5 min + linger 60 s", Duration.ofMinutes(5), Duration.ofSeconds(60)));
   }
 
   /** Builds of 1–3 minutes, arriving over {@code hours} model hours. */
@@ -69,7 +76,12 @@ final class TrafficCost {
     for (double t = exp(r, 120); t < horizon; t += exp(r, 120)) {
       steady.add(new Arrival(t, "s" + r.nextInt(40), build(r)));
     }
-    out.add(new Trace("steady", "Poisson, one build per 2 min on average, 40 users in the shared lane", steady, List.of()));
+    out.add(
+        new Trace(
+            "steady",
+            "Poisson, one build per 2 min on average, 40 users in the shared lane",
+            steady,
+            List.of()));
 
     r = new Random(seed + 1);
     List<Arrival> bursty = new ArrayList<>();
@@ -79,7 +91,12 @@ final class TrafficCost {
       }
     }
     bursty.sort((a, b) -> Double.compare(a.at(), b.at()));
-    out.add(new Trace("bursty", "10 builds within a minute every 20 min, 40 users in the shared lane", bursty, List.of()));
+    out.add(
+        new Trace(
+            "bursty",
+            "10 builds within a minute every 20 min, 40 users in the shared lane",
+            bursty,
+            List.of()));
 
     r = new Random(seed + 2);
     List<Arrival> heavy = new ArrayList<>();
@@ -90,15 +107,19 @@ final class TrafficCost {
       heavy.add(new Arrival(t, "l" + r.nextInt(30), build(r)));
     }
     heavy.sort((a, b) -> Double.compare(a.at(), b.at()));
-    out.add(new Trace("heavy + light", "one user with a dedicated lane building every 3 min on average, 30 light users sharing one build per 5 min",
-        heavy, List.of(HEAVY)));
+    out.add(
+        new Trace(
+            "heavy + light",
+            "one user with a dedicated lane building every 3 min on average, 30 light users sharing one build per 5 min",
+            heavy,
+            List.of(HEAVY)));
     return out;
   }
 
   /**
-   * The trace on which the shared lane's order matters: the heavy user shares the lane and
-   * rebuilds everything at once (12 builds within a minute every 20 min), while 30 light users
-   * share one build per 5 min on average.
+   * The trace on which the shared lane's order matters: the heavy user shares the lane and rebuilds
+   * everything at once (12 builds within a minute every 20 min), while 30 light users share one
+   * build per 5 min on average.
    */
   static Trace heavySharing(double hours, long seed) {
     double horizon = hours * 3600;
@@ -113,8 +134,12 @@ final class TrafficCost {
       arrivals.add(new Arrival(t, "l" + r.nextInt(30), build(r)));
     }
     arrivals.sort((a, b) -> Double.compare(a.at(), b.at()));
-    return new Trace("heavy + light, sharing", "the heavy user in the shared lane, 12 builds within a minute every 20 min;"
-        + " 30 light users sharing one build per 5 min", arrivals, List.of());
+    return new Trace(
+        "heavy + light, sharing",
+        "the heavy user in the shared lane, 12 builds within a minute every 20 min;"
+            + " 30 light users sharing one build per 5 min",
+        arrivals,
+        List.of());
   }
 
   private static double exp(Random r, double mean) {
@@ -135,29 +160,35 @@ final class TrafficCost {
     return replay(trace, policy, QueueConfig.SharedOrder.FAIR, seed);
   }
 
-  Result replay(Trace trace, Policy policy, QueueConfig.SharedOrder order, long seed) throws InterruptedException {
+  Result replay(Trace trace, Policy policy, QueueConfig.SharedOrder order, long seed)
+      throws InterruptedException {
     Map<Long, Long> startedAt = new ConcurrentHashMap<>();
-    JobHandler sleep = new JobHandler() {
-      @Override
-      public String kind() {
-        return "sleep";
-      }
+    JobHandler sleep =
+        new JobHandler() {
+          @Override
+          public String kind() {
+            return "sleep";
+          }
 
-      @Override
-      public JobOutcome run(JobContext context) throws InterruptedException {
-        startedAt.putIfAbsent(context.jobId(), System.nanoTime());
-        Thread.sleep(context.payload().path("ms").asLong());
-        return JobOutcome.succeeded();
-      }
-    };
-    QueueConfig config = QueueConfig.defaults()
-        .withSharedSlots(SHARED_SLOTS)
-        .withChainWindow(scaled(policy.chainWindow()))
-        .withLinger(scaled(policy.linger()))
-        .withLease(scaled(Duration.ofMinutes(60)), scaled(Duration.ofMinutes(5)), scaled(Duration.ofSeconds(60)))
-        .withLivenessInterval(scaled(Duration.ofSeconds(5)))
-        .withLaunchGrace(scaled(Duration.ofSeconds(60)))
-        .withSharedOrder(order);
+          @Override
+          public JobOutcome run(JobContext context) throws InterruptedException {
+            startedAt.putIfAbsent(context.jobId(), System.nanoTime());
+            Thread.sleep(context.payload().path("ms").asLong());
+            return JobOutcome.succeeded();
+          }
+        };
+    QueueConfig config =
+        QueueConfig.defaults()
+            .withSharedSlots(SHARED_SLOTS)
+            .withChainWindow(scaled(policy.chainWindow()))
+            .withLinger(scaled(policy.linger()))
+            .withLease(
+                scaled(Duration.ofMinutes(60)),
+                scaled(Duration.ofMinutes(5)),
+                scaled(Duration.ofSeconds(60)))
+            .withLivenessInterval(scaled(Duration.ofSeconds(5)))
+            .withLaunchGrace(scaled(Duration.ofSeconds(60)))
+            .withSharedOrder(order);
     String database = pg.createQueueDatabase("bq_cost");
     FargateModel model = null;
     try (HikariDataSource ds = pg.pool(database, 16)) {
@@ -187,10 +218,12 @@ final class TrafficCost {
         jobSeconds += a.seconds();
       }
       long deadline = System.nanoTime() + Duration.ofMinutes(5).toNanos();
-      while (!(startedAt.size() == arrivedAt.size() && model.idle()
+      while (!(startedAt.size() == arrivedAt.size()
+          && model.idle()
           && db.query("select 1 from build_job where finished_at is null limit 1").isEmpty())) {
         if (System.nanoTime() > deadline) {
-          throw new IllegalStateException("trace " + trace.name() + " under " + policy.name() + " did not drain in 5 minutes");
+          throw new IllegalStateException(
+              "trace " + trace.name() + " under " + policy.name() + " did not drain in 5 minutes");
         }
         Thread.sleep(20);
       }
@@ -206,7 +239,11 @@ final class TrafficCost {
       }
       Stats w = new Stats(waits);
       double billed = model.billedSeconds().stream().mapToDouble(Double::doubleValue).sum();
-      return new Result((double) model.launches() / arrivedAt.size(), billed / jobSeconds, w.percentile(50), w.percentile(99),
+      return new Result(
+          (double) model.launches() / arrivedAt.size(),
+          billed / jobSeconds,
+          w.percentile(50),
+          w.percentile(99),
           light.isEmpty() ? Double.NaN : new Stats(light).percentile(99),
           heavyWaits.isEmpty() ? Double.NaN : new Stats(heavyWaits).percentile(50));
     } finally {
@@ -219,18 +256,21 @@ final class TrafficCost {
 
   /** The scheduled tick, once a model minute. */
   private static Thread ticker(BuildQueue queue) {
-    Thread t = new Thread(() -> {
-      while (!Thread.currentThread().isInterrupted()) {
-        try {
-          Thread.sleep(Math.round(60 / SCALE * 1000));
-          queue.tick();
-        } catch (InterruptedException e) {
-          return;
-        } catch (RuntimeException e) {
-          System.err.println("   tick failed: " + e);
-        }
-      }
-    }, "model-tick");
+    Thread t =
+        new Thread(
+            () -> {
+              while (!Thread.currentThread().isInterrupted()) {
+                try {
+                  Thread.sleep(Math.round(60 / SCALE * 1000));
+                  queue.tick();
+                } catch (InterruptedException e) {
+                  return;
+                } catch (RuntimeException e) {
+                  System.err.println("   tick failed: " + e);
+                }
+              }
+            },
+            "model-tick");
     t.setDaemon(true);
     t.start();
     return t;

@@ -27,21 +27,22 @@ import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 
 /**
- * docs/architecture.md held to the schema and the code, so that a rename or a new column breaks
- * the build rather than the reader: §3's tables (one per table, one column a row) against the
- * migrated schema; the SQL functions it names against the schema and against the statements that
- * call them; the statement constants and methods of §4 against the classes; §6.1's lease checks
- * against the worker functions' bodies; §9's list of assembled statements against the texts
- * {@code AssembledStatementsTest} pins; §5's invariants against their citations ({@code §5.N}) and
- * {@code InvariantTest}'s methods; every test class it and docs/development.md name against the
- * test sources; and no measured figure on the page (they live in BENCHMARKS.md).
- * Failures say what to change in the page.
+ * docs/architecture.md held to the schema and the code, so that a rename or a new column breaks the
+ * build rather than the reader: §3's tables (one per table, one column a row) against the migrated
+ * schema; the SQL functions it names against the schema and against the statements that call them;
+ * the statement constants and methods of §4 against the classes; §6.1's lease checks against the
+ * worker functions' bodies; §9's list of assembled statements against the texts {@code
+ * AssembledStatementsTest} pins; §5's invariants against their citations ({@code §5.N}) and {@code
+ * InvariantTest}'s methods; every test class it and docs/development.md name against the test
+ * sources; and no measured figure on the page (they live in BENCHMARKS.md). Failures say what to
+ * change in the page.
  */
 class ArchitectureDocTest {
   private static final Path ROOT = RepositoryStandsAloneTest.repositoryRoot();
   private static final List<String> DOC = lines(ROOT.resolve("docs/architecture.md"));
   private static final Path CORE_MAIN = ROOT.resolve("functions/core/src/main/java");
-  private static final Path PINNED = ROOT.resolve("functions/core/src/test/resources/buildqueue/statements");
+  private static final Path PINNED =
+      ROOT.resolve("functions/core/src/test/resources/buildqueue/statements");
 
   private static final Pattern HEADING = Pattern.compile("^(#{2,3}) (\\d+(?:\\.\\d+)?)\\.? ");
   private static final Pattern TABLE_HEADING = Pattern.compile("^#### `(\\w+)`");
@@ -51,21 +52,33 @@ class ArchitectureDocTest {
   private static final Pattern METHOD = Pattern.compile("^[a-z]\\w*$");
   private static final Pattern SQL_FUNCTION = Pattern.compile("\\b(build_\\w+)(\\(_(\\w+)\\))?");
   private static final Pattern CALL = Pattern.compile("\\b(build_\\w+)\\s*\\(");
-  private static final Pattern SQL_START = Pattern.compile("(?is)^\\s*(with|select|update|insert|delete)\\b.*");
-  private static final Pattern DIAGRAM_CONSTANT = Pattern.compile("\\b[A-Z][A-Z0-9_]*[A-Z0-9](?:_\\*)?(?![\\w.])");
+  private static final Pattern SQL_START =
+      Pattern.compile("(?is)^\\s*(with|select|update|insert|delete)\\b.*");
+  private static final Pattern DIAGRAM_CONSTANT =
+      Pattern.compile("\\b[A-Z][A-Z0-9_]*[A-Z0-9](?:_\\*)?(?![\\w.])");
   private static final Pattern CITATION = Pattern.compile("§5\\.(\\d+)");
   private static final Pattern INVARIANT_TEST = Pattern.compile("void invariant_(\\d+)_");
+
   /** Milliseconds and percentages: what a benchmark measures (settings are in s, min, h). */
   private static final Pattern FIGURE = Pattern.compile("\\d(?:[\\d.,]*\\d)? ?(?:ms|%)(?![\\w])");
+
   private static final Pattern TEST_CLASS = Pattern.compile("^[A-Z]\\w*(Test|IT)$");
-  /** The guard that stops a worker function at the lease, and the one that stops it a margin before. */
+
+  /**
+   * The guard that stops a worker function at the lease, and the one that stops it a margin before.
+   */
   private static final Pattern LEASE_GUARD = Pattern.compile("expires_at\\s*>\\s*[\\w.]*now\\b");
+
   private static final Pattern MARGIN_GUARD =
       Pattern.compile("expires_at\\s*-\\s*\\w*deadline_margin\\w*[^<>;\\n]*>\\s*[\\w.]*now\\b");
-  private static final Map<String, String> TYPE_NAMES = Map.of("int8", "bigint", "int4", "integer", "bool", "boolean");
+  private static final Map<String, String> TYPE_NAMES =
+      Map.of("int8", "bigint", "int4", "integer", "bool", "boolean");
 
   /** The migrated schema, read once: columns of each table in order, and each function's body. */
-  private record Schema(Map<String, Map<String, String>> tables, Map<String, String> functions, Set<String> relations) {}
+  private record Schema(
+      Map<String, Map<String, String>> tables,
+      Map<String, String> functions,
+      Set<String> relations) {}
 
   private static Schema schema;
 
@@ -73,24 +86,34 @@ class ArchitectureDocTest {
     if (schema == null) {
       try (TestDatabase tdb = TestDatabases.create()) {
         Map<String, Map<String, String>> tables = new TreeMap<>();
-        for (Row r : tdb.jdbc().query("""
+        for (Row r :
+            tdb.jdbc()
+                .query(
+                    """
             select c.table_name, c.column_name, c.udt_name
             from information_schema.columns c join information_schema.tables t
               on t.table_schema = c.table_schema and t.table_name = c.table_name
             where c.table_schema = 'public' and t.table_type = 'BASE TABLE'
             order by c.table_name, c.ordinal_position""")) {
           String udt = r.string("udt_name");
-          tables.computeIfAbsent(r.string("table_name"), k -> new LinkedHashMap<>())
+          tables
+              .computeIfAbsent(r.string("table_name"), k -> new LinkedHashMap<>())
               .put(r.string("column_name"), TYPE_NAMES.getOrDefault(udt, udt));
         }
         Map<String, String> functions = new TreeMap<>();
-        for (Row r : tdb.jdbc().query("""
+        for (Row r :
+            tdb.jdbc()
+                .query(
+                    """
             select p.proname, p.prosrc from pg_proc p join pg_namespace n on n.oid = p.pronamespace
             where n.nspname = 'public'""")) {
           functions.merge(r.string("proname"), r.string("prosrc"), (a, b) -> a + "\n" + b);
         }
         Set<String> relations = new TreeSet<>();
-        for (Row r : tdb.jdbc().query("""
+        for (Row r :
+            tdb.jdbc()
+                .query(
+                    """
             select c.relname from pg_class c join pg_namespace n on n.oid = c.relnamespace
             where n.nspname = 'public'
             union select conname from pg_constraint""")) {
@@ -107,20 +130,37 @@ class ArchitectureDocTest {
   @Test
   void every_table_and_column_the_document_lists_is_in_the_schema_with_its_type() {
     List<String> found = new ArrayList<>();
-    documentedTables().forEach((table, columns) -> {
-      Map<String, String> actual = schema().tables().get(table);
-      if (actual == null) {
-        found.add("§3 lists the table " + table + ", which no migration creates");
-        return;
-      }
-      columns.forEach((column, type) -> {
-        if (!actual.containsKey(column)) {
-          found.add("§3 lists " + table + "." + column + ", which the schema does not have " + actual.keySet());
-        } else if (!actual.get(column).equals(type)) {
-          found.add("§3 gives " + table + "." + column + " the type " + type + "; the schema's is " + actual.get(column));
-        }
-      });
-    });
+    documentedTables()
+        .forEach(
+            (table, columns) -> {
+              Map<String, String> actual = schema().tables().get(table);
+              if (actual == null) {
+                found.add("§3 lists the table " + table + ", which no migration creates");
+                return;
+              }
+              columns.forEach(
+                  (column, type) -> {
+                    if (!actual.containsKey(column)) {
+                      found.add(
+                          "§3 lists "
+                              + table
+                              + "."
+                              + column
+                              + ", which the schema does not have "
+                              + actual.keySet());
+                    } else if (!actual.get(column).equals(type)) {
+                      found.add(
+                          "§3 gives "
+                              + table
+                              + "."
+                              + column
+                              + " the type "
+                              + type
+                              + "; the schema's is "
+                              + actual.get(column));
+                    }
+                  });
+            });
     assertThat(found).isEmpty();
   }
 
@@ -128,17 +168,32 @@ class ArchitectureDocTest {
   void every_column_of_every_table_is_in_the_document() {
     Map<String, Map<String, String>> documented = documentedTables();
     List<String> found = new ArrayList<>();
-    schema().tables().forEach((table, columns) -> {
-      if (!documented.containsKey(table)) {
-        found.add("the table " + table + " is not in §3: add a \"#### `" + table + "`\" heading and its table of columns");
-        return;
-      }
-      for (String column : columns.keySet()) {
-        if (!documented.get(table).containsKey(column)) {
-          found.add(table + "." + column + " (" + columns.get(column) + ") is not in §3's table of " + table);
-        }
-      }
-    });
+    schema()
+        .tables()
+        .forEach(
+            (table, columns) -> {
+              if (!documented.containsKey(table)) {
+                found.add(
+                    "the table "
+                        + table
+                        + " is not in §3: add a \"#### `"
+                        + table
+                        + "`\" heading and its table of columns");
+                return;
+              }
+              for (String column : columns.keySet()) {
+                if (!documented.get(table).containsKey(column)) {
+                  found.add(
+                      table
+                          + "."
+                          + column
+                          + " ("
+                          + columns.get(column)
+                          + ") is not in §3's table of "
+                          + table);
+                }
+              }
+            });
     assertThat(found).isEmpty();
   }
 
@@ -157,7 +212,10 @@ class ArchitectureDocTest {
     List<String> found = new ArrayList<>();
     for (String name : named) {
       if (!functions.contains(name) && !schema().relations().contains(name)) {
-        found.add("docs/architecture.md names " + name + ": no function, table, index, sequence or constraint has that name");
+        found.add(
+            "docs/architecture.md names "
+                + name
+                + ": no function, table, index, sequence or constraint has that name");
       }
     }
     for (String table : tableCells(section("3"), "function")) {
@@ -188,7 +246,8 @@ class ArchitectureDocTest {
       List<String> statements = new ArrayList<>();
       for (Reference r : references(row.get(2))) {
         if (r.isConstant() && constantProblem(r.owner(), r.member()) == null) {
-          statements.add(statementConstants(r.owner()).get(r.member())); // the rest: the test of names
+          statements.add(
+              statementConstants(r.owner()).get(r.member())); // the rest: the test of names
         }
       }
       if (statements.isEmpty()) {
@@ -198,7 +257,13 @@ class ArchitectureDocTest {
       statements.forEach(s -> calls(s, called));
       for (String name : documented) {
         if (!called.contains(name)) {
-          found.add("§4.3 " + row.get(0) + ": lists " + name + ", which its statements never call " + called);
+          found.add(
+              "§4.3 "
+                  + row.get(0)
+                  + ": lists "
+                  + name
+                  + ", which its statements never call "
+                  + called);
         }
       }
     }
@@ -219,19 +284,29 @@ class ArchitectureDocTest {
         found.add("§6.1 lists " + name + ", which the schema does not have");
         continue;
       }
-      String says = row.get(2).startsWith("`expires_at − deadlineMargin`") ? "expires_at − deadlineMargin"
-          : row.get(2).startsWith("`expires_at`") ? "expires_at" : "—";
-      String does = MARGIN_GUARD.matcher(body).find() ? "expires_at − deadlineMargin"
-          : LEASE_GUARD.matcher(body).find() ? "expires_at" : "—";
+      String says =
+          row.get(2).startsWith("`expires_at − deadlineMargin`")
+              ? "expires_at − deadlineMargin"
+              : row.get(2).startsWith("`expires_at`") ? "expires_at" : "—";
+      String does =
+          MARGIN_GUARD.matcher(body).find()
+              ? "expires_at − deadlineMargin"
+              : LEASE_GUARD.matcher(body).find() ? "expires_at" : "—";
       if (!says.equals(does)) {
         found.add("§6.1 says " + name + " refuses from " + says + "; its body's guard: " + does);
       }
     }
     assertThat(found).isEmpty();
-    assertThat(listed).as("§6.1 lists every function the worker role may execute")
-        .isEqualTo(schema().functions().keySet().stream().filter(f -> f.startsWith("build_worker_"))
-            .filter(f -> !f.equals("build_worker_of_evidence") && !f.equals("build_worker_role_login"))
-            .collect(Collectors.toCollection(TreeSet::new)));
+    assertThat(listed)
+        .as("§6.1 lists every function the worker role may execute")
+        .isEqualTo(
+            schema().functions().keySet().stream()
+                .filter(f -> f.startsWith("build_worker_"))
+                .filter(
+                    f ->
+                        !f.equals("build_worker_of_evidence")
+                            && !f.equals("build_worker_role_login"))
+                .collect(Collectors.toCollection(TreeSet::new)));
   }
 
   // §4: the transitions
@@ -241,7 +316,10 @@ class ArchitectureDocTest {
     List<String> found = new ArrayList<>();
     for (List<String> row : transitionRows()) {
       for (Reference r : references(row.get(2))) {
-        String problem = r.isConstant() ? constantProblem(r.owner(), r.member()) : methodProblem(r.owner(), r.member());
+        String problem =
+            r.isConstant()
+                ? constantProblem(r.owner(), r.member())
+                : methodProblem(r.owner(), r.member());
         if (problem != null) {
           found.add("§4.3 " + row.get(0) + ": " + problem);
         }
@@ -270,7 +348,13 @@ class ArchitectureDocTest {
           Matcher m = DIAGRAM_CONSTANT.matcher(inParentheses.replaceAll("\\b[A-Z]\\w*\\.", ""));
           while (m.find()) {
             if (!matchesAny(m.group(), constants)) {
-              found.add("§4's diagram names " + m.group() + ", no statement of " + transitionClasses() + ": " + line.strip());
+              found.add(
+                  "§4's diagram names "
+                      + m.group()
+                      + ", no statement of "
+                      + transitionClasses()
+                      + ": "
+                      + line.strip());
             }
           }
         }
@@ -281,8 +365,12 @@ class ArchitectureDocTest {
 
   @Test
   void the_reads_the_document_names_exist() {
-    Matcher reads = Pattern.compile("Reads \\(`(\\w+)`[^)]*:([^)]*)\\)").matcher(String.join(" ", section("4.3")));
-    assertThat(reads.find()).as("§4.3 names the reads: \"Reads (`Class`…: `Owner.NAME`, …)\"").isTrue();
+    Matcher reads =
+        Pattern.compile("Reads \\(`(\\w+)`[^)]*:([^)]*)\\)")
+            .matcher(String.join(" ", section("4.3")));
+    assertThat(reads.find())
+        .as("§4.3 names the reads: \"Reads (`Class`…: `Owner.NAME`, …)\"")
+        .isTrue();
     List<String> found = new ArrayList<>();
     int named = 0;
     Matcher m = CODE.matcher(reads.group(2));
@@ -322,7 +410,8 @@ class ArchitectureDocTest {
   // §9: the assembled statements
 
   @Test
-  void the_assembled_statements_the_document_lists_are_the_ones_pinned_beside_the_tests() throws IOException {
+  void the_assembled_statements_the_document_lists_are_the_ones_pinned_beside_the_tests()
+      throws IOException {
     List<String> section = section("9");
     int at = -1;
     for (int i = 0; i < section.size(); i++) {
@@ -330,7 +419,9 @@ class ArchitectureDocTest {
         at = i;
       }
     }
-    assertThat(at).as("§9 lists the assembled statements after \"The assembled statements:\"").isNotNegative();
+    assertThat(at)
+        .as("§9 lists the assembled statements after \"The assembled statements:\"")
+        .isNotNegative();
     Set<String> listed = new TreeSet<>();
     String list = section.get(at).substring(section.get(at).indexOf("The assembled statements:"));
     for (int i = at + 1; i < section.size() && section.get(i).startsWith("  "); i++) {
@@ -344,10 +435,16 @@ class ArchitectureDocTest {
     }
     Set<String> pinned;
     try (Stream<Path> files = Files.list(PINNED)) {
-      pinned = files.map(p -> p.getFileName().toString()).filter(n -> n.endsWith(".sql"))
-          .map(n -> n.substring(0, n.length() - ".sql".length())).collect(Collectors.toCollection(TreeSet::new));
+      pinned =
+          files
+              .map(p -> p.getFileName().toString())
+              .filter(n -> n.endsWith(".sql"))
+              .map(n -> n.substring(0, n.length() - ".sql".length()))
+              .collect(Collectors.toCollection(TreeSet::new));
     }
-    assertThat(listed).as("§9's list of assembled statements against %s", ROOT.relativize(PINNED)).isEqualTo(pinned);
+    assertThat(listed)
+        .as("§9's list of assembled statements against %s", ROOT.relativize(PINNED))
+        .isEqualTo(pinned);
   }
 
   // §5: the invariants
@@ -356,11 +453,20 @@ class ArchitectureDocTest {
   void every_invariant_cited_in_code_or_tests_is_in_the_document() {
     Set<Integer> invariants = invariants();
     List<String> found = new ArrayList<>();
-    citations().forEach((n, where) -> {
-      if (!invariants.contains(n)) {
-        found.add(where.get(0) + " cites §5." + n + " (or has invariant_" + n + "_); §5 has " + invariants);
-      }
-    });
+    citations()
+        .forEach(
+            (n, where) -> {
+              if (!invariants.contains(n)) {
+                found.add(
+                    where.get(0)
+                        + " cites §5."
+                        + n
+                        + " (or has invariant_"
+                        + n
+                        + "_); §5 has "
+                        + invariants);
+              }
+            });
     assertThat(found).isEmpty();
   }
 
@@ -379,7 +485,9 @@ class ArchitectureDocTest {
       }
     }
     assertThat(found).isEmpty();
-    assertThat(ownTests).as("InvariantTest: one invariant_N_ test per invariant of §5").isEqualTo(invariants());
+    assertThat(ownTests)
+        .as("InvariantTest: one invariant_N_ test per invariant of §5")
+        .isEqualTo(invariants());
   }
 
   // Names of tests
@@ -387,10 +495,13 @@ class ArchitectureDocTest {
   @Test
   void every_test_class_the_documents_name_exists() {
     Set<String> tests = new TreeSet<>();
-    sources().stream().filter(p -> p.toString().contains("/src/test/")).forEach(p -> {
-      String name = p.getFileName().toString();
-      tests.add(name.substring(0, name.length() - ".java".length()));
-    });
+    sources().stream()
+        .filter(p -> p.toString().contains("/src/test/"))
+        .forEach(
+            p -> {
+              String name = p.getFileName().toString();
+              tests.add(name.substring(0, name.length() - ".java".length()));
+            });
     List<String> found = new ArrayList<>();
     for (String doc : List.of("docs/architecture.md", "docs/development.md")) {
       List<String> lines = lines(ROOT.resolve(doc));
@@ -398,7 +509,8 @@ class ArchitectureDocTest {
         Matcher m = CODE.matcher(lines.get(i));
         while (m.find()) {
           if (TEST_CLASS.matcher(m.group(1)).matches() && !tests.contains(m.group(1))) {
-            found.add(doc + ":" + (i + 1) + " names " + m.group(1) + ", which no test source defines");
+            found.add(
+                doc + ":" + (i + 1) + " names " + m.group(1) + ", which no test source defines");
           }
         }
       }
@@ -412,7 +524,12 @@ class ArchitectureDocTest {
     for (int i = 0; i < DOC.size(); i++) {
       Matcher m = FIGURE.matcher(DOC.get(i));
       while (m.find()) {
-        found.add("docs/architecture.md:" + (i + 1) + ": " + m.group() + " — measured figures go to BENCHMARKS.md");
+        found.add(
+            "docs/architecture.md:"
+                + (i + 1)
+                + ": "
+                + m.group()
+                + " — measured figures go to BENCHMARKS.md");
       }
     }
     assertThat(found).isEmpty();
@@ -425,7 +542,8 @@ class ArchitectureDocTest {
     assertThat(documentedTables().get("build_job")).containsKeys("id", "status", "supersede_key");
     assertThat(schema().tables()).containsKeys("build_job", "build_schema_migration");
     assertThat(transitionRows()).hasSizeGreaterThan(20);
-    assertThat(transitionClasses()).contains("JobTransitions", "WorkerTransitions", "ExitTransitions");
+    assertThat(transitionClasses())
+        .contains("JobTransitions", "WorkerTransitions", "ExitTransitions");
     assertThat(statementConstants("JobTransitions")).containsKeys("ENQUEUE", "CANCEL");
     assertThat(invariants()).hasSize(9);
     assertThat(citations()).containsKeys(1, 9);
@@ -435,7 +553,10 @@ class ArchitectureDocTest {
 
   // The page
 
-  /** Lines of section {@code number} ("3", "4.3"): from its heading to the next of its level or above. */
+  /**
+   * Lines of section {@code number} ("3", "4.3"): from its heading to the next of its level or
+   * above.
+   */
   private static List<String> section(String number) {
     List<String> lines = new ArrayList<>();
     int level = 0;
@@ -458,7 +579,10 @@ class ArchitectureDocTest {
     return lines;
   }
 
-  /** The data rows, cells trimmed, of each table in {@code lines} whose first header cell is {@code first}. */
+  /**
+   * The data rows, cells trimmed, of each table in {@code lines} whose first header cell is {@code
+   * first}.
+   */
   private static List<List<String>> tableRows(List<String> lines, String first) {
     List<List<String>> rows = new ArrayList<>();
     boolean inTable = false;
@@ -527,7 +651,8 @@ class ArchitectureDocTest {
       if (q.matches()) {
         owner = owner == null ? q.group(1) : owner;
         references.add(new Reference(q.group(1), q.group(2)));
-      } else if (owner != null && (CONSTANT.matcher(m.group(1)).matches() || METHOD.matcher(m.group(1)).matches())) {
+      } else if (owner != null
+          && (CONSTANT.matcher(m.group(1)).matches() || METHOD.matcher(m.group(1)).matches())) {
         references.add(new Reference(owner, m.group(1)));
       }
     }
@@ -538,7 +663,9 @@ class ArchitectureDocTest {
   private static Set<String> transitionClasses() {
     Set<String> classes = new TreeSet<>();
     for (List<String> row : transitionRows()) {
-      references(row.get(2)).stream().filter(Reference::isConstant).forEach(r -> classes.add(r.owner()));
+      references(row.get(2)).stream()
+          .filter(Reference::isConstant)
+          .forEach(r -> classes.add(r.owner()));
     }
     return classes;
   }
@@ -552,9 +679,14 @@ class ArchitectureDocTest {
     return names;
   }
 
-  /** "build_job_interruption(_detail)" names build_job_interruption and build_job_interruption_detail. */
+  /**
+   * "build_job_interruption(_detail)" names build_job_interruption and
+   * build_job_interruption_detail.
+   */
   private static List<String> functionNames(Matcher m) {
-    return m.group(3) == null ? List.of(m.group(1)) : List.of(m.group(1), m.group(1) + "_" + m.group(3));
+    return m.group(3) == null
+        ? List.of(m.group(1))
+        : List.of(m.group(1), m.group(1) + "_" + m.group(3));
   }
 
   private static List<String> parenthesized(String line) {
@@ -567,7 +699,8 @@ class ArchitectureDocTest {
   }
 
   private static boolean matchesAny(String name, Set<String> constants) {
-    return name.endsWith("_*") ? constants.stream().anyMatch(c -> c.startsWith(name.substring(0, name.length() - 1)))
+    return name.endsWith("_*")
+        ? constants.stream().anyMatch(c -> c.startsWith(name.substring(0, name.length() - 1)))
         : constants.contains(name);
   }
 
@@ -593,7 +726,8 @@ class ArchitectureDocTest {
         for (Pattern p : List.of(CITATION, INVARIANT_TEST)) {
           Matcher m = p.matcher(lines.get(i));
           while (m.find()) {
-            citations.computeIfAbsent(Integer.parseInt(m.group(1)), k -> new ArrayList<>())
+            citations
+                .computeIfAbsent(Integer.parseInt(m.group(1)), k -> new ArrayList<>())
                 .add(ROOT.relativize(file) + ":" + (i + 1));
           }
         }
@@ -607,7 +741,8 @@ class ArchitectureDocTest {
     List<Path> sources = new ArrayList<>();
     for (String dir : List.of("functions", "bench")) {
       try (Stream<Path> walk = Files.walk(ROOT.resolve(dir))) {
-        walk.filter(p -> p.toString().endsWith(".java") && !p.toString().contains("/target/")).sorted()
+        walk.filter(p -> p.toString().endsWith(".java") && !p.toString().contains("/target/"))
+            .sorted()
             .forEach(sources::add);
       } catch (IOException e) {
         throw new UncheckedIOException(e);
@@ -617,15 +752,18 @@ class ArchitectureDocTest {
   }
 
   private static Path testSource(String simpleName) {
-    return sources().stream().filter(p -> p.getFileName().toString().equals(simpleName + ".java"))
-        .filter(p -> p.toString().contains("/src/test/")).findFirst()
+    return sources().stream()
+        .filter(p -> p.getFileName().toString().equals(simpleName + ".java"))
+        .filter(p -> p.toString().contains("/src/test/"))
+        .findFirst()
         .orElseThrow(() -> new AssertionError("no test source " + simpleName + ".java"));
   }
 
   /** The core class of this simple name, found by its source file wherever its package is. */
   private static Class<?> coreClass(String simpleName) {
     try (Stream<Path> walk = Files.walk(CORE_MAIN)) {
-      List<Path> found = walk.filter(p -> p.getFileName().toString().equals(simpleName + ".java")).toList();
+      List<Path> found =
+          walk.filter(p -> p.getFileName().toString().equals(simpleName + ".java")).toList();
       if (found.size() != 1) {
         return null;
       }
@@ -638,7 +776,10 @@ class ArchitectureDocTest {
     }
   }
 
-  /** Static final String fields of a core class that hold a whole statement (SQL, no template holes). */
+  /**
+   * Static final String fields of a core class that hold a whole statement (SQL, no template
+   * holes).
+   */
   private static Map<String, String> statementConstants(String simpleName) {
     Class<?> type = coreClass(simpleName);
     Map<String, String> constants = new TreeMap<>();
@@ -646,7 +787,9 @@ class ArchitectureDocTest {
       return constants;
     }
     for (Field f : type.getDeclaredFields()) {
-      if (Modifier.isStatic(f.getModifiers()) && Modifier.isFinal(f.getModifiers()) && f.getType() == String.class) {
+      if (Modifier.isStatic(f.getModifiers())
+          && Modifier.isFinal(f.getModifiers())
+          && f.getType() == String.class) {
         String value = fieldValue(f);
         if (SQL_START.matcher(value).matches() && !value.contains("%s")) {
           constants.put(f.getName(), value);
@@ -658,14 +801,22 @@ class ArchitectureDocTest {
 
   private static String constantProblem(String simpleName, String field) {
     if (field.endsWith("_*")) {
-      return statementConstants(simpleName).keySet().stream().anyMatch(c -> c.startsWith(field.substring(0, field.length() - 1)))
-          ? null : simpleName + " has no statement constant " + field;
+      return statementConstants(simpleName).keySet().stream()
+              .anyMatch(c -> c.startsWith(field.substring(0, field.length() - 1)))
+          ? null
+          : simpleName + " has no statement constant " + field;
     }
     if (coreClass(simpleName) == null) {
       return "no class " + simpleName + " in functions/core";
     }
-    return statementConstants(simpleName).containsKey(field) ? null
-        : simpleName + " has no statement constant " + field + " (it has " + statementConstants(simpleName).keySet() + ")";
+    return statementConstants(simpleName).containsKey(field)
+        ? null
+        : simpleName
+            + " has no statement constant "
+            + field
+            + " (it has "
+            + statementConstants(simpleName).keySet()
+            + ")";
   }
 
   private static String methodProblem(String simpleName, String method) {
@@ -690,7 +841,9 @@ class ArchitectureDocTest {
     }
   }
 
-  /** Adds to {@code called} every schema function {@code sql} calls, and those they call in turn. */
+  /**
+   * Adds to {@code called} every schema function {@code sql} calls, and those they call in turn.
+   */
   private static void calls(String sql, Set<String> called) {
     Matcher m = CALL.matcher(sql);
     while (m.find()) {

@@ -20,22 +20,45 @@ import org.junit.jupiter.api.Test;
 /**
  * A clone holds every document the code points to: no text file of the repository cites a file
  * outside it (the design notes and the original implementation the project was ported from lived
- * beside the repository, not in it), every {@code docs/…} path it names exists, every
- * {@code §N} it cites is a section of docs/architecture.md, and every relative link in a Markdown
- * file reaches a file. Failures name file:line.
+ * beside the repository, not in it), every {@code docs/…} path it names exists, every {@code §N} it
+ * cites is a section of docs/architecture.md, and every relative link in a Markdown file reaches a
+ * file. Failures name file:line.
  */
 class RepositoryStandsAloneTest {
   /** Text that points outside the repository. Written split so this file does not match itself. */
-  private static final List<String> OUTSIDE = List.of(
-      "../" + "shared", "shared/" + "reference", "design" + ".md", "build_queue" + ".js", "aws-" + "facts.md",
-      "aws-" + "facts §", "/work" + "/shared");
+  private static final List<String> OUTSIDE =
+      List.of(
+          "../" + "shared",
+          "shared/" + "reference",
+          "design" + ".md",
+          "build_queue" + ".js",
+          "aws-" + "facts.md",
+          "aws-" + "facts §",
+          "/work" + "/shared");
+
   private static final Pattern DOCS_PATH = Pattern.compile("\\bdocs/[A-Za-z0-9_./-]+\\.md");
   private static final Pattern SECTION = Pattern.compile("§(\\d+)(?:\\.(\\d+))?");
   private static final Pattern MARKDOWN_LINK = Pattern.compile("\\]\\(([^)#\\s]+)(?:#[^)]*)?\\)");
-  private static final Set<String> TEXT = Set.of(
-      "java", "md", "xml", "yaml", "yml", "json", "sql", "sh", "txt", "html", "js", "mjs", "py", "properties",
-      "toml", "cfg");
-  private static final Set<String> SKIPPED_DIRECTORIES = Set.of("target", "node_modules", ".git", ".idea");
+  private static final Set<String> TEXT =
+      Set.of(
+          "java",
+          "md",
+          "xml",
+          "yaml",
+          "yml",
+          "json",
+          "sql",
+          "sh",
+          "txt",
+          "html",
+          "js",
+          "mjs",
+          "py",
+          "properties",
+          "toml",
+          "cfg");
+  private static final Set<String> SKIPPED_DIRECTORIES =
+      Set.of("target", "node_modules", ".git", ".idea");
 
   private static final Path ROOT = repositoryRoot();
   private static final Path ARCHITECTURE = ROOT.resolve("docs/architecture.md");
@@ -48,7 +71,11 @@ class RepositoryStandsAloneTest {
       for (int i = 0; i < lines.size(); i++) {
         for (String outside : OUTSIDE) {
           if (lines.get(i).contains(outside)) {
-            found.add(where(file, i) + ": \"" + outside + "\" is outside the repository; point to docs/architecture.md");
+            found.add(
+                where(file, i)
+                    + ": \""
+                    + outside
+                    + "\" is outside the repository; point to docs/architecture.md");
           }
         }
       }
@@ -88,14 +115,30 @@ class RepositoryStandsAloneTest {
         Matcher m = SECTION.matcher(lines.get(i));
         while (m.find()) {
           if (!anchored) {
-            found.add(where(file, i) + ": " + m.group() + " cites a section, but the file never says of what;"
-                + " name docs/architecture.md");
+            found.add(
+                where(file, i)
+                    + ": "
+                    + m.group()
+                    + " cites a section, but the file never says of what;"
+                    + " name docs/architecture.md");
           } else if (m.group(2) != null && m.group(1).equals("5")) {
             if (Integer.parseInt(m.group(2)) > invariants) {
-              found.add(where(file, i) + ": " + m.group() + ": there are " + invariants + " invariants in §5");
+              found.add(
+                  where(file, i)
+                      + ": "
+                      + m.group()
+                      + ": there are "
+                      + invariants
+                      + " invariants in §5");
             }
-          } else if (!sections.contains(m.group(2) == null ? m.group(1) : m.group(1) + "." + m.group(2))) {
-            found.add(where(file, i) + ": " + m.group() + " is not a section of docs/architecture.md " + sections);
+          } else if (!sections.contains(
+              m.group(2) == null ? m.group(1) : m.group(1) + "." + m.group(2))) {
+            found.add(
+                where(file, i)
+                    + ": "
+                    + m.group()
+                    + " is not a section of docs/architecture.md "
+                    + sections);
           }
         }
       }
@@ -120,7 +163,8 @@ class RepositoryStandsAloneTest {
           }
           Path resolved = file.getParent().resolve(target).normalize();
           if (!resolved.startsWith(ROOT) || !Files.exists(resolved)) {
-            found.add(where(file, i) + ": the link " + target + " reaches no file of the repository");
+            found.add(
+                where(file, i) + ": the link " + target + " reaches no file of the repository");
           }
         }
       }
@@ -131,7 +175,8 @@ class RepositoryStandsAloneTest {
   @Test
   void the_check_reads_the_repository_and_finds_its_own_marker() {
     // Guards the scan itself: if it read no files (a wrong root), every test above would pass.
-    assertThat(textFiles()).contains(ARCHITECTURE, ROOT.resolve("README.md"))
+    assertThat(textFiles())
+        .contains(ARCHITECTURE, ROOT.resolve("README.md"))
         .anyMatch(p -> p.endsWith("RepositoryStandsAloneTest.java"));
     assertThat(sections()).contains("1", "5", "12", "4.3");
     assertThat(invariants()).isEqualTo(9);
@@ -169,14 +214,15 @@ class RepositoryStandsAloneTest {
     try (Stream<Path> walk = Files.walk(ROOT)) {
       walk.filter(Files::isRegularFile)
           .filter(p -> ROOT.relativize(p).getNameCount() > 0)
-          .filter(p -> {
-            for (Path part : ROOT.relativize(p)) {
-              if (SKIPPED_DIRECTORIES.contains(part.toString())) {
-                return false;
-              }
-            }
-            return true;
-          })
+          .filter(
+              p -> {
+                for (Path part : ROOT.relativize(p)) {
+                  if (SKIPPED_DIRECTORIES.contains(part.toString())) {
+                    return false;
+                  }
+                }
+                return true;
+              })
           .filter(RepositoryStandsAloneTest::isText)
           .sorted()
           .forEach(files::add);
@@ -189,13 +235,19 @@ class RepositoryStandsAloneTest {
   private static boolean isText(Path p) {
     String name = p.getFileName().toString();
     int dot = name.lastIndexOf('.');
-    return name.equals("Dockerfile") || name.equals("run") || (dot > 0 && TEXT.contains(name.substring(dot + 1)));
+    return name.equals("Dockerfile")
+        || name.equals("run")
+        || (dot > 0 && TEXT.contains(name.substring(dot + 1)));
   }
 
   private static List<String> lines(Path file) {
     try {
-      return List.of(StandardCharsets.UTF_8.newDecoder().decode(java.nio.ByteBuffer.wrap(Files.readAllBytes(file)))
-          .toString().split("\n", -1));
+      return List.of(
+          StandardCharsets.UTF_8
+              .newDecoder()
+              .decode(java.nio.ByteBuffer.wrap(Files.readAllBytes(file)))
+              .toString()
+              .split("\n", -1));
     } catch (CharacterCodingException e) {
       return List.of(); // not text after all
     } catch (IOException e) {
@@ -207,15 +259,19 @@ class RepositoryStandsAloneTest {
     return ROOT.relativize(file) + ":" + (index + 1);
   }
 
-  /** The directory holding the root pom.xml and README.md, found upwards from the test's directory. */
+  /**
+   * The directory holding the root pom.xml and README.md, found upwards from the test's directory.
+   */
   static Path repositoryRoot() {
     for (Path p = Path.of("").toAbsolutePath(); p != null; p = p.getParent()) {
-      if (Files.isRegularFile(p.resolve("README.md")) && Files.isDirectory(p.resolve("functions"))
+      if (Files.isRegularFile(p.resolve("README.md"))
+          && Files.isDirectory(p.resolve("functions"))
           && Files.isRegularFile(p.resolve("pom.xml"))) {
         return p;
       }
     }
-    throw new IllegalStateException("no repository root (README.md, pom.xml and functions/) above "
-        + Path.of("").toAbsolutePath());
+    throw new IllegalStateException(
+        "no repository root (README.md, pom.xml and functions/) above "
+            + Path.of("").toAbsolutePath());
   }
 }

@@ -19,17 +19,20 @@ import java.nio.file.Path;
  * Plays the Lambda runtime for one cold start: runs in a fresh JVM with the shaded jar, builds the
  * handler (and, for a typed handler, the runtime's serializers of its event and answer, as the
  * runtime does when it loads one), deserializes the event as the runtime would, handles it once,
- * serializes the answer, and prints {@code HANDLED} with how long each step took. Loaded on its own (never with the rest of the benchmark), so it
- * may use only the JDK, the Lambda interfaces and the runtime's event serializers.
+ * serializes the answer, and prints {@code HANDLED} with how long each step took. Loaded on its own
+ * (never with the rest of the benchmark), so it may use only the JDK, the Lambda interfaces and the
+ * runtime's event serializers.
  *
- * <pre>java -cp buildqueue-aws.jar:launcher:serialization.jar ColdStartLaunch HANDLER EVENT_FILE [--primed [RESET_URL]]</pre>
+ * <pre>
+ * java -cp buildqueue-aws.jar:launcher:serialization.jar ColdStartLaunch HANDLER EVENT_FILE [--primed [RESET_URL]]
+ * </pre>
  *
  * <p>With {@code --primed} it plays a SnapStart snapshot in between: after building the handler it
  * runs the registered priming hooks' {@code beforeCheckpoint} and {@code afterRestore} (through
  * {@value #PRIMING}, as a JVM without CRaC cannot checkpoint), and then times the first event
- * alone: the part a restored snapshot still pays. Given {@code RESET_URL}, it then has the benchmark
- * put the queue back as it was (a POST there) and handles the same event again, warm, which says
- * how much of the first event was the work itself.
+ * alone: the part a restored snapshot still pays. Given {@code RESET_URL}, it then has the
+ * benchmark put the queue back as it was (a POST there) and handles the same event again, warm,
+ * which says how much of the first event was the work itself.
  */
 public final class ColdStartLaunch {
   private ColdStartLaunch() {}
@@ -72,8 +75,13 @@ public final class ColdStartLaunch {
 
   private static double warmMs = -1;
 
-  private static void handle(Object handler, PojoSerializer<Object> in, PojoSerializer<Object> out, byte[] event,
-      Context context) throws java.io.IOException {
+  private static void handle(
+      Object handler,
+      PojoSerializer<Object> in,
+      PojoSerializer<Object> out,
+      byte[] event,
+      Context context)
+      throws java.io.IOException {
     if (handler instanceof RequestStreamHandler stream) {
       stream.handleRequest(new ByteArrayInputStream(event), new ByteArrayOutputStream(), context);
     } else {
@@ -91,24 +99,33 @@ public final class ColdStartLaunch {
     java.net.HttpURLConnection c = (java.net.HttpURLConnection) url.toURL().openConnection();
     c.setRequestMethod("POST");
     if (c.getResponseCode() != 204) {
-      throw new IllegalStateException("the benchmark did not reset the queue: HTTP " + c.getResponseCode());
+      throw new IllegalStateException(
+          "the benchmark did not reset the queue: HTTP " + c.getResponseCode());
     }
     c.disconnect();
   }
 
   /** Prints the line the benchmark waits for (the split of the start, classes loaded) and exits. */
   static void handled(long t0, long t1, long t2) {
-    System.out.println("HANDLED construct_ms=" + (t1 - t0) / 1_000_000.0 + " handle_ms=" + (t2 - t1) / 1_000_000.0
-        + (warmMs < 0 ? "" : " warm_ms=" + warmMs)
-        + " jvm_uptime_ms=" + ManagementFactory.getRuntimeMXBean().getUptime()
-        + " classes=" + ManagementFactory.getClassLoadingMXBean().getTotalLoadedClassCount());
+    System.out.println(
+        "HANDLED construct_ms="
+            + (t1 - t0) / 1_000_000.0
+            + " handle_ms="
+            + (t2 - t1) / 1_000_000.0
+            + (warmMs < 0 ? "" : " warm_ms=" + warmMs)
+            + " jvm_uptime_ms="
+            + ManagementFactory.getRuntimeMXBean().getUptime()
+            + " classes="
+            + ManagementFactory.getClassLoadingMXBean().getTotalLoadedClassCount());
     System.out.flush();
     System.exit(0);
   }
 
   private static Method handleRequest(Class<?> handler) {
     for (Method m : handler.getMethods()) {
-      if (m.getName().equals("handleRequest") && m.getParameterCount() == 2 && !m.isBridge()
+      if (m.getName().equals("handleRequest")
+          && m.getParameterCount() == 2
+          && !m.isBridge()
           && m.getParameterTypes()[1] == Context.class) {
         return m;
       }
@@ -118,25 +135,31 @@ public final class ColdStartLaunch {
 
   @SuppressWarnings("unchecked")
   private static PojoSerializer<Object> serializer(Class<?> of, Class<?> handler) {
-    return (PojoSerializer<Object>) LambdaEventSerializers.serializerFor(of, handler.getClassLoader());
+    return (PojoSerializer<Object>)
+        LambdaEventSerializers.serializerFor(of, handler.getClassLoader());
   }
 
   private static Context context() {
-    return (Context) Proxy.newProxyInstance(Context.class.getClassLoader(), new Class<?>[] {Context.class},
-        (proxy, method, args) -> switch (method.getName()) {
-          case "getAwsRequestId" -> "cold-start-1";
-          case "getFunctionName" -> "buildqueue-cold-start";
-          case "getFunctionVersion" -> "$LATEST";
-          case "getInvokedFunctionArn" -> "arn:aws:lambda:eu-west-1:111122223333:function:buildqueue-cold-start";
-          case "getRemainingTimeInMillis" -> 30_000;
-          case "getMemoryLimitInMB" -> 1024;
-          case "getLogGroupName", "getLogStreamName" -> "cold-start";
-          case "getLogger" -> null;
-          case "hashCode" -> 1;
-          case "equals" -> proxy == args[0];
-          case "toString" -> "ColdStartContext";
-          default -> null;
-        });
+    return (Context)
+        Proxy.newProxyInstance(
+            Context.class.getClassLoader(),
+            new Class<?>[] {Context.class},
+            (proxy, method, args) ->
+                switch (method.getName()) {
+                  case "getAwsRequestId" -> "cold-start-1";
+                  case "getFunctionName" -> "buildqueue-cold-start";
+                  case "getFunctionVersion" -> "$LATEST";
+                  case "getInvokedFunctionArn" ->
+                      "arn:aws:lambda:eu-west-1:111122223333:function:buildqueue-cold-start";
+                  case "getRemainingTimeInMillis" -> 30_000;
+                  case "getMemoryLimitInMB" -> 1024;
+                  case "getLogGroupName", "getLogStreamName" -> "cold-start";
+                  case "getLogger" -> null;
+                  case "hashCode" -> 1;
+                  case "equals" -> proxy == args[0];
+                  case "toString" -> "ColdStartContext";
+                  default -> null;
+                });
   }
 
   /** The trivial handler the figure compares with: reads the event, answers a constant. */

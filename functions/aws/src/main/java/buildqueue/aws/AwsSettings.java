@@ -77,23 +77,33 @@ public final class AwsSettings {
   public static final String SHARED_SLOTS = "BUILDQUEUE_SHARED_SLOTS";
   public static final String WORKER_LIFETIME_MINUTES = "BUILDQUEUE_WORKER_LIFETIME_MINUTES";
   public static final String CHAIN_WINDOW_SECONDS = "BUILDQUEUE_CHAIN_WINDOW_SECONDS";
+
   /** The worker reads the same variable when it runs outside AWS ({@link WorkerEnvironment}). */
   public static final String SHARED_ORDER = WorkerEnvironment.SHARED_ORDER;
+
   public static final String MAX_QUEUED_JOBS = "BUILDQUEUE_MAX_QUEUED_JOBS";
   public static final String METRICS_NAMESPACE = "BUILDQUEUE_METRICS_NAMESPACE";
   public static final String KINDS_FILE = KindCatalogue.FILE_VARIABLE;
+
   /**
    * Where the API function finds the catalogue: the build copies {@code infra/kinds/kinds.json} to
    * the root of the functions' jar, which Lambda unpacks into {@code /var/task}.
    */
   public static final String ENQUEUE_KINDS_FILE = "/var/task/kinds.json";
+
   /** Where the worker image holds the catalogue: {@code infra/Dockerfile} copies it there. */
   public static final String WORKER_KINDS_FILE = "/etc/buildqueue/kinds.json";
+
   /** Set per task by the launch ({@link EcsWorkerPlatform} writes the container overrides). */
   public static final String WORKER_ID = EcsWorkerPlatform.WORKER_ID_VARIABLE;
+
   public static final String WORKER_TOKEN = EcsWorkerPlatform.WORKER_TOKEN_VARIABLE;
-  /** How long ECS waits after SIGTERM before SIGKILL: the worker container's {@code StopTimeout}. */
+
+  /**
+   * How long ECS waits after SIGTERM before SIGKILL: the worker container's {@code StopTimeout}.
+   */
   public static final String STOP_TIMEOUT_SECONDS = WorkerEnvironment.STOP_TIMEOUT_SECONDS;
+
   /** Set by Lambda and by ECS on Fargate; never by the template. */
   public static final String AWS_REGION = "AWS_REGION";
 
@@ -136,9 +146,13 @@ public final class AwsSettings {
   public sealed interface DatabaseSettings {}
 
   /** Aurora through the RDS Data API. */
-  public record DataApi(String clusterArn, String secretArn, String database) implements DatabaseSettings {}
+  public record DataApi(String clusterArn, String secretArn, String database)
+      implements DatabaseSettings {}
 
-  /** A PostgreSQL reached over JDBC (a self-hosted worker). The URL may hold credentials: never log it. */
+  /**
+   * A PostgreSQL reached over JDBC (a self-hosted worker). The URL may hold credentials: never log
+   * it.
+   */
   public record Jdbc(String url) implements DatabaseSettings {
     @Override
     public String toString() {
@@ -169,35 +183,48 @@ public final class AwsSettings {
   private AwsSettings(Component component, Function<String, String> env) {
     EnvironmentReader r = new EnvironmentReader(env);
     this.component = component;
-    this.database = component == Component.WORKER && r.optional(JDBC_URL).isPresent()
-        ? new Jdbc(r.required(JDBC_URL))
-        : new DataApi(r.required(DB_CLUSTER_ARN), r.required(DB_SECRET_ARN), r.or(DB_NAME, "buildqueue"));
-    this.region = database instanceof DataApi || component != Component.WORKER
-        ? Optional.of(r.required(AWS_REGION))
-        : Optional.empty();
+    this.database =
+        component == Component.WORKER && r.optional(JDBC_URL).isPresent()
+            ? new Jdbc(r.required(JDBC_URL))
+            : new DataApi(
+                r.required(DB_CLUSTER_ARN), r.required(DB_SECRET_ARN), r.or(DB_NAME, "buildqueue"));
+    this.region =
+        database instanceof DataApi || component != Component.WORKER
+            ? Optional.of(r.required(AWS_REGION))
+            : Optional.empty();
     if (database instanceof DataApi) {
       dataApiSettings(); // fails now, not at the first statement
     }
     boolean queueFunction = component.runsTheQueue();
     this.ecs = queueFunction ? Optional.of(QueueVariables.ecs(r)) : Optional.empty();
     this.eventBus = queueFunction ? Optional.of(r.or(EVENT_BUS, "default")) : Optional.empty();
-    this.queue = component.administers() ? Optional.empty() : Optional.of(QueueVariables.queueConfig(r));
+    this.queue =
+        component.administers() ? Optional.empty() : Optional.of(QueueVariables.queueConfig(r));
     this.metricsNamespace =
-        component.administers() ? Optional.empty() : Optional.of(r.or(METRICS_NAMESPACE, "buildqueue"));
-    this.worker = component == Component.WORKER
-        ? Optional.of(new WorkerIdentity(r.positiveLong(WORKER_ID), r.uuid(WORKER_TOKEN)))
-        : Optional.empty();
-    this.stopTimeout = component == Component.WORKER
-        ? Optional.of(WorkerEnvironment.stopTimeout(r.optional(STOP_TIMEOUT_SECONDS).orElse(null)))
-        : Optional.empty();
-    this.kindsFile = component.needsKinds() ? Optional.of(r.absolutePath(KINDS_FILE)) : Optional.empty();
+        component.administers()
+            ? Optional.empty()
+            : Optional.of(r.or(METRICS_NAMESPACE, "buildqueue"));
+    this.worker =
+        component == Component.WORKER
+            ? Optional.of(new WorkerIdentity(r.positiveLong(WORKER_ID), r.uuid(WORKER_TOKEN)))
+            : Optional.empty();
+    this.stopTimeout =
+        component == Component.WORKER
+            ? Optional.of(
+                WorkerEnvironment.stopTimeout(r.optional(STOP_TIMEOUT_SECONDS).orElse(null)))
+            : Optional.empty();
+    this.kindsFile =
+        component.needsKinds() ? Optional.of(r.absolutePath(KINDS_FILE)) : Optional.empty();
     this.workerSecretArn =
         component.administers() ? Optional.of(r.required(WORKER_DB_SECRET_ARN)) : Optional.empty();
   }
 
-  /** The worker role's secret (migrate and its rotation only): the password the role logs in with. */
+  /**
+   * The worker role's secret (migrate and its rotation only): the password the role logs in with.
+   */
   public String workerSecretArn() {
-    return workerSecretArn.orElseThrow(() -> new IllegalStateException(component + " has no worker secret"));
+    return workerSecretArn.orElseThrow(
+        () -> new IllegalStateException(component + " has no worker secret"));
   }
 
   /** Reads the variables {@code component} needs from the process environment. */
@@ -223,7 +250,8 @@ public final class AwsSettings {
     if (database instanceof DataApi d) {
       return d;
     }
-    throw new BuildQueueException(component.label() + " is configured with " + JDBC_URL + ", not the Data API");
+    throw new BuildQueueException(
+        component.label() + " is configured with " + JDBC_URL + ", not the Data API");
   }
 
   /** The Data API adapter's settings, checked. */
@@ -232,8 +260,9 @@ public final class AwsSettings {
     try {
       return DataApiSettings.of(region(), d.clusterArn(), d.secretArn(), d.database()).validate();
     } catch (IllegalArgumentException e) {
-      throw new BuildQueueException(e.getMessage() + " (from " + DB_CLUSTER_ARN + ", " + DB_SECRET_ARN + ", "
-          + DB_NAME + ")", e);
+      throw new BuildQueueException(
+          e.getMessage() + " (from " + DB_CLUSTER_ARN + ", " + DB_SECRET_ARN + ", " + DB_NAME + ")",
+          e);
     }
   }
 
@@ -282,12 +311,24 @@ public final class AwsSettings {
     try {
       return KindCatalogue.load(file, QueueKindLimits.of(queue()));
     } catch (KindCatalogueException e) {
-      String origin = component == Component.WORKER
-          ? "The worker image copies infra/kinds/kinds.json to " + WORKER_KINDS_FILE + " (infra/Dockerfile)."
-          : "The functions' jar carries infra/kinds/kinds.json, which Lambda unpacks to " + ENQUEUE_KINDS_FILE
-              + " (mvn package builds it in; README: Deploying and redeploying).";
-      throw new KindCatalogueException("the kind catalogue that environment variable " + KINDS_FILE + " names ("
-          + file + ") cannot be used: " + e.getMessage() + ". " + origin, e);
+      String origin =
+          component == Component.WORKER
+              ? "The worker image copies infra/kinds/kinds.json to "
+                  + WORKER_KINDS_FILE
+                  + " (infra/Dockerfile)."
+              : "The functions' jar carries infra/kinds/kinds.json, which Lambda unpacks to "
+                  + ENQUEUE_KINDS_FILE
+                  + " (mvn package builds it in; README: Deploying and redeploying).";
+      throw new KindCatalogueException(
+          "the kind catalogue that environment variable "
+              + KINDS_FILE
+              + " names ("
+              + file
+              + ") cannot be used: "
+              + e.getMessage()
+              + ". "
+              + origin,
+          e);
     }
   }
 
@@ -306,7 +347,22 @@ public final class AwsSettings {
 
   @Override
   public String toString() {
-    return "AwsSettings[" + component.label() + ", " + region + ", " + database + ", " + ecs + ", eventBus=" + eventBus + ", "
-        + queue + ", " + worker + ", kindsFile=" + kindsFile + "]";
+    return "AwsSettings["
+        + component.label()
+        + ", "
+        + region
+        + ", "
+        + database
+        + ", "
+        + ecs
+        + ", eventBus="
+        + eventBus
+        + ", "
+        + queue
+        + ", "
+        + worker
+        + ", kindsFile="
+        + kindsFile
+        + "]";
   }
 }

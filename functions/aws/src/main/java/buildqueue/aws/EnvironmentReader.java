@@ -26,8 +26,13 @@ final class EnvironmentReader {
   }
 
   String required(String name) {
-    return optional(name).orElseThrow(() -> new BuildQueueException(
-        "environment variable " + name + " is not set; template.yaml sets it (README: Deploying and redeploying)"));
+    return optional(name)
+        .orElseThrow(
+            () ->
+                new BuildQueueException(
+                    "environment variable "
+                        + name
+                        + " is not set; template.yaml sets it (README: Deploying and redeploying)"));
   }
 
   String or(String name, String fallback) {
@@ -45,7 +50,8 @@ final class EnvironmentReader {
   long nonNegativeLong(String name, long fallback) {
     long v = optional(name).map(s -> parseLong(name, s)).orElse(fallback);
     if (v < 0) {
-      throw new BuildQueueException("environment variable " + name + " must not be negative, was " + v);
+      throw new BuildQueueException(
+          "environment variable " + name + " must not be negative, was " + v);
     }
     return v;
   }
@@ -62,7 +68,8 @@ final class EnvironmentReader {
     if (s.equals("false") || s.equals("disabled")) {
       return false;
     }
-    throw new BuildQueueException("environment variable " + name + " must be true or false, was \"" + v.get() + "\"");
+    throw new BuildQueueException(
+        "environment variable " + name + " must be true or false, was \"" + v.get() + "\"");
   }
 
   List<String> list(String name, boolean required) {
@@ -71,7 +78,8 @@ final class EnvironmentReader {
         v.map(s -> Arrays.stream(s.split(",")).map(String::trim).filter(x -> !x.isEmpty()).toList())
             .orElse(List.of());
     if (required && items.isEmpty()) {
-      throw new BuildQueueException("environment variable " + name + " must list at least one value, comma-separated");
+      throw new BuildQueueException(
+          "environment variable " + name + " must list at least one value, comma-separated");
     }
     return items;
   }
@@ -80,7 +88,8 @@ final class EnvironmentReader {
     String v = required(name);
     Path path = Path.of(v);
     if (!path.isAbsolute()) {
-      throw new BuildQueueException("environment variable " + name + " must be an absolute path, was \"" + v + "\"");
+      throw new BuildQueueException(
+          "environment variable " + name + " must be an absolute path, was \"" + v + "\"");
     }
     return path;
   }
@@ -99,13 +108,15 @@ final class EnvironmentReader {
     try {
       return Long.parseLong(v);
     } catch (NumberFormatException e) {
-      throw new BuildQueueException("environment variable " + name + " must be a whole number, was \"" + v + "\"", e);
+      throw new BuildQueueException(
+          "environment variable " + name + " must be a whole number, was \"" + v + "\"", e);
     }
   }
 
   private static long checkPositive(String name, long v) {
     if (v < 1) {
-      throw new BuildQueueException("environment variable " + name + " must be at least 1, was " + v);
+      throw new BuildQueueException(
+          "environment variable " + name + " must be at least 1, was " + v);
     }
     return v;
   }

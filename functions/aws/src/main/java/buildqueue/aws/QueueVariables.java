@@ -37,8 +37,20 @@ final class QueueVariables {
     try {
       return new EcsSettings(cluster, taskDefinition, subnets, securityGroups, publicIp, container);
     } catch (BuildQueueException e) {
-      throw new BuildQueueException(e.getMessage() + " (from " + ECS_CLUSTER + ", " + TASK_DEFINITION + ", "
-          + SUBNETS + ", " + SECURITY_GROUPS + ", " + CONTAINER_NAME + ")", e);
+      throw new BuildQueueException(
+          e.getMessage()
+              + " (from "
+              + ECS_CLUSTER
+              + ", "
+              + TASK_DEFINITION
+              + ", "
+              + SUBNETS
+              + ", "
+              + SECURITY_GROUPS
+              + ", "
+              + CONTAINER_NAME
+              + ")",
+          e);
     }
   }
 
@@ -46,35 +58,56 @@ final class QueueVariables {
   static QueueConfig queueConfig(EnvironmentReader r) {
     QueueConfig defaults = QueueConfig.defaults();
     int sharedSlots = (int) r.positiveLong(SHARED_SLOTS, defaults.sharedSlots());
-    Duration lifetime = Duration.ofMinutes(r.positiveLong(WORKER_LIFETIME_MINUTES, defaults.workerLifetime().toMinutes()));
-    Duration chainWindow = Duration.ofSeconds(r.nonNegativeLong(CHAIN_WINDOW_SECONDS, defaults.chainWindow().toSeconds()));
-    QueueConfig.SharedOrder order = WorkerEnvironment.sharedOrder(r.optional(SHARED_ORDER).orElse(null), SHARED_ORDER);
+    Duration lifetime =
+        Duration.ofMinutes(
+            r.positiveLong(WORKER_LIFETIME_MINUTES, defaults.workerLifetime().toMinutes()));
+    Duration chainWindow =
+        Duration.ofSeconds(
+            r.nonNegativeLong(CHAIN_WINDOW_SECONDS, defaults.chainWindow().toSeconds()));
+    QueueConfig.SharedOrder order =
+        WorkerEnvironment.sharedOrder(r.optional(SHARED_ORDER).orElse(null), SHARED_ORDER);
     long maxQueued = r.positiveLong(MAX_QUEUED_JOBS, defaults.maxQueuedJobs());
     if (maxQueued > 1_000_000) {
-      throw new BuildQueueException(MAX_QUEUED_JOBS + " must be from 1 to 1000000, was " + maxQueued);
+      throw new BuildQueueException(
+          MAX_QUEUED_JOBS + " must be from 1 to 1000000, was " + maxQueued);
     }
     QueueConfig config;
     try {
-      config = defaults
-          .withSharedSlots(sharedSlots)
-          .withLease(lifetime, defaults.leaseSlack(), defaults.deadlineMargin())
-          .withChainWindow(chainWindow)
-          .withSharedOrder(order)
-          .withMaxQueuedJobs((int) maxQueued);
+      config =
+          defaults
+              .withSharedSlots(sharedSlots)
+              .withLease(lifetime, defaults.leaseSlack(), defaults.deadlineMargin())
+              .withChainWindow(chainWindow)
+              .withSharedOrder(order)
+              .withMaxQueuedJobs((int) maxQueued);
     } catch (BuildQueueException e) {
       throw new BuildQueueException(
-          "the queue settings (" + SHARED_SLOTS + ", " + WORKER_LIFETIME_MINUTES + ", " + CHAIN_WINDOW_SECONDS
-              + ") do not fit together: " + e.getMessage(), e);
+          "the queue settings ("
+              + SHARED_SLOTS
+              + ", "
+              + WORKER_LIFETIME_MINUTES
+              + ", "
+              + CHAIN_WINDOW_SECONDS
+              + ") do not fit together: "
+              + e.getMessage(),
+          e);
     }
     return withinTokenLifetime(config);
   }
 
   private static QueueConfig withinTokenLifetime(QueueConfig config) {
     if (config.lease().compareTo(AwsSettings.MAX_LEASE) > 0) {
-      throw new BuildQueueException(WORKER_LIFETIME_MINUTES + " is " + config.workerLifetime().toMinutes()
-          + ": with the lease's " + config.leaseSlack().toMinutes() + " minutes of slack a worker's lease may be at most "
-          + AwsSettings.MAX_LEASE.toHours() + " hours (" + AwsSettings.MAX_LEASE.minus(config.leaseSlack()).toMinutes()
-          + " minutes of lifetime), or a relaunch could outlive ECS's 24-hour client token and start a second task");
+      throw new BuildQueueException(
+          WORKER_LIFETIME_MINUTES
+              + " is "
+              + config.workerLifetime().toMinutes()
+              + ": with the lease's "
+              + config.leaseSlack().toMinutes()
+              + " minutes of slack a worker's lease may be at most "
+              + AwsSettings.MAX_LEASE.toHours()
+              + " hours ("
+              + AwsSettings.MAX_LEASE.minus(config.leaseSlack()).toMinutes()
+              + " minutes of lifetime), or a relaunch could outlive ECS's 24-hour client token and start a second task");
     }
     return config;
   }

@@ -16,17 +16,31 @@ class AwsPackageRulesTest {
 
   @Test
   void the_aws_adapter_never_imports_the_local_one() {
-    noClasses().that().resideInAPackage("buildqueue.aws..")
-        .should().dependOnClassesThat().resideInAPackage("buildqueue.local..")
+    noClasses()
+        .that()
+        .resideInAPackage("buildqueue.aws..")
+        .should()
+        .dependOnClassesThat()
+        .resideInAPackage("buildqueue.local..")
         .check(MAIN);
   }
 
-  /** The Data API, ECS, EventBridge and metrics adapters; the Lambdas and the Fargate worker wire them. */
+  /**
+   * The Data API, ECS, EventBridge and metrics adapters; the Lambdas and the Fargate worker wire
+   * them.
+   */
   @Test
   void the_aws_adapters_never_import_the_entry_points() {
-    noClasses().that().resideInAnyPackage(
-            "buildqueue.aws.db..", "buildqueue.aws.ecs..", "buildqueue.aws.events..", "buildqueue.aws.metrics..")
-        .should().dependOnClassesThat().resideInAnyPackage("buildqueue.aws.lambda..", "buildqueue.aws.worker..")
+    noClasses()
+        .that()
+        .resideInAnyPackage(
+            "buildqueue.aws.db..",
+            "buildqueue.aws.ecs..",
+            "buildqueue.aws.events..",
+            "buildqueue.aws.metrics..")
+        .should()
+        .dependOnClassesThat()
+        .resideInAnyPackage("buildqueue.aws.lambda..", "buildqueue.aws.worker..")
         .check(MAIN);
   }
 }

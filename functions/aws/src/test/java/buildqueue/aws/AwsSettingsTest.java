@@ -21,7 +21,9 @@ class AwsSettingsTest {
     Map<String, String> env = new HashMap<>();
     env.put("AWS_REGION", "eu-west-1");
     env.put(AwsSettings.DB_CLUSTER_ARN, "arn:aws:rds:eu-west-1:111122223333:cluster:buildqueue");
-    env.put(AwsSettings.DB_SECRET_ARN, "arn:aws:secretsmanager:eu-west-1:111122223333:secret:bq-AbCdEf");
+    env.put(
+        AwsSettings.DB_SECRET_ARN,
+        "arn:aws:secretsmanager:eu-west-1:111122223333:secret:bq-AbCdEf");
     env.put(AwsSettings.ECS_CLUSTER, "buildqueue-workers");
     env.put(AwsSettings.TASK_DEFINITION, "buildqueue-worker:7");
     env.put(AwsSettings.SUBNETS, "subnet-1, subnet-2");
@@ -61,8 +63,10 @@ class AwsSettingsTest {
 
     assertThat(s.queue().sharedOrder()).isEqualTo(buildqueue.core.QueueConfig.SharedOrder.FIFO);
     assertThat(s.queue().maxQueuedJobs()).isEqualTo(50);
-    assertThatThrownBy(() -> AwsSettings.load(Component.TICK, order::get)).hasMessageContaining(AwsSettings.SHARED_ORDER);
-    assertThatThrownBy(() -> AwsSettings.load(Component.TICK, quota::get)).hasMessageContaining(AwsSettings.MAX_QUEUED_JOBS);
+    assertThatThrownBy(() -> AwsSettings.load(Component.TICK, order::get))
+        .hasMessageContaining(AwsSettings.SHARED_ORDER);
+    assertThatThrownBy(() -> AwsSettings.load(Component.TICK, quota::get))
+        .hasMessageContaining(AwsSettings.MAX_QUEUED_JOBS);
   }
 
   @Test
@@ -72,7 +76,8 @@ class AwsSettingsTest {
     Map<String, String> tooLong = queueFunctionEnv();
     tooLong.put(AwsSettings.WORKER_LIFETIME_MINUTES, "1376");
 
-    assertThat(AwsSettings.load(Component.TICK, longest::get).queue().lease()).isEqualTo(AwsSettings.MAX_LEASE);
+    assertThat(AwsSettings.load(Component.TICK, longest::get).queue().lease())
+        .isEqualTo(AwsSettings.MAX_LEASE);
     assertThatThrownBy(() -> AwsSettings.load(Component.TICK, tooLong::get))
         .isInstanceOf(BuildQueueException.class)
         .hasMessageContaining(AwsSettings.WORKER_LIFETIME_MINUTES)
@@ -82,8 +87,15 @@ class AwsSettingsTest {
 
   @Test
   void every_missing_required_variable_is_named() {
-    for (String name : List.of("AWS_REGION", AwsSettings.DB_CLUSTER_ARN, AwsSettings.DB_SECRET_ARN,
-        AwsSettings.ECS_CLUSTER, AwsSettings.TASK_DEFINITION, AwsSettings.SUBNETS, AwsSettings.KINDS_FILE)) {
+    for (String name :
+        List.of(
+            "AWS_REGION",
+            AwsSettings.DB_CLUSTER_ARN,
+            AwsSettings.DB_SECRET_ARN,
+            AwsSettings.ECS_CLUSTER,
+            AwsSettings.TASK_DEFINITION,
+            AwsSettings.SUBNETS,
+            AwsSettings.KINDS_FILE)) {
       Map<String, String> env = queueFunctionEnv();
       env.remove(name);
       assertThatThrownBy(() -> AwsSettings.load(Component.ENQUEUE, env::get))
@@ -103,10 +115,14 @@ class AwsSettingsTest {
     Map<String, String> subnets = queueFunctionEnv();
     subnets.put(AwsSettings.SUBNETS, " , ");
 
-    assertThatThrownBy(() -> AwsSettings.load(Component.TICK, slots::get)).hasMessageContaining(AwsSettings.SHARED_SLOTS);
-    assertThatThrownBy(() -> AwsSettings.load(Component.TICK, zero::get)).hasMessageContaining(AwsSettings.SHARED_SLOTS);
-    assertThatThrownBy(() -> AwsSettings.load(Component.TICK, ip::get)).hasMessageContaining(AwsSettings.ASSIGN_PUBLIC_IP);
-    assertThatThrownBy(() -> AwsSettings.load(Component.TICK, subnets::get)).hasMessageContaining(AwsSettings.SUBNETS);
+    assertThatThrownBy(() -> AwsSettings.load(Component.TICK, slots::get))
+        .hasMessageContaining(AwsSettings.SHARED_SLOTS);
+    assertThatThrownBy(() -> AwsSettings.load(Component.TICK, zero::get))
+        .hasMessageContaining(AwsSettings.SHARED_SLOTS);
+    assertThatThrownBy(() -> AwsSettings.load(Component.TICK, ip::get))
+        .hasMessageContaining(AwsSettings.ASSIGN_PUBLIC_IP);
+    assertThatThrownBy(() -> AwsSettings.load(Component.TICK, subnets::get))
+        .hasMessageContaining(AwsSettings.SUBNETS);
   }
 
   @Test
@@ -120,10 +136,14 @@ class AwsSettingsTest {
     Map<String, String> env = new HashMap<>();
     env.put("AWS_REGION", "eu-west-1");
     env.put(AwsSettings.DB_CLUSTER_ARN, "arn:aws:rds:eu-west-1:111122223333:cluster:buildqueue");
-    env.put(AwsSettings.DB_SECRET_ARN, "arn:aws:secretsmanager:eu-west-1:111122223333:secret:bq-AbCdEf");
+    env.put(
+        AwsSettings.DB_SECRET_ARN,
+        "arn:aws:secretsmanager:eu-west-1:111122223333:secret:bq-AbCdEf");
     assertThatThrownBy(() -> AwsSettings.load(component, env::get))
         .hasMessageContaining(AwsSettings.WORKER_DB_SECRET_ARN);
-    env.put(AwsSettings.WORKER_DB_SECRET_ARN, "arn:aws:secretsmanager:eu-west-1:111122223333:secret:bq-worker-GhIjKl");
+    env.put(
+        AwsSettings.WORKER_DB_SECRET_ARN,
+        "arn:aws:secretsmanager:eu-west-1:111122223333:secret:bq-worker-GhIjKl");
 
     AwsSettings s = AwsSettings.load(component, env::get);
 
@@ -135,9 +155,16 @@ class AwsSettingsTest {
   @Test
   void a_worker_uses_a_jdbc_url_when_given_and_the_data_api_otherwise() {
     UUID token = UUID.randomUUID();
-    Map<String, String> jdbc = Map.of(AwsSettings.JDBC_URL, "jdbc:postgresql://db/bq?password=secret",
-        AwsSettings.WORKER_ID, "42", AwsSettings.WORKER_TOKEN, token.toString(),
-        AwsSettings.KINDS_FILE, AwsSettings.WORKER_KINDS_FILE);
+    Map<String, String> jdbc =
+        Map.of(
+            AwsSettings.JDBC_URL,
+            "jdbc:postgresql://db/bq?password=secret",
+            AwsSettings.WORKER_ID,
+            "42",
+            AwsSettings.WORKER_TOKEN,
+            token.toString(),
+            AwsSettings.KINDS_FILE,
+            AwsSettings.WORKER_KINDS_FILE);
     Map<String, String> dataApi = new HashMap<>(queueFunctionEnv());
     dataApi.put(AwsSettings.WORKER_ID, "42");
     dataApi.put(AwsSettings.WORKER_TOKEN, token.toString());
@@ -154,12 +181,19 @@ class AwsSettingsTest {
 
   @Test
   void a_malformed_token_is_refused_without_repeating_it() {
-    Map<String, String> env = Map.of(AwsSettings.JDBC_URL, "jdbc:postgresql://db/bq",
-        AwsSettings.WORKER_ID, "42", AwsSettings.WORKER_TOKEN, "not-a-uuid-but-secret");
+    Map<String, String> env =
+        Map.of(
+            AwsSettings.JDBC_URL,
+            "jdbc:postgresql://db/bq",
+            AwsSettings.WORKER_ID,
+            "42",
+            AwsSettings.WORKER_TOKEN,
+            "not-a-uuid-but-secret");
 
     assertThatThrownBy(() -> AwsSettings.load(Component.WORKER, env::get))
         .hasMessageContaining(AwsSettings.WORKER_TOKEN)
-        .message().doesNotContain("not-a-uuid-but-secret");
+        .message()
+        .doesNotContain("not-a-uuid-but-secret");
   }
 
   @Test
@@ -170,7 +204,8 @@ class AwsSettingsTest {
     assertThat(AwsSettings.load(Component.ENQUEUE, queueFunctionEnv()::get).kindsFile())
         .isEqualTo(Path.of(AwsSettings.ENQUEUE_KINDS_FILE));
     assertThatThrownBy(() -> AwsSettings.load(Component.ENQUEUE, relative::get))
-        .hasMessageContaining(AwsSettings.KINDS_FILE).hasMessageContaining("absolute path");
+        .hasMessageContaining(AwsSettings.KINDS_FILE)
+        .hasMessageContaining("absolute path");
     assertThatThrownBy(AwsSettings.load(Component.TICK, queueFunctionEnv()::get)::kindsFile)
         .hasMessageContaining("tick does not read " + AwsSettings.KINDS_FILE);
   }
@@ -191,8 +226,16 @@ class AwsSettingsTest {
 
   @Test
   void a_worker_image_without_its_catalogue_refuses_to_start_naming_the_variable_and_the_path() {
-    Map<String, String> env = Map.of(AwsSettings.JDBC_URL, "jdbc:postgresql://db/bq", AwsSettings.WORKER_ID, "42",
-        AwsSettings.WORKER_TOKEN, UUID.randomUUID().toString(), AwsSettings.KINDS_FILE, "/etc/buildqueue/missing.json");
+    Map<String, String> env =
+        Map.of(
+            AwsSettings.JDBC_URL,
+            "jdbc:postgresql://db/bq",
+            AwsSettings.WORKER_ID,
+            "42",
+            AwsSettings.WORKER_TOKEN,
+            UUID.randomUUID().toString(),
+            AwsSettings.KINDS_FILE,
+            "/etc/buildqueue/missing.json");
     AwsSettings s = AwsSettings.load(Component.WORKER, env::get);
 
     assertThatThrownBy(s::kindCatalogue)
@@ -202,9 +245,11 @@ class AwsSettingsTest {
   }
 
   @Test
-  void a_bad_catalogue_is_refused_with_its_own_message_and_the_variable(@TempDir Path dir) throws Exception {
+  void a_bad_catalogue_is_refused_with_its_own_message_and_the_variable(@TempDir Path dir)
+      throws Exception {
     Path file = dir.resolve("kinds.json");
-    Files.writeString(file, "{\"kinds\": {\"render\": {\"command\": [\"x\"], \"timeout\": \"55m\"}}}");
+    Files.writeString(
+        file, "{\"kinds\": {\"render\": {\"command\": [\"x\"], \"timeout\": \"55m\"}}}");
     Map<String, String> env = queueFunctionEnv();
     env.put(AwsSettings.KINDS_FILE, file.toString());
 

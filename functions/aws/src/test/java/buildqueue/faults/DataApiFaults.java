@@ -18,8 +18,8 @@ import software.amazon.awssdk.services.rdsdata.RdsDataClient;
  * answer is lost after it ran or committed, a transaction broken by an error, and an auto-paused
  * cluster resuming ({@code DatabaseResumingException} for the next few calls: few enough and the
  * adapter's resume retry rides them out; more and its budget runs out and callers see the outage).
- * The retry waits on a clock of its own that only its pauses move, so scenarios stay
- * deterministic and take no real time.
+ * The retry waits on a clock of its own that only its pauses move, so scenarios stay deterministic
+ * and take no real time.
  */
 final class DataApiFaults implements DatabaseFaults {
   private static final String UNAVAILABLE = "DatabaseUnavailableException";
@@ -34,7 +34,8 @@ final class DataApiFaults implements DatabaseFaults {
     fake.serve(db.name(), db.dataSource());
     this.client = fake.newClient();
     AtomicLong nanos = new AtomicLong();
-    ResumeRetry retry = new ResumeRetry(ResumeRetry.DEFAULT_BUDGET, d -> nanos.addAndGet(d.toNanos()), nanos::get);
+    ResumeRetry retry =
+        new ResumeRetry(ResumeRetry.DEFAULT_BUDGET, d -> nanos.addAndGet(d.toNanos()), nanos::get);
     this.adapter = new DataApiDatabase(client, fake.settings(db.name()), retry);
     fake.serve(db.name(), DataApiFake.WORKER_SECRET_ARN, db.workerDataSource());
     this.workerAdapter = new DataApiDatabase(client, fake.workerSettings(db.name()), retry);
@@ -52,26 +53,34 @@ final class DataApiFaults implements DatabaseFaults {
 
   @Override
   public <T> T failBeforeEffect(Database target, Function<Database, T> statement) {
-    fake.inject(Fault.error(504, UNAVAILABLE, "the writer is unavailable (injected)").on(Operation.EXECUTE));
+    fake.inject(
+        Fault.error(504, UNAVAILABLE, "the writer is unavailable (injected)")
+            .on(Operation.EXECUTE));
     return statement.apply(target);
   }
 
   @Override
   public <T> T failAfterEffect(Database target, Function<Database, T> statement) {
-    fake.inject(Fault.error(504, UNAVAILABLE, "the answer was lost (injected)").on(Operation.EXECUTE).afterApplying());
+    fake.inject(
+        Fault.error(504, UNAVAILABLE, "the answer was lost (injected)")
+            .on(Operation.EXECUTE)
+            .afterApplying());
     return statement.apply(target);
   }
 
   @Override
   public void loseCommitReply(Database tx) {
-    fake.inject(Fault.error(504, UNAVAILABLE, "the commit's answer was lost (injected)").on(Operation.COMMIT)
-        .afterApplying());
+    fake.inject(
+        Fault.error(504, UNAVAILABLE, "the commit's answer was lost (injected)")
+            .on(Operation.COMMIT)
+            .afterApplying());
   }
 
   @Override
   public void breakTransaction(Database tx) {
-    fake.inject(Fault.error(504, UNAVAILABLE, "the transaction's connection was lost (injected)")
-        .on(Operation.EXECUTE));
+    fake.inject(
+        Fault.error(504, UNAVAILABLE, "the transaction's connection was lost (injected)")
+            .on(Operation.EXECUTE));
   }
 
   /**

@@ -23,7 +23,12 @@ import java.util.TreeMap;
  * @param caller the authenticated caller, or null when the request carried no valid token
  */
 public record ApiRequest(
-    String method, String path, String query, Map<String, String> headers, byte[] body, Caller caller) {
+    String method,
+    String path,
+    String query,
+    Map<String, String> headers,
+    byte[] body,
+    Caller caller) {
 
   public ApiRequest {
     Objects.requireNonNull(method, "method");
@@ -47,8 +52,12 @@ public record ApiRequest(
 
   /** A request with a UTF-8 JSON body and {@code Content-Type: application/json}. */
   public static ApiRequest json(String method, String target, String json, Caller caller) {
-    return of(method, target, Map.of("Content-Type", "application/json"),
-        json.getBytes(StandardCharsets.UTF_8), caller);
+    return of(
+        method,
+        target,
+        Map.of("Content-Type", "application/json"),
+        json.getBytes(StandardCharsets.UTF_8),
+        caller);
   }
 
   /** A request without a body. */
@@ -72,19 +81,23 @@ public record ApiRequest(
 
   private static Map<String, String> caseInsensitive(Map<String, String> headers) {
     TreeMap<String, String> map = new TreeMap<>(String.CASE_INSENSITIVE_ORDER);
-    headers.forEach((name, value) -> {
-      if (name != null && value != null) {
-        map.merge(name, value, (a, b) -> a + ", " + b);
-      }
-    });
+    headers.forEach(
+        (name, value) -> {
+          if (name != null && value != null) {
+            map.merge(name, value, (a, b) -> a + ", " + b);
+          }
+        });
     return Collections.unmodifiableMap(map);
   }
 
   @Override
   public boolean equals(Object o) {
     return o instanceof ApiRequest r
-        && method.equals(r.method) && path.equals(r.path) && query.equals(r.query)
-        && headers.equals(r.headers) && java.util.Arrays.equals(body, r.body)
+        && method.equals(r.method)
+        && path.equals(r.path)
+        && query.equals(r.query)
+        && headers.equals(r.headers)
+        && java.util.Arrays.equals(body, r.body)
         && Objects.equals(caller, r.caller);
   }
 
@@ -96,7 +109,14 @@ public record ApiRequest(
   /** Leaves out header values and the body: they may carry tokens and payloads. */
   @Override
   public String toString() {
-    return method + " " + path + (query.isEmpty() ? "" : "?" + query) + " (" + body.length + " bytes, caller "
-        + (caller == null ? "none" : caller.userId() + (caller.admin() ? " [admin]" : "")) + ")";
+    return method
+        + " "
+        + path
+        + (query.isEmpty() ? "" : "?" + query)
+        + " ("
+        + body.length
+        + " bytes, caller "
+        + (caller == null ? "none" : caller.userId() + (caller.admin() ? " [admin]" : ""))
+        + ")";
   }
 }

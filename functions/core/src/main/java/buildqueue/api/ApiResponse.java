@@ -14,7 +14,8 @@ import java.util.Optional;
 public record ApiResponse(int status, Map<String, String> headers, byte[] body) {
 
   public ApiResponse {
-    headers = Collections.unmodifiableMap(new LinkedHashMap<>(headers == null ? Map.of() : headers));
+    headers =
+        Collections.unmodifiableMap(new LinkedHashMap<>(headers == null ? Map.of() : headers));
     body = body == null ? new byte[0] : body;
   }
 
@@ -34,11 +35,12 @@ public record ApiResponse(int status, Map<String, String> headers, byte[] body) 
   /** A copy with one more header (replacing one of the same name). */
   public ApiResponse withHeader(String name, String value) {
     Map<String, String> copy = new LinkedHashMap<>();
-    headers.forEach((k, v) -> {
-      if (!k.equalsIgnoreCase(name)) {
-        copy.put(k, v);
-      }
-    });
+    headers.forEach(
+        (k, v) -> {
+          if (!k.equalsIgnoreCase(name)) {
+            copy.put(k, v);
+          }
+        });
     copy.put(name, value);
     return new ApiResponse(status, copy, body);
   }
@@ -46,7 +48,9 @@ public record ApiResponse(int status, Map<String, String> headers, byte[] body) 
   @Override
   public boolean equals(Object o) {
     return o instanceof ApiResponse r
-        && status == r.status && headers.equals(r.headers) && java.util.Arrays.equals(body, r.body);
+        && status == r.status
+        && headers.equals(r.headers)
+        && java.util.Arrays.equals(body, r.body);
   }
 
   @Override

@@ -38,7 +38,10 @@ final class Dashboard {
   }
 
   static String contentSecurityPolicy(String html) {
-    return "default-src 'none'; script-src '" + hashOf(html, "script") + "'; style-src '" + hashOf(html, "style")
+    return "default-src 'none'; script-src '"
+        + hashOf(html, "script")
+        + "'; style-src '"
+        + hashOf(html, "style")
         + "'; connect-src 'self'; img-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
   }
 
@@ -49,11 +52,13 @@ final class Dashboard {
     int start = html.indexOf(open);
     int end = html.indexOf(close, start + 1);
     if (start < 0 || end < 0 || start != html.lastIndexOf(open) || end != html.lastIndexOf(close)) {
-      throw new IllegalStateException(RESOURCE + " must have exactly one plain " + open + " element");
+      throw new IllegalStateException(
+          RESOURCE + " must have exactly one plain " + open + " element");
     }
     String content = html.substring(start + open.length(), end);
     try {
-      byte[] digest = MessageDigest.getInstance("SHA-256").digest(content.getBytes(StandardCharsets.UTF_8));
+      byte[] digest =
+          MessageDigest.getInstance("SHA-256").digest(content.getBytes(StandardCharsets.UTF_8));
       return "sha256-" + Base64.getEncoder().encodeToString(digest);
     } catch (NoSuchAlgorithmException e) {
       throw new IllegalStateException("SHA-256 is part of every JVM", e);

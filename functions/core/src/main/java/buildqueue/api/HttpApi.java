@@ -17,9 +17,9 @@ import java.util.UUID;
 import java.util.stream.Collectors;
 
 /**
- * The HTTP API (docs/architecture.md §8; its contract is openapi.json) as plain code: a request in, a response out, no server. The API
- * Gateway Lambda and the local server both call {@link #handle}, so they share every route, every
- * validation and every error.
+ * The HTTP API (docs/architecture.md §8; its contract is openapi.json) as plain code: a request in,
+ * a response out, no server. The API Gateway Lambda and the local server both call {@link #handle},
+ * so they share every route, every validation and every error.
  *
  * <p>Guarantees: bad input is answered with a 4xx {@code application/problem+json} whose {@code
  * detail} says what to change, and writes nothing; authentication is the caller's job (a null
@@ -42,20 +42,26 @@ public final class HttpApi {
 
   /** The largest request body accepted (256 KiB); longer ones get 413. */
   public static final int MAX_BODY_BYTES = 256 * 1024;
+
   /** The longest idempotency key or user id, in characters. */
   public static final int MAX_KEY_CHARS = 200;
+
   public static final int DEFAULT_LIST_LIMIT = 50;
   public static final int MAX_LIST_LIMIT = 200;
   public static final int DEFAULT_QUEUED_LIMIT = 20;
 
   /** The largest per-user quota an admin may set. */
   public static final int MAX_QUOTA = 1_000_000;
+
   /** What a 429 asks a client to wait before it tries again, in seconds. */
   public static final int QUEUE_FULL_RETRY_AFTER_SECONDS = 60;
+
   /** The header that says how many bytes of output the job has written in all. */
   public static final String LOG_TOTAL_BYTES = "Buildqueue-Log-Total-Bytes";
+
   /** The header that says the job's status, so a follower knows when its log is complete. */
   public static final String JOB_STATUS = "Buildqueue-Job-Status";
+
   /** The header that says how many bytes before the tail are not kept here. */
   public static final String LOG_SKIPPED_BYTES = "Buildqueue-Log-Skipped-Bytes";
 
@@ -73,13 +79,14 @@ public final class HttpApi {
     Objects.requireNonNull(queries, "queries");
     Objects.requireNonNull(kinds, "kinds");
     JobAnswers answers = new JobAnswers(queries);
-    List<Route.Resource> resources = List.of(
-        new SiteRoutes(queries),
-        new JobSubmission(queue, queries, kinds, answers),
-        new JobRoutes(queue, queries, answers),
-        new JobLogRoute(queries),
-        new LaneRoutes(queries),
-        new UserRoutes(queue));
+    List<Route.Resource> resources =
+        List.of(
+            new SiteRoutes(queries),
+            new JobSubmission(queue, queries, kinds, answers),
+            new JobRoutes(queue, queries, answers),
+            new JobLogRoute(queries),
+            new LaneRoutes(queries),
+            new UserRoutes(queue));
     this.routes = resources.stream().flatMap(r -> r.routes().stream()).toList();
   }
 
@@ -92,13 +99,21 @@ public final class HttpApi {
     } catch (RuntimeException e) {
       String incident = UUID.randomUUID().toString();
       LOG.log(Level.ERROR, "incident " + incident + ": " + request + " failed", e);
-      return problem(new ApiProblem(ApiProblem.Type.INTERNAL,
-          "The server failed to answer this request (incident " + incident + "). Retry it; if it fails again, "
-              + "report the incident id to the operator."), request.path());
+      return problem(
+          new ApiProblem(
+              ApiProblem.Type.INTERNAL,
+              "The server failed to answer this request (incident "
+                  + incident
+                  + "). Retry it; if it fails again, "
+                  + "report the incident id to the operator."),
+          request.path());
     }
   }
 
-  /** Each route as "METHOD /template", in the order they are matched: what openapi.json must describe. */
+  /**
+   * Each route as "METHOD /template", in the order they are matched: what openapi.json must
+   * describe.
+   */
   public List<String> routes() {
     return routes.stream().map(Route::operation).toList();
   }
@@ -119,21 +134,34 @@ public final class HttpApi {
       }
     }
     if (matched == null && allowed.isEmpty()) {
-      throw ApiProblem.notFound("There is no route " + JsonBodies.printable(request.path()) + ". The routes are: "
-          + routes.stream().map(Route::operation).collect(Collectors.joining(", ")) + ".");
+      throw ApiProblem.notFound(
+          "There is no route "
+              + JsonBodies.printable(request.path())
+              + ". The routes are: "
+              + routes.stream().map(Route::operation).collect(Collectors.joining(", "))
+              + ".");
     }
     if (matched == null) {
       String allow = String.join(", ", allowed);
-      throw new ApiProblem(ApiProblem.Type.METHOD_NOT_ALLOWED,
-          JsonBodies.printable(request.method()) + " is not allowed on " + JsonBodies.printable(request.path())
-              + "; use " + allow + ".",
+      throw new ApiProblem(
+          ApiProblem.Type.METHOD_NOT_ALLOWED,
+          JsonBodies.printable(request.method())
+              + " is not allowed on "
+              + JsonBodies.printable(request.path())
+              + "; use "
+              + allow
+              + ".",
           Map.of("Allow", allow));
     }
     Caller caller = authorize(matched.access(), request.caller());
     Map<String, List<String>> query = query(request, matched);
     if (request.body().length > MAX_BODY_BYTES) {
-      throw new ApiProblem(ApiProblem.Type.PAYLOAD_TOO_LARGE,
-          "The request body is " + request.body().length + " bytes; the limit is " + MAX_BODY_BYTES
+      throw new ApiProblem(
+          ApiProblem.Type.PAYLOAD_TOO_LARGE,
+          "The request body is "
+              + request.body().length
+              + " bytes; the limit is "
+              + MAX_BODY_BYTES
               + " bytes (256 KiB). Keep large inputs elsewhere (e.g. object storage) and pass a reference in the "
               + "payload.");
     }
@@ -145,18 +173,22 @@ public final class HttpApi {
       return caller;
     }
     if (caller == null) {
-      throw new ApiProblem(ApiProblem.Type.UNAUTHORIZED,
+      throw new ApiProblem(
+          ApiProblem.Type.UNAUTHORIZED,
           "This route needs a token: send the header Authorization: Bearer <JWT>.",
           Map.of("WWW-Authenticate", "Bearer realm=\"buildqueue\""));
     }
     if (!Ids.usable(caller.userId())) {
-      throw new ApiProblem(ApiProblem.Type.UNAUTHORIZED,
-          "The token's sub claim is not a usable user id (1 to " + MAX_KEY_CHARS
+      throw new ApiProblem(
+          ApiProblem.Type.UNAUTHORIZED,
+          "The token's sub claim is not a usable user id (1 to "
+              + MAX_KEY_CHARS
               + " characters, no control characters); get a token for a proper user.",
           Map.of("WWW-Authenticate", "Bearer realm=\"buildqueue\", error=\"invalid_token\""));
     }
     if (access == Route.Access.ADMIN && !caller.admin()) {
-      throw new ApiProblem(ApiProblem.Type.FORBIDDEN,
+      throw new ApiProblem(
+          ApiProblem.Type.FORBIDDEN,
           "This route is for admins: it needs a token with the scope " + Caller.ADMIN_SCOPE + ".");
     }
     return caller;
@@ -174,14 +206,24 @@ public final class HttpApi {
     }
     for (Map.Entry<String, List<String>> p : query.entrySet()) {
       if (!route.queryParams().contains(p.getKey())) {
-        throw ApiProblem.invalid("Unknown query parameter \"" + JsonBodies.printable(p.getKey()) + "\" for "
-            + route.operation() + (route.queryParams().isEmpty()
-                ? "; it takes none."
-                : "; it takes: " + String.join(", ", new TreeSet<>(route.queryParams())) + "."));
+        throw ApiProblem.invalid(
+            "Unknown query parameter \""
+                + JsonBodies.printable(p.getKey())
+                + "\" for "
+                + route.operation()
+                + (route.queryParams().isEmpty()
+                    ? "; it takes none."
+                    : "; it takes: "
+                        + String.join(", ", new TreeSet<>(route.queryParams()))
+                        + "."));
       }
       if (p.getValue().size() > 1 && !p.getKey().equals("status")) {
-        throw ApiProblem.invalid("Query parameter \"" + p.getKey() + "\" is given " + p.getValue().size()
-            + " times; give it once.");
+        throw ApiProblem.invalid(
+            "Query parameter \""
+                + p.getKey()
+                + "\" is given "
+                + p.getValue().size()
+                + " times; give it once.");
       }
     }
     return query;

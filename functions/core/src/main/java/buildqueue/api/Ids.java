@@ -8,7 +8,10 @@ final class Ids {
   private Ids() {}
 
   static boolean usable(String id) {
-    if (id == null || id.isEmpty() || id.codePointCount(0, id.length()) > HttpApi.MAX_KEY_CHARS || hasControl(id)) {
+    if (id == null
+        || id.isEmpty()
+        || id.codePointCount(0, id.length()) > HttpApi.MAX_KEY_CHARS
+        || hasControl(id)) {
       return false;
     }
     try {

@@ -32,8 +32,11 @@ final class JobAnswers {
   }
 
   static ApiProblem notFound(long id) {
-    return ApiProblem.notFound("There is no job " + id + " of yours: it does not exist, was deleted after its "
-        + "retention period, or belongs to another user. List yours with GET /jobs.");
+    return ApiProblem.notFound(
+        "There is no job "
+            + id
+            + " of yours: it does not exist, was deleted after its "
+            + "retention period, or belongs to another user. List yours with GET /jobs.");
   }
 
   /**
@@ -44,12 +47,38 @@ final class JobAnswers {
     if (caller.admin()) {
       return w;
     }
-    List<SlotView> slots = w.slots().stream()
-        .map(s -> new SlotView(s.slot(), s.worker().map(worker -> new WorkerView(worker.id(), worker.lane(),
-            worker.slot(), worker.status(), worker.taskId(), worker.leaseLeftSeconds(), worker.launchedAt(),
-            worker.startedAt(), worker.job().map(j -> j.userId().equals(caller.userId()) ? j
-                : new CurrentJob(j.id(), null, j.kind(), j.status(), j.progress(), j.payloadSteps()))))))
-        .toList();
+    List<SlotView> slots =
+        w.slots().stream()
+            .map(
+                s ->
+                    new SlotView(
+                        s.slot(),
+                        s.worker()
+                            .map(
+                                worker ->
+                                    new WorkerView(
+                                        worker.id(),
+                                        worker.lane(),
+                                        worker.slot(),
+                                        worker.status(),
+                                        worker.taskId(),
+                                        worker.leaseLeftSeconds(),
+                                        worker.launchedAt(),
+                                        worker.startedAt(),
+                                        worker
+                                            .job()
+                                            .map(
+                                                j ->
+                                                    j.userId().equals(caller.userId())
+                                                        ? j
+                                                        : new CurrentJob(
+                                                            j.id(),
+                                                            null,
+                                                            j.kind(),
+                                                            j.status(),
+                                                            j.progress(),
+                                                            j.payloadSteps()))))))
+            .toList();
     return new Waiting(w.lane(), w.capacity(), w.jobsAhead(), slots, w.notBefore(), w.turns());
   }
 }

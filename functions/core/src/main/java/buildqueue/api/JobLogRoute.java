@@ -9,11 +9,15 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 
-/** {@code GET /jobs/{id}/log}: the output the queue keeps of a job, as text, for its owner and admins. */
+/**
+ * {@code GET /jobs/{id}/log}: the output the queue keeps of a job, as text, for its owner and
+ * admins.
+ */
 record JobLogRoute(JobQueries queries) implements Route.Resource {
   @Override
   public List<Route> routes() {
-    return List.of(new Route("GET", "/jobs/{id}/log", Route.Access.USER, Set.of("since"), this::log));
+    return List.of(
+        new Route("GET", "/jobs/{id}/log", Route.Access.USER, Set.of("since"), this::log));
   }
 
   /**
@@ -24,9 +28,11 @@ record JobLogRoute(JobQueries queries) implements Route.Resource {
    */
   private ApiResponse log(Call call) {
     long id = call.jobId();
-    JobQueries.JobLogView log = queries.log(id)
-        .filter(l -> call.maySee(l.userId()))
-        .orElseThrow(() -> JobAnswers.notFound(id));
+    JobQueries.JobLogView log =
+        queries
+            .log(id)
+            .filter(l -> call.maySee(l.userId()))
+            .orElseThrow(() -> JobAnswers.notFound(id));
     long since = byteOffset(call, "since");
     byte[] tail = log.tail().getBytes(StandardCharsets.UTF_8);
     long tailStart = log.totalBytes() - tail.length;
@@ -59,8 +65,14 @@ record JobLogRoute(JobQueries queries) implements Route.Resource {
       return 0;
     }
     if (!raw.get().matches("[0-9]{1,18}")) {
-      throw ApiProblem.invalid("Query parameter \"" + name + "\" must be a whole number of bytes, as the header "
-          + HttpApi.LOG_TOTAL_BYTES + " of an earlier answer gave it, not \"" + JsonBodies.printable(raw.get()) + "\".");
+      throw ApiProblem.invalid(
+          "Query parameter \""
+              + name
+              + "\" must be a whole number of bytes, as the header "
+              + HttpApi.LOG_TOTAL_BYTES
+              + " of an earlier answer gave it, not \""
+              + JsonBodies.printable(raw.get())
+              + "\".");
     }
     return Long.parseLong(raw.get());
   }

@@ -21,11 +21,17 @@ import java.util.stream.Collectors;
  * {@code GET /jobs/{id}}, {@code GET /jobs/{id}/events} (its history) and {@code POST
  * /jobs/{id}/cancel}. Submitting is {@link JobSubmission}; the log is {@link JobLogRoute}.
  */
-record JobRoutes(BuildQueue queue, JobQueries queries, JobAnswers answers) implements Route.Resource {
+record JobRoutes(BuildQueue queue, JobQueries queries, JobAnswers answers)
+    implements Route.Resource {
   @Override
   public List<Route> routes() {
     return List.of(
-        new Route("GET", "/jobs", Route.Access.USER, Set.of("status", "limit", "userId", "before"), this::listJobs),
+        new Route(
+            "GET",
+            "/jobs",
+            Route.Access.USER,
+            Set.of("status", "limit", "userId", "before"),
+            this::listJobs),
         new Route("GET", "/jobs/{id}", Route.Access.USER, Set.of(), this::getJob),
         new Route("GET", "/jobs/{id}/events", Route.Access.USER, Set.of("after"), this::events),
         new Route("POST", "/jobs/{id}/cancel", Route.Access.USER, Set.of(), this::cancel));
@@ -36,7 +42,8 @@ record JobRoutes(BuildQueue queue, JobQueries queries, JobAnswers answers) imple
     Optional<String> asked = call.single("userId");
     if (asked.isPresent()) {
       if (!call.caller().admin() && !asked.get().equals(userId)) {
-        throw new ApiProblem(ApiProblem.Type.FORBIDDEN,
+        throw new ApiProblem(
+            ApiProblem.Type.FORBIDDEN,
             "Only admins may list another user's jobs; leave out userId to list yours.");
       }
       userId = asked.get();
@@ -50,17 +57,27 @@ record JobRoutes(BuildQueue queue, JobQueries queries, JobAnswers answers) imple
     Map<Long, Waiting> waiting = queries.waiting(page.jobs());
     ObjectNode out = ApiJson.object();
     ArrayNode list = out.putArray("jobs");
-    page.jobs().forEach(j ->
-        list.add(ApiJson.job(j, Optional.ofNullable(waiting.get(j.id())).map(w -> JobAnswers.redact(w, call.caller())))));
-    out.put("next", page.nextBefore().map(next -> nextJobsPage(statuses, asked, limit, next)).orElse(null));
+    page.jobs()
+        .forEach(
+            j ->
+                list.add(
+                    ApiJson.job(
+                        j,
+                        Optional.ofNullable(waiting.get(j.id()))
+                            .map(w -> JobAnswers.redact(w, call.caller())))));
+    out.put(
+        "next",
+        page.nextBefore().map(next -> nextJobsPage(statuses, asked, limit, next)).orElse(null));
     return ApiJson.response(200, out);
   }
 
   /** The same list, from the job after the last one on this page. */
-  private static String nextJobsPage(Set<JobStatus> statuses, Optional<String> userId, int limit, long before) {
+  private static String nextJobsPage(
+      Set<JobStatus> statuses, Optional<String> userId, int limit, long before) {
     StringBuilder next = new StringBuilder("/jobs?");
     if (!statuses.isEmpty()) {
-      next.append("status=").append(statuses.stream().map(JobStatus::sql).sorted().collect(Collectors.joining(",")))
+      next.append("status=")
+          .append(statuses.stream().map(JobStatus::sql).sorted().collect(Collectors.joining(",")))
           .append('&');
     }
     userId.ifPresent(u -> next.append("userId=").append(QueryString.encode(u)).append('&'));
@@ -79,20 +96,27 @@ record JobRoutes(BuildQueue queue, JobQueries queries, JobAnswers answers) imple
     Long after = call.cursorId("after", "an event id");
     JobQueries.EventPage page = queries.events(job.id(), after);
     page.events().forEach(e -> list.add(ApiJson.event(e)));
-    out.put("next", page.nextAfter().map(next -> "/jobs/" + job.id() + "/events?after=" + next).orElse(null));
+    out.put(
+        "next",
+        page.nextAfter().map(next -> "/jobs/" + job.id() + "/events?after=" + next).orElse(null));
     return ApiJson.response(200, out);
   }
 
   private ApiResponse cancel(Call call) {
     long id = call.jobId();
-    JobTransitions.Cancelled result = queue.cancel(id, call.caller().admin() ? null : call.caller().userId());
+    JobTransitions.Cancelled result =
+        queue.cancel(id, call.caller().admin() ? null : call.caller().userId());
     if (result instanceof JobTransitions.Cancelled.NotFound) {
       throw JobAnswers.notFound(id);
     }
     JobView job = queries.job(id).orElseThrow(() -> JobAnswers.notFound(id));
     if (result instanceof JobTransitions.Cancelled.Unchanged u && u.status().finished()) {
-      throw new ApiProblem(ApiProblem.Type.CONFLICT,
-          "Job " + id + " has already " + (u.status() == JobStatus.CANCELLED ? "been cancelled" : u.status().sql())
+      throw new ApiProblem(
+          ApiProblem.Type.CONFLICT,
+          "Job "
+              + id
+              + " has already "
+              + (u.status() == JobStatus.CANCELLED ? "been cancelled" : u.status().sql())
               + (job.finishedAt() == null ? "" : " (at " + ApiJson.time(job.finishedAt()) + ")")
               + "; there is nothing to cancel. Submit a new job to run it again.");
     }
@@ -107,12 +131,20 @@ record JobRoutes(BuildQueue queue, JobQueries queries, JobAnswers answers) imple
         if (trimmed.isEmpty()) {
           continue;
         }
-        JobStatus status = Arrays.stream(JobStatus.values())
-            .filter(s -> s.sql().equals(trimmed))
-            .findFirst()
-            .orElseThrow(() -> ApiProblem.invalid("Unknown status \"" + JsonBodies.printable(trimmed)
-                + "\"; use one or more (comma-separated) of: " + Arrays.stream(JobStatus.values())
-                    .map(JobStatus::sql).collect(Collectors.joining(", ")) + "."));
+        JobStatus status =
+            Arrays.stream(JobStatus.values())
+                .filter(s -> s.sql().equals(trimmed))
+                .findFirst()
+                .orElseThrow(
+                    () ->
+                        ApiProblem.invalid(
+                            "Unknown status \""
+                                + JsonBodies.printable(trimmed)
+                                + "\"; use one or more (comma-separated) of: "
+                                + Arrays.stream(JobStatus.values())
+                                    .map(JobStatus::sql)
+                                    .collect(Collectors.joining(", "))
+                                + "."));
         statuses.add(status);
       }
     }

@@ -36,34 +36,60 @@ record JobSubmission(BuildQueue queue, JobQueries queries, KindRegistry kinds, J
 
   private ApiResponse submit(Call call) {
     ObjectNode body = JsonBodies.object(call.request(), SUBMIT_EXAMPLE);
-    JsonBodies.onlyFields(body, new LinkedHashSet<>(List.of("kind", "payload", "idempotencyKey", "supersedeKey")),
+    JsonBodies.onlyFields(
+        body,
+        new LinkedHashSet<>(List.of("kind", "payload", "idempotencyKey", "supersedeKey")),
         "POST /jobs");
     JsonNode kindNode = body.get("kind");
     if (kindNode == null || kindNode.isNull()) {
-      throw ApiProblem.invalid("The field \"kind\" is missing; send one of the known kinds ("
-          + knownKinds() + "), e.g. " + SUBMIT_EXAMPLE + ".");
+      throw ApiProblem.invalid(
+          "The field \"kind\" is missing; send one of the known kinds ("
+              + knownKinds()
+              + "), e.g. "
+              + SUBMIT_EXAMPLE
+              + ".");
     }
     if (!kindNode.isTextual()) {
-      throw ApiProblem.invalid("The field \"kind\" must be a string naming a job kind (" + knownKinds()
-          + "), not " + JsonBodies.kindOf(kindNode) + ".");
+      throw ApiProblem.invalid(
+          "The field \"kind\" must be a string naming a job kind ("
+              + knownKinds()
+              + "), not "
+              + JsonBodies.kindOf(kindNode)
+              + ".");
     }
     String kind = kindNode.textValue();
-    PayloadSchema schema = kinds.payloadSchema(kind).orElseThrow(() -> ApiProblem.invalid(
-        "Unknown kind \"" + JsonBodies.printable(kind) + "\"; the known kinds are: " + knownKinds() + "."));
+    PayloadSchema schema =
+        kinds
+            .payloadSchema(kind)
+            .orElseThrow(
+                () ->
+                    ApiProblem.invalid(
+                        "Unknown kind \""
+                            + JsonBodies.printable(kind)
+                            + "\"; the known kinds are: "
+                            + knownKinds()
+                            + "."));
 
     JsonNode payload = body.get("payload");
     if (payload == null || payload.isNull()) {
       payload = ApiJson.object();
     } else if (!payload.isObject()) {
-      throw ApiProblem.invalid("The field \"payload\" must be a JSON object (or left out), not "
-          + JsonBodies.kindOf(payload) + ".");
+      throw ApiProblem.invalid(
+          "The field \"payload\" must be a JSON object (or left out), not "
+              + JsonBodies.kindOf(payload)
+              + ".");
     }
     JsonBodies.requireStorable(payload, "payload");
     try {
       schema.check(payload.deepCopy());
     } catch (IllegalArgumentException e) {
-      throw ApiProblem.invalid("The payload is not valid for kind \"" + kind + "\": "
-          + (e.getMessage() == null ? "the kind's validation refused it without saying why" : e.getMessage()));
+      throw ApiProblem.invalid(
+          "The payload is not valid for kind \""
+              + kind
+              + "\": "
+              + (e.getMessage() == null
+                  ? "the kind's validation refused it without saying why"
+                  : e.getMessage()));
     }
 
     String key = key(body.get("idempotencyKey"), "idempotencyKey");
@@ -72,23 +98,35 @@ record JobSubmission(BuildQueue queue, JobQueries queries, KindRegistry kinds, J
     try {
       payloadText = ApiJson.MAPPER.writeValueAsString(payload);
     } catch (JsonProcessingException e) {
-      throw ApiProblem.invalid("The payload could not be stored as JSON: " + e.getOriginalMessage());
+      throw ApiProblem.invalid(
+          "The payload could not be stored as JSON: " + e.getOriginalMessage());
     }
 
     JobTransitions.Enqueued enqueued;
     try {
-      enqueued = queue.enqueue(call.caller().userId(), kind, new Json(payloadText), key, supersedeKey);
+      enqueued =
+          queue.enqueue(call.caller().userId(), kind, new Json(payloadText), key, supersedeKey);
     } catch (PayloadTooLargeException e) {
       throw payloadTooLarge(e.storedBytes());
     } catch (QueueFullException e) {
       throw queueFull(e);
     }
-    JobView job = queries.job(enqueued.jobId()).orElseThrow(() -> new IllegalStateException(
-        "job " + enqueued.jobId() + " was enqueued but cannot be read back"));
+    JobView job =
+        queries
+            .job(enqueued.jobId())
+            .orElseThrow(
+                () ->
+                    new IllegalStateException(
+                        "job " + enqueued.jobId() + " was enqueued but cannot be read back"));
     if (!enqueued.created() && !sameRequest(job, kind, payload)) {
-      throw new ApiProblem(ApiProblem.Type.CONFLICT,
-          "The idempotency key \"" + JsonBodies.printable(key) + "\" was already used for job " + job.id()
-              + " with a different kind or payload; use a new key for a new job, or resend job " + job.id()
+      throw new ApiProblem(
+          ApiProblem.Type.CONFLICT,
+          "The idempotency key \""
+              + JsonBodies.printable(key)
+              + "\" was already used for job "
+              + job.id()
+              + " with a different kind or payload; use a new key for a new job, or resend job "
+              + job.id()
               + "'s exact request.",
           Map.of("Location", "/jobs/" + job.id()));
     }
@@ -101,15 +139,21 @@ record JobSubmission(BuildQueue queue, JobQueries queries, KindRegistry kinds, J
       ArrayNode requested = superseded.putArray("cancelRequested");
       enqueued.cancelRequested().forEach(requested::add);
     }
-    return ApiJson.response(enqueued.created() ? 201 : 200, out).withHeader("Location", "/jobs/" + job.id());
+    return ApiJson.response(enqueued.created() ? 201 : 200, out)
+        .withHeader("Location", "/jobs/" + job.id());
   }
 
   /** The enqueue statement counted the user's queued jobs against their quota and wrote nothing. */
   private static ApiProblem queueFull(QueueFullException e) {
-    return new ApiProblem(ApiProblem.Type.TOO_MANY_QUEUED_JOBS,
-        "You have " + (e.moreThanCounted() ? "more than " + e.limit() + " queued jobs"
-            : e.queued() + (e.queued() == 1 ? " queued job" : " queued jobs"))
-            + "; the limit is " + e.limit() + " per user. Nothing was written. Submit again when some"
+    return new ApiProblem(
+        ApiProblem.Type.TOO_MANY_QUEUED_JOBS,
+        "You have "
+            + (e.moreThanCounted()
+                ? "more than " + e.limit() + " queued jobs"
+                : e.queued() + (e.queued() == 1 ? " queued job" : " queued jobs"))
+            + "; the limit is "
+            + e.limit()
+            + " per user. Nothing was written. Submit again when some"
             + " of them have started, cancel some (POST /jobs/{id}/cancel), or submit with a supersedeKey to"
             + " replace queued jobs with the same key.",
         Map.of("Retry-After", Integer.toString(HttpApi.QUEUE_FULL_RETRY_AFTER_SECONDS)));
@@ -117,9 +161,14 @@ record JobSubmission(BuildQueue queue, JobQueries queries, KindRegistry kinds, J
 
   /** The enqueue statement measured the payload as stored and wrote nothing. */
   private static ApiProblem payloadTooLarge(long storedBytes) {
-    return new ApiProblem(ApiProblem.Type.PAYLOAD_TOO_LARGE,
-        "The payload takes " + storedBytes + " bytes as stored (JSON as the database writes it: a space after each"
-            + " ':' and ',', numbers in full); the limit is " + RowLimits.MAX_PAYLOAD_BYTES + " bytes, so that a"
+    return new ApiProblem(
+        ApiProblem.Type.PAYLOAD_TOO_LARGE,
+        "The payload takes "
+            + storedBytes
+            + " bytes as stored (JSON as the database writes it: a space after each"
+            + " ':' and ',', numbers in full); the limit is "
+            + RowLimits.MAX_PAYLOAD_BYTES
+            + " bytes, so that a"
             + " worker can read its job back in one row of the RDS Data API (64 KB). Nothing was written. Keep large"
             + " inputs in object storage (e.g. S3) and pass a reference in the payload.");
   }
@@ -129,29 +178,44 @@ record JobSubmission(BuildQueue queue, JobQueries queries, KindRegistry kinds, J
       return null;
     }
     if (!node.isTextual()) {
-      throw ApiProblem.invalid("The field \"" + field + "\" must be a string of 1 to " + HttpApi.MAX_KEY_CHARS
-          + " characters, not " + JsonBodies.kindOf(node) + ".");
+      throw ApiProblem.invalid(
+          "The field \""
+              + field
+              + "\" must be a string of 1 to "
+              + HttpApi.MAX_KEY_CHARS
+              + " characters, not "
+              + JsonBodies.kindOf(node)
+              + ".");
     }
     String key = node.textValue();
     if (!Ids.usable(key)) {
-      throw ApiProblem.invalid("The field \"" + field + "\" must be 1 to " + HttpApi.MAX_KEY_CHARS
-          + " characters without control characters; it has " + key.codePointCount(0, key.length())
-          + " characters" + (Ids.hasControl(key) ? ", some of them control characters" : "") + ".");
+      throw ApiProblem.invalid(
+          "The field \""
+              + field
+              + "\" must be 1 to "
+              + HttpApi.MAX_KEY_CHARS
+              + " characters without control characters; it has "
+              + key.codePointCount(0, key.length())
+              + " characters"
+              + (Ids.hasControl(key) ? ", some of them control characters" : "")
+              + ".");
     }
     return key;
   }
 
   private static boolean sameRequest(JobView job, String kind, JsonNode payload) {
-    return job.kind().equals(kind) && ApiJson.parse(job.payload()).equals(NUMBERS_BY_VALUE, payload);
+    return job.kind().equals(kind)
+        && ApiJson.parse(job.payload()).equals(NUMBERS_BY_VALUE, payload);
   }
 
   /** Compares numbers by value, as {@code jsonb} does: 1.0, 1.00 and 1E+0 are one number. */
-  private static final java.util.Comparator<JsonNode> NUMBERS_BY_VALUE = (a, b) -> {
-    if (a.isNumber() && b.isNumber()) {
-      return a.decimalValue().compareTo(b.decimalValue());
-    }
-    return a.equals(b) ? 0 : 1;
-  };
+  private static final java.util.Comparator<JsonNode> NUMBERS_BY_VALUE =
+      (a, b) -> {
+        if (a.isNumber() && b.isNumber()) {
+          return a.decimalValue().compareTo(b.decimalValue());
+        }
+        return a.equals(b) ? 0 : 1;
+      };
 
   private String knownKinds() {
     return String.join(", ", kinds.kinds());

@@ -25,18 +25,21 @@ import java.util.Set;
  */
 final class JsonBodies {
   static final int MAX_NESTING = 64;
+
   /** Decimal exponents beyond this are refused; {@code jsonb} overflows not far past 131072. */
   static final int MAX_DECIMAL_SCALE = 1000;
 
   static final ObjectMapper STRICT =
       JsonMapper.builder(
               com.fasterxml.jackson.core.JsonFactory.builder()
-                  .streamReadConstraints(StreamReadConstraints.builder().maxNestingDepth(MAX_NESTING).build())
+                  .streamReadConstraints(
+                      StreamReadConstraints.builder().maxNestingDepth(MAX_NESTING).build())
                   .disable(JsonReadFeature.ALLOW_NON_NUMERIC_NUMBERS)
                   .build())
           .enable(JsonParser.Feature.STRICT_DUPLICATE_DETECTION)
           .enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS)
-          // Keep decimals exactly as sent: a double would turn 1e400 into Infinity and 0.1000 into 0.1.
+          // Keep decimals exactly as sent: a double would turn 1e400 into Infinity and 0.1000 into
+          // 0.1.
           .enable(DeserializationFeature.USE_BIG_DECIMAL_FOR_FLOATS)
           .disable(JsonNodeFeature.STRIP_TRAILING_BIGDECIMAL_ZEROES)
           .build();
@@ -51,20 +54,29 @@ final class JsonBodies {
   static ObjectNode object(ApiRequest request, String example) {
     requireJsonContentType(request, example);
     if (request.body().length == 0) {
-      throw ApiProblem.invalid("The request body is empty; send a JSON object such as " + example + ".");
+      throw ApiProblem.invalid(
+          "The request body is empty; send a JSON object such as " + example + ".");
     }
     JsonNode node;
     try {
       node = STRICT.readTree(request.body());
     } catch (JsonProcessingException e) {
-      throw ApiProblem.invalid("The request body is not valid JSON (" + describe(e) + "); send a JSON object such as "
-          + example + ".");
+      throw ApiProblem.invalid(
+          "The request body is not valid JSON ("
+              + describe(e)
+              + "); send a JSON object such as "
+              + example
+              + ".");
     } catch (IOException e) {
       throw ApiProblem.invalid("The request body could not be read as JSON: " + e.getMessage());
     }
     if (node == null || !node.isObject()) {
-      throw ApiProblem.invalid("The request body must be a JSON object such as " + example + ", not "
-          + kindOf(node) + ".");
+      throw ApiProblem.invalid(
+          "The request body must be a JSON object such as "
+              + example
+              + ", not "
+              + kindOf(node)
+              + ".");
     }
     return (ObjectNode) node;
   }
@@ -74,8 +86,14 @@ final class JsonBodies {
     for (Iterator<String> names = body.fieldNames(); names.hasNext(); ) {
       String name = names.next();
       if (!known.contains(name)) {
-        throw ApiProblem.invalid("Unknown field \"" + printable(name) + "\" in the body of " + route
-            + "; the fields are: " + String.join(", ", known) + ".");
+        throw ApiProblem.invalid(
+            "Unknown field \""
+                + printable(name)
+                + "\" in the body of "
+                + route
+                + "; the fields are: "
+                + String.join(", ", known)
+                + ".");
       }
     }
   }
@@ -92,8 +110,12 @@ final class JsonBodies {
     } else if (node.isBigDecimal() || node.isFloatingPointNumber()) {
       BigDecimal d = node.decimalValue();
       if (Math.abs((long) d.scale()) > MAX_DECIMAL_SCALE) {
-        throw ApiProblem.invalid("The number at " + where + " has an exponent beyond ±" + MAX_DECIMAL_SCALE
-            + "; send a smaller number or a string.");
+        throw ApiProblem.invalid(
+            "The number at "
+                + where
+                + " has an exponent beyond ±"
+                + MAX_DECIMAL_SCALE
+                + "; send a smaller number or a string.");
       }
     } else if (node.isObject()) {
       for (Map.Entry<String, JsonNode> field : node.properties()) {
@@ -111,14 +133,23 @@ final class JsonBodies {
     for (int i = 0; i < s.length(); i++) {
       char c = s.charAt(i);
       if (c == 0) {
-        throw ApiProblem.invalid("The text at " + where + " contains the NUL character (\\u0000), which cannot be "
-            + "stored; remove it.");
+        throw ApiProblem.invalid(
+            "The text at "
+                + where
+                + " contains the NUL character (\\u0000), which cannot be "
+                + "stored; remove it.");
       }
-      if (Character.isHighSurrogate(c) && i + 1 < s.length() && Character.isLowSurrogate(s.charAt(i + 1))) {
+      if (Character.isHighSurrogate(c)
+          && i + 1 < s.length()
+          && Character.isLowSurrogate(s.charAt(i + 1))) {
         i++;
       } else if (Character.isSurrogate(c)) {
-        throw ApiProblem.invalid("The text at " + where + " contains an unpaired UTF-16 surrogate (\\u"
-            + Integer.toHexString(c) + "), which is not valid Unicode; remove it.");
+        throw ApiProblem.invalid(
+            "The text at "
+                + where
+                + " contains an unpaired UTF-16 surrogate (\\u"
+                + Integer.toHexString(c)
+                + "), which is not valid Unicode; remove it.");
       }
     }
   }
@@ -128,12 +159,18 @@ final class JsonBodies {
     String contentType = request.header("Content-Type").orElse("");
     String[] parts = contentType.split(";");
     String media = parts[0].trim().toLowerCase(Locale.ROOT);
-    boolean json = media.equals("application/json") || (media.startsWith("application/") && media.endsWith("+json"));
+    boolean json =
+        media.equals("application/json")
+            || (media.startsWith("application/") && media.endsWith("+json"));
     if (!json) {
-      throw new ApiProblem(ApiProblem.Type.UNSUPPORTED_MEDIA_TYPE,
-          (contentType.isBlank() ? "The request has no Content-Type" : "Content-Type \"" + printable(contentType)
-              + "\" is not JSON")
-              + "; send the body as JSON, such as " + example + ", with Content-Type: application/json.",
+      throw new ApiProblem(
+          ApiProblem.Type.UNSUPPORTED_MEDIA_TYPE,
+          (contentType.isBlank()
+                  ? "The request has no Content-Type"
+                  : "Content-Type \"" + printable(contentType) + "\" is not JSON")
+              + "; send the body as JSON, such as "
+              + example
+              + ", with Content-Type: application/json.",
           Map.of("Accept", "application/json"));
     }
     for (int i = 1; i < parts.length; i++) {
@@ -141,7 +178,8 @@ final class JsonBodies {
       if (param[0].trim().equalsIgnoreCase("charset") && param.length == 2) {
         String charset = param[1].trim().replace("\"", "");
         if (!charset.equalsIgnoreCase("utf-8") && !charset.equalsIgnoreCase("utf8")) {
-          throw new ApiProblem(ApiProblem.Type.UNSUPPORTED_MEDIA_TYPE,
+          throw new ApiProblem(
+              ApiProblem.Type.UNSUPPORTED_MEDIA_TYPE,
               "The body's charset is \"" + printable(charset) + "\"; send JSON in UTF-8.",
               Map.of("Accept", "application/json"));
         }
@@ -171,15 +209,18 @@ final class JsonBodies {
 
   static String printable(String s, int max) {
     StringBuilder b = new StringBuilder();
-    s.codePoints().limit(max).forEach(cp -> {
-      if (Character.isISOControl(cp) || Character.getType(cp) == Character.SURROGATE) {
-        b.append(String.format("\\u%04x", cp));
-      } else if (cp == '"' || cp == '\\') {
-        b.append('\\').appendCodePoint(cp);
-      } else {
-        b.appendCodePoint(cp);
-      }
-    });
+    s.codePoints()
+        .limit(max)
+        .forEach(
+            cp -> {
+              if (Character.isISOControl(cp) || Character.getType(cp) == Character.SURROGATE) {
+                b.append(String.format("\\u%04x", cp));
+              } else if (cp == '"' || cp == '\\') {
+                b.append('\\').appendCodePoint(cp);
+              } else {
+                b.appendCodePoint(cp);
+              }
+            });
     if (s.codePointCount(0, s.length()) > max) {
       b.append("…");
     }

@@ -6,22 +6,31 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.util.List;
 import java.util.Set;
 
-/** {@code GET /lanes} (admins): every lane that matters now with its slots and first queued jobs, a page at a time. */
+/**
+ * {@code GET /lanes} (admins): every lane that matters now with its slots and first queued jobs, a
+ * page at a time.
+ */
 record LaneRoutes(JobQueries queries) implements Route.Resource {
   @Override
   public List<Route> routes() {
-    return List.of(new Route("GET", "/lanes", Route.Access.ADMIN, Set.of("queuedLimit", "after"), this::lanes));
+    return List.of(
+        new Route(
+            "GET", "/lanes", Route.Access.ADMIN, Set.of("queuedLimit", "after"), this::lanes));
   }
 
   private ApiResponse lanes(Call call) {
-    int limit = call.wholeNumber("queuedLimit", HttpApi.DEFAULT_QUEUED_LIMIT, 0, HttpApi.MAX_LIST_LIMIT);
+    int limit =
+        call.wholeNumber("queuedLimit", HttpApi.DEFAULT_QUEUED_LIMIT, 0, HttpApi.MAX_LIST_LIMIT);
     String after = call.single("after").map(LaneRoutes::laneCursor).orElse(null);
     JobQueries.LanePage page = queries.lanes(after, limit);
     ObjectNode out = ApiJson.object();
     ArrayNode list = out.putArray("lanes");
     page.lanes().forEach(l -> list.add(ApiJson.lane(l)));
-    out.put("next", page.nextAfter()
-        .map(next -> "/lanes?queuedLimit=" + limit + "&after=" + QueryString.encode(next)).orElse(null));
+    out.put(
+        "next",
+        page.nextAfter()
+            .map(next -> "/lanes?queuedLimit=" + limit + "&after=" + QueryString.encode(next))
+            .orElse(null));
     return ApiJson.response(200, out);
   }
 
@@ -29,8 +38,11 @@ record LaneRoutes(JobQueries queries) implements Route.Resource {
   private static String laneCursor(String raw) {
     String user = raw.startsWith("user:") ? raw.substring("user:".length()) : raw;
     if (!raw.equals("shared") && !(raw.startsWith("user:") && Ids.usable(user))) {
-      throw ApiProblem.invalid("Query parameter \"after\" must be a lane (\"shared\" or \"user:\" and a user id), "
-          + "as in the \"next\" link of the previous page, not \"" + JsonBodies.printable(raw) + "\".");
+      throw ApiProblem.invalid(
+          "Query parameter \"after\" must be a lane (\"shared\" or \"user:\" and a user id), "
+              + "as in the \"next\" link of the previous page, not \""
+              + JsonBodies.printable(raw)
+              + "\".");
     }
     return raw;
   }

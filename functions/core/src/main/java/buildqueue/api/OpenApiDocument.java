@@ -11,8 +11,8 @@ import java.util.Map;
  * GET /openapi.json}. It is written by hand, not generated from the code; the route tests hold
  * every response they receive to it, so it cannot drift from what {@link HttpApi} answers.
  *
- * <p>Served without a token: it describes routes, not data, and a client generator needs it
- * before anyone has a token.
+ * <p>Served without a token: it describes routes, not data, and a client generator needs it before
+ * anyone has a token.
  */
 final class OpenApiDocument {
   static final String RESOURCE = "/buildqueue/api/openapi.json";

@@ -11,7 +11,9 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
-/** Percent-decoding of query strings and path segments, strict: bad input is an error, not a guess. */
+/**
+ * Percent-decoding of query strings and path segments, strict: bad input is an error, not a guess.
+ */
 final class QueryString {
   private QueryString() {}
 
@@ -38,7 +40,9 @@ final class QueryString {
     return Collections.unmodifiableMap(params);
   }
 
-  /** A query parameter's value for a link this API writes: every byte but unreserved ones escaped. */
+  /**
+   * A query parameter's value for a link this API writes: every byte but unreserved ones escaped.
+   */
   static String encode(String value) {
     return java.net.URLEncoder.encode(value, StandardCharsets.UTF_8).replace("+", "%20");
   }
@@ -71,7 +75,8 @@ final class QueryString {
       }
     }
     try {
-      return StandardCharsets.UTF_8.newDecoder()
+      return StandardCharsets.UTF_8
+          .newDecoder()
           .onMalformedInput(CodingErrorAction.REPORT)
           .onUnmappableCharacter(CodingErrorAction.REPORT)
           .decode(ByteBuffer.wrap(bytes.toByteArray()))

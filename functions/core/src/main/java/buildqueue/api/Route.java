@@ -12,7 +12,8 @@ import java.util.Set;
  *
  * @param queryParams the query parameters the route takes; null takes any (the static page)
  */
-record Route(String method, String template, Access access, Set<String> queryParams, Handler handler) {
+record Route(
+    String method, String template, Access access, Set<String> queryParams, Handler handler) {
   /** Who may call a route. */
   enum Access {
     /** No token needed. */
@@ -29,7 +30,9 @@ record Route(String method, String template, Access access, Set<String> queryPar
     ApiResponse handle(Call call);
   }
 
-  /** A resource's routes, in the order they are matched; {@link HttpApi} lists each resource once. */
+  /**
+   * A resource's routes, in the order they are matched; {@link HttpApi} lists each resource once.
+   */
   interface Resource {
     List<Route> routes();
   }
@@ -41,7 +44,8 @@ record Route(String method, String template, Access access, Set<String> queryPar
 
   /** The path parameters when {@code segments} fit this route's template, else null. */
   Map<String, String> match(List<String> segments) {
-    List<String> parts = template.equals("/") ? List.of() : List.of(template.substring(1).split("/"));
+    List<String> parts =
+        template.equals("/") ? List.of() : List.of(template.substring(1).split("/"));
     if (parts.size() != segments.size()) {
       return null;
     }

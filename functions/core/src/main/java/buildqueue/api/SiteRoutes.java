@@ -20,15 +20,22 @@ record SiteRoutes(JobQueries queries) implements Route.Resource {
     return List.of(
         new Route("GET", "/", Route.Access.ANYONE, null, c -> Dashboard.page()),
         new Route("GET", "/health", Route.Access.ANYONE, Set.of(), c -> health()),
-        new Route("GET", "/openapi.json", Route.Access.ANYONE, Set.of(), c -> OpenApiDocument.response()));
+        new Route(
+            "GET",
+            "/openapi.json",
+            Route.Access.ANYONE,
+            Set.of(),
+            c -> OpenApiDocument.response()));
   }
 
   private ApiResponse health() {
     try {
       queries.ping();
     } catch (RuntimeException e) {
-      LOG.log(Level.WARNING, "health check: the database did not answer: " + e.getClass().getName());
-      throw new ApiProblem(ApiProblem.Type.UNAVAILABLE,
+      LOG.log(
+          Level.WARNING, "health check: the database did not answer: " + e.getClass().getName());
+      throw new ApiProblem(
+          ApiProblem.Type.UNAVAILABLE,
           "The database did not answer \"select 1\"; check that it is running and reachable.",
           Map.of("Retry-After", "5"));
     }

@@ -20,40 +20,62 @@ record UserRoutes(BuildQueue queue) implements Route.Resource {
 
   @Override
   public List<Route> routes() {
-    return List.of(new Route("PUT", "/users/{userId}", Route.Access.ADMIN, Set.of(), this::putUser));
+    return List.of(
+        new Route("PUT", "/users/{userId}", Route.Access.ADMIN, Set.of(), this::putUser));
   }
 
   private ApiResponse putUser(Call call) {
     String userId = call.params().get("userId");
     if (!Ids.usable(userId)) {
-      throw ApiProblem.invalid("The user id in the path must be 1 to " + HttpApi.MAX_KEY_CHARS
-          + " characters without control characters.");
+      throw ApiProblem.invalid(
+          "The user id in the path must be 1 to "
+              + HttpApi.MAX_KEY_CHARS
+              + " characters without control characters.");
     }
     ObjectNode body = JsonBodies.object(call.request(), USER_EXAMPLE);
-    JsonBodies.onlyFields(body, new LinkedHashSet<>(List.of("dedicatedWorker", "maxQueuedJobs")), "PUT /users/{userId}");
+    JsonBodies.onlyFields(
+        body,
+        new LinkedHashSet<>(List.of("dedicatedWorker", "maxQueuedJobs")),
+        "PUT /users/{userId}");
     if (!body.has("dedicatedWorker") && !body.has("maxQueuedJobs")) {
-      throw ApiProblem.invalid("Send \"dedicatedWorker\", \"maxQueuedJobs\" or both, e.g. " + USER_EXAMPLE + ".");
+      throw ApiProblem.invalid(
+          "Send \"dedicatedWorker\", \"maxQueuedJobs\" or both, e.g. " + USER_EXAMPLE + ".");
     }
     JsonNode dedicated = body.get("dedicatedWorker");
     if (dedicated != null && !dedicated.isBoolean()) {
-      throw ApiProblem.invalid("The field \"dedicatedWorker\" must be true or false, not " + JsonBodies.kindOf(dedicated)
-          + "; send e.g. " + USER_EXAMPLE + ".");
+      throw ApiProblem.invalid(
+          "The field \"dedicatedWorker\" must be true or false, not "
+              + JsonBodies.kindOf(dedicated)
+              + "; send e.g. "
+              + USER_EXAMPLE
+              + ".");
     }
     Optional<OptionalInt> quota = Optional.empty();
     if (body.has("maxQueuedJobs")) {
       JsonNode max = body.get("maxQueuedJobs");
       if (max.isNull()) {
         quota = Optional.of(OptionalInt.empty());
-      } else if (max.canConvertToInt() && max.isIntegralNumber() && max.intValue() >= 1 && max.intValue() <= HttpApi.MAX_QUOTA) {
+      } else if (max.canConvertToInt()
+          && max.isIntegralNumber()
+          && max.intValue() >= 1
+          && max.intValue() <= HttpApi.MAX_QUOTA) {
         quota = Optional.of(OptionalInt.of(max.intValue()));
       } else {
-        throw ApiProblem.invalid("The field \"maxQueuedJobs\" must be a whole number from 1 to " + HttpApi.MAX_QUOTA
-            + " (the user's own limit on queued jobs), or null for the queue's default ("
-            + queue.config().maxQueuedJobs() + "), not " + JsonBodies.printable(max.toString()) + ".");
+        throw ApiProblem.invalid(
+            "The field \"maxQueuedJobs\" must be a whole number from 1 to "
+                + HttpApi.MAX_QUOTA
+                + " (the user's own limit on queued jobs), or null for the queue's default ("
+                + queue.config().maxQueuedJobs()
+                + "), not "
+                + JsonBodies.printable(max.toString())
+                + ".");
       }
     }
-    JobTransitions.LaneChange change = queue.updateUser(userId,
-        new JobTransitions.UserChange(Optional.ofNullable(dedicated).map(JsonNode::booleanValue), quota));
+    JobTransitions.LaneChange change =
+        queue.updateUser(
+            userId,
+            new JobTransitions.UserChange(
+                Optional.ofNullable(dedicated).map(JsonNode::booleanValue), quota));
     ObjectNode out = ApiJson.object();
     out.put("userId", change.userId());
     out.put("dedicatedWorker", change.dedicatedWorker());

@@ -18,24 +18,35 @@ final class WaitingSummary {
     } else if (w.jobsAhead() == 0) {
       s.append("It is next in lane ").append(w.lane()).append('.');
     } else {
-      s.append(w.jobsAhead()).append(w.jobsAhead() == 1 ? " job is" : " jobs are")
-          .append(" ahead of it in lane ").append(w.lane()).append('.');
+      s.append(w.jobsAhead())
+          .append(w.jobsAhead() == 1 ? " job is" : " jobs are")
+          .append(" ahead of it in lane ")
+          .append(w.lane())
+          .append('.');
     }
     if (w.notBefore() != null) {
       s.append(" A worker for it could not start for lack of capacity; it is retried from ")
-          .append(ApiJson.time(w.notBefore())).append('.');
+          .append(ApiJson.time(w.notBefore()))
+          .append('.');
     }
     List<SlotView> held = w.slots().stream().filter(slot -> !slot.free()).toList();
     if (w.allSlotsHeld()) {
-      s.append(' ').append(w.slots().size() == 1 ? "The lane's only slot is held: " : "All "
-          + w.slots().size() + " slots of the lane are held: ");
+      s.append(' ')
+          .append(
+              w.slots().size() == 1
+                  ? "The lane's only slot is held: "
+                  : "All " + w.slots().size() + " slots of the lane are held: ");
       s.append(held.stream().map(WaitingSummary::describe).collect(Collectors.joining("; ")));
-      s.append(". It starts when a worker finishes a job and takes it next (within the worker's chain window), "
-          + "or when a worker's exit frees its slot.");
+      s.append(
+          ". It starts when a worker finishes a job and takes it next (within the worker's chain window), "
+              + "or when a worker's exit frees its slot.");
     } else {
       List<String> free = w.slots().stream().filter(SlotView::free).map(SlotView::slot).toList();
-      s.append(' ').append(free.size() == 1 ? "Slot " + free.get(0) + " is free" : "Slots "
-          + String.join(", ", free) + " are free");
+      s.append(' ')
+          .append(
+              free.size() == 1
+                  ? "Slot " + free.get(0) + " is free"
+                  : "Slots " + String.join(", ", free) + " are free");
       if (w.jobsAhead() > 0) {
         s.append("; the jobs ahead of it go first.");
       } else if (w.notBefore() != null) {
@@ -56,8 +67,11 @@ final class WaitingSummary {
       return "It is next in lane " + w.lane() + ".";
     }
     if (t.retry()) {
-      return "It ran before and came back to the queue, so it goes before the turns of lane " + w.lane() + ", after "
-          + count(w.jobsAhead(), "older retry", "older retries") + ".";
+      return "It ran before and came back to the queue, so it goes before the turns of lane "
+          + w.lane()
+          + ", after "
+          + count(w.jobsAhead(), "older retry", "older retries")
+          + ".";
     }
     if (t.usersAhead() == 0 && t.otherUsersWaiting() == 0) {
       return count(w.jobsAhead(), "job is", "jobs are") + " ahead of it in lane " + w.lane() + ".";
@@ -69,8 +83,12 @@ final class WaitingSummary {
     if (t.ownJobsAhead() > 0) {
       why.add(count(t.ownJobsAhead(), "older job", "older jobs") + " of yours, one a turn");
     }
-    return count(w.jobsAhead(), "job goes", "jobs go") + " before it in lane " + w.lane() + ", which takes turns by user: "
-        + String.join("; then ", why) + ".";
+    return count(w.jobsAhead(), "job goes", "jobs go")
+        + " before it in lane "
+        + w.lane()
+        + ", which takes turns by user: "
+        + String.join("; then ", why)
+        + ".";
   }
 
   private static String count(int n, String one, String many) {
@@ -79,23 +97,29 @@ final class WaitingSummary {
 
   private static String describe(SlotView slot) {
     WorkerView w = slot.worker().orElseThrow();
-    StringBuilder s = new StringBuilder(slot.slot()).append(" by worker ").append(w.id()).append(" (");
+    StringBuilder s =
+        new StringBuilder(slot.slot()).append(" by worker ").append(w.id()).append(" (");
     switch (w.status()) {
       case LAUNCHING -> s.append("starting");
       case RUNNING -> s.append("running");
-      case DRAINING -> s.append("draining: done with its jobs, the slot frees once its exit is confirmed");
+      case DRAINING ->
+          s.append("draining: done with its jobs, the slot frees once its exit is confirmed");
       default -> s.append(w.status().name().toLowerCase(java.util.Locale.ROOT));
     }
     if (w.taskId() != null) {
       s.append(", task ").append(w.taskId());
     }
-    w.job().ifPresent(j -> {
-      s.append(", job ").append(j.id()).append(j.userId() == null ? " of another user" : " of user " + j.userId());
-      Integer steps = ApiJson.steps(j.payloadSteps());
-      if (j.progress() > 0 || steps != null) {
-        s.append(" at ").append(j.progress()).append(steps == null ? "" : "/" + steps);
-      }
-    });
+    w.job()
+        .ifPresent(
+            j -> {
+              s.append(", job ")
+                  .append(j.id())
+                  .append(j.userId() == null ? " of another user" : " of user " + j.userId());
+              Integer steps = ApiJson.steps(j.payloadSteps());
+              if (j.progress() > 0 || steps != null) {
+                s.append(" at ").append(j.progress()).append(steps == null ? "" : "/" + steps);
+              }
+            });
     if (w.leaseLeftSeconds() >= 0) {
       s.append(", lease ").append(w.leaseLeftSeconds()).append(" s left");
     } else {

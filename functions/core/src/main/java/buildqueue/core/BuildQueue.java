@@ -49,7 +49,11 @@ public final class BuildQueue {
   }
 
   public BuildQueue(
-      Database db, WorkerPlatform platform, QueueConfig config, QueueClock clock, ExitListener exitListener) {
+      Database db,
+      WorkerPlatform platform,
+      QueueConfig config,
+      QueueClock clock,
+      ExitListener exitListener) {
     this.platform = platform;
     this.exitListener = exitListener;
     this.config = config;
@@ -73,7 +77,8 @@ public final class BuildQueue {
   }
 
   /** Enqueues a job and, if its lane has a free slot, dispatches the lane. */
-  public JobTransitions.Enqueued enqueue(String userId, String kind, Json payload, String idempotencyKey) {
+  public JobTransitions.Enqueued enqueue(
+      String userId, String kind, Json payload, String idempotencyKey) {
     return enqueue(userId, kind, payload, idempotencyKey, null);
   }
 
@@ -85,7 +90,8 @@ public final class BuildQueue {
    */
   public JobTransitions.Enqueued enqueue(
       String userId, String kind, Json payload, String idempotencyKey, String supersedeKey) {
-    JobTransitions.Enqueued enqueued = jobs.enqueue(userId, kind, payload, idempotencyKey, supersedeKey);
+    JobTransitions.Enqueued enqueued =
+        jobs.enqueue(userId, kind, payload, idempotencyKey, supersedeKey);
     if (enqueued.created() && enqueued.laneHasRoom()) {
       dispatchAfterCommit(enqueued.lane());
     }
@@ -191,7 +197,11 @@ public final class BuildQueue {
     try {
       dispatchLane(lane, gate);
     } catch (DatabaseException e) {
-      LOG.log(Level.WARNING, "dispatch of lane {0} failed ({1}); the next tick dispatches it", lane, e.getMessage());
+      LOG.log(
+          Level.WARNING,
+          "dispatch of lane {0} failed ({1}); the next tick dispatches it",
+          lane,
+          e.getMessage());
     }
   }
 
@@ -218,8 +228,11 @@ public final class BuildQueue {
       outcome = new LaunchOutcome.Unknown(e.toString());
     }
     if (relaunch && outcome instanceof LaunchOutcome.NotStarted n && n.beforeToken()) {
-      outcome = new LaunchOutcome.Unknown("relaunch refused before the platform looked at its token, so an earlier"
-          + " request may have started the task: " + n.reason());
+      outcome =
+          new LaunchOutcome.Unknown(
+              "relaunch refused before the platform looked at its token, so an earlier"
+                  + " request may have started the task: "
+                  + n.reason());
     }
     record(launch, outcome);
     return outcome;
@@ -229,12 +242,21 @@ public final class BuildQueue {
     if (outcome instanceof LaunchOutcome.Started s) {
       dispatch.recordStarted(launch, s.taskId());
     } else if (outcome instanceof LaunchOutcome.NotStarted n) {
-      LOG.log(Level.WARNING, "worker {0} in {1} not started: {2}", launch.workerId(), launch.slot(), n.reason());
+      LOG.log(
+          Level.WARNING,
+          "worker {0} in {1} not started: {2}",
+          launch.workerId(),
+          launch.slot(),
+          n.reason());
       exits.launchFailed(launch, n.reason(), n.retryable());
     } else if (outcome instanceof LaunchOutcome.Unknown u) {
       // Keep the slot: the task may be starting. The tick retries with the same token.
-      LOG.log(Level.WARNING, "worker {0} in {1}: launch outcome unknown ({2}); slot held until the tick resolves it",
-          launch.workerId(), launch.slot(), u.reason());
+      LOG.log(
+          Level.WARNING,
+          "worker {0} in {1}: launch outcome unknown ({2}); slot held until the tick resolves it",
+          launch.workerId(),
+          launch.slot(),
+          u.reason());
     }
   }
 
@@ -247,7 +269,8 @@ public final class BuildQueue {
    *     before the launch recorded the task id)
    * @param token from the task's environment, when known; must then match
    */
-  public Optional<ExitTransitions.Exited> taskStopped(String taskId, Long workerId, UUID token, String reason) {
+  public Optional<ExitTransitions.Exited> taskStopped(
+      String taskId, Long workerId, UUID token, String reason) {
     return taskStopped(taskId, workerId, token, reason, LaunchGate.OPEN);
   }
 
@@ -257,7 +280,10 @@ public final class BuildQueue {
     if (exited.isEmpty()) {
       // Rare, so a second statement here costs nothing on the common path: the worker never
       // started (its task failed to start, its process died first), or this is a duplicate.
-      exited = exits.exitedBeforeStart(taskId, workerId, token, reason).map(ExitTransitions.NotStarted::exited);
+      exited =
+          exits
+              .exitedBeforeStart(taskId, workerId, token, reason)
+              .map(ExitTransitions.NotStarted::exited);
     }
     exited.ifPresent(exitListener::exited);
     // Always a fresh statement, never the exit's own view of the lane: an enqueue that saw this
@@ -273,8 +299,15 @@ public final class BuildQueue {
    * done, and why ("out of time", the platform throttled it); empty when the tick caught up.
    */
   public record TickReport(
-      int checked, int exited, int relaunched, int reclaimed, int stopRequests, int dispatched,
-      long housekeptWorkers, long housekeptJobs, List<String> cutShort) {}
+      int checked,
+      int exited,
+      int relaunched,
+      int reclaimed,
+      int stopRequests,
+      int dispatched,
+      long housekeptWorkers,
+      long housekeptJobs,
+      List<String> cutShort) {}
 
   /**
    * The most one tick may run, whatever its caller allows: half the launch grace (see {@link

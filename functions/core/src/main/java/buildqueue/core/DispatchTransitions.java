@@ -44,8 +44,8 @@ public final class DispatchTransitions {
    * If the lane has a free slot and a ready queued job: a new {@code launching} worker with a fresh
    * token and lease takes the slot, and the lane's next job becomes its {@code dispatched} job: the
    * oldest queued one, or in a lane that takes turns by user, the oldest of the user whose turn it
-   * is ({@link LaneTurns}). Empty when there is nothing to do. Throws {@link buildqueue.db.UniqueViolationException} when a
-   * concurrent dispatcher took the same slot first.
+   * is ({@link LaneTurns}). Empty when there is nothing to do. Throws {@link
+   * buildqueue.db.UniqueViolationException} when a concurrent dispatcher took the same slot first.
    */
   public Optional<Dispatched> dispatch(String lane) {
     UUID token = UUID.randomUUID();
@@ -106,11 +106,11 @@ public final class DispatchTransitions {
 
   /**
    * Claims launches whose outcome was never recorded (a timeout, a 5xx, a caller that died between
-   * dispatch and launch) so that exactly one tick retries each with the same token; a claim holds for
-   * {@link QueueConfig#launchGrace()}, longer than any caller lives, so no two relaunches of one
-   * worker are ever in flight together. A worker that
-   * has started without its task id being recorded is included: the idempotent relaunch returns
-   * its task, which makes it checkable instead of leaving its slot to the lease.
+   * dispatch and launch) so that exactly one tick retries each with the same token; a claim holds
+   * for {@link QueueConfig#launchGrace()}, longer than any caller lives, so no two relaunches of
+   * one worker are ever in flight together. A worker that has started without its task id being
+   * recorded is included: the idempotent relaunch returns its task, which makes it checkable
+   * instead of leaving its slot to the lease.
    */
   public List<WorkerLaunch> claimUnresolvedLaunches(int limit) {
     Params params =

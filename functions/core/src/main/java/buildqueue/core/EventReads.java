@@ -10,7 +10,8 @@ import java.util.Optional;
 
 /** A job's history, a page at a time, as {@link JobQueries#events} reads it. */
 record EventReads(Database db) {
-  // Cut like JobListReads.JOBS: a row costs its message, its detail (which holds the message again) and the rest.
+  // Cut like JobListReads.JOBS: a row costs its message, its detail (which holds the message again)
+  // and the rest.
   private static final String EVENTS =
       """
       with candidate as (
@@ -41,10 +42,17 @@ record EventReads(Database db) {
     List<Row> rows = db.query(EVENTS, params);
     List<EventView> events =
         rows.stream()
-            .map(r -> new EventView(r.longValue("id"), r.string("type"), r.string("message"), r.json("detail"),
-                r.instant("at")))
+            .map(
+                r ->
+                    new EventView(
+                        r.longValue("id"),
+                        r.string("type"),
+                        r.string("message"),
+                        r.json("detail"),
+                        r.instant("at")))
             .toList();
     boolean more = !rows.isEmpty() && rows.get(0).bool("more");
-    return new EventPage(events, more ? Optional.of(events.get(events.size() - 1).id()) : Optional.empty());
+    return new EventPage(
+        events, more ? Optional.of(events.get(events.size() - 1).id()) : Optional.empty());
   }
 }

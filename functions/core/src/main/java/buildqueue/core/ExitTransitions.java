@@ -9,9 +9,9 @@ import java.util.Optional;
 import java.util.UUID;
 
 /**
- * A worker is gone: the one transition that frees a slot. Called only on termination evidence
- * (a stop event, a check that says stopped, a local process confirmed gone) or by lease expiry for
- * a worker that cannot be checked.
+ * A worker is gone: the one transition that frees a slot. Called only on termination evidence (a
+ * stop event, a check that says stopped, a local process confirmed gone) or by lease expiry for a
+ * worker that cannot be checked.
  */
 public final class ExitTransitions {
   /** The message a job fails with after four consecutive interruptions without progress. */
@@ -40,7 +40,11 @@ public final class ExitTransitions {
    * launch failure, not an interruption.
    */
   public record Exited(
-      long workerId, String lane, Optional<Long> jobId, Optional<JobStatus> jobStatus, Duration slotHeld,
+      long workerId,
+      String lane,
+      Optional<Long> jobId,
+      Optional<JobStatus> jobStatus,
+      Duration slotHeld,
       boolean neverStarted) {}
 
   private static final String EXITED =
@@ -170,15 +174,19 @@ public final class ExitTransitions {
    * interruption, and the job's error quotes the real cause. Identifies the worker as {@link
    * #exited} does.
    */
-  public Optional<NotStarted> exitedBeforeStart(String taskId, Long workerId, UUID token, String reason) {
+  public Optional<NotStarted> exitedBeforeStart(
+      String taskId, Long workerId, UUID token, String reason) {
     if (taskId == null && workerId == null) {
       throw new IllegalArgumentException("a worker exit needs a task id or a worker id");
     }
     return notStarted(taskId, workerId, token, reason, true);
   }
 
-  /** The platform's or the evidence's {@code reason} is cut to {@link RowLimits#MAX_ERROR_BYTES}. */
-  private Optional<NotStarted> notStarted(String taskId, Long workerId, UUID token, String reason, boolean retryable) {
+  /**
+   * The platform's or the evidence's {@code reason} is cut to {@link RowLimits#MAX_ERROR_BYTES}.
+   */
+  private Optional<NotStarted> notStarted(
+      String taskId, Long workerId, UUID token, String reason, boolean retryable) {
     Params params =
         Params.of("now", clock.now(), "taskId", taskId, "workerId", workerId)
             .and("token", token)
@@ -186,7 +194,8 @@ public final class ExitTransitions {
             .and("retryable", retryable)
             .and("maxFailures", config.maxLaunchFailures())
             .and("backoffMs", config.launchBackoff().toMillis());
-    return db.queryOptional(NOT_STARTED, params).map(r -> new NotStarted(exitedOf(r, true), r.string("error")));
+    return db.queryOptional(NOT_STARTED, params)
+        .map(r -> new NotStarted(exitedOf(r, true), r.string("error")));
   }
 
   private static Exited exitedOf(Row r, boolean neverStarted) {

@@ -10,10 +10,14 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.stream.Collectors;
 
-/** Pages of jobs, newest first, as {@link JobQueries#jobs} reads them: {@link JobReads}' columns, cut to a budget. */
+/**
+ * Pages of jobs, newest first, as {@link JobQueries#jobs} reads them: {@link JobReads}' columns,
+ * cut to a budget.
+ */
 record JobListReads(Database db, QueueConfig config) {
   // Each candidate's share of the answer (its values' octets plus RowLimits.ROW_FIXED_BYTES for the
-  // rest) is summed down the page, and the page ends before the sum passes the budget: so the answer
+  // rest) is summed down the page, and the page ends before the sum passes the budget: so the
+  // answer
   // stays under the Data API's 1 MiB however large the jobs are. The first row is always taken (one
   // job row fits; see RowLimits), so a page is never empty while jobs remain.
   private static final String JOBS =
@@ -48,7 +52,9 @@ record JobListReads(Database db, QueueConfig config) {
 
   JobPage jobs(String userId, Set<JobStatus> statuses, int limit, Long before) {
     String statusList =
-        statuses.isEmpty() ? null : statuses.stream().map(JobStatus::sql).sorted().collect(Collectors.joining(","));
+        statuses.isEmpty()
+            ? null
+            : statuses.stream().map(JobStatus::sql).sorted().collect(Collectors.joining(","));
     Params params =
         Params.of("userId", userId, "statuses", statusList, "limit", limit)
             .and("before", before)

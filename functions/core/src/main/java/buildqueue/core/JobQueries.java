@@ -49,8 +49,8 @@ public final class JobQueries {
    * A job as its owner sees it.
    *
    * @param position 1-based place in its lane while {@code queued}: how many jobs the lane takes
-   *     before it, plus one (in a FIFO lane its queued jobs with a smaller id; in one that takes turns
-   *     by user, see {@code JobReads.PLACE}); null in any other status
+   *     before it, plus one (in a FIFO lane its queued jobs with a smaller id; in one that takes
+   *     turns by user, see {@code JobReads.PLACE}); null in any other status
    * @param notBefore while queued after a worker failed to start for lack of capacity: the job is
    *     not dispatched before this; else null
    * @param supersedeKey the key it was submitted with: a later job of its user with the same key
@@ -134,7 +134,12 @@ public final class JobQueries {
    * @param turns in a lane that takes turns by user, where the job's user is in them; empty in a
    *     FIFO lane
    */
-  public record Waiting(String lane, int capacity, int jobsAhead, List<SlotView> slots, Instant notBefore,
+  public record Waiting(
+      String lane,
+      int capacity,
+      int jobsAhead,
+      List<SlotView> slots,
+      Instant notBefore,
       Optional<Turns> turns) {
     public boolean allSlotsHeld() {
       return slots.stream().noneMatch(SlotView::free);
@@ -155,19 +160,22 @@ public final class JobQueries {
   public record EventView(long id, String type, String message, Json detail, Instant at) {}
 
   /** A queued job in a lane's line. */
-  public record QueuedJob(long id, String userId, String kind, int position, Instant createdAt, Instant notBefore) {}
+  public record QueuedJob(
+      long id, String userId, String kind, int position, Instant createdAt, Instant notBefore) {}
 
   /**
    * A lane: its slots with their workers, how many jobs wait, and the first of them in order.
    *
    * @param head the first queued jobs, at most the limit asked for
    */
-  public record LaneView(String lane, int capacity, long queued, List<SlotView> slots, List<QueuedJob> head) {}
+  public record LaneView(
+      String lane, int capacity, long queued, List<SlotView> slots, List<QueuedJob> head) {}
 
   /**
    * One page of jobs, newest first.
    *
-   * @param nextBefore where the next page starts (pass it as {@code before}); empty on the last page
+   * @param nextBefore where the next page starts (pass it as {@code before}); empty on the last
+   *     page
    */
   public record JobPage(List<JobView> jobs, Optional<Long> nextBefore) {}
 
@@ -190,7 +198,13 @@ public final class JobQueries {
    *
    * @param tail empty when the job has written nothing (yet)
    */
-  public record JobLogView(long jobId, String userId, JobStatus status, String tail, long totalBytes, String location,
+  public record JobLogView(
+      long jobId,
+      String userId,
+      JobStatus status,
+      String tail,
+      long totalBytes,
+      String location,
       Instant updatedAt) {}
 
   /** One job, whoever owns it: the caller decides who may see it. */
@@ -204,7 +218,8 @@ public final class JobQueries {
    *
    * @param userId only this user's jobs; null for every user's
    * @param statuses only jobs in one of these; empty for all
-   * @param before only jobs with a smaller id (a page's {@link JobPage#nextBefore}); null for the newest
+   * @param before only jobs with a smaller id (a page's {@link JobPage#nextBefore}); null for the
+   *     newest
    */
   public JobPage jobs(String userId, Set<JobStatus> statuses, int limit, Long before) {
     return jobs.jobs(userId, statuses, limit, before);
@@ -214,7 +229,8 @@ public final class JobQueries {
    * The job's history, oldest first, a page at a time: at most {@link #MAX_EVENTS_PER_PAGE}, fewer
    * when their size would pass {@link RowLimits#PAGE_BUDGET_BYTES}.
    *
-   * @param after only events with a larger id (a page's {@link EventPage#nextAfter}); null for the oldest
+   * @param after only events with a larger id (a page's {@link EventPage#nextAfter}); null for the
+   *     oldest
    */
   public EventPage events(long jobId, Long after) {
     return events.events(jobId, after);
@@ -240,7 +256,8 @@ public final class JobQueries {
    * worker or a queued job, in name order, a page at a time. Each with its slots, queued count, and
    * first {@code headLimit} queued jobs in dispatch order.
    *
-   * @param after only lanes after this one (a page's {@link LanePage#nextAfter}); null for the first
+   * @param after only lanes after this one (a page's {@link LanePage#nextAfter}); null for the
+   *     first
    */
   public LanePage lanes(String after, int headLimit) {
     return lanes.lanes(after, headLimit);

@@ -19,8 +19,8 @@ record JobReads(Database db, QueueConfig config) {
    * none. A retry goes after the older retries. Any other job is the user's k-th ({@code own_ahead}
    * + 1): every retry goes first, then in each round every other user with queued jobs is served
    * once in turn order, so a user whose turn comes before this user's takes up to k of its jobs
-   * before it, one whose turn comes after up to k − 1. Costs one probe per waiting user, and up to k
-   * index entries each.
+   * before it, one whose turn comes after up to k − 1. Costs one probe per waiting user, and up to
+   * k index entries each.
    */
   static final String PLACE =
       """
@@ -63,8 +63,7 @@ record JobReads(Database db, QueueConfig config) {
 
   /**
    * A job's columns as {@link #jobView} reads them, over job {@code j}, its log {@code l} and its
-   * {@link #PLACE} {@code fair}: one list for {@link #JOB} and {@link
-   * JobListReads#JOBS}.
+   * {@link #PLACE} {@code fair}: one list for {@link #JOB} and {@link JobListReads#JOBS}.
    */
   static final String JOB_COLUMNS =
       """
@@ -122,12 +121,20 @@ record JobReads(Database db, QueueConfig config) {
         r.instant("not_before"),
         r.get("log_bytes") == null
             ? Optional.empty()
-            : Optional.of(new LogSummary(r.longValue("log_bytes"), r.string("log_location"), r.instant("log_updated_at"))),
+            : Optional.of(
+                new LogSummary(
+                    r.longValue("log_bytes"),
+                    r.string("log_location"),
+                    r.instant("log_updated_at"))),
         r.string("supersede_key"),
         r.longValue("superseded_by"),
         r.get("turn_retry") == null
             ? Optional.empty()
-            : Optional.of(new Turns(r.bool("turn_retry"), r.intValue("turn_own_ahead"), r.intValue("turn_users_ahead"),
-                r.intValue("turn_others_waiting"))));
+            : Optional.of(
+                new Turns(
+                    r.bool("turn_retry"),
+                    r.intValue("turn_own_ahead"),
+                    r.intValue("turn_users_ahead"),
+                    r.intValue("turn_others_waiting"))));
   }
 }

@@ -29,8 +29,14 @@ public final class JobTransitions {
    * @param cancelRequested the user's jobs with that key already on a worker, whose cancel was
    *     requested (their workers see it at their next check-in)
    */
-  public record Enqueued(long jobId, String lane, boolean created, boolean laneHasRoom, List<Long> superseded,
-      long supersededCount, List<Long> cancelRequested) {
+  public record Enqueued(
+      long jobId,
+      String lane,
+      boolean created,
+      boolean laneHasRoom,
+      List<Long> superseded,
+      long supersededCount,
+      List<Long> cancelRequested) {
     public Enqueued(long jobId, String lane, boolean created, boolean laneHasRoom) {
       this(jobId, lane, created, laneHasRoom, List.of(), 0, List.of());
     }
@@ -150,14 +156,15 @@ public final class JobTransitions {
   }
 
   /**
-   * As {@link #enqueue(String, String, Json, String)}; with a {@code supersedeKey}, the new job also
-   * cancels the user's queued jobs with that key and requests the cancel of those on a worker, in
-   * the same statement (a repeated idempotency key changes nothing).
+   * As {@link #enqueue(String, String, Json, String)}; with a {@code supersedeKey}, the new job
+   * also cancels the user's queued jobs with that key and requests the cancel of those on a worker,
+   * in the same statement (a repeated idempotency key changes nothing).
    *
    * @throws QueueFullException when the user already has their quota of queued jobs (those this job
    *     supersedes not counted) and the idempotency key is new; nothing is written
    */
-  public Enqueued enqueue(String userId, String kind, Json payload, String idempotencyKey, String supersedeKey) {
+  public Enqueued enqueue(
+      String userId, String kind, Json payload, String idempotencyKey, String supersedeKey) {
     Params params =
         Params.of("now", clock.now(), "userId", userId, "kind", kind)
             .and("payload", payload)
@@ -175,21 +182,31 @@ public final class JobTransitions {
         throw new PayloadTooLargeException("The payload", r.longValue("payload_bytes"));
       }
       if (r.get("id") != null) {
-        return new Enqueued(r.longValue("id"), r.string("lane"), r.bool("created"), r.bool("lane_has_room"),
-            ids(r.string("superseded_ids")), r.longValue("superseded_count"), ids(r.string("cancel_requested_ids")));
+        return new Enqueued(
+            r.longValue("id"),
+            r.string("lane"),
+            r.bool("created"),
+            r.bool("lane_has_room"),
+            ids(r.string("superseded_ids")),
+            r.longValue("superseded_count"),
+            ids(r.string("cancel_requested_ids")));
       }
       if (!r.bool("room")) {
-        throw new QueueFullException(userId, r.longValue("queued_count"), r.bool("counted_past"),
-            r.intValue("max_queued"));
+        throw new QueueFullException(
+            userId, r.longValue("queued_count"), r.bool("counted_past"), r.intValue("max_queued"));
       }
     }
     throw new buildqueue.BuildQueueException(
-        "enqueue for user " + userId + " with idempotency key " + idempotencyKey
+        "enqueue for user "
+            + userId
+            + " with idempotency key "
+            + idempotencyKey
             + " found neither a new nor an existing job after 3 attempts; retry the request");
   }
 
   private static List<Long> ids(String commaSeparated) {
-    return commaSeparated == null ? List.of()
+    return commaSeparated == null
+        ? List.of()
         : java.util.Arrays.stream(commaSeparated.split(",")).map(Long::valueOf).toList();
   }
 
@@ -199,7 +216,8 @@ public final class JobTransitions {
     record Now(long jobId) implements Cancelled {}
 
     /** The job is on a worker, which sees the flag at its next progress call. */
-    record Requested(long jobId, long workerId, String taskId, String workerStatus) implements Cancelled {}
+    record Requested(long jobId, long workerId, String taskId, String workerStatus)
+        implements Cancelled {}
 
     /** The job had already finished (or was already being cancelled): nothing changed. */
     record Unchanged(long jobId, JobStatus status) implements Cancelled {}
@@ -261,7 +279,8 @@ public final class JobTransitions {
     if (newStatus.equals("cancelled")) {
       return new Cancelled.Now(jobId);
     }
-    return new Cancelled.Requested(jobId, r.longValue("worker_id"), r.string("task_id"), r.string("worker_status"));
+    return new Cancelled.Requested(
+        jobId, r.longValue("worker_id"), r.string("task_id"), r.string("worker_status"));
   }
 
   /**
@@ -271,8 +290,14 @@ public final class JobTransitions {
    * @param maxQueuedJobs the user's quota of queued jobs: their own, else the queue's default
    * @param ownMaxQueuedJobs whether {@code maxQueuedJobs} is the user's own (set by an admin)
    */
-  public record LaneChange(String userId, boolean dedicatedWorker, String lane, long movedCount, List<Long> movedJobs,
-      int maxQueuedJobs, boolean ownMaxQueuedJobs) {}
+  public record LaneChange(
+      String userId,
+      boolean dedicatedWorker,
+      String lane,
+      long movedCount,
+      List<Long> movedJobs,
+      int maxQueuedJobs,
+      boolean ownMaxQueuedJobs) {}
 
   /** The most moved job ids a lane change lists: the statement answers them in one row. */
   public static final int MAX_MOVED_LISTED = 1000;
@@ -280,10 +305,11 @@ public final class JobTransitions {
   /**
    * What to change of a user; an empty field is left as it is.
    *
-   * @param maxQueuedJobs present: set the user's own quota, {@code OptionalInt.empty()} inside
-   *     it: back to the queue's default
+   * @param maxQueuedJobs present: set the user's own quota, {@code OptionalInt.empty()} inside it:
+   *     back to the queue's default
    */
-  public record UserChange(Optional<Boolean> dedicatedWorker, Optional<java.util.OptionalInt> maxQueuedJobs) {
+  public record UserChange(
+      Optional<Boolean> dedicatedWorker, Optional<java.util.OptionalInt> maxQueuedJobs) {
     public static UserChange dedicated(boolean dedicated) {
       return new UserChange(Optional.of(dedicated), Optional.empty());
     }
@@ -340,14 +366,27 @@ public final class JobTransitions {
   public LaneChange updateUser(String userId, UserChange change) {
     java.util.OptionalInt max = change.maxQueuedJobs().orElse(java.util.OptionalInt.empty());
     Row r =
-        db.query(SET_USER, Params.of("now", clock.now(), "userId", userId, "dedicated",
-                    change.dedicatedWorker().orElse(null))
-                .and("setMaxQueued", change.maxQueuedJobs().isPresent())
-                .and("maxQueued", max.isPresent() ? max.getAsInt() : null)
-                .and("maxListed", MAX_MOVED_LISTED))
+        db.query(
+                SET_USER,
+                Params.of(
+                        "now",
+                        clock.now(),
+                        "userId",
+                        userId,
+                        "dedicated",
+                        change.dedicatedWorker().orElse(null))
+                    .and("setMaxQueued", change.maxQueuedJobs().isPresent())
+                    .and("maxQueued", max.isPresent() ? max.getAsInt() : null)
+                    .and("maxListed", MAX_MOVED_LISTED))
             .get(0);
     Integer own = r.get("max_queued") == null ? null : r.intValue("max_queued");
-    return new LaneChange(userId, r.bool("dedicated"), r.string("lane"), r.longValue("moved_count"),
-        ids(r.string("moved_ids")), own == null ? config.maxQueuedJobs() : own, own != null);
+    return new LaneChange(
+        userId,
+        r.bool("dedicated"),
+        r.string("lane"),
+        r.longValue("moved_count"),
+        ids(r.string("moved_ids")),
+        own == null ? config.maxQueuedJobs() : own,
+        own != null);
   }
 }

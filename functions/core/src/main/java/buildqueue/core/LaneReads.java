@@ -13,18 +13,25 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 
-/** The lanes page ({@link JobQueries#lanes}): lanes in name order, each with its slots and its first queued jobs. */
+/**
+ * The lanes page ({@link JobQueries#lanes}): lanes in name order, each with its slots and its first
+ * queued jobs.
+ */
 record LaneReads(Database db, QueueConfig config, SlotReads slots) {
   /** One row of LANE_HEADS at most: a lane, a user id, a kind. */
-  static final int HEAD_ROW_BYTES = RowLimits.MAX_LANE_BYTES + RowLimits.MAX_USER_ID_BYTES + RowLimits.MAX_KIND_BYTES
-      + RowLimits.ROW_FIXED_BYTES;
+  static final int HEAD_ROW_BYTES =
+      RowLimits.MAX_LANE_BYTES
+          + RowLimits.MAX_USER_ID_BYTES
+          + RowLimits.MAX_KIND_BYTES
+          + RowLimits.ROW_FIXED_BYTES;
 
   /** One row of LANES at most. */
   static final int LANE_ROW_BYTES = RowLimits.MAX_LANE_BYTES + RowLimits.ROW_FIXED_BYTES;
 
   // Lanes in name order ("shared" sorts before every "user:…" lane), cut like JOBS by a running sum
   // of what each lane costs here and in LANE_HEADS and LIVE_WORKERS, by their widest rows: so the
-  // page's three answers stay within the budget together. The first lane is always taken: alone, its
+  // page's three answers stay within the budget together. The first lane is always taken: alone,
+  // its
   // workers (at most QueueConfig.MAX_SHARED_SLOTS) and its head (at most the API's 200) each fit.
   private static final String LANES =
       """
@@ -61,9 +68,11 @@ record LaneReads(Database db, QueueConfig config, SlotReads slots) {
       """;
 
   // The first queued jobs of each lane from :firstLane to :lastLane, in the order the lane takes
-  // them, found by a loose index scan of the queued-job index (one probe per lane, however many jobs
+  // them, found by a loose index scan of the queued-job index (one probe per lane, however many
+  // jobs
   // wait). A FIFO lane takes them by id. The shared lane with :fair takes its retries first, then
-  // rounds: round k serves the k-th oldest job of each waiting user in turn order (as PLACE counts);
+  // rounds: round k serves the k-th oldest job of each waiting user in turn order (as PLACE
+  // counts);
   // the first :limit users with queued jobs and their first :limit jobs hold every job of the head.
   private static final String LANE_HEADS =
       """
@@ -142,19 +151,34 @@ record LaneReads(Database db, QueueConfig config, SlotReads slots) {
     List<WorkerView> workers = slots.liveWorkers(first, last);
     Map<String, List<QueuedJob>> heads = new LinkedHashMap<>();
     if (headLimit > 0) {
-      for (Row r : db.query(LANE_HEADS, Params.of("firstLane", first, "lastLane", last, "limit", headLimit)
-          .and("fair", config.takesTurns(Lanes.SHARED)))) {
-        heads.computeIfAbsent(r.string("lane"), k -> new ArrayList<>())
-            .add(new QueuedJob(r.longValue("id"), r.string("user_id"), r.string("kind"), r.intValue("position"),
-                r.instant("created_at"), r.instant("not_before")));
+      for (Row r :
+          db.query(
+              LANE_HEADS,
+              Params.of("firstLane", first, "lastLane", last, "limit", headLimit)
+                  .and("fair", config.takesTurns(Lanes.SHARED)))) {
+        heads
+            .computeIfAbsent(r.string("lane"), k -> new ArrayList<>())
+            .add(
+                new QueuedJob(
+                    r.longValue("id"),
+                    r.string("user_id"),
+                    r.string("kind"),
+                    r.intValue("position"),
+                    r.instant("created_at"),
+                    r.instant("not_before")));
       }
     }
     List<LaneView> lanes = new ArrayList<>();
     for (Row r : page) {
       String lane = r.string("lane");
       List<WorkerView> inLane = workers.stream().filter(w -> w.lane().equals(lane)).toList();
-      lanes.add(new LaneView(lane, Lanes.capacity(lane, config), r.longValue("queued"), slots.slotsOf(lane, inLane),
-          heads.getOrDefault(lane, List.of())));
+      lanes.add(
+          new LaneView(
+              lane,
+              Lanes.capacity(lane, config),
+              r.longValue("queued"),
+              slots.slotsOf(lane, inLane),
+              heads.getOrDefault(lane, List.of())));
     }
     return new LanePage(lanes, page.get(0).bool("more") ? Optional.of(last) : Optional.empty());
   }

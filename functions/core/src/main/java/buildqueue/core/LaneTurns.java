@@ -10,18 +10,18 @@ package buildqueue.core;
  *
  * <p>Why a function and not one text copied into each statement: chaining runs as the worker role,
  * inside its {@code SECURITY DEFINER} functions, which live in migrations; a released migration
- * never changes, so a text generated into them could not follow a change, and V005 and V006 had
- * to hold hand copies that only a string-equality test kept equal. Why the choice is a statement
- * of its own, before the statement that takes the job (so the dispatch is a function too): a
- * function called inside a statement runs its queries with snapshots of its own, newer than the
- * calling statement's. A job committed in between could be chosen and locked by the function and
- * yet be invisible to the calling statement's {@code UPDATE}, which would take nothing (and a
- * dispatch would insert a worker with no job). Inside a PL/pgSQL function each statement sees what
- * the ones before it did, so choose-then-take is exact, and the caller still sends one statement.
+ * never changes, so a text generated into them could not follow a change, and V005 and V006 had to
+ * hold hand copies that only a string-equality test kept equal. Why the choice is a statement of
+ * its own, before the statement that takes the job (so the dispatch is a function too): a function
+ * called inside a statement runs its queries with snapshots of its own, newer than the calling
+ * statement's. A job committed in between could be chosen and locked by the function and yet be
+ * invisible to the calling statement's {@code UPDATE}, which would take nothing (and a dispatch
+ * would insert a worker with no job). Inside a PL/pgSQL function each statement sees what the ones
+ * before it did, so choose-then-take is exact, and the caller still sends one statement.
  *
  * <p>A FIFO lane (every dedicated lane, and the shared lane under {@link
- * QueueConfig.SharedOrder#FIFO}) takes its oldest queued job. The shared lane otherwise takes
- * turns by user:
+ * QueueConfig.SharedOrder#FIFO}) takes its oldest queued job. The shared lane otherwise takes turns
+ * by user:
  *
  * <ol>
  *   <li>a job that ran and came back (an interruption, a launch failure: {@code attempts > 0}) goes
@@ -29,15 +29,15 @@ package buildqueue.core;
  *   <li>else the waiting user with the smallest turn whose oldest ready queued job can be taken:
  *       that job, and the user's turn becomes the newest served ({@code build_lane_turn_served});
  *   <li>else (every waiting user is being served by a concurrent dispatcher, or a user has queued
- *       jobs but no turn row, which no statement leaves behind) the lane's oldest ready job, so a free
- *       slot never stays empty while a job could run.
+ *       jobs but no turn row, which no statement leaves behind) the lane's oldest ready job, so a
+ *       free slot never stays empty while a job could run.
  * </ol>
  *
  * A dispatch holds the lane behind a FIFO head or a retry that is backing off after a capacity
  * failure (the jobs behind it would fail to launch the same way); chaining takes the oldest ready
- * job past it. The walk reads the turn index in order and stops at the first user with a job, so
- * it costs one probe per user it passes, not per queued job. Users it passes that have no queued
- * and no running job left are marked not {@code waiting} in the same statement, so idle users are
+ * job past it. The walk reads the turn index in order and stops at the first user with a job, so it
+ * costs one probe per user it passes, not per queued job. Users it passes that have no queued and
+ * no running job left are marked not {@code waiting} in the same statement, so idle users are
  * passed once, not at every dispatch.
  *
  * <p>Concurrency (READ COMMITTED):
@@ -53,10 +53,10 @@ package buildqueue.core;
  *       without a lock (the snapshot's), and marking it idle is guarded by {@code version =} that
  *       value: PostgreSQL re-checks the guard on the newest version, finds the enqueue's bump, and
  *       leaves the row waiting.
- *   <li>A job that comes back to the queue (an exit, an interruption, a launch failure) was running,
- *       and a user with a running job is never marked idle; a job entering the lane by enqueue, a
- *       follow-up or a lane change bumps its user's row. So no queued job is ever left without a
- *       waiting turn row, and step 3 is only a guard.
+ *   <li>A job that comes back to the queue (an exit, an interruption, a launch failure) was
+ *       running, and a user with a running job is never marked idle; a job entering the lane by
+ *       enqueue, a follow-up or a lane change bumps its user's row. So no queued job is ever left
+ *       without a waiting turn row, and step 3 is only a guard.
  *   <li>Only the statement holding a user's row lock (from its own walk) changes that user's turn;
  *       a retry or a fallback job does not, so a dispatcher never waits for a turn row lock and no
  *       two dispatchers can deadlock over them.
@@ -70,10 +70,10 @@ final class LaneTurns {
 
   /**
    * A CTE for statements that queue jobs: each user with a job in {@code %s} (a CTE returning
-   * {@code id}, {@code lane}, {@code user_id}) joins its lane's turns ({@code build_lane_turn_join}:
-   * a waiting turn row in the shared lane, a new user's turn placed by its first job). It is a
-   * query, not a data-modifying CTE, so the statement must read it ({@code select count(*) from
-   * joined}) for it to run.
+   * {@code id}, {@code lane}, {@code user_id}) joins its lane's turns ({@code
+   * build_lane_turn_join}: a waiting turn row in the shared lane, a new user's turn placed by its
+   * first job). It is a query, not a data-modifying CTE, so the statement must read it ({@code
+   * select count(*) from joined}) for it to run.
    */
   static final String JOINED =
       """

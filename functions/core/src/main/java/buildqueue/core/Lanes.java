@@ -19,7 +19,8 @@ public final class Lanes {
   }
 
   public static boolean isValid(String lane) {
-    return SHARED.equals(lane) || (lane != null && lane.startsWith(USER_PREFIX) && lane.length() > USER_PREFIX.length());
+    return SHARED.equals(lane)
+        || (lane != null && lane.startsWith(USER_PREFIX) && lane.length() > USER_PREFIX.length());
   }
 
   public static int capacity(String lane, QueueConfig config) {

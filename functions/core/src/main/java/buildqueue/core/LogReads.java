@@ -17,8 +17,15 @@ record LogReads(Database db) {
 
   Optional<JobLogView> log(long jobId) {
     return db.queryOptional(LOG, Params.of("id", jobId))
-        .map(r -> new JobLogView(r.longValue("id"), r.string("user_id"), JobStatus.of(r.string("status")),
-            r.get("tail") == null ? "" : r.string("tail"), r.longOr("total_bytes", 0), r.string("location"),
-            r.instant("updated_at")));
+        .map(
+            r ->
+                new JobLogView(
+                    r.longValue("id"),
+                    r.string("user_id"),
+                    JobStatus.of(r.string("status")),
+                    r.get("tail") == null ? "" : r.string("tail"),
+                    r.longOr("total_bytes", 0),
+                    r.string("location"),
+                    r.instant("updated_at")));
   }
 }

@@ -57,13 +57,16 @@ public final class OutboxTransitions {
       order by c.id
       """;
 
-  /** The most rows one claim may take: 100 of at most 6 KB keep its answer under the Data API's 1 MiB. */
+  /**
+   * The most rows one claim may take: 100 of at most 6 KB keep its answer under the Data API's 1
+   * MiB.
+   */
   public static final int MAX_CLAIM = 100;
 
   /**
    * Claims up to {@code limit} (at most {@link #MAX_CLAIM}) unpublished rows, oldest first, for
-   * {@link #CLAIM}. Concurrent publishers claim disjoint sets: rows locked by one are skipped by the
-   * other, and a claimed row no longer matches.
+   * {@link #CLAIM}. Concurrent publishers claim disjoint sets: rows locked by one are skipped by
+   * the other, and a claimed row no longer matches.
    */
   public List<PendingEvent> claimPending(int limit) {
     if (limit < 1 || limit > MAX_CLAIM) {

@@ -10,8 +10,13 @@ public final class PayloadTooLargeException extends BuildQueueException {
   private final long storedBytes;
 
   public PayloadTooLargeException(String what, long storedBytes) {
-    super(what + " takes " + storedBytes + " bytes as stored; the limit is " + RowLimits.MAX_PAYLOAD_BYTES
-        + " bytes. Nothing was written.");
+    super(
+        what
+            + " takes "
+            + storedBytes
+            + " bytes as stored; the limit is "
+            + RowLimits.MAX_PAYLOAD_BYTES
+            + " bytes. Nothing was written.");
     this.storedBytes = storedBytes;
   }
 

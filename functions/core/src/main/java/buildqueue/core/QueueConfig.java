@@ -4,15 +4,17 @@ import buildqueue.BuildQueueException;
 import java.time.Duration;
 
 /**
- * The queue's settings, immutable. Every field has a documented default ({@link #defaults()}); build
- * one with {@link #builder()}, naming only the fields that differ, or change one with a wither.
+ * The queue's settings, immutable. Every field has a documented default ({@link #defaults()});
+ * build one with {@link #builder()}, naming only the fields that differ, or change one with a
+ * wither.
  *
- * @param sharedSlots slots in the {@code shared} lane (default 1, as in the reference implementation, docs/architecture.md §1; at most
- *     {@link #MAX_SHARED_SLOTS}); dedicated lanes always have one
+ * @param sharedSlots slots in the {@code shared} lane (default 1, as in the reference
+ *     implementation, docs/architecture.md §1; at most {@link #MAX_SHARED_SLOTS}); dedicated lanes
+ *     always have one
  * @param workerLifetime how long a worker may live; its lease is this plus {@code leaseSlack}
  *     (default 60 min)
- * @param leaseSlack how far the lease reaches past the lifetime (default 5 min): the margin in which
- *     an ambiguous launch keeps its slot after the worker would have had to stop
+ * @param leaseSlack how far the lease reaches past the lifetime (default 5 min): the margin in
+ *     which an ambiguous launch keeps its slot after the worker would have had to stop
  * @param deadlineMargin the worker kills itself this long before its lease expires (default 60 s)
  * @param chainWindow a worker takes further jobs of its lane while less than this has passed since
  *     it started (default 5 min); 0 runs one job per worker
@@ -29,8 +31,8 @@ import java.time.Duration;
  *     takes 30–60 s to start, so lingering can cost less than launching the next job's worker.
  * @param sharedOrder how the {@code shared} lane picks its next job (default {@link
  *     SharedOrder#FAIR}: round robin by user); dedicated lanes are always FIFO
- * @param maxQueuedJobs how many queued jobs a user may have at once, unless an admin set the
- *     user's own limit (default 1,000); a submission beyond it is refused and writes nothing
+ * @param maxQueuedJobs how many queued jobs a user may have at once, unless an admin set the user's
+ *     own limit (default 1,000); a submission beyond it is refused and writes nothing
  */
 public record QueueConfig(
     int sharedSlots,
@@ -50,9 +52,9 @@ public record QueueConfig(
   /** How the {@code shared} lane orders its jobs. */
   public enum SharedOrder {
     /**
-     * Round robin by user: the next job is the oldest queued job of the user served least
-     * recently among those with queued jobs; a job that ran and came back (an interruption, a
-     * launch failure) goes first, as in FIFO.
+     * Round robin by user: the next job is the oldest queued job of the user served least recently
+     * among those with queued jobs; a job that ran and came back (an interruption, a launch
+     * failure) goes first, as in FIFO.
      */
     FAIR,
     /** Oldest queued job first, whoever submitted it: the reference's order. */
@@ -99,16 +101,19 @@ public record QueueConfig(
 
   /**
    * The most slots the shared lane may have. A lane's workers are read in one statement (for a
-   * job's place in line and for the lanes page), whose answer must stay under the RDS Data API's
-   * 1 MiB: 100 workers of at most 3.5 KB each (see {@code SlotReads}) is a third of it.
+   * job's place in line and for the lanes page), whose answer must stay under the RDS Data API's 1
+   * MiB: 100 workers of at most 3.5 KB each (see {@code SlotReads}) is a third of it.
    */
   public static final int MAX_SHARED_SLOTS = 100;
 
   public QueueConfig {
     if (sharedSlots < 1 || sharedSlots > MAX_SHARED_SLOTS) {
       throw new BuildQueueException(
-          "sharedSlots must be from 1 to " + MAX_SHARED_SLOTS + " (a lane's workers are read in one RDS Data API"
-              + " call, which returns at most 1 MiB), was " + sharedSlots);
+          "sharedSlots must be from 1 to "
+              + MAX_SHARED_SLOTS
+              + " (a lane's workers are read in one RDS Data API"
+              + " call, which returns at most 1 MiB), was "
+              + sharedSlots);
     }
     positive("workerLifetime", workerLifetime);
     positive("leaseSlack", leaseSlack);
@@ -126,12 +131,16 @@ public record QueueConfig(
       throw new BuildQueueException("maxQueuedJobs must be at least 1, was " + maxQueuedJobs);
     }
     if (maxLaunchFailures < 1) {
-      throw new BuildQueueException("maxLaunchFailures must be at least 1, was " + maxLaunchFailures);
+      throw new BuildQueueException(
+          "maxLaunchFailures must be at least 1, was " + maxLaunchFailures);
     }
     if (deadlineMargin.compareTo(workerLifetime.plus(leaseSlack)) >= 0) {
       throw new BuildQueueException(
-          "deadlineMargin (" + deadlineMargin + ") must be shorter than the lease ("
-              + workerLifetime.plus(leaseSlack) + ")");
+          "deadlineMargin ("
+              + deadlineMargin
+              + ") must be shorter than the lease ("
+              + workerLifetime.plus(leaseSlack)
+              + ")");
     }
   }
 
@@ -284,10 +293,24 @@ public record QueueConfig(
       return this;
     }
 
-    /** The settings; throws {@link BuildQueueException} naming the first field that is out of range. */
+    /**
+     * The settings; throws {@link BuildQueueException} naming the first field that is out of range.
+     */
     public QueueConfig build() {
-      return new QueueConfig(sharedSlots, workerLifetime, leaseSlack, deadlineMargin, chainWindow, livenessInterval,
-          launchGrace, maxLaunchFailures, launchBackoff, retention, linger, sharedOrder, maxQueuedJobs);
+      return new QueueConfig(
+          sharedSlots,
+          workerLifetime,
+          leaseSlack,
+          deadlineMargin,
+          chainWindow,
+          livenessInterval,
+          launchGrace,
+          maxLaunchFailures,
+          launchBackoff,
+          retention,
+          linger,
+          sharedOrder,
+          maxQueuedJobs);
     }
   }
 

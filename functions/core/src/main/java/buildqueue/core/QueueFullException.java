@@ -18,8 +18,14 @@ public final class QueueFullException extends BuildQueueException {
    * @param moreThanCounted whether the count stopped: the user has at least {@code queued}
    */
   public QueueFullException(String userId, long queued, boolean moreThanCounted, int limit) {
-    super("user " + userId + " has " + (moreThanCounted ? "more than " + limit : String.valueOf(queued))
-        + " queued jobs; the limit is " + limit + ". Nothing was written.");
+    super(
+        "user "
+            + userId
+            + " has "
+            + (moreThanCounted ? "more than " + limit : String.valueOf(queued))
+            + " queued jobs; the limit is "
+            + limit
+            + ". Nothing was written.");
     this.userId = userId;
     this.queued = queued;
     this.moreThanCounted = moreThanCounted;

@@ -35,8 +35,8 @@ import java.nio.charset.StandardCharsets;
  *
  * So a log tail must never share a row with a payload or an error. Lists are cut by a running sum
  * of their rows' sizes, computed in the statement itself, at {@link #PAGE_BUDGET_BYTES}: half of
- * the 1 MiB answer, so that an answer counted another way (the Data API's JSON escapes each quote of
- * a payload's text) still fits.
+ * the 1 MiB answer, so that an answer counted another way (the Data API's JSON escapes each quote
+ * of a payload's text) still fits.
  */
 public final class RowLimits {
   /** The Data API's limit on one row, as this project reads "64 KB". */
@@ -88,8 +88,14 @@ public final class RowLimits {
 
   /** The widest job row's budget; at most {@link #MAX_ROW_BYTES}. */
   static int widestJobRowBytes() {
-    return MAX_PAYLOAD_BYTES + MAX_ERROR_BYTES + ERROR_WRAPPER_BYTES + MAX_USER_ID_BYTES + MAX_LANE_BYTES
-        + MAX_KIND_BYTES + MAX_LOG_LOCATION_BYTES + ROW_FIXED_BYTES;
+    return MAX_PAYLOAD_BYTES
+        + MAX_ERROR_BYTES
+        + ERROR_WRAPPER_BYTES
+        + MAX_USER_ID_BYTES
+        + MAX_LANE_BYTES
+        + MAX_KIND_BYTES
+        + MAX_LOG_LOCATION_BYTES
+        + ROW_FIXED_BYTES;
   }
 
   /** The log tail row's budget; at most {@link #MAX_ROW_BYTES}. */

@@ -49,8 +49,12 @@ record SlotReads(Database db, QueueConfig config, QueueClock clock) {
   static final int MAX_TASK_ID_BYTES = 400;
 
   /** One row of LIVE_WORKERS at most: a lane, a slot, a task id, a job's user id and kind. */
-  static final int WORKER_ROW_BYTES = 2 * (RowLimits.MAX_LANE_BYTES + 4) + MAX_TASK_ID_BYTES
-      + RowLimits.MAX_USER_ID_BYTES + RowLimits.MAX_KIND_BYTES + RowLimits.ROW_FIXED_BYTES;
+  static final int WORKER_ROW_BYTES =
+      2 * (RowLimits.MAX_LANE_BYTES + 4)
+          + MAX_TASK_ID_BYTES
+          + RowLimits.MAX_USER_ID_BYTES
+          + RowLimits.MAX_KIND_BYTES
+          + RowLimits.ROW_FIXED_BYTES;
 
   List<SlotView> slots(String lane) {
     return slotsOf(lane, liveWorkers(lane, lane));
@@ -65,14 +69,21 @@ record SlotReads(Database db, QueueConfig config, QueueClock clock) {
       }
       List<SlotView> slots = slotsByLane.computeIfAbsent(j.lane(), this::slots);
       int ahead = j.position() == null ? 0 : j.position() - 1;
-      byJob.put(j.id(), new Waiting(j.lane(), Lanes.capacity(j.lane(), config), ahead, slots, j.notBefore(), j.turns()));
+      byJob.put(
+          j.id(),
+          new Waiting(
+              j.lane(), Lanes.capacity(j.lane(), config), ahead, slots, j.notBefore(), j.turns()));
     }
     return byJob;
   }
 
   /** Live workers of the lanes from {@code firstLane} to {@code lastLane}, in name order. */
   List<WorkerView> liveWorkers(String firstLane, String lastLane) {
-    return db.query(LIVE_WORKERS, Params.of("now", clock.now(), "firstLane", firstLane, "lastLane", lastLane)).stream()
+    return db
+        .query(
+            LIVE_WORKERS,
+            Params.of("now", clock.now(), "firstLane", firstLane, "lastLane", lastLane))
+        .stream()
         .map(SlotReads::workerView)
         .toList();
   }
@@ -82,14 +93,18 @@ record SlotReads(Database db, QueueConfig config, QueueClock clock) {
    * held (the capacity was lowered while a worker ran).
    */
   List<SlotView> slotsOf(String lane, List<WorkerView> workers) {
-    Set<String> names = new TreeSet<>(java.util.Comparator.comparingInt(SlotReads::slotNumber)
-        .thenComparing(java.util.Comparator.naturalOrder()));
+    Set<String> names =
+        new TreeSet<>(
+            java.util.Comparator.comparingInt(SlotReads::slotNumber)
+                .thenComparing(java.util.Comparator.naturalOrder()));
     for (int n = 1; n <= Lanes.capacity(lane, config); n++) {
       names.add(lane + "#" + n);
     }
     workers.forEach(w -> names.add(w.slot()));
     return names.stream()
-        .map(slot -> new SlotView(slot, workers.stream().filter(w -> w.slot().equals(slot)).findFirst()))
+        .map(
+            slot ->
+                new SlotView(slot, workers.stream().filter(w -> w.slot().equals(slot)).findFirst()))
         .toList();
   }
 
@@ -106,10 +121,23 @@ record SlotReads(Database db, QueueConfig config, QueueClock clock) {
     Optional<CurrentJob> job =
         r.get("job_id") == null
             ? Optional.empty()
-            : Optional.of(new CurrentJob(r.longValue("job_id"), r.string("job_user_id"), r.string("job_kind"),
-                JobStatus.of(r.string("job_status")), r.intValue("job_progress"), r.json("job_steps")));
-    return new WorkerView(r.longValue("id"), r.string("lane"), r.string("slot"), WorkerStatus.of(r.string("status")),
-        r.string("task_id"), r.longValue("lease_left_seconds"), r.instant("launched_at"), r.instant("started_at"),
+            : Optional.of(
+                new CurrentJob(
+                    r.longValue("job_id"),
+                    r.string("job_user_id"),
+                    r.string("job_kind"),
+                    JobStatus.of(r.string("job_status")),
+                    r.intValue("job_progress"),
+                    r.json("job_steps")));
+    return new WorkerView(
+        r.longValue("id"),
+        r.string("lane"),
+        r.string("slot"),
+        WorkerStatus.of(r.string("status")),
+        r.string("task_id"),
+        r.longValue("lease_left_seconds"),
+        r.instant("launched_at"),
+        r.instant("started_at"),
         job);
   }
 }

@@ -8,10 +8,11 @@ import java.time.Duration;
  * it is done or its budget is spent; whatever is left is first in line at the next tick. Each part
  * always does its first batch, whatever the budget, so a tick never does nothing.
  *
- * <p>The queue holds every tick to at most half the launch grace ({@link BuildQueue#maxTickBudget}),
- * whatever its caller allows: a relaunch claimed at the end of the budget must have finished, within
- * the platform client's own timeout (ECS: 25 s), before its claim lapses and another tick may
- * relaunch the same worker. The Lambda passes what its timeout leaves ({@code TickFunction}).
+ * <p>The queue holds every tick to at most half the launch grace ({@link
+ * BuildQueue#maxTickBudget}), whatever its caller allows: a relaunch claimed at the end of the
+ * budget must have finished, within the platform client's own timeout (ECS: 25 s), before its claim
+ * lapses and another tick may relaunch the same worker. The Lambda passes what its timeout leaves
+ * ({@code TickFunction}).
  *
  * @param limit how long the tick may go on starting new work
  * @param time what the limit and the pacing of platform calls are measured on

@@ -14,12 +14,12 @@ import java.util.Map;
 /**
  * One run of the scheduled tick ({@link BuildQueue#tick(TickBudget)}). Each part works through
  * everything due, a batch of {@value #BATCH} at a time, while its budget lasts: liveness checks
- * (one platform check per batch: ECS's DescribeTasks takes 100 tasks), unresolved launches,
- * expired leases, lanes to dispatch; then one batch of housekeeping. Calls that start or stop tasks
- * and calls that check them are paced by the platform's {@link buildqueue.platform.CallRates}; a
- * call the platform throttles anyway (other callers share its limits) stops that part for this
- * run, and what is left is first in line at the next tick. A part that stops early is named in
- * the report's {@code cutShort}, with why.
+ * (one platform check per batch: ECS's DescribeTasks takes 100 tasks), unresolved launches, expired
+ * leases, lanes to dispatch; then one batch of housekeeping. Calls that start or stop tasks and
+ * calls that check them are paced by the platform's {@link buildqueue.platform.CallRates}; a call
+ * the platform throttles anyway (other callers share its limits) stops that part for this run, and
+ * what is left is first in line at the next tick. A part that stops early is named in the report's
+ * {@code cutShort}, with why.
  */
 final class TickPass {
   static final int BATCH = 100;
@@ -43,7 +43,11 @@ final class TickPass {
   private int stopRequests;
   private int dispatched;
 
-  TickPass(BuildQueue queue, WorkerPlatform platform, TickTransitions tick, DispatchTransitions dispatch,
+  TickPass(
+      BuildQueue queue,
+      WorkerPlatform platform,
+      TickTransitions tick,
+      DispatchTransitions dispatch,
       TickBudget budget) {
     this.queue = queue;
     this.platform = platform;
@@ -61,8 +65,16 @@ final class TickPass {
     reclaimLeases();
     dispatchLanes();
     TickTransitions.Housekept housekept = tick.housekeep(1000);
-    return new BuildQueue.TickReport(checked, exited, relaunched, reclaimed, stopRequests, dispatched,
-        housekept.workers(), housekept.jobs(), List.copyOf(cutShort));
+    return new BuildQueue.TickReport(
+        checked,
+        exited,
+        relaunched,
+        reclaimed,
+        stopRequests,
+        dispatched,
+        housekept.workers(),
+        housekept.jobs(),
+        List.copyOf(cutShort));
   }
 
   private boolean timeLeft() {
@@ -101,7 +113,9 @@ final class TickPass {
     }
   }
 
-  /** Checks one claimed batch in one platform call; false when the rest must wait for the next tick. */
+  /**
+   * Checks one claimed batch in one platform call; false when the rest must wait for the next tick.
+   */
   private boolean checkBatch(List<TickTransitions.DueCheck> due, boolean first) {
     Map<String, TickTransitions.DueCheck> byTask = new LinkedHashMap<>();
     for (TickTransitions.DueCheck d : due) {
@@ -197,7 +211,10 @@ final class TickPass {
         if (e.taskId() != null && platform.canCheck(e.taskId())) {
           continue; // evidence will come from the liveness check, never from the clock alone
         }
-        reclaimed += stopped(e.taskId(), e.workerId(), "lease expired with no way to check the worker") ? 1 : 0;
+        reclaimed +=
+            stopped(e.taskId(), e.workerId(), "lease expired with no way to check the worker")
+                ? 1
+                : 0;
       }
       if (page.size() < BATCH) {
         return;
@@ -207,8 +224,8 @@ final class TickPass {
 
   /**
    * A task's stop: whether its worker exited now, counting in {@link #dispatched} the workers its
-   * lane's dispatch launched (a crashed job's next worker), which the report and the
-   * {@code TickDispatched} metric once left out.
+   * lane's dispatch launched (a crashed job's next worker), which the report and the {@code
+   * TickDispatched} metric once left out.
    */
   private boolean stopped(String taskId, Long workerId, String reason) {
     int before = gate.launches;
@@ -251,13 +268,16 @@ final class TickPass {
    */
   private final class Gate implements BuildQueue.LaunchGate {
     boolean firstBatch = true;
+
     /**
      * Whether to wait for the platform's rate. The parts that look for evidence do not: finding
      * every dead worker comes first, and a lane whose launch would have to wait is dispatched by
      * the dispatch part, which does.
      */
     boolean waitForRate = true;
+
     String closedBecause;
+
     /** Launches made through the gate, of every kind. */
     int launches;
 

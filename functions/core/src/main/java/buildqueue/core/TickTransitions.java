@@ -68,11 +68,22 @@ public final class TickTransitions {
    */
   public List<DueCheck> claimDueChecks(int limit, Instant asOf) {
     Params params =
-        Params.of("now", clock.now(), "intervalMs", config.livenessInterval().toMillis(), "limit", limit)
+        Params.of(
+                "now",
+                clock.now(),
+                "intervalMs",
+                config.livenessInterval().toMillis(),
+                "limit",
+                limit)
             .and("asOf", asOf);
     return db.query(CLAIM_DUE_CHECKS, params).stream()
-        .map(r -> new DueCheck(
-            r.longValue("id"), r.string("task_id"), r.bool("lease_expired"), r.instant("claimed_at")))
+        .map(
+            r ->
+                new DueCheck(
+                    r.longValue("id"),
+                    r.string("task_id"),
+                    r.bool("lease_expired"),
+                    r.instant("claimed_at")))
         .toList();
   }
 
@@ -94,7 +105,9 @@ public final class TickTransitions {
    * caller reclaims only those it cannot check, and pages on past the ones it can.
    */
   public List<ExpiredLease> expiredLeases(long afterId, int limit) {
-    return db.query(EXPIRED_LEASES, Params.of("now", clock.now(), "afterId", afterId, "limit", limit)).stream()
+    return db
+        .query(EXPIRED_LEASES, Params.of("now", clock.now(), "afterId", afterId, "limit", limit))
+        .stream()
         .map(r -> new ExpiredLease(r.longValue("id"), r.string("task_id")))
         .toList();
   }
@@ -119,8 +132,8 @@ public final class TickTransitions {
       """;
 
   /**
-   * Lanes with queued jobs and a free slot, in name order, at most {@code limit} of them (lanes
-   * are as many as dedicated users: the answer must stay under the Data API's 1 MiB). Walks the
+   * Lanes with queued jobs and a free slot, in name order, at most {@code limit} of them (lanes are
+   * as many as dedicated users: the answer must stay under the Data API's 1 MiB). Walks the
    * distinct lanes of the queued-job index (a loose index scan), so it costs one index probe per
    * lane however many jobs wait.
    *
@@ -128,9 +141,7 @@ public final class TickTransitions {
    */
   public List<String> lanesToDispatch(String after, int limit) {
     Params params = Params.of("sharedSlots", config.sharedSlots(), "after", after, "limit", limit);
-    return db.query(LANES_TO_DISPATCH, params).stream()
-        .map(r -> r.string("lane"))
-        .toList();
+    return db.query(LANES_TO_DISPATCH, params).stream().map(r -> r.string("lane")).toList();
   }
 
   /** What housekeeping deleted. */
@@ -163,8 +174,8 @@ public final class TickTransitions {
 
   /**
    * Deletes exited workers and finished jobs older than the retention, a bounded batch per call.
-   * Only {@code exited} workers are candidates, so the identity of a worker that may still run
-   * (and holds its slot) is never deleted; jobs whose history is not yet published stay.
+   * Only {@code exited} workers are candidates, so the identity of a worker that may still run (and
+   * holds its slot) is never deleted; jobs whose history is not yet published stay.
    *
    * <p>The batch is an array, not an {@code in (select … limit :limit)}, here and in every batch
    * claim of the queue: the array's subquery runs once, before the update, and the update finds its
@@ -175,7 +186,15 @@ public final class TickTransitions {
    */
   public Housekept housekeep(int limit) {
     Row r =
-        db.query(HOUSEKEEP, Params.of("now", clock.now(), "retentionMs", config.retention().toMillis(), "limit", limit))
+        db.query(
+                HOUSEKEEP,
+                Params.of(
+                    "now",
+                    clock.now(),
+                    "retentionMs",
+                    config.retention().toMillis(),
+                    "limit",
+                    limit))
             .get(0);
     return new Housekept(r.longValue("workers"), r.longValue("jobs"));
   }

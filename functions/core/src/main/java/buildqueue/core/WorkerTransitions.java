@@ -15,10 +15,10 @@ import java.util.UUID;
  * changes nothing, and learns so from the zero rows it gets back.
  *
  * <p>Each transition is one call of its function in migration {@code V005} ({@code
- * build_worker_start}, {@code _check_in}, {@code _interrupt}, {@code _add_follow_ups}, {@code _end},
- * {@code _take_next}, {@code _drain}), where its whole statement is written: those functions are
- * all the worker's database role may run (docs/architecture.md §6.1), so the fences above are enforced
- * by PostgreSQL for any caller holding a worker's login, not only for this class.
+ * build_worker_start}, {@code _check_in}, {@code _interrupt}, {@code _add_follow_ups}, {@code
+ * _end}, {@code _take_next}, {@code _drain}), where its whole statement is written: those functions
+ * are all the worker's database role may run (docs/architecture.md §6.1), so the fences above are
+ * enforced by PostgreSQL for any caller holding a worker's login, not only for this class.
  */
 public final class WorkerTransitions {
   private final Database db;
@@ -36,18 +36,26 @@ public final class WorkerTransitions {
    * #end} finds the chain window closed and leaves the worker {@code draining}.
    */
   public WorkerTransitions withoutChaining() {
-    return new WorkerTransitions(db, config.withChainWindow(Duration.ZERO).withLinger(Duration.ZERO),
-        clock);
+    return new WorkerTransitions(
+        db, config.withChainWindow(Duration.ZERO).withLinger(Duration.ZERO), clock);
   }
 
   /** A job this worker now runs. {@code progress} is where the last attempt got to. */
   public record AssignedJob(
-      long id, String userId, String kind, Json payload, int progress, int attempt, boolean cancelRequested) {}
+      long id,
+      String userId,
+      String kind,
+      Json payload,
+      int progress,
+      int attempt,
+      boolean cancelRequested) {}
 
   /** The worker is running. {@code job} is empty when its job went away (it was cancelled). */
   public record Started(Instant databaseNow, Instant expiresAt, Optional<AssignedJob> job) {}
 
-  /** Each worker transition is a function of V005: the worker's database role may call nothing else. */
+  /**
+   * Each worker transition is a function of V005: the worker's database role may call nothing else.
+   */
   private static final String START =
       """
       select * from build_worker_start(:workerId::bigint, :token::uuid, :deadlineMarginMs::bigint, :now::timestamptz)
@@ -67,8 +75,8 @@ public final class WorkerTransitions {
   }
 
   /**
-   * A job's log tail to store: its last part, every byte of output so far, and where the whole
-   * log is (null: unchanged).
+   * A job's log tail to store: its last part, every byte of output so far, and where the whole log
+   * is (null: unchanged).
    */
   public record LogWrite(String tail, long totalBytes, String location) {}
 
@@ -93,11 +101,12 @@ public final class WorkerTransitions {
   }
 
   /**
-   * Records the job's progress (null: unchanged) and its log tail (null: unchanged), fenced, in
-   * one statement, and reads whether its owner asked to cancel it. With neither, it is only the
-   * cancel check a running program needs, since a program may never report progress.
+   * Records the job's progress (null: unchanged) and its log tail (null: unchanged), fenced, in one
+   * statement, and reads whether its owner asked to cancel it. With neither, it is only the cancel
+   * check a running program needs, since a program may never report progress.
    */
-  public ProgressAck checkIn(long workerId, UUID token, long jobId, Integer progress, LogWrite log) {
+  public ProgressAck checkIn(
+      long workerId, UUID token, long jobId, Integer progress, LogWrite log) {
     Params params =
         logParams(Params.of("now", clock.now(), "workerId", workerId, "token", token), log)
             .and("jobId", jobId)
@@ -124,14 +133,15 @@ public final class WorkerTransitions {
   /**
    * The job's program asked to be retried (one of its kind's retry exit codes): the job is
    * interrupted as if its worker had exited — back to the head of its lane, or failed after too
-   * many interruptions without progress — while this worker stays {@code running}. The caller
-   * takes the next job with {@link #takeNext}, which sees the requeued job at the head of the lane.
+   * many interruptions without progress — while this worker stays {@code running}. The caller takes
+   * the next job with {@link #takeNext}, which sees the requeued job at the head of the lane.
    *
    * @param reason why, for the job's history; cut to {@link RowLimits#MAX_ERROR_BYTES}
    * @return the job's new status ({@code queued}, {@code failed}, {@code cancelled}), or empty if
    *     this worker was fenced off
    */
-  public Optional<JobStatus> interrupt(long workerId, UUID token, long jobId, String reason, LogWrite log) {
+  public Optional<JobStatus> interrupt(
+      long workerId, UUID token, long jobId, String reason, LogWrite log) {
     return interrupt(workerId, token, jobId, reason, null, log);
   }
 
@@ -140,8 +150,8 @@ public final class WorkerTransitions {
    * first (null: unchanged): where the next attempt resumes, and what decides whether the job moved
    * forward on this attempt.
    */
-  public Optional<JobStatus> interrupt(long workerId, UUID token, long jobId, String reason, Integer progress,
-      LogWrite log) {
+  public Optional<JobStatus> interrupt(
+      long workerId, UUID token, long jobId, String reason, Integer progress, LogWrite log) {
     Params params =
         logParams(Params.of("now", clock.now(), "workerId", workerId, "token", token), log)
             .and("jobId", jobId)
@@ -174,11 +184,21 @@ public final class WorkerTransitions {
       /** Why the job fails, for its error. */
       public String message() {
         return payloadBytes > RowLimits.MAX_PAYLOAD_BYTES
-            ? "Follow-up job " + position + " has a payload of " + payloadBytes + " bytes as stored; the limit is "
-                + RowLimits.MAX_PAYLOAD_BYTES + " bytes. No follow-up was submitted. Keep large inputs in object"
+            ? "Follow-up job "
+                + position
+                + " has a payload of "
+                + payloadBytes
+                + " bytes as stored; the limit is "
+                + RowLimits.MAX_PAYLOAD_BYTES
+                + " bytes. No follow-up was submitted. Keep large inputs in object"
                 + " storage (e.g. S3) and pass a reference in the payload."
-            : "Follow-up job " + position + " has a kind of " + kindBytes + " bytes; the limit is "
-                + RowLimits.MAX_KIND_BYTES + " bytes. No follow-up was submitted.";
+            : "Follow-up job "
+                + position
+                + " has a kind of "
+                + kindBytes
+                + " bytes; the limit is "
+                + RowLimits.MAX_KIND_BYTES
+                + " bytes. No follow-up was submitted.";
       }
     }
   }
@@ -190,7 +210,8 @@ public final class WorkerTransitions {
    *
    * @param followUps a JSON array of {@code {"kind": …, "payload": {…}}}
    */
-  public FollowUps addFollowUps(Database tx, long workerId, UUID token, long jobId, Json followUps) {
+  public FollowUps addFollowUps(
+      Database tx, long workerId, UUID token, long jobId, Json followUps) {
     Params params =
         Params.of("now", clock.now(), "workerId", workerId, "token", token)
             .and("jobId", jobId)
@@ -200,7 +221,8 @@ public final class WorkerTransitions {
       return new FollowUps.FencedOff();
     }
     if (r.get("too_large_n") != null) {
-      return new FollowUps.TooLarge(r.longValue("too_large_n"), r.longValue("payload_bytes"), r.longValue("kind_bytes"));
+      return new FollowUps.TooLarge(
+          r.longValue("too_large_n"), r.longValue("payload_bytes"), r.longValue("kind_bytes"));
     }
     return new FollowUps.Added();
   }
@@ -233,12 +255,19 @@ public final class WorkerTransitions {
 
   /**
    * Ends the worker's job ({@code succeeded}, {@code failed} with an error, or {@code cancelled})
-   * and, in the same statement, takes the next job of its lane (as dispatch would, {@link LaneTurns})
-   * if the chain window is open, or else marks the worker {@code draining}. The slot stays held either way: only the
-   * evidence of the worker's exit frees it. A failure's {@code error} is cut to {@link
-   * RowLimits#MAX_ERROR_BYTES}.
+   * and, in the same statement, takes the next job of its lane (as dispatch would, {@link
+   * LaneTurns}) if the chain window is open, or else marks the worker {@code draining}. The slot
+   * stays held either way: only the evidence of the worker's exit frees it. A failure's {@code
+   * error} is cut to {@link RowLimits#MAX_ERROR_BYTES}.
    */
-  public Ended end(Database tx, long workerId, UUID token, long jobId, JobStatus status, String error, LogWrite log) {
+  public Ended end(
+      Database tx,
+      long workerId,
+      UUID token,
+      long jobId,
+      JobStatus status,
+      String error,
+      LogWrite log) {
     return end(tx, workerId, token, jobId, status, error, null, log);
   }
 
@@ -247,17 +276,29 @@ public final class WorkerTransitions {
    * job's latest progress (null: unchanged), which a program may have reported after the last
    * check-in wrote it.
    */
-  public Ended end(Database tx, long workerId, UUID token, long jobId, JobStatus status, String error,
-      Integer progress, LogWrite log) {
+  public Ended end(
+      Database tx,
+      long workerId,
+      UUID token,
+      long jobId,
+      JobStatus status,
+      String error,
+      Integer progress,
+      LogWrite log) {
     if (!status.finished()) {
-      throw new IllegalArgumentException("a job ends succeeded, failed or cancelled, not " + status);
+      throw new IllegalArgumentException(
+          "a job ends succeeded, failed or cancelled, not " + status);
     }
     Params params =
         logParams(Params.of("now", clock.now(), "workerId", workerId, "token", token), log)
             .and("jobId", jobId)
             .and("status", status.sql())
             .and("progress", progress)
-            .and("error", status == JobStatus.FAILED ? (error == null ? "failed" : RowLimits.boundedError(error)) : null)
+            .and(
+                "error",
+                status == JobStatus.FAILED
+                    ? (error == null ? "failed" : RowLimits.boundedError(error))
+                    : null)
             .and("chainWindowMs", config.chainWindow().toMillis())
             .and("deadlineMarginMs", config.deadlineMargin().toMillis())
             .and("linger", !config.linger().isZero())
@@ -281,11 +322,18 @@ public final class WorkerTransitions {
     return end(db, workerId, token, jobId, status, error, null);
   }
 
-  public Ended end(long workerId, UUID token, long jobId, JobStatus status, String error, LogWrite log) {
+  public Ended end(
+      long workerId, UUID token, long jobId, JobStatus status, String error, LogWrite log) {
     return end(db, workerId, token, jobId, status, error, log);
   }
 
-  public Ended end(long workerId, UUID token, long jobId, JobStatus status, String error, Integer progress,
+  public Ended end(
+      long workerId,
+      UUID token,
+      long jobId,
+      JobStatus status,
+      String error,
+      Integer progress,
       LogWrite log) {
     return end(db, workerId, token, jobId, status, error, progress, log);
   }

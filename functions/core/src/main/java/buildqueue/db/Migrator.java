@@ -18,32 +18,40 @@ import java.util.function.Function;
  * Database} port, so the same code migrates over JDBC locally and over the RDS Data API on deploy
  * (Flyway cannot speak the Data API). Each migration runs in one transaction together with its row
  * in {@code build_schema_migration}; many processes may migrate at once: a unique violation on that
- * row means another process applied the migration, and waiting on its insert means it has committed.
+ * row means another process applied the migration, and waiting on its insert means it has
+ * committed.
  *
  * <p>Statements are kept short: over the RDS Data API a call fails after 45 s. The deploy's migrate
  * function sends every statement with {@code continueAfterTimeout}, as AWS advises for DDL, so a
- * slow one is never cut off half-way, but its call still fails and the migration's transaction
- * is abandoned uncommitted, so the deploy fails. A migration must therefore finish each statement within
- * 45 s on the production data; one that cannot (an index on a large {@code build_job}) needs a
- * step outside a transaction, which this migrator does not offer yet.
+ * slow one is never cut off half-way, but its call still fails and the migration's transaction is
+ * abandoned uncommitted, so the deploy fails. A migration must therefore finish each statement
+ * within 45 s on the production data; one that cannot (an index on a large {@code build_job}) needs
+ * a step outside a transaction, which this migrator does not offer yet.
  *
  * <p>A released migration never changes. Each applied one is recorded with the SHA-256 of its text
- * ({@link #checksum}); before applying anything, the migrator compares every recorded checksum
- * with the text this build holds and refuses with {@link MigrationChangedException}, changing
- * nothing, when one differs. Rows recorded before checksums were (a database an older release
- * migrated) get theirs filled in from this build's text on the first run. Migrations are
- * expand-only, so an older release keeps working on a newer schema: rows of versions this build
- * does not know are left alone.
+ * ({@link #checksum}); before applying anything, the migrator compares every recorded checksum with
+ * the text this build holds and refuses with {@link MigrationChangedException}, changing nothing,
+ * when one differs. Rows recorded before checksums were (a database an older release migrated) get
+ * theirs filled in from this build's text on the first run. Migrations are expand-only, so an older
+ * release keeps working on a newer schema: rows of versions this build does not know are left
+ * alone.
  */
 public final class Migrator {
   /**
    * In order. A file, once released, never changes (its checksum is recorded where it is applied,
-   * and MigrationChecksumsTest holds it): add a new one instead, and only add (expand-only, shown by
-   * ExpandOnlyMigrationsTest), so the release before keeps running on the new schema.
+   * and MigrationChecksumsTest holds it): add a new one instead, and only add (expand-only, shown
+   * by ExpandOnlyMigrationsTest), so the release before keeps running on the new schema.
    */
-  public static final List<String> MIGRATIONS = List.of("V001__queue.sql", "V002__event_publish_claim.sql",
-      "V003__job_logs.sql", "V004__fair_shares.sql", "V005__worker_role.sql", "V006__worker_plans.sql",
-      "V007__worker_start_lock_order.sql", "V008__lane_choice.sql");
+  public static final List<String> MIGRATIONS =
+      List.of(
+          "V001__queue.sql",
+          "V002__event_publish_claim.sql",
+          "V003__job_logs.sql",
+          "V004__fair_shares.sql",
+          "V005__worker_role.sql",
+          "V006__worker_plans.sql",
+          "V007__worker_start_lock_order.sql",
+          "V008__lane_choice.sql");
 
   private static final String CREATE_TABLE =
       """
@@ -54,7 +62,9 @@ public final class Migrator {
         checksum   text
       )""";
 
-  /** Whether the table already has its checksum column (it has not where an older release made it). */
+  /**
+   * Whether the table already has its checksum column (it has not where an older release made it).
+   */
   private static final String HAS_CHECKSUM =
       """
       select count(*) as n from pg_attribute
@@ -63,7 +73,8 @@ public final class Migrator {
   private static final String ADD_CHECKSUM =
       "alter table build_schema_migration add column if not exists checksum text";
 
-  private static final String APPLIED = "select version, name, checksum from build_schema_migration order by version";
+  private static final String APPLIED =
+      "select version, name, checksum from build_schema_migration order by version";
 
   private static final String RECORD =
       "insert into build_schema_migration (version, name, checksum) values (:version, :name, :checksum)";
@@ -79,7 +90,10 @@ public final class Migrator {
     this(db, MIGRATIONS, Migrator::read);
   }
 
-  /** With the texts {@code source} gives for {@code migrations}: for tests of edited or bad migrations. */
+  /**
+   * With the texts {@code source} gives for {@code migrations}: for tests of edited or bad
+   * migrations.
+   */
   Migrator(Database db, List<String> migrations, Function<String, String> source) {
     this.db = db;
     this.migrations = migrations;
@@ -121,7 +135,9 @@ public final class Migrator {
     for (String name : migrations) {
       Row recorded = applied.get((long) version(name));
       if (recorded != null && recorded.string("checksum") == null) {
-        db.update(FILL_CHECKSUM, Params.of("version", version(name), "checksum", checksum(texts.get(name))));
+        db.update(
+            FILL_CHECKSUM,
+            Params.of("version", version(name), "checksum", checksum(texts.get(name))));
       }
     }
     List<String> done = new ArrayList<>();
@@ -135,7 +151,8 @@ public final class Migrator {
       try {
         db.transaction(
             tx -> {
-              tx.update(RECORD, Params.of("version", version, "name", name, "checksum", checksum(text)));
+              tx.update(
+                  RECORD, Params.of("version", version, "name", name, "checksum", checksum(text)));
               statements.forEach(tx::update);
               return null;
             });
@@ -161,11 +178,21 @@ public final class Migrator {
       String sum = checksum(texts.get(name));
       if (!name.equals(recordedName)) {
         files.add(name);
-        changed.add(name + " was renamed: this database applied version " + version(name) + " as " + recordedName);
+        changed.add(
+            name
+                + " was renamed: this database applied version "
+                + version(name)
+                + " as "
+                + recordedName);
       } else if (recordedSum != null && !recordedSum.equals(sum)) {
         files.add(name);
-        changed.add(name + " was edited after this database applied it (SHA-256 then " + shortSum(recordedSum)
-            + "…, now " + shortSum(sum) + "…)");
+        changed.add(
+            name
+                + " was edited after this database applied it (SHA-256 then "
+                + shortSum(recordedSum)
+                + "…, now "
+                + shortSum(sum)
+                + "…)");
       }
     }
     if (!changed.isEmpty()) {
@@ -175,7 +202,8 @@ public final class Migrator {
 
   /**
    * The checksum recorded for a migration's text: SHA-256, in hex, of its UTF-8 bytes with line
-   * ends made {@code \n} (a checkout that turns them into {@code \r\n} does not change a migration).
+   * ends made {@code \n} (a checkout that turns them into {@code \r\n} does not change a
+   * migration).
    */
   static String checksum(String text) {
     try {

@@ -76,11 +76,12 @@ public record NamedSql(String jdbcSql, List<String> names) {
   /** End index of a dollar-quote tag ({@code $$} or {@code $tag$}) starting at i, or -1. */
   private static int dollarTagEnd(String sql, int i) {
     int j = i + 1;
-    while (j < sql.length()
-        && (Character.isLetterOrDigit(sql.charAt(j)) || sql.charAt(j) == '_')) {
+    while (j < sql.length() && (Character.isLetterOrDigit(sql.charAt(j)) || sql.charAt(j) == '_')) {
       j++;
     }
-    if (j < sql.length() && sql.charAt(j) == '$' && (j == i + 1 || !Character.isDigit(sql.charAt(i + 1)))) {
+    if (j < sql.length()
+        && sql.charAt(j) == '$'
+        && (j == i + 1 || !Character.isDigit(sql.charAt(i + 1)))) {
       return j + 1;
     }
     return -1;

@@ -4,21 +4,24 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * Splits a migration file into single statements. The RDS Data API runs one statement per call,
- * so the migrator sends them one by one whichever adapter it runs on.
+ * Splits a migration file into single statements. The RDS Data API runs one statement per call, so
+ * the migrator sends them one by one whichever adapter it runs on.
  *
  * <p>A migration may write a function body plainly, dollar-quoted ({@code $$ … $$} or {@code $tag$
  * … $tag$}), with a {@code ;} after each of its statements. The Data API documents that it refuses
- * a second statement in a call but not how it reads a {@code ;} inside a literal, so no text we send
- * has one before its end ({@code StatementTextTest}): {@link #sendable} turns such a body into the
- * same string as an escape string, {@code E'…'}, with {@code \073} for each {@code ;}, quotes
+ * a second statement in a call but not how it reads a {@code ;} inside a literal, so no text we
+ * send has one before its end ({@code StatementTextTest}): {@link #sendable} turns such a body into
+ * the same string as an escape string, {@code E'…'}, with {@code \073} for each {@code ;}, quotes
  * doubled and backslashes escaped. The migration's text, and so its checksum, is what was written;
  * a body without a {@code ;} is sent as it is written.
  */
 final class SqlScript {
   private SqlScript() {}
 
-  /** The statements of {@code script} as the migrator sends them: {@link #statements}, bodies escaped. */
+  /**
+   * The statements of {@code script} as the migrator sends them: {@link #statements}, bodies
+   * escaped.
+   */
   static List<String> sendable(String script) {
     return split(script, true);
   }
@@ -29,8 +32,8 @@ final class SqlScript {
 
   /**
    * Cuts {@code script} at each {@code ;} outside quotes and dollar-quoted strings, dropping
-   * comments; with {@code escapeBodies}, a dollar-quoted string that holds a {@code ;} is written as
-   * the equal escape string.
+   * comments; with {@code escapeBodies}, a dollar-quoted string that holds a {@code ;} is written
+   * as the equal escape string.
    */
   private static List<String> split(String script, boolean escapeBodies) {
     List<String> out = new ArrayList<>();
@@ -53,7 +56,10 @@ final class SqlScript {
         end = close < 0 ? n : close + tag.length();
         String body = close < 0 ? "" : script.substring(i + tag.length(), close);
         if (escapeBodies && body.indexOf(';') >= 0) {
-          current.append("E'").append(body.replace("\\", "\\\\").replace("'", "''").replace(";", "\\073")).append('\'');
+          current
+              .append("E'")
+              .append(body.replace("\\", "\\\\").replace("'", "''").replace(";", "\\073"))
+              .append('\'');
           i = end;
           continue;
         }
@@ -73,8 +79,8 @@ final class SqlScript {
   }
 
   /**
-   * The opening tag of a dollar-quoted string at {@code i} ({@code $$}, {@code $body$}), or null:
-   * a positional parameter ({@code $1}) or a {@code $} inside an identifier is none.
+   * The opening tag of a dollar-quoted string at {@code i} ({@code $$}, {@code $body$}), or null: a
+   * positional parameter ({@code $1}) or a {@code $} inside an identifier is none.
    */
   private static String dollarTag(String sql, int i) {
     if (i > 0 && (Character.isLetterOrDigit(sql.charAt(i - 1)) || sql.charAt(i - 1) == '_')) {
@@ -82,7 +88,8 @@ final class SqlScript {
     }
     int j = i + 1;
     if (j < sql.length() && (Character.isLetter(sql.charAt(j)) || sql.charAt(j) == '_')) {
-      while (j < sql.length() && (Character.isLetterOrDigit(sql.charAt(j)) || sql.charAt(j) == '_')) {
+      while (j < sql.length()
+          && (Character.isLetterOrDigit(sql.charAt(j)) || sql.charAt(j) == '_')) {
         j++;
       }
     }

@@ -11,7 +11,8 @@ import java.util.regex.Pattern;
  */
 public final class CatalogueDuration {
   private static final Pattern DURATION =
-      Pattern.compile("(?:([0-9]{1,6})h)?(?:([0-9]{1,6})m(?!s))?(?:([0-9]{1,6})s)?(?:([0-9]{1,6})ms)?");
+      Pattern.compile(
+          "(?:([0-9]{1,6})h)?(?:([0-9]{1,6})m(?!s))?(?:([0-9]{1,6})s)?(?:([0-9]{1,6})ms)?");
 
   private CatalogueDuration() {}
 

@@ -13,22 +13,30 @@ public final class DemoKind {
   public static final int MAX_STEPS = 10_000;
   public static final int MAX_STEP_MILLIS = 600_000;
   static final int MAX_CRASH_ATTEMPTS = 1_000;
-  private static final Set<String> FIELDS = Set.of("steps", "stepMillis", "failAtStep", "crashAtStep", "crashAttempts");
+  private static final Set<String> FIELDS =
+      Set.of("steps", "stepMillis", "failAtStep", "crashAtStep", "crashAttempts");
 
-  /** The check {@code POST /jobs} holds a {@code demo} payload to: an object of the known fields. */
-  public static final PayloadSchema PAYLOAD = payload -> {
-    if (!payload.isObject()) {
-      throw new IllegalArgumentException("demo payload must be a JSON object");
-    }
-    payload.fieldNames().forEachRemaining(name -> {
-      if (!FIELDS.contains(name)) {
-        throw new IllegalArgumentException(
-            "demo payload has unknown field \"" + name
-                + "\"; known: steps, stepMillis, failAtStep, crashAtStep, crashAttempts");
-      }
-    });
-    read(payload);
-  };
+  /**
+   * The check {@code POST /jobs} holds a {@code demo} payload to: an object of the known fields.
+   */
+  public static final PayloadSchema PAYLOAD =
+      payload -> {
+        if (!payload.isObject()) {
+          throw new IllegalArgumentException("demo payload must be a JSON object");
+        }
+        payload
+            .fieldNames()
+            .forEachRemaining(
+                name -> {
+                  if (!FIELDS.contains(name)) {
+                    throw new IllegalArgumentException(
+                        "demo payload has unknown field \""
+                            + name
+                            + "\"; known: steps, stepMillis, failAtStep, crashAtStep, crashAttempts");
+                  }
+                });
+        read(payload);
+      };
 
   /**
    * A checked demo payload; absent fields are empty, or the defaults (5 steps of 1 s).
@@ -38,7 +46,10 @@ public final class DemoKind {
    * @param crashAttempts the attempts that crash there (every attempt if empty)
    */
   public record Payload(
-      int steps, int stepMillis, Optional<Integer> failAtStep, Optional<Integer> crashAtStep,
+      int steps,
+      int stepMillis,
+      Optional<Integer> failAtStep,
+      Optional<Integer> crashAtStep,
       Optional<Integer> crashAttempts) {}
 
   private DemoKind() {}
@@ -50,8 +61,12 @@ public final class DemoKind {
   public static Payload read(JsonNode payload) {
     int steps = intField(payload, "steps", 0, MAX_STEPS).orElse(5);
     int stepMillis = intField(payload, "stepMillis", 0, MAX_STEP_MILLIS).orElse(1000);
-    return new Payload(steps, stepMillis, intField(payload, "failAtStep", 1, MAX_STEPS),
-        intField(payload, "crashAtStep", 1, MAX_STEPS), intField(payload, "crashAttempts", 1, MAX_CRASH_ATTEMPTS));
+    return new Payload(
+        steps,
+        stepMillis,
+        intField(payload, "failAtStep", 1, MAX_STEPS),
+        intField(payload, "crashAtStep", 1, MAX_STEPS),
+        intField(payload, "crashAttempts", 1, MAX_CRASH_ATTEMPTS));
   }
 
   private static Optional<Integer> intField(JsonNode payload, String name, int min, int max) {
@@ -61,7 +76,14 @@ public final class DemoKind {
     }
     if (!v.isIntegralNumber() || !v.canConvertToInt() || v.asInt() < min || v.asInt() > max) {
       throw new IllegalArgumentException(
-          "demo payload field \"" + name + "\" must be a whole number from " + min + " to " + max + ", was " + v);
+          "demo payload field \""
+              + name
+              + "\" must be a whole number from "
+              + min
+              + " to "
+              + max
+              + ", was "
+              + v);
     }
     return Optional.of(v.asInt());
   }

@@ -26,10 +26,15 @@ final class JsonSchemas {
   /** How many of a payload's failures a 400 names; the rest are counted. */
   static final int MAX_REPORTED_ERRORS = 3;
 
-  private static final SchemaRegistry REGISTRY = SchemaRegistry.withDefaultDialect(SpecificationVersion.DRAFT_2020_12,
-      b -> b.schemaRegistryConfig(SchemaRegistryConfig.builder().pathType(PathType.JSON_PATH).build())
-          // Only the bundled meta-schemas may be loaded; everything else would be a remote fetch.
-          .schemaLoader(l -> l.allow(iri -> isMetaSchema(iri.toString()))));
+  private static final SchemaRegistry REGISTRY =
+      SchemaRegistry.withDefaultDialect(
+          SpecificationVersion.DRAFT_2020_12,
+          b ->
+              b.schemaRegistryConfig(
+                      SchemaRegistryConfig.builder().pathType(PathType.JSON_PATH).build())
+                  // Only the bundled meta-schemas may be loaded; everything else would be a remote
+                  // fetch.
+                  .schemaLoader(l -> l.allow(iri -> isMetaSchema(iri.toString()))));
 
   private JsonSchemas() {}
 
@@ -39,14 +44,18 @@ final class JsonSchemas {
    */
   static PayloadSchema compile(JsonNode schema) {
     if (!schema.isObject()) {
-      throw new IllegalArgumentException("must be a JSON Schema object such as {\"type\": \"object\"}, not "
-          + kindOf(schema));
+      throw new IllegalArgumentException(
+          "must be a JSON Schema object such as {\"type\": \"object\"}, not " + kindOf(schema));
     }
     SpecificationVersion dialect = dialect(schema);
-    List<Error> problems = REGISTRY.getSchema(SchemaLocation.of(dialect.getDialectId())).validate(schema);
+    List<Error> problems =
+        REGISTRY.getSchema(SchemaLocation.of(dialect.getDialectId())).validate(schema);
     if (!problems.isEmpty()) {
-      throw new IllegalArgumentException("is not a valid JSON Schema (" + name(dialect) + "): "
-          + summary(problems, e -> e.getInstanceLocation() + ": " + e.getMessage()));
+      throw new IllegalArgumentException(
+          "is not a valid JSON Schema ("
+              + name(dialect)
+              + "): "
+              + summary(problems, e -> e.getInstanceLocation() + ": " + e.getMessage()));
     }
     Schema compiled;
     try {
@@ -70,17 +79,26 @@ final class JsonSchemas {
       return SpecificationVersion.DRAFT_2020_12;
     }
     Optional<SpecificationVersion> known =
-        declared.isTextual() ? SpecificationVersion.fromDialectId(declared.textValue()) : Optional.empty();
-    return known.orElseThrow(() -> new IllegalArgumentException("names the dialect " + declared
-        + " in \"$schema\", which this queue does not know; leave \"$schema\" out for draft 2020-12, or name one of "
-        + List.of(SpecificationVersion.values()).stream().map(v -> "\"" + v.getDialectId() + "\"")
-            .collect(Collectors.joining(", "))));
+        declared.isTextual()
+            ? SpecificationVersion.fromDialectId(declared.textValue())
+            : Optional.empty();
+    return known.orElseThrow(
+        () ->
+            new IllegalArgumentException(
+                "names the dialect "
+                    + declared
+                    + " in \"$schema\", which this queue does not know; leave \"$schema\" out for draft 2020-12, or name one of "
+                    + List.of(SpecificationVersion.values()).stream()
+                        .map(v -> "\"" + v.getDialectId() + "\"")
+                        .collect(Collectors.joining(", "))));
   }
 
   private static String refusal(SchemaException e) {
     String why = e.getMessage();
     if (why != null && why.contains("not allowed to be loaded")) {
-      return "refers to another document (" + why + "); a payloadSchema may only refer within itself, such as"
+      return "refers to another document ("
+          + why
+          + "); a payloadSchema may only refer within itself, such as"
           + " \"$ref\": \"#/$defs/page\", so nothing is fetched over the network";
     }
     return "cannot be used: " + why;
@@ -94,8 +112,10 @@ final class JsonSchemas {
     return e.getInstanceLocation() + ": " + e.getMessage();
   }
 
-  private static String summary(List<Error> errors, java.util.function.Function<Error, String> each) {
-    String first = errors.stream().limit(MAX_REPORTED_ERRORS).map(each).collect(Collectors.joining("; "));
+  private static String summary(
+      List<Error> errors, java.util.function.Function<Error, String> each) {
+    String first =
+        errors.stream().limit(MAX_REPORTED_ERRORS).map(each).collect(Collectors.joining("; "));
     int more = errors.size() - MAX_REPORTED_ERRORS;
     return more > 0 ? first + " (and " + more + " more)" : first;
   }

@@ -37,6 +37,7 @@ import java.util.Optional;
 public final class KindCatalogue {
   /** Where a worker process (and the API function on AWS) finds the catalogue: an absolute path. */
   public static final String FILE_VARIABLE = "BUILDQUEUE_KINDS_FILE";
+
   public static final int MAX_NAME_CHARS = 64;
   public static final int MIN_EXIT_CODE = 1;
   public static final int MAX_EXIT_CODE = 255;
@@ -66,12 +67,14 @@ public final class KindCatalogue {
     try {
       bytes = Files.readAllBytes(file);
     } catch (NoSuchFileException e) {
-      throw new KindCatalogueException(file + ": cannot read the kind catalogue: there is no such file", e);
+      throw new KindCatalogueException(
+          file + ": cannot read the kind catalogue: there is no such file", e);
     } catch (IOException e) {
       throw new KindCatalogueException(file + ": cannot read the kind catalogue: " + e, e);
     }
     String json = new String(bytes, StandardCharsets.UTF_8);
-    return new KindCatalogue(Optional.of(file), json, CatalogueReader.kinds(file.toString(), json, limits));
+    return new KindCatalogue(
+        Optional.of(file), json, CatalogueReader.kinds(file.toString(), json, limits));
   }
 
   /** Checks catalogue text as {@link #load} does; {@code source} names it in messages. */
@@ -111,6 +114,10 @@ public final class KindCatalogue {
 
   @Override
   public String toString() {
-    return "KindCatalogue[" + file.map(Path::toString).orElse("no file") + ": " + String.join(", ", kinds.keySet()) + "]";
+    return "KindCatalogue["
+        + file.map(Path::toString).orElse("no file")
+        + ": "
+        + String.join(", ", kinds.keySet())
+        + "]";
   }
 }

@@ -14,7 +14,8 @@ import java.util.Objects;
  * @param deadlineMargin how long before its lease a worker kills itself
  * @param leaseSlack how far the lease reaches past the lifetime
  */
-public record KindLimits(Duration workerLifetime, Duration chainWindow, Duration deadlineMargin, Duration leaseSlack) {
+public record KindLimits(
+    Duration workerLifetime, Duration chainWindow, Duration deadlineMargin, Duration leaseSlack) {
 
   public KindLimits {
     Objects.requireNonNull(workerLifetime, "workerLifetime");
@@ -23,12 +24,18 @@ public record KindLimits(Duration workerLifetime, Duration chainWindow, Duration
     Objects.requireNonNull(leaseSlack, "leaseSlack");
   }
 
-  /** The longest timeout a kind may have: a job taken at the end of the chain window still ends before the worker must. */
+  /**
+   * The longest timeout a kind may have: a job taken at the end of the chain window still ends
+   * before the worker must.
+   */
   public Duration maxTimeout() {
     return workerLifetime.minus(chainWindow).minus(deadlineMargin);
   }
 
-  /** The longest {@code cancelGracePeriod}: a job stopped at its timeout is gone before its worker's lease runs out. */
+  /**
+   * The longest {@code cancelGracePeriod}: a job stopped at its timeout is gone before its worker's
+   * lease runs out.
+   */
   public Duration maxCancelGracePeriod() {
     return leaseSlack;
   }

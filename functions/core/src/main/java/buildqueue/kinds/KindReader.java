@@ -17,16 +17,24 @@ import java.util.Set;
 import java.util.regex.Pattern;
 
 /**
- * Reads one kind of the catalogue into a {@link CommandKind}, checking each key against its rule and
- * the worker's {@link KindLimits}; every refusal names the file, the kind and the key.
+ * Reads one kind of the catalogue into a {@link CommandKind}, checking each key against its rule
+ * and the worker's {@link KindLimits}; every refusal names the file, the kind and the key.
  */
 final class KindReader {
   private static final Pattern NAME = Pattern.compile("[a-z0-9][a-z0-9._-]{0,63}");
   private static final Pattern ENV_NAME = Pattern.compile("[A-Za-z_][A-Za-z0-9_]*");
   private static final String RESERVED_ENV_PREFIX = "BUILDQUEUE_";
   private static final String DURATION_FORM = "a duration such as \"90s\", \"15m\" or \"1h30m\"";
-  private static final Set<String> KEYS = Collections.unmodifiableSet(new LinkedHashSet<>(List.of(
-      "command", "timeout", "payloadSchema", "retryExitCodes", "env", "cancelGracePeriod")));
+  private static final Set<String> KEYS =
+      Collections.unmodifiableSet(
+          new LinkedHashSet<>(
+              List.of(
+                  "command",
+                  "timeout",
+                  "payloadSchema",
+                  "retryExitCodes",
+                  "env",
+                  "cancelGracePeriod")));
 
   private final String source;
   private final String name;
@@ -40,20 +48,28 @@ final class KindReader {
 
   CommandKind read(JsonNode spec) {
     if (!NAME.matcher(name).matches()) {
-      throw refused("the name must be 1 to " + KindCatalogue.MAX_NAME_CHARS
-          + " characters of lower-case letters, digits, '.', '_' and '-', starting with a letter or digit");
+      throw refused(
+          "the name must be 1 to "
+              + KindCatalogue.MAX_NAME_CHARS
+              + " characters of lower-case letters, digits, '.', '_' and '-', starting with a letter or digit");
     }
     if (name.equals(DemoKind.NAME)) {
       throw refused("\"demo\" is built in and cannot be redefined; give the kind another name");
     }
     if (!spec.isObject()) {
-      throw refused("a kind must be an object with at least \"command\" and \"timeout\", not "
-          + JsonSchemas.kindOf(spec));
+      throw refused(
+          "a kind must be an object with at least \"command\" and \"timeout\", not "
+              + JsonSchemas.kindOf(spec));
     }
     for (Iterator<String> it = spec.fieldNames(); it.hasNext(); ) {
       String key = it.next();
       if (!KEYS.contains(key)) {
-        throw refused("unknown key " + quote(key) + closest(key) + "; a kind's keys are " + String.join(", ", KEYS));
+        throw refused(
+            "unknown key "
+                + quote(key)
+                + closest(key)
+                + "; a kind's keys are "
+                + String.join(", ", KEYS));
       }
     }
     List<String> command = command(spec.get("command"));
@@ -67,25 +83,39 @@ final class KindReader {
 
   private List<String> command(JsonNode node) {
     if (node == null || node.isNull()) {
-      throw refused("command", "is missing: give the program and its arguments as an array, e.g. "
-          + "[\"node\", \"/opt/render/index.js\"]");
+      throw refused(
+          "command",
+          "is missing: give the program and its arguments as an array, e.g. "
+              + "[\"node\", \"/opt/render/index.js\"]");
     }
     if (node.isTextual()) {
       List<String> words = List.of(node.textValue().trim().split("\\s+"));
-      throw refused("command", "must be an array of the program and its arguments, not a string: the queue runs"
-          + " the program itself, never through a shell; write it as " + json(words)
-          + " (or [\"/bin/sh\", \"-c\", \"...\"] if you need a shell)");
+      throw refused(
+          "command",
+          "must be an array of the program and its arguments, not a string: the queue runs"
+              + " the program itself, never through a shell; write it as "
+              + json(words)
+              + " (or [\"/bin/sh\", \"-c\", \"...\"] if you need a shell)");
     }
     if (!node.isArray() || node.isEmpty()) {
-      throw refused("command", "must be a non-empty array of the program and its arguments, e.g. "
-          + "[\"node\", \"/opt/render/index.js\"], not " + (node.isArray() ? "an empty array" : JsonSchemas.kindOf(node)));
+      throw refused(
+          "command",
+          "must be a non-empty array of the program and its arguments, e.g. "
+              + "[\"node\", \"/opt/render/index.js\"], not "
+              + (node.isArray() ? "an empty array" : JsonSchemas.kindOf(node)));
     }
     List<String> argv = new ArrayList<>();
     for (int i = 0; i < node.size(); i++) {
       JsonNode arg = node.get(i);
       if (!arg.isTextual() || arg.textValue().isEmpty() || arg.textValue().indexOf('\0') >= 0) {
-        throw refused("command", "element " + i + " must be a non-empty string without NUL characters, not "
-            + (arg.isTextual() ? (arg.textValue().isEmpty() ? "an empty string" : "a string with a NUL") : JsonSchemas.kindOf(arg)));
+        throw refused(
+            "command",
+            "element "
+                + i
+                + " must be a non-empty string without NUL characters, not "
+                + (arg.isTextual()
+                    ? (arg.textValue().isEmpty() ? "an empty string" : "a string with a NUL")
+                    : JsonSchemas.kindOf(arg)));
       }
       argv.add(arg.textValue());
     }
@@ -94,8 +124,10 @@ final class KindReader {
 
   private Duration timeout(JsonNode node) {
     if (node == null || node.isNull()) {
-      throw refused("timeout", "is missing: say how long a job may run before it is stopped and fails, as "
-          + DURATION_FORM);
+      throw refused(
+          "timeout",
+          "is missing: say how long a job may run before it is stopped and fails, as "
+              + DURATION_FORM);
     }
     Duration timeout = duration("timeout", node);
     if (timeout.isZero()) {
@@ -103,11 +135,20 @@ final class KindReader {
     }
     Duration max = limits.maxTimeout();
     if (timeout.compareTo(max) > 0) {
-      throw refused("timeout", "is " + format(timeout) + ", longer than a worker can give one job: at most "
-          + format(max) + " (the worker lifetime " + format(limits.workerLifetime()) + " less the chain window "
-          + format(limits.chainWindow()) + " and the deadline margin " + format(limits.deadlineMargin())
-          + "). Shorten it, or raise the worker lifetime (serve --worker-lifetime locally; the stack parameter"
-          + " WorkerLifetimeMinutes on AWS)");
+      throw refused(
+          "timeout",
+          "is "
+              + format(timeout)
+              + ", longer than a worker can give one job: at most "
+              + format(max)
+              + " (the worker lifetime "
+              + format(limits.workerLifetime())
+              + " less the chain window "
+              + format(limits.chainWindow())
+              + " and the deadline margin "
+              + format(limits.deadlineMargin())
+              + "). Shorten it, or raise the worker lifetime (serve --worker-lifetime locally; the stack parameter"
+              + " WorkerLifetimeMinutes on AWS)");
     }
     return timeout;
   }
@@ -118,15 +159,21 @@ final class KindReader {
     }
     Duration grace = duration("cancelGracePeriod", node);
     if (grace.compareTo(limits.maxCancelGracePeriod()) > 0) {
-      throw refused("cancelGracePeriod", "is " + format(grace) + "; at most " + format(limits.maxCancelGracePeriod())
-          + " (the lease's slack past the worker lifetime), so that a job stopped at its timeout is gone before"
-          + " its worker's lease runs out");
+      throw refused(
+          "cancelGracePeriod",
+          "is "
+              + format(grace)
+              + "; at most "
+              + format(limits.maxCancelGracePeriod())
+              + " (the lease's slack past the worker lifetime), so that a job stopped at its timeout is gone before"
+              + " its worker's lease runs out");
     }
     return grace;
   }
 
   private Duration duration(String key, JsonNode node) {
-    Optional<Duration> d = node.isTextual() ? CatalogueDuration.parse(node.textValue()) : Optional.empty();
+    Optional<Duration> d =
+        node.isTextual() ? CatalogueDuration.parse(node.textValue()) : Optional.empty();
     return d.orElseThrow(() -> refused(key, "must be " + DURATION_FORM + ", not " + node));
   }
 
@@ -146,18 +193,33 @@ final class KindReader {
       return Set.of();
     }
     if (!node.isArray()) {
-      throw refused("retryExitCodes", "must be an array of exit codes, e.g. [75], not " + JsonSchemas.kindOf(node));
+      throw refused(
+          "retryExitCodes",
+          "must be an array of exit codes, e.g. [75], not " + JsonSchemas.kindOf(node));
     }
     Set<Integer> codes = new LinkedHashSet<>();
     for (JsonNode code : node) {
       if (code.isIntegralNumber() && code.canConvertToInt() && code.intValue() == 0) {
-        throw refused("retryExitCodes", "holds 0, which is success; retry codes are " + KindCatalogue.MIN_EXIT_CODE + " to "
-            + KindCatalogue.MAX_EXIT_CODE + " (75, EX_TEMPFAIL, is the usual one)");
+        throw refused(
+            "retryExitCodes",
+            "holds 0, which is success; retry codes are "
+                + KindCatalogue.MIN_EXIT_CODE
+                + " to "
+                + KindCatalogue.MAX_EXIT_CODE
+                + " (75, EX_TEMPFAIL, is the usual one)");
       }
-      if (!code.isIntegralNumber() || !code.canConvertToInt() || code.intValue() < KindCatalogue.MIN_EXIT_CODE
+      if (!code.isIntegralNumber()
+          || !code.canConvertToInt()
+          || code.intValue() < KindCatalogue.MIN_EXIT_CODE
           || code.intValue() > KindCatalogue.MAX_EXIT_CODE) {
-        throw refused("retryExitCodes", "must hold whole numbers from " + KindCatalogue.MIN_EXIT_CODE + " to " + KindCatalogue.MAX_EXIT_CODE
-            + ", not " + code);
+        throw refused(
+            "retryExitCodes",
+            "must hold whole numbers from "
+                + KindCatalogue.MIN_EXIT_CODE
+                + " to "
+                + KindCatalogue.MAX_EXIT_CODE
+                + ", not "
+                + code);
       }
       codes.add(code.intValue());
     }
@@ -169,25 +231,41 @@ final class KindReader {
       return Map.of();
     }
     if (!node.isObject()) {
-      throw refused("env", "must be an object of variable names to string values, e.g. {\"NODE_ENV\": \"production\"},"
-          + " not " + JsonSchemas.kindOf(node));
+      throw refused(
+          "env",
+          "must be an object of variable names to string values, e.g. {\"NODE_ENV\": \"production\"},"
+              + " not "
+              + JsonSchemas.kindOf(node));
     }
     Map<String, String> env = new LinkedHashMap<>();
     for (Iterator<Map.Entry<String, JsonNode>> it = node.fields(); it.hasNext(); ) {
       Map.Entry<String, JsonNode> e = it.next();
       String var = e.getKey();
       if (!ENV_NAME.matcher(var).matches()) {
-        throw refused("env", "has the variable name " + quote(var)
-            + "; a name is letters, digits and '_', not starting with a digit");
+        throw refused(
+            "env",
+            "has the variable name "
+                + quote(var)
+                + "; a name is letters, digits and '_', not starting with a digit");
       }
       if (var.regionMatches(true, 0, RESERVED_ENV_PREFIX, 0, RESERVED_ENV_PREFIX.length())) {
-        throw refused("env", "sets " + var + ", but names starting with " + RESERVED_ENV_PREFIX
-            + " are the queue's own (the job's id, payload file, control file, ...); choose another name");
+        throw refused(
+            "env",
+            "sets "
+                + var
+                + ", but names starting with "
+                + RESERVED_ENV_PREFIX
+                + " are the queue's own (the job's id, payload file, control file, ...); choose another name");
       }
       JsonNode value = e.getValue();
       if (!value.isTextual() || value.textValue().indexOf('\0') >= 0) {
-        throw refused("env", "gives " + var + " " + (value.isTextual() ? "a value with a NUL character"
-            : JsonSchemas.kindOf(value)) + "; a value must be a string (quote numbers: \"1\")");
+        throw refused(
+            "env",
+            "gives "
+                + var
+                + " "
+                + (value.isTextual() ? "a value with a NUL character" : JsonSchemas.kindOf(value))
+                + "; a value must be a string (quote numbers: \"1\")");
       }
       env.put(var, value.textValue());
     }
@@ -195,7 +273,8 @@ final class KindReader {
   }
 
   private KindCatalogueException refused(String key, String problem) {
-    return new KindCatalogueException(source + ": kind " + quote(name) + ": \"" + key + "\" " + problem);
+    return new KindCatalogueException(
+        source + ": kind " + quote(name) + ": \"" + key + "\" " + problem);
   }
 
   private KindCatalogueException refused(String problem) {
@@ -204,7 +283,8 @@ final class KindReader {
 
   private static String closest(String key) {
     for (String known : KEYS) {
-      if (known.equalsIgnoreCase(key) || editDistance(known.toLowerCase(), key.toLowerCase()) <= 2) {
+      if (known.equalsIgnoreCase(key)
+          || editDistance(known.toLowerCase(), key.toLowerCase()) <= 2) {
         return " (did you mean \"" + known + "\"?)";
       }
     }

@@ -13,9 +13,10 @@ public interface PayloadSchema {
   void check(JsonNode payload);
 
   /** Any JSON object. */
-  PayloadSchema ANY_OBJECT = payload -> {
-    if (!payload.isObject()) {
-      throw new IllegalArgumentException("$: must be a JSON object");
-    }
-  };
+  PayloadSchema ANY_OBJECT =
+      payload -> {
+        if (!payload.isObject()) {
+          throw new IllegalArgumentException("$: must be a JSON object");
+        }
+      };
 }

@@ -18,8 +18,12 @@ public record CallRates(Rate changes, Rate checks) {
 
     public Rate {
       if (burst < 1 || !(perSecond > 0)) {
-        throw new IllegalArgumentException("a rate needs a burst of at least 1 and a positive rate, was "
-            + burst + " at " + perSecond + "/s");
+        throw new IllegalArgumentException(
+            "a rate needs a burst of at least 1 and a positive rate, was "
+                + burst
+                + " at "
+                + perSecond
+                + "/s");
       }
     }
 

@@ -4,8 +4,8 @@ import java.util.Collection;
 import java.util.Map;
 
 /**
- * A platform that passes every call on to another: the base of decorators (metering,
- * timing, and the test kit's fault injection) that change one call and must forward the rest unchanged.
+ * A platform that passes every call on to another: the base of decorators (metering, timing, and
+ * the test kit's fault injection) that change one call and must forward the rest unchanged.
  */
 public abstract class ForwardingWorkerPlatform implements WorkerPlatform {
   protected final WorkerPlatform delegate;

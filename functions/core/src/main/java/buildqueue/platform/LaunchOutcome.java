@@ -16,7 +16,8 @@ public sealed interface LaunchOutcome {
    * that says nothing of an earlier request with the same token. A relaunch so refused is an
    * unknown outcome to the queue, never a free slot.
    */
-  record NotStarted(String reason, boolean retryable, boolean beforeToken) implements LaunchOutcome {
+  record NotStarted(String reason, boolean retryable, boolean beforeToken)
+      implements LaunchOutcome {
     public NotStarted(String reason, boolean retryable) {
       this(reason, retryable, false);
     }

@@ -4,9 +4,9 @@ import java.util.Collection;
 import java.util.Map;
 
 /**
- * Where workers run: ECS/Fargate tasks in AWS, child processes locally, threads in tests. The
- * queue asks it to launch, to check, and (for a cancelled job's worker) to stop tasks. Exits are
- * reported to the queue separately, as stop evidence ({@code BuildQueue#taskStopped}).
+ * Where workers run: ECS/Fargate tasks in AWS, child processes locally, threads in tests. The queue
+ * asks it to launch, to check, and (for a cancelled job's worker) to stop tasks. Exits are reported
+ * to the queue separately, as stop evidence ({@code BuildQueue#taskStopped}).
  */
 public interface WorkerPlatform {
 

@@ -6,9 +6,9 @@ import java.util.function.LongSupplier;
 /**
  * When a running job's check-in costs a statement, and what it has not saved yet: its progress at
  * most every {@link WorkerLoop#PROGRESS_INTERVAL} (the latest value wins), its log tail at most
- * every {@link WorkerLoop#LOG_INTERVAL} and only when there is new output, else a cancel check every
- * {@link JobContext#CANCEL_CHECK_INTERVAL}. On the loop's monotonic clock. Not thread-safe: its
- * {@link JobContext} holds its lock around every call.
+ * every {@link WorkerLoop#LOG_INTERVAL} and only when there is new output, else a cancel check
+ * every {@link JobContext#CANCEL_CHECK_INTERVAL}. On the loop's monotonic clock. Not thread-safe:
+ * its {@link JobContext} holds its lock around every call.
  */
 final class CheckInPacing {
   /** What a check-in would write now. */
@@ -23,8 +23,10 @@ final class CheckInPacing {
   private long lastStatementNanos;
   private long lastLogNanos;
   private Integer savedProgress;
+
   /** The latest progress the job reported, written or not. */
   private Integer latestProgress;
+
   private long savedLogVersion;
   private String savedLogLocation;
 
@@ -49,10 +51,13 @@ final class CheckInPacing {
     }
     long now = nanoTime.getAsLong();
     long since = now - lastStatementNanos;
-    boolean progressDue = latest != null && !latest.equals(savedProgress)
-        && since >= WorkerLoop.PROGRESS_INTERVAL.toNanos();
-    boolean logDue = log.snapshot().version() != savedLogVersion
-        && now - lastLogNanos >= WorkerLoop.LOG_INTERVAL.toNanos();
+    boolean progressDue =
+        latest != null
+            && !latest.equals(savedProgress)
+            && since >= WorkerLoop.PROGRESS_INTERVAL.toNanos();
+    boolean logDue =
+        log.snapshot().version() != savedLogVersion
+            && now - lastLogNanos >= WorkerLoop.LOG_INTERVAL.toNanos();
     return new Due(progressDue, logDue, since >= JobContext.CANCEL_CHECK_INTERVAL.toNanos());
   }
 

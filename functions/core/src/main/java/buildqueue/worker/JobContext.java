@@ -29,8 +29,8 @@ public interface JobContext {
   void reportProgress(int progress);
 
   /**
-   * Enqueues a job for the same user, committed together with this job's success and not at all
-   * if it fails.
+   * Enqueues a job for the same user, committed together with this job's success and not at all if
+   * it fails.
    */
   void enqueueFollowUp(String kind, JsonNode payload);
 
@@ -40,19 +40,23 @@ public interface JobContext {
    */
   void crashWorker();
 
-  /** The job's output: each line goes to the worker's log at once and to the tail the queue keeps. */
+  /**
+   * The job's output: each line goes to the worker's log at once and to the tail the queue keeps.
+   */
   JobLog log();
 
   /** What {@link #checkIn} learned. */
   enum CheckIn {
     /** Nothing to do but go on. */
     GO_ON,
-    /** The job's owner asked to cancel it: stop it and return; the worker ends it {@code cancelled}. */
+    /**
+     * The job's owner asked to cancel it: stop it and return; the worker ends it {@code cancelled}.
+     */
     CANCEL_REQUESTED,
     /**
      * The worker was told to stop (SIGTERM, {@link WorkerStop}): stop the job within {@link
-     * #stopTimeLeft} and return {@link JobOutcome.Interrupted} (or its outcome, if it finished); the
-     * worker records the interruption with the job's progress and takes no further job.
+     * #stopTimeLeft} and return {@link JobOutcome.Interrupted} (or its outcome, if it finished);
+     * the worker records the interruption with the job's progress and takes no further job.
      */
     STOP_REQUESTED
   }
@@ -68,8 +72,8 @@ public interface JobContext {
 
   /**
    * For a job that runs on its own (a process) while the worker watches it: call it often (every
-   * 100 ms or so). It writes one fenced statement only when one is due — new progress (at most
-   * once a second), new log output (at most every 2 s), or else a cancel check (every {@link
+   * 100 ms or so). It writes one fenced statement only when one is due — new progress (at most once
+   * a second), new log output (at most every 2 s), or else a cancel check (every {@link
    * #CANCEL_CHECK_INTERVAL}) — and otherwise returns at once with what the last one said. Once the
    * worker is told to stop, every check-in answers {@link CheckIn#STOP_REQUESTED}: a cancel seen
    * before goes on, and a job cancelled meanwhile still ends {@code cancelled}.

@@ -14,8 +14,8 @@ public interface JobHandler {
   String kind();
 
   /**
-   * Checks a payload before it is accepted. Throw {@link IllegalArgumentException} with a message
-   * a person can act on; the API answers 400 with it and writes nothing.
+   * Checks a payload before it is accepted. Throw {@link IllegalArgumentException} with a message a
+   * person can act on; the API answers 400 with it and writes nothing.
    */
   default void validate(JsonNode payload) {}
 

@@ -40,9 +40,11 @@ public final class JobHandlers implements KindRegistry {
    * CommandJobHandler} per kind, each running its jobs through {@code runner}.
    */
   public static JobHandlers forCatalogue(KindCatalogue catalogue, CommandRunner runner) {
-    return builtIn().with(catalogue.kinds().stream()
-        .map(k -> new CommandJobHandler(k, runner))
-        .toArray(JobHandler[]::new));
+    return builtIn()
+        .with(
+            catalogue.kinds().stream()
+                .map(k -> new CommandJobHandler(k, runner))
+                .toArray(JobHandler[]::new));
   }
 
   /** A copy with more handlers. */

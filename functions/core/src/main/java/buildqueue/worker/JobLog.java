@@ -11,10 +11,10 @@ import java.util.Objects;
  * last {@code maxTailBytes} of it are kept as the tail the queue stores with the job, because the
  * database must not hold a log of unbounded size: a Data API row is at most 64 KB.
  *
- * <p>The log is capped at {@code maxLogBytes} of the program's output: past it, the program's
- * lines are dropped (counted, but neither sent to the sink nor kept in the tail) while the worker's
- * own lines still go through, and {@link #finish()} writes one line that says how much was dropped.
- * So a job's whole log, wherever its sink keeps it, is at most the cap plus a few lines.
+ * <p>The log is capped at {@code maxLogBytes} of the program's output: past it, the program's lines
+ * are dropped (counted, but neither sent to the sink nor kept in the tail) while the worker's own
+ * lines still go through, and {@link #finish()} writes one line that says how much was dropped. So
+ * a job's whole log, wherever its sink keeps it, is at most the cap plus a few lines.
  *
  * <p>Thread-safe: a process's stdout and stderr are read on two threads.
  */
@@ -44,8 +44,10 @@ public final class JobLog {
   private long tailBytes;
   private long totalBytes;
   private long version;
+
   /** The program's output kept so far, and what was dropped past the cap. */
   private long keptBytes;
+
   private long droppedBytes;
   private boolean finished;
 
@@ -63,7 +65,8 @@ public final class JobLog {
       throw new IllegalArgumentException("a log's cap must be at least 1 byte, was " + maxLogBytes);
     }
     if (maxTailBytes < MAX_LINE_CHARS * 4 + CUT.length() * 4 + 1) {
-      throw new IllegalArgumentException("a tail must hold at least one whole line, was " + maxTailBytes + " bytes");
+      throw new IllegalArgumentException(
+          "a tail must hold at least one whole line, was " + maxTailBytes + " bytes");
     }
     this.jobId = jobId;
     this.sink = Objects.requireNonNull(sink, "sink");
@@ -111,8 +114,14 @@ public final class JobLog {
         return;
       }
       finished = true;
-      mark = "output truncated after " + keptBytes + " bytes (the cap is " + maxLogBytes + "); " + droppedBytes
-          + " bytes dropped";
+      mark =
+          "output truncated after "
+              + keptBytes
+              + " bytes (the cap is "
+              + maxLogBytes
+              + "); "
+              + droppedBytes
+              + " bytes dropped";
     }
     sink.line(jobId, Stream.WORKER, mark);
     keep("[buildqueue] " + mark);

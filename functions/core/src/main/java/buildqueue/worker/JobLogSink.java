@@ -2,8 +2,8 @@ package buildqueue.worker;
 
 /**
  * Where each line of a job's output goes besides the tail the queue keeps: the worker's own log
- * (CloudWatch Logs through {@code awslogs} on AWS, the worker's log file locally), a file per
- * job. A sink must not throw: a job's log is never a reason to fail it.
+ * (CloudWatch Logs through {@code awslogs} on AWS, the worker's log file locally), a file per job.
+ * A sink must not throw: a job's log is never a reason to fail it.
  */
 public interface JobLogSink {
 

@@ -9,8 +9,8 @@ public sealed interface JobOutcome {
 
   /**
    * The job could not finish this time but may next time (a process exited with one of its kind's
-   * {@code retryExitCodes}): it goes back to the head of its lane under the recovery policy, as
-   * if its worker had died, while this worker goes on.
+   * {@code retryExitCodes}): it goes back to the head of its lane under the recovery policy, as if
+   * its worker had died, while this worker goes on.
    */
   record Interrupted(String reason) implements JobOutcome {}
 

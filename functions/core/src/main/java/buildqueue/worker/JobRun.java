@@ -32,8 +32,14 @@ final class JobRun {
   private final long maxLogBytes;
 
   JobRun(
-      WorkerTransitions transitions, JobHandlers handlers, WorkerProcess process, Listener listener,
-      JobLogSink logSink, LongSupplier nanoTime, WorkerStop stop, long maxLogBytes) {
+      WorkerTransitions transitions,
+      JobHandlers handlers,
+      WorkerProcess process,
+      Listener listener,
+      JobLogSink logSink,
+      LongSupplier nanoTime,
+      WorkerStop stop,
+      long maxLogBytes) {
     this.transitions = transitions;
     this.handlers = handlers;
     this.process = process;
@@ -46,8 +52,18 @@ final class JobRun {
 
   Ended run(long workerId, UUID token, AssignedJob job) {
     JobLog jobLog = new JobLog(job.id(), logSink, WorkerLoop.LOG_TAIL_BYTES, maxLogBytes);
-    WorkerJobContext context = new WorkerJobContext(workerId, token, job, transitions, handlers, stop, listener, process,
-        jobLog, new CheckInPacing(nanoTime, jobLog, job.progress()));
+    WorkerJobContext context =
+        new WorkerJobContext(
+            workerId,
+            token,
+            job,
+            transitions,
+            handlers,
+            stop,
+            listener,
+            process,
+            jobLog,
+            new CheckInPacing(nanoTime, jobLog, job.progress()));
     JobStatus status;
     String error = null;
     if (stop.requested() && !job.cancelRequested()) {
@@ -94,15 +110,24 @@ final class JobRun {
     WorkerTransitions ending = stop.requested() ? transitions.withoutChaining() : transitions;
     if (status == JobStatus.SUCCEEDED && !context.followUps().isEmpty()) {
       Json followUps = new Json(context.followUps().toString());
-      return ending.transactionally(tx -> {
-        FollowUps added = ending.addFollowUps(tx, workerId, token, job.id(), followUps);
-        if (added instanceof FollowUps.TooLarge tooLarge) {
-          return ending.end(tx, workerId, token, job.id(), JobStatus.FAILED, tooLarge.message(), progress, log);
-        }
-        return added instanceof FollowUps.Added
-            ? ending.end(tx, workerId, token, job.id(), finalStatus, finalError, progress, log)
-            : new Ended.FencedOff();
-      });
+      return ending.transactionally(
+          tx -> {
+            FollowUps added = ending.addFollowUps(tx, workerId, token, job.id(), followUps);
+            if (added instanceof FollowUps.TooLarge tooLarge) {
+              return ending.end(
+                  tx,
+                  workerId,
+                  token,
+                  job.id(),
+                  JobStatus.FAILED,
+                  tooLarge.message(),
+                  progress,
+                  log);
+            }
+            return added instanceof FollowUps.Added
+                ? ending.end(tx, workerId, token, job.id(), finalStatus, finalError, progress, log)
+                : new Ended.FencedOff();
+          });
     }
     return ending.end(workerId, token, job.id(), finalStatus, finalError, progress, log);
   }
@@ -119,15 +144,27 @@ final class JobRun {
    * the program wrote in its grace; a job stopped again and again without progress must end.
    */
   private Ended interrupted(WorkerJobContext context, String reason) {
-    Optional<JobStatus> now = transitions.interrupt(context.workerId(), context.token(), context.jobId(), reason,
-        context.unsavedProgress(), context.unsavedLog());
+    Optional<JobStatus> now =
+        transitions.interrupt(
+            context.workerId(),
+            context.token(),
+            context.jobId(),
+            reason,
+            context.unsavedProgress(),
+            context.unsavedLog());
     if (now.isEmpty()) {
       return new Ended.FencedOff();
     }
     if (stop.requested()) {
-      LOG.log(Level.INFO, "worker {0}: told to stop; job {1} interrupted with its progress, now {2}; draining",
-          context.workerId(), context.jobId(), now.get().sql());
-      return transitions.drain(context.workerId(), context.token()) ? new Ended.Drained() : new Ended.FencedOff();
+      LOG.log(
+          Level.INFO,
+          "worker {0}: told to stop; job {1} interrupted with its progress, now {2}; draining",
+          context.workerId(),
+          context.jobId(),
+          now.get().sql());
+      return transitions.drain(context.workerId(), context.token())
+          ? new Ended.Drained()
+          : new Ended.FencedOff();
     }
     return transitions.takeNext(context.workerId(), context.token());
   }
@@ -140,12 +177,16 @@ final class JobRun {
     AssignedJob job = context.job();
     Optional<JobHandler> handler = handlers.get(job.kind());
     if (handler.isEmpty()) {
-      return JobOutcome.failed("This worker has no handler for job kind \"" + job.kind()
-          + "\"; deploy a worker image that knows it, then resubmit.");
+      return JobOutcome.failed(
+          "This worker has no handler for job kind \""
+              + job.kind()
+              + "\"; deploy a worker image that knows it, then resubmit.");
     }
     try {
       JobOutcome outcome = handler.get().run(context);
-      return outcome == null ? JobOutcome.failed("handler for " + job.kind() + " returned no outcome") : outcome;
+      return outcome == null
+          ? JobOutcome.failed("handler for " + job.kind() + " returned no outcome")
+          : outcome;
     } catch (JobCancelledException | WorkerFencedOffException expected) {
       return JobOutcome.failed(expected.getMessage()); // the flags decide; this outcome is unused
     } catch (WorkerStoppingException stopping) {

@@ -12,6 +12,10 @@ public final class QueueKindLimits {
   private QueueKindLimits() {}
 
   public static KindLimits of(QueueConfig config) {
-    return new KindLimits(config.workerLifetime(), config.chainWindow(), config.deadlineMargin(), config.leaseSlack());
+    return new KindLimits(
+        config.workerLifetime(),
+        config.chainWindow(),
+        config.deadlineMargin(),
+        config.leaseSlack());
   }
 }

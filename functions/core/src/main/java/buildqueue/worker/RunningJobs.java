@@ -10,7 +10,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * runs in its own session, so it would otherwise outlive the worker and keep working on a job the
  * queue is about to give to another worker.
  *
- * <p>Process-wide because halting is: whatever thread halts, every job of this process dies with it.
+ * <p>Process-wide because halting is: whatever thread halts, every job of this process dies with
+ * it.
  */
 public final class RunningJobs {
   private static final Map<Long, Runnable> KILLS = new ConcurrentHashMap<>();

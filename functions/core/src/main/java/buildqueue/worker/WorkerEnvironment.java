@@ -51,14 +51,21 @@ public record WorkerEnvironment(
   public static final String SHARED_ORDER = "BUILDQUEUE_SHARED_ORDER";
   public static final String KINDS_FILE = KindCatalogue.FILE_VARIABLE;
   public static final String STOP_TIMEOUT_SECONDS = WorkerStop.STOP_TIMEOUT_VARIABLE;
-  /** A job attempt's output kept at most, in bytes ({@link JobLog}); unset: {@link JobLog#DEFAULT_MAX_LOG_BYTES}. */
+
+  /**
+   * A job attempt's output kept at most, in bytes ({@link JobLog}); unset: {@link
+   * JobLog#DEFAULT_MAX_LOG_BYTES}.
+   */
   public static final String MAX_LOG_BYTES = "BUILDQUEUE_MAX_LOG_BYTES";
 
-  /** Reads and checks the variables; throws {@link BuildQueueException} naming the first bad one. */
+  /**
+   * Reads and checks the variables; throws {@link BuildQueueException} naming the first bad one.
+   */
   public static WorkerEnvironment read(Map<String, String> env) {
     long workerId = parse(env, WORKER_ID, "a worker id (a positive whole number)", Long::parseLong);
     if (workerId < 1) {
-      throw new BuildQueueException(WORKER_ID + " must be a positive whole number, was " + workerId);
+      throw new BuildQueueException(
+          WORKER_ID + " must be a positive whole number, was " + workerId);
     }
     UUID token = parse(env, WORKER_TOKEN, "the launch token (a UUID)", UUID::fromString);
     String url = required(env, DATABASE_URL, "a jdbc:postgresql:// URL");
@@ -69,10 +76,20 @@ public record WorkerEnvironment(
     Duration chainWindow = optionalMillis(env, CHAIN_WINDOW_MS, defaults.chainWindow());
     Duration margin = optionalMillis(env, DEADLINE_MARGIN_MS, defaults.deadlineMargin());
     Duration lifetime = optionalMillis(env, WORKER_LIFETIME_MS, defaults.workerLifetime());
-    QueueConfig config = defaults.withChainWindow(chainWindow).withLease(lifetime, defaults.leaseSlack(), margin)
-        .withSharedOrder(sharedOrder(env.get(SHARED_ORDER), SHARED_ORDER));
-    return new WorkerEnvironment(workerId, token, url, blankToNull(env.get(DATABASE_USER)),
-        blankToNull(env.get(DATABASE_PASSWORD)), config, kindsFile(env), stopTimeout(env.get(STOP_TIMEOUT_SECONDS)));
+    QueueConfig config =
+        defaults
+            .withChainWindow(chainWindow)
+            .withLease(lifetime, defaults.leaseSlack(), margin)
+            .withSharedOrder(sharedOrder(env.get(SHARED_ORDER), SHARED_ORDER));
+    return new WorkerEnvironment(
+        workerId,
+        token,
+        url,
+        blankToNull(env.get(DATABASE_USER)),
+        blankToNull(env.get(DATABASE_PASSWORD)),
+        config,
+        kindsFile(env),
+        stopTimeout(env.get(STOP_TIMEOUT_SECONDS)));
   }
 
   /**
@@ -92,12 +109,14 @@ public record WorkerEnvironment(
     } catch (NumberFormatException e) {
       // said below
     }
-    throw new BuildQueueException(MAX_LOG_BYTES + " must be a positive whole number of bytes, was \"" + v.strip() + "\"");
+    throw new BuildQueueException(
+        MAX_LOG_BYTES + " must be a positive whole number of bytes, was \"" + v.strip() + "\"");
   }
 
   /**
    * The stop timeout a setting names, in whole seconds ({@link WorkerStop#DEFAULT_STOP_TIMEOUT}
-   * when unset); throws naming the setting otherwise. The AWS worker's settings read it the same way.
+   * when unset); throws naming the setting otherwise. The AWS worker's settings read it the same
+   * way.
    */
   public static Duration stopTimeout(String value) {
     String v = blankToNull(value);
@@ -112,8 +131,12 @@ public record WorkerEnvironment(
     } catch (NumberFormatException e) {
       // said below
     }
-    throw new BuildQueueException(STOP_TIMEOUT_SECONDS + " must be a whole number of seconds from 1 to 86400 (the"
-        + " platform's time from SIGTERM to SIGKILL; on ECS the container's StopTimeout), was \"" + v.strip() + "\"");
+    throw new BuildQueueException(
+        STOP_TIMEOUT_SECONDS
+            + " must be a whole number of seconds from 1 to 86400 (the"
+            + " platform's time from SIGTERM to SIGKILL; on ECS the container's StopTimeout), was \""
+            + v.strip()
+            + "\"");
   }
 
   /**
@@ -139,8 +162,10 @@ public record WorkerEnvironment(
     }
     Path path = Path.of(value.strip());
     if (!path.isAbsolute()) {
-      // A worker's working directory is not the server's: only an absolute path means the same file.
-      throw new BuildQueueException(KINDS_FILE + " must be an absolute path to the kind catalogue, was \"" + value + "\"");
+      // A worker's working directory is not the server's: only an absolute path means the same
+      // file.
+      throw new BuildQueueException(
+          KINDS_FILE + " must be an absolute path to the kind catalogue, was \"" + value + "\"");
     }
     return Optional.of(path);
   }
@@ -149,13 +174,19 @@ public record WorkerEnvironment(
     String value = blankToNull(env.get(name));
     if (value == null) {
       throw new BuildQueueException(
-          name + " is not set: a worker needs " + what + " in its environment; the platform that launches it sets it");
+          name
+              + " is not set: a worker needs "
+              + what
+              + " in its environment; the platform that launches it sets it");
     }
     return value.strip();
   }
 
   private static <T> T parse(
-      Map<String, String> env, String name, String what, java.util.function.Function<String, T> parser) {
+      Map<String, String> env,
+      String name,
+      String what,
+      java.util.function.Function<String, T> parser) {
     String value = required(env, name, what);
     try {
       return parser.apply(value);
@@ -177,7 +208,8 @@ public record WorkerEnvironment(
       }
       return Duration.ofMillis(ms);
     } catch (NumberFormatException e) {
-      throw new BuildQueueException(name + " must be a whole number of milliseconds, was \"" + value + "\"");
+      throw new BuildQueueException(
+          name + " must be a whole number of milliseconds, was \"" + value + "\"");
     }
   }
 
@@ -189,8 +221,18 @@ public record WorkerEnvironment(
   @Override
   public String toString() {
     int query = databaseUrl.indexOf('?');
-    String url = query < 0 ? databaseUrl : databaseUrl.substring(0, query) + "?…"; // may hold a password
-    return "WorkerEnvironment[workerId=" + workerId + ", databaseUrl=" + url + ", user=" + databaseUser
-        + ", kindsFile=" + kindsFile.map(Path::toString).orElse("none") + ", stopTimeout=" + stopTimeout + "]";
+    String url =
+        query < 0 ? databaseUrl : databaseUrl.substring(0, query) + "?…"; // may hold a password
+    return "WorkerEnvironment[workerId="
+        + workerId
+        + ", databaseUrl="
+        + url
+        + ", user="
+        + databaseUser
+        + ", kindsFile="
+        + kindsFile.map(Path::toString).orElse("none")
+        + ", stopTimeout="
+        + stopTimeout
+        + "]";
   }
 }

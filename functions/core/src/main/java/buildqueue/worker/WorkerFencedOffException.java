@@ -8,6 +8,11 @@ import buildqueue.BuildQueueException;
  */
 public final class WorkerFencedOffException extends BuildQueueException {
   public WorkerFencedOffException(long workerId, long jobId) {
-    super("worker " + workerId + " no longer owns job " + jobId + " (its lease or token is no longer valid); it stops now");
+    super(
+        "worker "
+            + workerId
+            + " no longer owns job "
+            + jobId
+            + " (its lease or token is no longer valid); it stops now");
   }
 }

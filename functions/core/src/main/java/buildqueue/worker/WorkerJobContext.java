@@ -36,8 +36,17 @@ final class WorkerJobContext implements JobContext {
   private volatile boolean fencedOff;
   private volatile RuntimeException queueFault;
 
-  WorkerJobContext(long workerId, UUID token, AssignedJob job, WorkerTransitions transitions, JobHandlers handlers,
-      WorkerStop stop, WorkerLoop.Listener listener, WorkerProcess process, JobLog log, CheckInPacing pacing) {
+  WorkerJobContext(
+      long workerId,
+      UUID token,
+      AssignedJob job,
+      WorkerTransitions transitions,
+      JobHandlers handlers,
+      WorkerStop stop,
+      WorkerLoop.Listener listener,
+      WorkerProcess process,
+      JobLog log,
+      CheckInPacing pacing) {
     this.workerId = workerId;
     this.token = token;
     this.job = job;
@@ -140,7 +149,8 @@ final class WorkerJobContext implements JobContext {
     if (cancelled) {
       said = CheckIn.CANCEL_REQUESTED;
     } else if (due.any()) {
-      said = write(due.progress() ? pacing.latestProgress() : null, due.log() ? unsavedLog() : null);
+      said =
+          write(due.progress() ? pacing.latestProgress() : null, due.log() ? unsavedLog() : null);
     } else {
       said = CheckIn.GO_ON;
     }
@@ -199,20 +209,29 @@ final class WorkerJobContext implements JobContext {
   }
 
   /**
-   * Checked here, where every kind's follow-ups pass, so that a job never commits a follow-up
-   * its worker's own catalogue would refuse at the API.
+   * Checked here, where every kind's follow-ups pass, so that a job never commits a follow-up its
+   * worker's own catalogue would refuse at the API.
    */
   @Override
   public void enqueueFollowUp(String kind, JsonNode payload) {
-    JobHandler handler = handlers.get(kind).orElseThrow(() -> new IllegalArgumentException(
-        "follow-up kind \"" + kind + "\" is not a kind this worker knows (" + String.join(", ", handlers.kinds())
-            + ")"));
+    JobHandler handler =
+        handlers
+            .get(kind)
+            .orElseThrow(
+                () ->
+                    new IllegalArgumentException(
+                        "follow-up kind \""
+                            + kind
+                            + "\" is not a kind this worker knows ("
+                            + String.join(", ", handlers.kinds())
+                            + ")"));
     JsonNode p = payload == null || payload.isNull() ? JSON.createObjectNode() : payload;
     try {
       handler.validate(p.deepCopy());
     } catch (IllegalArgumentException e) {
-      throw new IllegalArgumentException("follow-up of kind \"" + kind + "\" has a payload its kind refuses: "
-          + e.getMessage(), e);
+      throw new IllegalArgumentException(
+          "follow-up of kind \"" + kind + "\" has a payload its kind refuses: " + e.getMessage(),
+          e);
     }
     followUps.addObject().put("kind", kind).set("payload", p);
   }

@@ -19,9 +19,9 @@ import java.util.function.LongSupplier;
 
 /**
  * A worker's life: start with its token, run its job, chain further jobs of its lane while the
- * window is open, then leave its slot {@code draining} and return so the process can exit. The
- * slot is freed by the evidence of that exit, never here. A hard deadline before the lease kills
- * the worker wherever it is, so it can never run past the point where its slot may be reclaimed.
+ * window is open, then leave its slot {@code draining} and return so the process can exit. The slot
+ * is freed by the evidence of that exit, never here. A hard deadline before the lease kills the
+ * worker wherever it is, so it can never run past the point where its slot may be reclaimed.
  *
  * <p>A worker told to stop ({@link WorkerStop}, SIGTERM) stops its job (a program gets its grace,
  * cut to the stop timeout), records an interruption that keeps the job's progress and log tail (or
@@ -31,11 +31,12 @@ import java.util.function.LongSupplier;
 public final class WorkerLoop {
   private static final System.Logger LOG = System.getLogger(WorkerLoop.class.getName());
   private static final ScheduledExecutorService DEADLINES =
-      Executors.newSingleThreadScheduledExecutor(r -> {
-        Thread t = new Thread(r, "buildqueue-worker-deadline");
-        t.setDaemon(true);
-        return t;
-      });
+      Executors.newSingleThreadScheduledExecutor(
+          r -> {
+            Thread t = new Thread(r, "buildqueue-worker-deadline");
+            t.setDaemon(true);
+            return t;
+          });
 
   /** The boundaries between a worker's writes: where a real process could die. */
   public enum Point {
@@ -69,7 +70,8 @@ public final class WorkerLoop {
 
     DeadlineTimer WALL_CLOCK =
         (after, kill) -> {
-          ScheduledFuture<?> f = DEADLINES.schedule(kill, Math.max(0, after.toMillis()), TimeUnit.MILLISECONDS);
+          ScheduledFuture<?> f =
+              DEADLINES.schedule(kill, Math.max(0, after.toMillis()), TimeUnit.MILLISECONDS);
           return () -> f.cancel(false);
         };
   }
@@ -91,8 +93,10 @@ public final class WorkerLoop {
 
   /** The bytes of a job's output the queue keeps with the job (the rest is in the worker's log). */
   public static final int LOG_TAIL_BYTES = RowLimits.MAX_LOG_TAIL_BYTES;
+
   /** A program's progress is written at most this often; the latest value wins. */
   static final Duration PROGRESS_INTERVAL = Duration.ofSeconds(1);
+
   /** A program's log tail is written at most this often while it prints. */
   static final Duration LOG_INTERVAL = Duration.ofSeconds(2);
 
@@ -108,20 +112,47 @@ public final class WorkerLoop {
   private final long maxLogBytes;
 
   public WorkerLoop(
-      Database db, QueueConfig config, QueueClock clock, JobHandlers handlers, WorkerProcess process, Listener listener) {
+      Database db,
+      QueueConfig config,
+      QueueClock clock,
+      JobHandlers handlers,
+      WorkerProcess process,
+      Listener listener) {
     this(db, config, clock, handlers, process, listener, DeadlineTimer.WALL_CLOCK);
   }
 
   public WorkerLoop(
-      Database db, QueueConfig config, QueueClock clock, JobHandlers handlers, WorkerProcess process, Listener listener,
+      Database db,
+      QueueConfig config,
+      QueueClock clock,
+      JobHandlers handlers,
+      WorkerProcess process,
+      Listener listener,
       DeadlineTimer deadlines) {
-    this(new WorkerTransitions(db, config, clock), config, handlers, process, listener, deadlines, JobLogSink.NONE,
-        System::nanoTime, WorkerStop.none(), JobLog.DEFAULT_MAX_LOG_BYTES);
+    this(
+        new WorkerTransitions(db, config, clock),
+        config,
+        handlers,
+        process,
+        listener,
+        deadlines,
+        JobLogSink.NONE,
+        System::nanoTime,
+        WorkerStop.none(),
+        JobLog.DEFAULT_MAX_LOG_BYTES);
   }
 
   private WorkerLoop(
-      WorkerTransitions transitions, QueueConfig config, JobHandlers handlers, WorkerProcess process, Listener listener,
-      DeadlineTimer deadlines, JobLogSink logSink, LongSupplier nanoTime, WorkerStop stop, long maxLogBytes) {
+      WorkerTransitions transitions,
+      QueueConfig config,
+      JobHandlers handlers,
+      WorkerProcess process,
+      Listener listener,
+      DeadlineTimer deadlines,
+      JobLogSink logSink,
+      LongSupplier nanoTime,
+      WorkerStop stop,
+      long maxLogBytes) {
     this.transitions = transitions;
     this.config = config;
     this.handlers = handlers;
@@ -136,15 +167,35 @@ public final class WorkerLoop {
 
   /** The same loop, sending each line of a job's output to {@code sink} too. */
   public WorkerLoop withLogSink(JobLogSink sink) {
-    return new WorkerLoop(transitions, config, handlers, process, listener, deadlines, sink, nanoTime, stop, maxLogBytes);
+    return new WorkerLoop(
+        transitions,
+        config,
+        handlers,
+        process,
+        listener,
+        deadlines,
+        sink,
+        nanoTime,
+        stop,
+        maxLogBytes);
   }
 
   /**
-   * The same loop on another monotonic clock (nanoseconds, as {@link System#nanoTime}), which
-   * paces {@link JobContext#checkIn}: a simulation moves it by hand.
+   * The same loop on another monotonic clock (nanoseconds, as {@link System#nanoTime}), which paces
+   * {@link JobContext#checkIn}: a simulation moves it by hand.
    */
   public WorkerLoop withNanoTime(LongSupplier clock) {
-    return new WorkerLoop(transitions, config, handlers, process, listener, deadlines, logSink, clock, stop, maxLogBytes);
+    return new WorkerLoop(
+        transitions,
+        config,
+        handlers,
+        process,
+        listener,
+        deadlines,
+        logSink,
+        clock,
+        stop,
+        maxLogBytes);
   }
 
   /**
@@ -152,24 +203,51 @@ public final class WorkerLoop {
    * JobLog#DEFAULT_MAX_LOG_BYTES}); the rest is dropped and counted in one line ({@link JobLog}).
    */
   public WorkerLoop withMaxLogBytes(long bytes) {
-    return new WorkerLoop(transitions, config, handlers, process, listener, deadlines, logSink, nanoTime, stop, bytes);
+    return new WorkerLoop(
+        transitions,
+        config,
+        handlers,
+        process,
+        listener,
+        deadlines,
+        logSink,
+        nanoTime,
+        stop,
+        bytes);
   }
 
   /** The same loop, stopping gracefully when {@code stop} is requested (the process's SIGTERM). */
   public WorkerLoop withStop(WorkerStop stop) {
-    return new WorkerLoop(transitions, config, handlers, process, listener, deadlines, logSink, nanoTime, stop, maxLogBytes);
+    return new WorkerLoop(
+        transitions,
+        config,
+        handlers,
+        process,
+        listener,
+        deadlines,
+        logSink,
+        nanoTime,
+        stop,
+        maxLogBytes);
   }
 
   public Exit run(long workerId, UUID token) {
     listener.at(Point.BEFORE_START, workerId);
     if (stop.requested()) {
-      // Its job never ran here: the stop's evidence finds the worker not started (a retryable launch failure).
-      LOG.log(Level.INFO, "worker {0}: told to stop before it started; exiting without starting", workerId);
+      // Its job never ran here: the stop's evidence finds the worker not started (a retryable
+      // launch failure).
+      LOG.log(
+          Level.INFO,
+          "worker {0}: told to stop before it started; exiting without starting",
+          workerId);
       return Exit.NOT_STARTED;
     }
     Optional<WorkerTransitions.Started> started = transitions.start(workerId, token);
     if (started.isEmpty()) {
-      LOG.log(Level.INFO, "worker {0}: start refused (wrong token, already started, or past its lease); exiting", workerId);
+      LOG.log(
+          Level.INFO,
+          "worker {0}: start refused (wrong token, already started, or past its lease); exiting",
+          workerId);
       return Exit.NOT_STARTED;
     }
     WorkerTransitions.Started s = started.get();
@@ -178,7 +256,8 @@ public final class WorkerLoop {
     Runnable disarm =
         deadlines.arm(
             untilDeadline,
-            () -> process.kill("worker " + workerId + " reached its hard deadline before the lease"));
+            () ->
+                process.kill("worker " + workerId + " reached its hard deadline before the lease"));
     try {
       listener.at(Point.AFTER_START, workerId);
       Optional<AssignedJob> job = s.job();
@@ -198,7 +277,8 @@ public final class WorkerLoop {
           listener.at(Point.WHILE_DRAINING, workerId);
           return stop.requested() ? Exit.STOPPED : Exit.DRAINED;
         } else {
-          LOG.log(Level.WARNING, "worker {0}: fenced off; stopping without further writes", workerId);
+          LOG.log(
+              Level.WARNING, "worker {0}: fenced off; stopping without further writes", workerId);
           return Exit.FENCED_OFF;
         }
       }
@@ -208,9 +288,9 @@ public final class WorkerLoop {
   }
 
   /**
-   * The lane ran empty and the config says linger: poll it until a job comes, the window closes,
-   * or the linger is over, then drain. A job enqueued after the last poll is not lost: the lane
-   * looked full to its enqueue, and this worker's exit dispatches the lane.
+   * The lane ran empty and the config says linger: poll it until a job comes, the window closes, or
+   * the linger is over, then drain. A job enqueued after the last poll is not lost: the lane looked
+   * full to its enqueue, and this worker's exit dispatches the lane.
    */
   private Ended linger(long workerId, UUID token) {
     long until = nanoTime.getAsLong() + config.linger().toNanos();
@@ -230,7 +310,8 @@ public final class WorkerLoop {
   }
 
   private Ended runOne(long workerId, UUID token, AssignedJob job) {
-    return new JobRun(transitions, handlers, process, listener, logSink, nanoTime, stop, maxLogBytes)
+    return new JobRun(
+            transitions, handlers, process, listener, logSink, nanoTime, stop, maxLogBytes)
         .run(workerId, token, job);
   }
 }

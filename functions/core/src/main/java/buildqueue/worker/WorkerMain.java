@@ -14,12 +14,13 @@ import java.lang.System.Logger.Level;
  * The worker process over JDBC: reads its {@link WorkerEnvironment}, runs one {@link WorkerLoop}
  * with the built-in {@code demo} and the kinds of its catalogue (if it was given one), and exits.
  * Its jobs' output goes to a file per job ({@link LocalJobLogSink}), at most {@value
- * WorkerEnvironment#MAX_LOG_BYTES} of it per attempt; its own output holds its diagnostics only. Exit 0: the loop ended as designed (drained, start refused, or fenced off).
- * Exit 2: the environment is incomplete or the catalogue refused to load. Exit 1: a fault, such as an
- * unreachable database; the job stays on this worker until the exit is seen, then is requeued.
- * A demo crash or the hard deadline halts the process at once (137), with no cleanup. SIGTERM stops
- * it gracefully within {@value WorkerStop#STOP_TIMEOUT_VARIABLE} ({@link WorkerStop}; exit 143).
- * On Linux the process is the child subreaper of its jobs' processes ({@link Subreaper}): none
+ * WorkerEnvironment#MAX_LOG_BYTES} of it per attempt; its own output holds its diagnostics only.
+ * Exit 0: the loop ended as designed (drained, start refused, or fenced off). Exit 2: the
+ * environment is incomplete or the catalogue refused to load. Exit 1: a fault, such as an
+ * unreachable database; the job stays on this worker until the exit is seen, then is requeued. A
+ * demo crash or the hard deadline halts the process at once (137), with no cleanup. SIGTERM stops
+ * it gracefully within {@value WorkerStop#STOP_TIMEOUT_VARIABLE} ({@link WorkerStop}; exit 143). On
+ * Linux the process is the child subreaper of its jobs' processes ({@link Subreaper}): none
  * outlives its attempt, even one that left its job's session.
  */
 public final class WorkerMain {
@@ -54,16 +55,28 @@ public final class WorkerMain {
     try (WorkerStop.Hook sigterm = stop.onSigterm()) {
       try (HikariDataSource pool = pool(env)) {
         WorkerLoop loop =
-            new WorkerLoop(new JdbcDatabase(pool), env.config(), QueueClock.DATABASE, handlers,
-                WorkerProcess.HALT, WorkerLoop.Listener.NONE)
+            new WorkerLoop(
+                    new JdbcDatabase(pool),
+                    env.config(),
+                    QueueClock.DATABASE,
+                    handlers,
+                    WorkerProcess.HALT,
+                    WorkerLoop.Listener.NONE)
                 .withLogSink(LocalJobLogSink.forThisWorker(environment))
                 .withMaxLogBytes(maxLogBytes)
                 .withStop(stop);
         WorkerLoop.Exit exit = loop.run(env.workerId(), env.token());
-        LOG.log(Level.INFO, "worker {0}: {1}", env.workerId(), exit.name().toLowerCase(java.util.Locale.ROOT));
+        LOG.log(
+            Level.INFO,
+            "worker {0}: {1}",
+            env.workerId(),
+            exit.name().toLowerCase(java.util.Locale.ROOT));
         return EXIT_DONE;
       } catch (RuntimeException e) {
-        LOG.log(Level.ERROR, "worker " + env.workerId() + " failed; its job is requeued once its exit is seen", e);
+        LOG.log(
+            Level.ERROR,
+            "worker " + env.workerId() + " failed; its job is requeued once its exit is seen",
+            e);
         return EXIT_FAULT;
       }
     }
@@ -72,8 +85,11 @@ public final class WorkerMain {
   /** The catalogue is loaded before the worker starts, so a bad one fails the start, not a job. */
   static JobHandlers handlers(WorkerEnvironment env, java.util.Map<String, String> environment) {
     return env.kindsFile()
-        .map(file -> JobHandlers.forCatalogue(KindCatalogue.load(file, QueueKindLimits.of(env.config())),
-            CommandRunners.forThisProcess(environment)))
+        .map(
+            file ->
+                JobHandlers.forCatalogue(
+                    KindCatalogue.load(file, QueueKindLimits.of(env.config())),
+                    CommandRunners.forThisProcess(environment)))
         .orElseGet(JobHandlers::builtIn);
   }
 

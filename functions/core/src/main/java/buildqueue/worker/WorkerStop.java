@@ -11,16 +11,16 @@ import java.util.function.LongSupplier;
  * A worker told to stop: SIGTERM from ECS (StopTask for an expired lease or a cancel, a Spot
  * reclaim, a scale-in, a deploy), which sends SIGKILL {@code stopTimeout} later, or from the local
  * platform. The worker then stops its job's program the way a cancel does (SIGTERM to its process
- * group, the kind's {@code cancelGracePeriod}, SIGKILL) but within {@link #programTimeLeft}, records
- * an interruption that keeps the job's progress and its log tail, takes no further job, and exits
- * before the SIGKILL.
+ * group, the kind's {@code cancelGracePeriod}, SIGKILL) but within {@link #programTimeLeft},
+ * records an interruption that keeps the job's progress and its log tail, takes no further job, and
+ * exits before the SIGKILL.
  *
  * <p>The JVM turns SIGTERM into its shutdown, which runs the hook {@link #onSigterm} installs
  * concurrently with the worker's own thread: the hook only asks for the stop and waits, bounded by
  * the stop timeout, for the worker's thread to say it is done ({@link Hook#close}); every write is
- * the worker's own thread's, fenced by its token like any other. If the worker is not done in
- * time, the hook kills its jobs' programs ({@link RunningJobs}) and lets the JVM end: the job is
- * then recovered on the stop's evidence, from its last check-in.
+ * the worker's own thread's, fenced by its token like any other. If the worker is not done in time,
+ * the hook kills its jobs' programs ({@link RunningJobs}) and lets the JVM end: the job is then
+ * recovered on the stop's evidence, from its last check-in.
  *
  * <p>Thread-safe. A fresh instance is not requested; {@link #request} is idempotent.
  */
@@ -32,15 +32,19 @@ public final class WorkerStop {
    * container's {@code StopTimeout}, which the task definition sets to the same value.
    */
   public static final String STOP_TIMEOUT_VARIABLE = "BUILDQUEUE_STOP_TIMEOUT_SECONDS";
+
   /** ECS's own default {@code stopTimeout}. */
   public static final Duration DEFAULT_STOP_TIMEOUT = Duration.ofSeconds(30);
+
   /** Fargate's largest {@code stopTimeout}. */
   public static final Duration MAX_FARGATE_STOP_TIMEOUT = Duration.ofSeconds(120);
+
   /**
    * Of the stop timeout, what the programs may not use: the time to record the interruption (one
    * statement) and exit. At most this, and at most half the stop timeout.
    */
   static final Duration RECORD_RESERVE = Duration.ofSeconds(5);
+
   /** Of the stop timeout, what the hook leaves the JVM to end in: at most this, at most a tenth. */
   static final Duration EXIT_RESERVE = Duration.ofSeconds(2);
 
@@ -52,14 +56,17 @@ public final class WorkerStop {
   private final CountDownLatch done = new CountDownLatch(1);
   private volatile String reason = "";
 
-  /** @param stopTimeout the time from SIGTERM to SIGKILL; positive */
+  /**
+   * @param stopTimeout the time from SIGTERM to SIGKILL; positive
+   */
   public WorkerStop(Duration stopTimeout) {
     this(stopTimeout, System::nanoTime);
   }
 
   WorkerStop(Duration stopTimeout, LongSupplier nanoTime) {
     if (stopTimeout == null || stopTimeout.isNegative() || stopTimeout.isZero()) {
-      throw new IllegalArgumentException("stopTimeout must be a positive duration, was " + stopTimeout);
+      throw new IllegalArgumentException(
+          "stopTimeout must be a positive duration, was " + stopTimeout);
     }
     this.stopTimeout = stopTimeout;
     this.nanoTime = nanoTime;
@@ -100,7 +107,10 @@ public final class WorkerStop {
     return left(programs);
   }
 
-  /** How long the hook still waits for the worker to be done: the stop timeout less {@link #EXIT_RESERVE}. */
+  /**
+   * How long the hook still waits for the worker to be done: the stop timeout less {@link
+   * #EXIT_RESERVE}.
+   */
   Duration hookTimeLeft() {
     return left(stopTimeout.minus(min(EXIT_RESERVE, stopTimeout.dividedBy(10))));
   }
@@ -126,8 +136,8 @@ public final class WorkerStop {
 
   /**
    * Installs the JVM shutdown hook that turns SIGTERM into a stop request and waits for the worker
-   * to be done ({@link Hook#close}), at most {@link #hookTimeLeft}. Close the hook when the worker's
-   * loop has returned, before {@link System#exit}.
+   * to be done ({@link Hook#close}), at most {@link #hookTimeLeft}. Close the hook when the
+   * worker's loop has returned, before {@link System#exit}.
    */
   public Hook onSigterm() {
     Thread hook = new Thread(this::stopAndWait, "buildqueue-worker-sigterm");
@@ -153,13 +163,18 @@ public final class WorkerStop {
       return; // the worker was done before the JVM began to shut down (its own exit)
     }
     request("its JVM was told to end (SIGTERM: the platform stops it)");
-    // Logged to stderr, not through System.Logger: the JDK's logging resets itself in a hook of its own.
-    System.err.println("buildqueue worker: SIGTERM: stopping its job within " + programTimeLeft().toMillis()
-        + " ms, then exiting");
+    // Logged to stderr, not through System.Logger: the JDK's logging resets itself in a hook of its
+    // own.
+    System.err.println(
+        "buildqueue worker: SIGTERM: stopping its job within "
+            + programTimeLeft().toMillis()
+            + " ms, then exiting");
     try {
       if (!done.await(hookTimeLeft().toNanos(), TimeUnit.NANOSECONDS)) {
-        System.err.println("buildqueue worker: not done within the stop timeout of " + stopTimeout.toSeconds()
-            + " s; killing its jobs' programs and exiting (the job is recovered on the stop's evidence)");
+        System.err.println(
+            "buildqueue worker: not done within the stop timeout of "
+                + stopTimeout.toSeconds()
+                + " s; killing its jobs' programs and exiting (the job is recovered on the stop's evidence)");
         RunningJobs.killAllNow();
       }
     } catch (InterruptedException e) {

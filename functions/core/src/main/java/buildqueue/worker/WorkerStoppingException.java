@@ -8,7 +8,12 @@ import buildqueue.BuildQueueException;
  */
 public final class WorkerStoppingException extends BuildQueueException {
   public WorkerStoppingException(long workerId, long jobId) {
-    super("worker " + workerId + " was told to stop while job " + jobId + " ran; the job goes back to its lane with"
-        + " its progress");
+    super(
+        "worker "
+            + workerId
+            + " was told to stop while job "
+            + jobId
+            + " ran; the job goes back to its lane with"
+            + " its progress");
   }
 }

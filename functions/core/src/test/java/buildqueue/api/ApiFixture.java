@@ -25,6 +25,7 @@ final class ApiFixture implements AutoCloseable {
 
   final QueueHarness h;
   final JobQueries queries;
+
   /** Every response is held to openapi.json. */
   final CheckedApi api;
 
@@ -36,7 +37,10 @@ final class ApiFixture implements AutoCloseable {
     this(tdb, config, false);
   }
 
-  /** @param manualWorkers launches are only recorded ({@link QueueHarness#manual}): jobs stay as submitted */
+  /**
+   * @param manualWorkers launches are only recorded ({@link QueueHarness#manual}): jobs stay as
+   *     submitted
+   */
   ApiFixture(TestDatabase tdb, QueueConfig config, boolean manualWorkers) {
     this.h = manualWorkers ? QueueHarness.manual(tdb, config) : QueueHarness.open(tdb, config);
     this.queries = new JobQueries(h.db, h.config, h.clock);
@@ -55,13 +59,15 @@ final class ApiFixture implements AutoCloseable {
     return api.handle(ApiRequest.json("PUT", target, json, caller));
   }
 
-  ApiResponse call(String method, String target, Map<String, String> headers, byte[] body, Caller caller) {
+  ApiResponse call(
+      String method, String target, Map<String, String> headers, byte[] body, Caller caller) {
     return api.handle(ApiRequest.of(method, target, headers, body, caller));
   }
 
   /** Submits a job through the API and returns its id; fails unless the answer is 201. */
   long submit(Caller caller, String kind, String payload) {
-    ApiResponse r = post("/jobs", "{\"kind\": \"" + kind + "\", \"payload\": " + payload + "}", caller);
+    ApiResponse r =
+        post("/jobs", "{\"kind\": \"" + kind + "\", \"payload\": " + payload + "}", caller);
     assertThat(r.status()).as(r.bodyText()).isEqualTo(201);
     return json(r).get("id").asLong();
   }
@@ -81,7 +87,10 @@ final class ApiFixture implements AutoCloseable {
     }
   }
 
-  /** Rows in build_job, build_job_event, build_worker and build_user, to prove a request wrote nothing. */
+  /**
+   * Rows in build_job, build_job_event, build_worker and build_user, to prove a request wrote
+   * nothing.
+   */
   Map<String, Long> rowCounts() {
     return Map.of(
         "build_job", count("select count(*) as n from build_job"),
@@ -108,7 +117,9 @@ final class ApiFixture implements AutoCloseable {
     return p;
   }
 
-  /** Lets every gate job finish, so no worker is left blocked, then waits for the workers to end. */
+  /**
+   * Lets every gate job finish, so no worker is left blocked, then waits for the workers to end.
+   */
   @Override
   public void close() {
     for (var row : h.testDb.jdbc().query("select id from build_job", Params.none())) {

@@ -2,8 +2,8 @@ package buildqueue.api;
 
 /**
  * The {@link HttpApi} as the route tests call it: every response is held to {@code openapi.json}
- * ({@link OpenApiContract}) before the test sees it, so a route that answers something the
- * contract does not describe fails whichever test reached it.
+ * ({@link OpenApiContract}) before the test sees it, so a route that answers something the contract
+ * does not describe fails whichever test reached it.
  */
 public final class CheckedApi {
   private final HttpApi api;

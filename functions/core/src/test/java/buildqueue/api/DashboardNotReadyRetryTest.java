@@ -20,9 +20,9 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The dashboard's retry of API Gateway's "function not invoked" answer (a SnapStart version idle
- * for 14 days answers {@code SnapStartNotReadyException} once, then is ready): the page's own
- * block of script, cut out between its markers, run under Node.js (its fetch) against a local
- * server that plays API Gateway. Skipped where {@code node} is not on the PATH.
+ * for 14 days answers {@code SnapStartNotReadyException} once, then is ready): the page's own block
+ * of script, cut out between its markers, run under Node.js (its fetch) against a local server that
+ * plays API Gateway. Skipped where {@code node} is not on the PATH.
  */
 class DashboardNotReadyRetryTest {
   private static final ObjectMapper JSON = new ObjectMapper();
@@ -42,7 +42,9 @@ class DashboardNotReadyRetryTest {
 
   /** The requests the gateway saw: method, URI and Authorization header. */
   private List<String> requests() {
-    return gateway.requests().stream().map(r -> r.method() + " " + r.uri() + " " + r.authorization()).toList();
+    return gateway.requests().stream()
+        .map(r -> r.method() + " " + r.uri() + " " + r.authorization())
+        .toList();
   }
 
   /** The page's retry block, with stand-ins for the page's token, notices and sleep. */
@@ -55,19 +57,24 @@ class DashboardNotReadyRetryTest {
     int begin = html.indexOf("// ---- not-ready retry (begin)");
     int end = html.indexOf("// ---- not-ready retry (end)");
     assertThat(begin).as("the retry block's markers").isPositive().isLessThan(end);
-    String script = """
+    String script =
+        """
         const notices = [], waits = [];
         function token() { return "tok"; }
         function showNotice(text) { notices.push(text); }
         function sleep(ms) { waits.push(ms); return Promise.resolve(); }
-        """ + html.substring(begin, end) + """
+        """
+            + html.substring(begin, end)
+            + """
         request(process.argv[2]).then(r => r.text().then(body =>
           console.log(JSON.stringify({status: r.status, body, waits, notices}))));
         """;
     Path file = dir.resolve("retry.js");
     Files.writeString(file, script);
-    Process p = new ProcessBuilder("node", file.toString(), gateway.base() + "jobs")
-        .redirectErrorStream(true).start();
+    Process p =
+        new ProcessBuilder("node", file.toString(), gateway.base() + "jobs")
+            .redirectErrorStream(true)
+            .start();
     String output = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
     assertThat(p.waitFor(30, TimeUnit.SECONDS)).isTrue();
     assertThat(p.exitValue()).as(output).isZero();
@@ -85,7 +92,8 @@ class DashboardNotReadyRetryTest {
   }
 
   @Test
-  void a_read_answered_not_ready_once_is_asked_again_after_a_second_and_shows_the_answer() throws Exception {
+  void a_read_answered_not_ready_once_is_asked_again_after_a_second_and_shows_the_answer()
+      throws Exception {
     gateway.notReadyFor(1);
 
     JsonNode result = run();
@@ -110,7 +118,9 @@ class DashboardNotReadyRetryTest {
 
   @Test
   void the_apis_own_server_error_is_shown_at_once() throws Exception {
-    gateway.answer(500, "{\"title\": \"Internal Server Error\", \"status\": 500, \"detail\": \"database down\"}");
+    gateway.answer(
+        500,
+        "{\"title\": \"Internal Server Error\", \"status\": 500, \"detail\": \"database down\"}");
 
     JsonNode result = run();
 

@@ -14,7 +14,10 @@ import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
-/** The dashboard page as served: static, token-free, locked down by its CSP, selectors as documented. */
+/**
+ * The dashboard page as served: static, token-free, locked down by its CSP, selectors as
+ * documented.
+ */
 @ExtendWith(PostgresExtension.class)
 class DashboardTest {
 
@@ -38,8 +41,12 @@ class DashboardTest {
     String html = r.bodyText();
     String csp = r.header("Content-Security-Policy").orElseThrow();
 
-    assertThat(csp).contains("default-src 'none'").contains("connect-src 'self'").contains("frame-ancestors 'none'")
-        .doesNotContain("unsafe-inline").doesNotContain("unsafe-eval");
+    assertThat(csp)
+        .contains("default-src 'none'")
+        .contains("connect-src 'self'")
+        .contains("frame-ancestors 'none'")
+        .doesNotContain("unsafe-inline")
+        .doesNotContain("unsafe-eval");
     assertThat(csp).contains("script-src '" + sha256(between(html, "<script>", "</script>")) + "'");
     assertThat(csp).contains("style-src '" + sha256(between(html, "<style>", "</style>")) + "'");
     assertThat(r.header("X-Content-Type-Options")).hasValue("nosniff");
@@ -51,8 +58,12 @@ class DashboardTest {
     String script = between(html, "<script>", "</script>");
 
     assertThat(html).doesNotContainPattern("(src|href)=\"(https?:)?//");
-    assertThat(script).doesNotContain("innerHTML").doesNotContain("outerHTML").doesNotContain("insertAdjacentHTML")
-        .doesNotContain("document.write").doesNotContain("eval(");
+    assertThat(script)
+        .doesNotContain("innerHTML")
+        .doesNotContain("outerHTML")
+        .doesNotContain("insertAdjacentHTML")
+        .doesNotContain("document.write")
+        .doesNotContain("eval(");
   }
 
   @Test
@@ -60,10 +71,14 @@ class DashboardTest {
     String script = between(Dashboard.page().bodyText(), "<script>", "</script>");
 
     assertThat(count(script, "fetch(")).as("one place calls the API").isEqualTo(1);
-    Matcher fetch = Pattern.compile("fetch\\(path, \\{ headers: \\{ \"Authorization\": \"Bearer \" \\+ token\\(\\)")
-        .matcher(script);
+    Matcher fetch =
+        Pattern.compile(
+                "fetch\\(path, \\{ headers: \\{ \"Authorization\": \"Bearer \" \\+ token\\(\\)")
+            .matcher(script);
     assertThat(fetch.find()).as("that call sends Authorization: Bearer <token>").isTrue();
-    assertThat(script).contains("api(\"lanes?queuedLimit=50\")").contains("api(\"jobs?limit=30\")")
+    assertThat(script)
+        .contains("api(\"lanes?queuedLimit=50\")")
+        .contains("api(\"jobs?limit=30\")")
         .contains("api(\"jobs?status=failed&limit=10\")");
   }
 
@@ -77,20 +92,57 @@ class DashboardTest {
       ids.add(m.group(1));
     }
 
-    assertThat(ids).contains("login", "token-input", "token-save", "lanes", "jobs", "failures", "history",
-        "history-events", "history-log");
+    assertThat(ids)
+        .contains(
+            "login",
+            "token-input",
+            "token-save",
+            "lanes",
+            "jobs",
+            "failures",
+            "history",
+            "history-events",
+            "history-log");
     for (String id : ids) {
       assertThat(html).as("element #" + id).contains("id=\"" + id + "\"");
     }
-    for (String cls : new String[] {"lane", "slot", "worker", "lease", "job", "progress", "progress-text",
-        "queued-job", "job-row", "failure", "event", "worker-status", "worker-task", "lane-queued"}) {
+    for (String cls :
+        new String[] {
+          "lane",
+          "slot",
+          "worker",
+          "lease",
+          "job",
+          "progress",
+          "progress-text",
+          "queued-job",
+          "job-row",
+          "failure",
+          "event",
+          "worker-status",
+          "worker-task",
+          "lane-queued"
+        }) {
       assertThat(comment).as("documented ." + cls).contains("." + cls);
       assertThat(html).as("class " + cls + " used by the script").contains("\"" + cls + "\"");
     }
-    for (String attribute : new String[] {"data-slot", "data-lane", "data-job-id", "data-worker-id", "data-status",
-        "data-progress", "data-steps", "data-position", "data-lease-ends", "data-type", "data-queued"}) {
+    for (String attribute :
+        new String[] {
+          "data-slot",
+          "data-lane",
+          "data-job-id",
+          "data-worker-id",
+          "data-status",
+          "data-progress",
+          "data-steps",
+          "data-position",
+          "data-lease-ends",
+          "data-type",
+          "data-queued"
+        }) {
       assertThat(comment).as("documented " + attribute).contains(attribute);
-      assertThat(between(html, "<script>", "</script>")).as(attribute + " set by the script")
+      assertThat(between(html, "<script>", "</script>"))
+          .as(attribute + " set by the script")
           .contains("\"" + attribute + "\"");
     }
   }
@@ -104,7 +156,8 @@ class DashboardTest {
   }
 
   private static String sha256(String content) throws Exception {
-    byte[] digest = MessageDigest.getInstance("SHA-256").digest(content.getBytes(StandardCharsets.UTF_8));
+    byte[] digest =
+        MessageDigest.getInstance("SHA-256").digest(content.getBytes(StandardCharsets.UTF_8));
     return "sha256-" + Base64.getEncoder().encodeToString(digest);
   }
 

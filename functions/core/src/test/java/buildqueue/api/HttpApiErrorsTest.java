@@ -26,12 +26,19 @@ class HttpApiErrorsTest extends ApiTest {
   void every_route_but_health_and_the_page_answers_401_without_a_caller() throws Exception {
     long id = queuedBehindAHeldJob();
     String[][] routes = {
-      {"POST", "/jobs"}, {"GET", "/jobs"}, {"GET", "/jobs/" + id}, {"GET", "/jobs/" + id + "/events"},
-      {"GET", "/jobs/" + id + "/log"}, {"POST", "/jobs/" + id + "/cancel"}, {"GET", "/lanes"}, {"PUT", "/users/alice"},
+      {"POST", "/jobs"},
+      {"GET", "/jobs"},
+      {"GET", "/jobs/" + id},
+      {"GET", "/jobs/" + id + "/events"},
+      {"GET", "/jobs/" + id + "/log"},
+      {"POST", "/jobs/" + id + "/cancel"},
+      {"GET", "/lanes"},
+      {"PUT", "/users/alice"},
     };
     Map<String, Long> before = f.rowCounts();
     for (String[] route : routes) {
-      ApiResponse r = f.api.handle(ApiRequest.json(route[0], route[1], "{\"kind\": \"noop\"}", null));
+      ApiResponse r =
+          f.api.handle(ApiRequest.json(route[0], route[1], "{\"kind\": \"noop\"}", null));
       JsonNode p = assertProblem(r, 401, route[1]);
       assertThat(p.get("detail").asText()).contains("Authorization: Bearer");
       assertThat(r.header("WWW-Authenticate")).hasValue("Bearer realm=\"buildqueue\"");
@@ -56,12 +63,17 @@ class HttpApiErrorsTest extends ApiTest {
     assertProblem(f.get("/jobs/" + id + "/events", BOB), 404, "/jobs/" + id + "/events");
     assertProblem(f.post("/jobs/" + id + "/cancel", "", BOB), 404, "/jobs/" + id + "/cancel");
 
-    assertThat(p.get("detail").asText()).contains("There is no job " + id + " of yours").contains("GET /jobs");
+    assertThat(p.get("detail").asText())
+        .contains("There is no job " + id + " of yours")
+        .contains("GET /jobs");
     assertThat(f.rowCounts()).isEqualTo(before);
     assertThat(f.h.status(id)).isEqualTo("queued");
   }
 
-  /** Alice's job, queued behind Bob's job that holds the only shared slot: nothing moves until the gate opens. */
+  /**
+   * Alice's job, queued behind Bob's job that holds the only shared slot: nothing moves until the
+   * gate opens.
+   */
   private long queuedBehindAHeldJob() throws InterruptedException {
     f.submitHeldGate(BOB, 0);
     return f.h.submit("alice", "noop", "{}");
@@ -72,7 +84,8 @@ class HttpApiErrorsTest extends ApiTest {
     long id = f.h.submit("alice", "noop", "{}");
 
     JsonNode others = assertProblem(f.get("/jobs/" + id, BOB), 404, "/jobs/" + id);
-    JsonNode missing = assertProblem(f.get("/jobs/" + (id + 1000), BOB), 404, "/jobs/" + (id + 1000));
+    JsonNode missing =
+        assertProblem(f.get("/jobs/" + (id + 1000), BOB), 404, "/jobs/" + (id + 1000));
 
     assertThat(others.get("detail").asText().replace(String.valueOf(id), "N"))
         .isEqualTo(missing.get("detail").asText().replace(String.valueOf(id + 1000), "N"));
@@ -80,7 +93,10 @@ class HttpApiErrorsTest extends ApiTest {
 
   @Test
   void ids_that_are_not_whole_numbers_or_too_large_are_not_found() {
-    for (String bad : new String[] {"abc", "-1", "1.5", "+1", "99999999999999999999999", "%31%32x", "0x10", " 1"}) {
+    for (String bad :
+        new String[] {
+          "abc", "-1", "1.5", "+1", "99999999999999999999999", "%31%32x", "0x10", " 1"
+        }) {
       String path = "/jobs/" + bad.replace(" ", "%20");
       ApiResponse r = f.get(path, ALICE);
       assertThat(r.status()).as(path).isIn(400, 404);
@@ -98,7 +114,9 @@ class HttpApiErrorsTest extends ApiTest {
     Map<String, Long> before = f.rowCounts();
 
     JsonNode lanes = assertProblem(f.get("/lanes", ALICE), 403, "/lanes");
-    JsonNode put = assertProblem(f.put("/users/alice", "{\"dedicatedWorker\": true}", ALICE), 403, "/users/alice");
+    JsonNode put =
+        assertProblem(
+            f.put("/users/alice", "{\"dedicatedWorker\": true}", ALICE), 403, "/users/alice");
 
     assertThat(lanes.get("detail").asText()).contains("buildqueue/admin");
     assertThat(put.get("detail").asText()).contains("buildqueue/admin");
@@ -118,9 +136,12 @@ class HttpApiErrorsTest extends ApiTest {
     f.h.awaitStatus(id, "succeeded");
     Map<String, Long> before = f.rowCounts();
 
-    JsonNode p = assertProblem(f.post("/jobs/" + id + "/cancel", "", ALICE), 409, "/jobs/" + id + "/cancel");
+    JsonNode p =
+        assertProblem(f.post("/jobs/" + id + "/cancel", "", ALICE), 409, "/jobs/" + id + "/cancel");
 
-    assertThat(p.get("detail").asText()).contains("already succeeded").contains("nothing to cancel");
+    assertThat(p.get("detail").asText())
+        .contains("already succeeded")
+        .contains("nothing to cancel");
     assertThat(f.rowCounts()).isEqualTo(before);
   }
 
@@ -130,7 +151,8 @@ class HttpApiErrorsTest extends ApiTest {
     long id = f.submit(ALICE, "noop", "{}");
     f.post("/jobs/" + id + "/cancel", "", ALICE);
 
-    JsonNode p = assertProblem(f.post("/jobs/" + id + "/cancel", "", ALICE), 409, "/jobs/" + id + "/cancel");
+    JsonNode p =
+        assertProblem(f.post("/jobs/" + id + "/cancel", "", ALICE), 409, "/jobs/" + id + "/cancel");
 
     assertThat(p.get("detail").asText()).contains("already been cancelled");
   }
@@ -151,9 +173,15 @@ class HttpApiErrorsTest extends ApiTest {
   @Test
   void a_wrong_method_is_405_with_allow() {
     Object[][] cases = {
-      {"DELETE", "/jobs", "POST, GET"}, {"PUT", "/jobs/1", "GET"}, {"GET", "/jobs/1/cancel", "POST"},
-      {"POST", "/jobs/1/events", "GET"}, {"POST", "/lanes", "GET"}, {"GET", "/users/alice", "PUT"},
-      {"POST", "/health", "GET"}, {"POST", "/", "GET"}, {"get", "/jobs", "POST, GET"},
+      {"DELETE", "/jobs", "POST, GET"},
+      {"PUT", "/jobs/1", "GET"},
+      {"GET", "/jobs/1/cancel", "POST"},
+      {"POST", "/jobs/1/events", "GET"},
+      {"POST", "/lanes", "GET"},
+      {"GET", "/users/alice", "PUT"},
+      {"POST", "/health", "GET"},
+      {"POST", "/", "GET"},
+      {"get", "/jobs", "POST, GET"},
     };
     for (Object[] c : cases) {
       ApiResponse r = f.api.handle(ApiRequest.of((String) c[0], (String) c[1], ALICE));
@@ -167,14 +195,17 @@ class HttpApiErrorsTest extends ApiTest {
   @Test
   void an_unknown_kind_is_400_naming_the_known_ones() {
     JsonNode p = badSubmit("{\"kind\": \"deploy\"}");
-    assertThat(p.get("detail").asText()).contains("Unknown kind \"deploy\"").contains("demo, gate, noop");
+    assertThat(p.get("detail").asText())
+        .contains("Unknown kind \"deploy\"")
+        .contains("demo, gate, noop");
   }
 
   @Test
   void a_payload_the_kind_rejects_is_400_with_the_kinds_message() {
     JsonNode p = badSubmit("{\"kind\": \"demo\", \"payload\": {\"steps\": -1}}");
     assertThat(p.get("detail").asText())
-        .contains("not valid for kind \"demo\"").contains("\"steps\" must be a whole number from 0 to 10000");
+        .contains("not valid for kind \"demo\"")
+        .contains("\"steps\" must be a whole number from 0 to 10000");
   }
 
   @Test
@@ -207,8 +238,10 @@ class HttpApiErrorsTest extends ApiTest {
 
   @Test
   void wrong_types_are_400_naming_the_field() {
-    assertThat(badSubmit("{\"kind\": 7}").get("detail").asText()).contains("\"kind\" must be a string");
-    assertThat(badSubmit("{\"payload\": {}}").get("detail").asText()).contains("\"kind\" is missing");
+    assertThat(badSubmit("{\"kind\": 7}").get("detail").asText())
+        .contains("\"kind\" must be a string");
+    assertThat(badSubmit("{\"payload\": {}}").get("detail").asText())
+        .contains("\"kind\" is missing");
     assertThat(badSubmit("{\"kind\": \"noop\", \"idempotencyKey\": 5}").get("detail").asText())
         .contains("\"idempotencyKey\" must be a string");
   }
@@ -216,7 +249,9 @@ class HttpApiErrorsTest extends ApiTest {
   @Test
   void an_unknown_top_level_field_is_400_naming_it() {
     JsonNode p = badSubmit("{\"kind\": \"noop\", \"priority\": 1}");
-    assertThat(p.get("detail").asText()).contains("Unknown field \"priority\"").contains("kind, payload, idempotencyKey");
+    assertThat(p.get("detail").asText())
+        .contains("Unknown field \"priority\"")
+        .contains("kind, payload, idempotencyKey");
   }
 
   @Test
@@ -224,17 +259,26 @@ class HttpApiErrorsTest extends ApiTest {
     badSubmit("{\"kind\": \"noop\", \"idempotencyKey\": \"\"}");
     badSubmit("{\"kind\": \"noop\", \"idempotencyKey\": \"" + "k".repeat(201) + "\"}");
     badSubmit("{\"kind\": \"noop\", \"idempotencyKey\": \"a\\u0000b\"}");
-    ApiResponse ok = f.post("/jobs", "{\"kind\": \"noop\", \"idempotencyKey\": \"" + "é".repeat(200) + "\"}", ALICE);
+    ApiResponse ok =
+        f.post(
+            "/jobs",
+            "{\"kind\": \"noop\", \"idempotencyKey\": \"" + "é".repeat(200) + "\"}",
+            ALICE);
     assertThat(ok.status()).isEqualTo(201);
   }
 
   @Test
   void reusing_an_idempotency_key_for_a_different_job_is_409() {
-    f.post("/jobs", "{\"kind\": \"noop\", \"payload\": {\"a\": 1}, \"idempotencyKey\": \"k\"}", ALICE);
+    f.post(
+        "/jobs", "{\"kind\": \"noop\", \"payload\": {\"a\": 1}, \"idempotencyKey\": \"k\"}", ALICE);
     f.h.awaitStatus(1, "succeeded");
     Map<String, Long> before = f.rowCounts();
 
-    ApiResponse r = f.post("/jobs", "{\"kind\": \"noop\", \"payload\": {\"a\": 2}, \"idempotencyKey\": \"k\"}", ALICE);
+    ApiResponse r =
+        f.post(
+            "/jobs",
+            "{\"kind\": \"noop\", \"payload\": {\"a\": 2}, \"idempotencyKey\": \"k\"}",
+            ALICE);
 
     JsonNode p = assertProblem(r, 409, "/jobs");
     assertThat(p.get("detail").asText()).contains("already used for job 1");
@@ -246,11 +290,15 @@ class HttpApiErrorsTest extends ApiTest {
     String filler = "x".repeat(HttpApi.MAX_BODY_BYTES);
     Map<String, Long> before = f.rowCounts();
 
-    ApiResponse r = f.post("/jobs", "{\"kind\": \"noop\", \"payload\": {\"f\": \"" + filler + "\"}}", ALICE);
+    ApiResponse r =
+        f.post("/jobs", "{\"kind\": \"noop\", \"payload\": {\"f\": \"" + filler + "\"}}", ALICE);
 
     JsonNode p = assertProblem(r, 413, "/jobs");
     assertThat(p.get("detail").asText()).contains("262144 bytes");
-    assertProblem(f.put("/users/x", "{\"dedicatedWorker\": true, \"f\": \"" + filler + "\"}", ADMIN), 413, "/users/x");
+    assertProblem(
+        f.put("/users/x", "{\"dedicatedWorker\": true, \"f\": \"" + filler + "\"}", ADMIN),
+        413,
+        "/users/x");
     assertThat(f.rowCounts()).isEqualTo(before);
   }
 
@@ -274,32 +322,59 @@ class HttpApiErrorsTest extends ApiTest {
     ApiResponse r = f.post("/jobs", "{\"kind\": \"noop\", \"payload\": " + payload + "}", ALICE);
 
     JsonNode p = assertProblem(r, 413, "/jobs");
-    assertThat(p.get("detail").asText()).contains("takes 60007 bytes as stored", "the limit is 55000 bytes",
-        "Nothing was written", "object storage");
+    assertThat(p.get("detail").asText())
+        .contains(
+            "takes 60007 bytes as stored",
+            "the limit is 55000 bytes",
+            "Nothing was written",
+            "object storage");
     assertThat(f.rowCounts()).isEqualTo(before);
   }
 
   @Test
   void a_body_that_is_not_json_is_415() {
     byte[] body = "{\"kind\": \"noop\"}".getBytes(StandardCharsets.UTF_8);
-    for (String type : new String[] {"text/plain", "application/x-www-form-urlencoded", "application/xml",
-        "application/jsonp", ""}) {
+    for (String type :
+        new String[] {
+          "text/plain",
+          "application/x-www-form-urlencoded",
+          "application/xml",
+          "application/jsonp",
+          ""
+        }) {
       Map<String, String> headers = type.isEmpty() ? Map.of() : Map.of("Content-Type", type);
       ApiResponse r = f.call("POST", "/jobs", headers, body, ALICE);
       JsonNode p = assertProblem(r, 415, "/jobs");
       assertThat(p.get("detail").asText()).as(type).contains("Content-Type: application/json");
     }
-    assertProblem(f.call("POST", "/jobs", Map.of("Content-Type", "application/json; charset=latin1"), body, ALICE),
-        415, "/jobs");
-    assertProblem(f.call("PUT", "/users/x", Map.of("Content-Type", "text/plain"),
-        "{\"dedicatedWorker\": true}".getBytes(StandardCharsets.UTF_8), ADMIN), 415, "/users/x");
+    assertProblem(
+        f.call(
+            "POST",
+            "/jobs",
+            Map.of("Content-Type", "application/json; charset=latin1"),
+            body,
+            ALICE),
+        415,
+        "/jobs");
+    assertProblem(
+        f.call(
+            "PUT",
+            "/users/x",
+            Map.of("Content-Type", "text/plain"),
+            "{\"dedicatedWorker\": true}".getBytes(StandardCharsets.UTF_8),
+            ADMIN),
+        415,
+        "/users/x");
     assertThat(f.rowCounts().values()).containsOnly(0L);
   }
 
   @Test
   void json_content_types_with_parameters_or_suffixes_are_accepted() {
     byte[] body = "{\"kind\": \"noop\"}".getBytes(StandardCharsets.UTF_8);
-    for (String type : new String[] {"application/json; charset=UTF-8", "Application/JSON", "application/vnd.x+json"}) {
+    for (String type :
+        new String[] {
+          "application/json; charset=UTF-8", "Application/JSON", "application/vnd.x+json"
+        }) {
       ApiResponse r = f.call("POST", "/jobs", Map.of("content-type", type), body, ALICE);
       assertThat(r.status()).as(type).isEqualTo(201);
     }
@@ -307,13 +382,22 @@ class HttpApiErrorsTest extends ApiTest {
 
   @Test
   void a_user_update_needs_a_boolean_dedicated_worker() {
-    for (String body : new String[] {"{}", "{\"dedicatedWorker\": \"yes\"}", "{\"dedicatedWorker\": 1}",
-        "{\"dedicatedWorker\": true, \"lane\": \"x\"}", "[]", "nope"}) {
+    for (String body :
+        new String[] {
+          "{}",
+          "{\"dedicatedWorker\": \"yes\"}",
+          "{\"dedicatedWorker\": 1}",
+          "{\"dedicatedWorker\": true, \"lane\": \"x\"}",
+          "[]",
+          "nope"
+        }) {
       ApiResponse r = f.put("/users/alice", body, ADMIN);
       assertProblem(r, 400, "/users/alice");
     }
     assertProblem(f.put("/users/a%00b", "{\"dedicatedWorker\": true}", ADMIN), 400, "/users/a%00b");
-    assertProblem(f.put("/users/" + "u".repeat(201), "{\"dedicatedWorker\": true}", ADMIN), 400,
+    assertProblem(
+        f.put("/users/" + "u".repeat(201), "{\"dedicatedWorker\": true}", ADMIN),
+        400,
         "/users/" + "u".repeat(201));
     assertProblem(f.put("/users/%zz", "{\"dedicatedWorker\": true}", ADMIN), 400, "/users/%zz");
     assertProblem(f.put("/users/%ff", "{\"dedicatedWorker\": true}", ADMIN), 400, "/users/%ff");
@@ -322,16 +406,20 @@ class HttpApiErrorsTest extends ApiTest {
 
   @Test
   void bad_query_parameters_are_400() {
-    assertThat(assertProblem(f.get("/jobs?status=done", ALICE), 400, "/jobs").get("detail").asText())
-        .contains("Unknown status \"done\"").contains("queued, dispatched, running");
+    assertThat(
+            assertProblem(f.get("/jobs?status=done", ALICE), 400, "/jobs").get("detail").asText())
+        .contains("Unknown status \"done\"")
+        .contains("queued, dispatched, running");
     assertThat(assertProblem(f.get("/jobs?limit=0", ALICE), 400, "/jobs").get("detail").asText())
         .contains("from 1 to 200");
     assertProblem(f.get("/jobs?limit=201", ALICE), 400, "/jobs");
     assertProblem(f.get("/jobs?limit=ten", ALICE), 400, "/jobs");
     assertProblem(f.get("/jobs?limit=99999999999999", ALICE), 400, "/jobs");
     assertProblem(f.get("/jobs?limit=1&limit=2", ALICE), 400, "/jobs");
-    assertThat(assertProblem(f.get("/jobs?stauts=queued", ALICE), 400, "/jobs").get("detail").asText())
-        .contains("Unknown query parameter \"stauts\"").contains("limit, status, userId");
+    assertThat(
+            assertProblem(f.get("/jobs?stauts=queued", ALICE), 400, "/jobs").get("detail").asText())
+        .contains("Unknown query parameter \"stauts\"")
+        .contains("limit, status, userId");
     assertProblem(f.get("/jobs?status=%E0", ALICE), 400, "/jobs");
     assertProblem(f.get("/jobs?status=%", ALICE), 400, "/jobs");
     assertProblem(f.get("/lanes?queuedLimit=-1", ADMIN), 400, "/lanes");
@@ -352,8 +440,11 @@ class HttpApiErrorsTest extends ApiTest {
     ApiResponse r = apiOverAClosedDatabase().handle(ApiRequest.of("GET", "/jobs", ALICE));
 
     JsonNode p = assertProblem(r, 500, "/jobs");
-    assertThat(p.get("detail").asText()).containsPattern("incident [0-9a-f-]{36}").doesNotContain("select")
-        .doesNotContain("Exception").doesNotContain("jdbc");
+    assertThat(p.get("detail").asText())
+        .containsPattern("incident [0-9a-f-]{36}")
+        .doesNotContain("select")
+        .doesNotContain("Exception")
+        .doesNotContain("jdbc");
   }
 
   private JsonNode badSubmit(String body) {
@@ -368,7 +459,10 @@ class HttpApiErrorsTest extends ApiTest {
   void problem_details_never_echo_more_than_a_short_escaped_excerpt() {
     String kind = "k\u0001" + "z".repeat(500);
     JsonNode p = badSubmit("{\"kind\": \"k\\u0001" + "z".repeat(500) + "\"}");
-    assertThat(p.get("detail").asText()).contains("k\\u0001").hasSizeLessThan(400).doesNotContain(kind)
+    assertThat(p.get("detail").asText())
+        .contains("k\\u0001")
+        .hasSizeLessThan(400)
+        .doesNotContain(kind)
         .doesNotContain("\u0001");
   }
 
@@ -380,7 +474,10 @@ class HttpApiErrorsTest extends ApiTest {
     QueueConfig config = QueueConfig.defaults();
     JobHandlers handlers = JobHandlers.builtIn();
     InProcessPlatform platform = new InProcessPlatform(db, config, QueueClock.DATABASE, handlers);
-    return new CheckedApi(new HttpApi(new BuildQueue(db, platform, config, QueueClock.DATABASE),
-        new JobQueries(db, config, QueueClock.DATABASE), handlers));
+    return new CheckedApi(
+        new HttpApi(
+            new BuildQueue(db, platform, config, QueueClock.DATABASE),
+            new JobQueries(db, config, QueueClock.DATABASE),
+            handlers));
   }
 }

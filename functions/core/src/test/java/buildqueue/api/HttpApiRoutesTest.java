@@ -16,7 +16,9 @@ import org.junit.jupiter.api.Test;
 class HttpApiRoutesTest extends ApiTest {
   @Test
   void submitting_a_job_answers_201_with_the_job_and_its_location() {
-    ApiResponse r = f.post("/jobs", "{\"kind\": \"demo\", \"payload\": {\"steps\": 2, \"stepMillis\": 1}}", ALICE);
+    ApiResponse r =
+        f.post(
+            "/jobs", "{\"kind\": \"demo\", \"payload\": {\"steps\": 2, \"stepMillis\": 1}}", ALICE);
 
     assertThat(r.status()).isEqualTo(201);
     assertThat(r.header("Content-Type")).hasValue("application/json");
@@ -41,20 +43,42 @@ class HttpApiRoutesTest extends ApiTest {
 
     List<String> fields = new ArrayList<>();
     job.fieldNames().forEachRemaining(fields::add);
-    assertThat(fields).containsExactly("id", "userId", "kind", "payload", "status", "lane", "position", "progress",
-        "attempts", "recoveries", "cancelRequested", "error", "workerId", "createdAt", "dispatchedAt", "startedAt",
-        "finishedAt", "log", "supersedeKey", "supersededBy", "waitingFor");
+    assertThat(fields)
+        .containsExactly(
+            "id",
+            "userId",
+            "kind",
+            "payload",
+            "status",
+            "lane",
+            "position",
+            "progress",
+            "attempts",
+            "recoveries",
+            "cancelRequested",
+            "error",
+            "workerId",
+            "createdAt",
+            "dispatchedAt",
+            "startedAt",
+            "finishedAt",
+            "log",
+            "supersedeKey",
+            "supersededBy",
+            "waitingFor");
     assertThat(job.get("status").asText()).isEqualTo("succeeded");
     assertThat(job.get("position").isNull()).isTrue();
     assertThat(job.get("waitingFor").isNull()).isTrue();
     assertThat(job.get("log").isNull()).isTrue(); // it printed nothing
-    assertThat(job.get("finishedAt").asText()).matches("\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d(\\.\\d+)?Z");
+    assertThat(job.get("finishedAt").asText())
+        .matches("\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d(\\.\\d+)?Z");
     assertThat(job.get("workerId").isIntegralNumber()).isTrue();
   }
 
   @Test
   void a_repeated_idempotency_key_answers_200_with_the_existing_job() {
-    String body = "{\"kind\": \"noop\", \"payload\": {\"n\": 1.50}, \"idempotencyKey\": \"build-7\"}";
+    String body =
+        "{\"kind\": \"noop\", \"payload\": {\"n\": 1.50}, \"idempotencyKey\": \"build-7\"}";
     ApiResponse first = f.post("/jobs", body, ALICE);
     ApiResponse again = f.post("/jobs", body.replace("1.50", "1.5"), ALICE);
 
@@ -124,14 +148,17 @@ class HttpApiRoutesTest extends ApiTest {
     long queued1 = f.submit(ALICE, "noop", "{}");
     long queued2 = f.submit(ALICE, "noop", "{}");
 
-    assertThat(ids(json(f.get("/jobs?status=queued", ALICE)).get("jobs"))).containsExactly(queued2, queued1);
+    assertThat(ids(json(f.get("/jobs?status=queued", ALICE)).get("jobs")))
+        .containsExactly(queued2, queued1);
     assertThat(ids(json(f.get("/jobs?status=queued,running", ALICE)).get("jobs")))
         .containsExactly(queued2, queued1, held);
     assertThat(ids(json(f.get("/jobs?status=queued&status=succeeded", ALICE)).get("jobs")))
         .containsExactly(queued2, queued1, done);
     assertThat(ids(json(f.get("/jobs?limit=1", ALICE)).get("jobs"))).containsExactly(queued2);
-    assertThat(ids(json(f.get("/jobs?status=&limit=", ALICE)).get("jobs"))).containsExactly(queued2, queued1, held, done);
-    assertThat(ids(json(f.get("/jobs?status=queued,", ALICE)).get("jobs"))).containsExactly(queued2, queued1);
+    assertThat(ids(json(f.get("/jobs?status=&limit=", ALICE)).get("jobs")))
+        .containsExactly(queued2, queued1, held, done);
+    assertThat(ids(json(f.get("/jobs?status=queued,", ALICE)).get("jobs")))
+        .containsExactly(queued2, queued1);
     JsonNode listed = json(f.get("/jobs?status=queued", ALICE)).get("jobs");
     assertThat(listed.get(0).get("position").asInt()).isEqualTo(2);
     assertThat(listed.get(0).get("waitingFor").get("jobsAhead").asInt()).isEqualTo(1);
@@ -223,7 +250,9 @@ class HttpApiRoutesTest extends ApiTest {
     assertThat(queued.get(0).get("userId").asText()).isEqualTo("bob");
     assertThat(queued.get(0).get("position").asInt()).isEqualTo(1);
     assertThat(queued.get(1).get("position").asInt()).isEqualTo(2);
-    assertThat(json(f.get("/lanes?queuedLimit=1", ADMIN)).get("lanes").get(0).get("queuedJobs").size()).isEqualTo(1);
+    assertThat(
+            json(f.get("/lanes?queuedLimit=1", ADMIN)).get("lanes").get(0).get("queuedJobs").size())
+        .isEqualTo(1);
   }
 
   @Test
@@ -244,7 +273,14 @@ class HttpApiRoutesTest extends ApiTest {
     long id = f.submit(ALICE, "demo", "{\"steps\": 200, \"stepMillis\": 50}");
     f.h.awaitStatus(id, "running");
 
-    JsonNode job = json(f.get("/lanes", ADMIN)).get("lanes").get(0).get("slots").get(0).get("worker").get("job");
+    JsonNode job =
+        json(f.get("/lanes", ADMIN))
+            .get("lanes")
+            .get(0)
+            .get("slots")
+            .get(0)
+            .get("worker")
+            .get("job");
 
     assertThat(job.get("steps").asInt()).isEqualTo(200);
     f.post("/jobs/" + id + "/cancel", "", ALICE);

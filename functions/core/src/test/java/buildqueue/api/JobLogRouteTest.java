@@ -28,8 +28,8 @@ class JobLogRouteTest extends ApiTest {
     assertThat(r.status()).isEqualTo(200);
     assertThat(r.header("Content-Type")).hasValue("text/plain; charset=utf-8");
     assertThat(r.bodyText()).isEqualTo("compiling\ndone ✓\n");
-    assertThat(r.header(HttpApi.LOG_TOTAL_BYTES)).hasValue(Integer.toString("compiling\ndone ✓\n".getBytes(
-        StandardCharsets.UTF_8).length));
+    assertThat(r.header(HttpApi.LOG_TOTAL_BYTES))
+        .hasValue(Integer.toString("compiling\ndone ✓\n".getBytes(StandardCharsets.UTF_8).length));
     assertThat(r.header(HttpApi.JOB_STATUS)).hasValue("succeeded");
     assertThat(r.header(HttpApi.LOG_SKIPPED_BYTES)).isEmpty();
   }
@@ -52,7 +52,8 @@ class JobLogRouteTest extends ApiTest {
     assertThat(f.get("/jobs/" + id + "/log?since=4", ALICE).bodyText()).isEqualTo("two\nthree\n");
     assertThat(f.get("/jobs/" + id + "/log?since=14", ALICE).bodyText()).isEmpty();
     // A new attempt starts its output over: a follower's old offset is past its end.
-    assertThat(f.get("/jobs/" + id + "/log?since=900", ALICE).bodyText()).isEqualTo("one\ntwo\nthree\n");
+    assertThat(f.get("/jobs/" + id + "/log?since=900", ALICE).bodyText())
+        .isEqualTo("one\ntwo\nthree\n");
   }
 
   @Test
@@ -62,7 +63,9 @@ class JobLogRouteTest extends ApiTest {
 
     ApiResponse r = f.get("/jobs/" + id + "/log", ALICE);
 
-    assertThat(r.body().length).isLessThanOrEqualTo(WorkerLoop.LOG_TAIL_BYTES).isGreaterThan(WorkerLoop.LOG_TAIL_BYTES - 100);
+    assertThat(r.body().length)
+        .isLessThanOrEqualTo(WorkerLoop.LOG_TAIL_BYTES)
+        .isGreaterThan(WorkerLoop.LOG_TAIL_BYTES - 100);
     assertThat(r.bodyText()).startsWith(line + "\n").endsWith(line + "\n");
     assertThat(r.header(HttpApi.LOG_TOTAL_BYTES)).hasValue("100000");
     assertThat(Long.parseLong(r.header(HttpApi.LOG_SKIPPED_BYTES).orElseThrow()))

@@ -51,7 +51,8 @@ class ListPagingTest extends ApiTest {
 
   @Test
   void a_page_ends_before_its_jobs_pass_the_byte_budget_and_the_next_links_reach_every_job() {
-    // Each job costs its payload (50,012 bytes as stored), its user id, lane and kind (15 bytes) and
+    // Each job costs its payload (50,012 bytes as stored), its user id, lane and kind (15 bytes)
+    // and
     // RowLimits.ROW_FIXED_BYTES: 50,539 bytes, so 10 fit in the budget of 524,288.
     List<Long> ids = submit(ALICE, 25, "{\"f\": \"" + "x".repeat(50_000) + "\"}");
 
@@ -63,9 +64,11 @@ class ListPagingTest extends ApiTest {
 
   @Test
   void a_job_is_never_left_off_its_page_for_being_large() {
-    List<Long> ids = submit(ALICE, 3, "{\"f\": \"" + "x".repeat(RowLimits.MAX_PAYLOAD_BYTES - 12) + "\"}");
+    List<Long> ids =
+        submit(ALICE, 3, "{\"f\": \"" + "x".repeat(RowLimits.MAX_PAYLOAD_BYTES - 12) + "\"}");
 
-    assertThat(pages("/jobs?limit=1", ALICE)).containsExactly(List.of(ids.get(2)), List.of(ids.get(1)), List.of(ids.get(0)));
+    assertThat(pages("/jobs?limit=1", ALICE))
+        .containsExactly(List.of(ids.get(2)), List.of(ids.get(1)), List.of(ids.get(0)));
   }
 
   @Test
@@ -87,9 +90,18 @@ class ListPagingTest extends ApiTest {
     assertThat(p.get("detail").asText()).contains("\"before\" must be a job id", "\"next\" link");
 
     long job = submit(ALICE, 1, "{}").get(0);
-    assertThat(assertProblem(f.get("/jobs/" + job + "/events?after=-1", ALICE), 400, "/jobs/" + job + "/events")
-        .get("detail").asText()).contains("\"after\" must be an event id");
-    assertThat(assertProblem(f.get("/lanes?after=user%3Aa%00b", ADMIN), 400, "/lanes").get("detail").asText())
+    assertThat(
+            assertProblem(
+                    f.get("/jobs/" + job + "/events?after=-1", ALICE),
+                    400,
+                    "/jobs/" + job + "/events")
+                .get("detail")
+                .asText())
+        .contains("\"after\" must be an event id");
+    assertThat(
+            assertProblem(f.get("/lanes?after=user%3Aa%00b", ADMIN), 400, "/lanes")
+                .get("detail")
+                .asText())
         .contains("\"after\" must be a lane");
   }
 
@@ -111,8 +123,11 @@ class ListPagingTest extends ApiTest {
   @Test
   void a_jobs_history_of_small_events_pages_by_count() {
     long job = submit(ALICE, 1, "{}").get(0);
-    Rows.insert(f.h.testDb.jdbc(), IntStream.rangeClosed(1, JobQueries.MAX_EVENTS_PER_PAGE - 1)
-        .mapToObj(n -> Rows.event(job).message("n" + n)).toList());
+    Rows.insert(
+        f.h.testDb.jdbc(),
+        IntStream.rangeClosed(1, JobQueries.MAX_EVENTS_PER_PAGE - 1)
+            .mapToObj(n -> Rows.event(job).message("n" + n))
+            .toList());
 
     List<List<Long>> pages = eventPages("/jobs/" + job + "/events");
 
@@ -123,13 +138,21 @@ class ListPagingTest extends ApiTest {
 
   @Test
   void many_lanes_page_by_count_and_the_next_links_reach_every_lane() {
-    Rows.insert(f.h.testDb.jdbc(),
-        IntStream.rangeClosed(1, 500).mapToObj(n -> Rows.user("u%03d".formatted(n)).dedicated(true)).toList());
+    Rows.insert(
+        f.h.testDb.jdbc(),
+        IntStream.rangeClosed(1, 500)
+            .mapToObj(n -> Rows.user("u%03d".formatted(n)).dedicated(true))
+            .toList());
 
     List<List<String>> pages = lanePages("/lanes?queuedLimit=0");
 
-    assertThat(pages).extracting(List::size).containsExactly(JobQueries.MAX_LANES_PER_PAGE, 501 - JobQueries.MAX_LANES_PER_PAGE);
-    assertThat(pages.stream().flatMap(List::stream)).hasSize(501).doesNotHaveDuplicates().startsWith("shared", "user:u001")
+    assertThat(pages)
+        .extracting(List::size)
+        .containsExactly(JobQueries.MAX_LANES_PER_PAGE, 501 - JobQueries.MAX_LANES_PER_PAGE);
+    assertThat(pages.stream().flatMap(List::stream))
+        .hasSize(501)
+        .doesNotHaveDuplicates()
+        .startsWith("shared", "user:u001")
         .endsWith("user:u500");
   }
 
@@ -143,7 +166,8 @@ class ListPagingTest extends ApiTest {
 
     List<List<String>> pages = lanePages("/lanes?queuedLimit=200");
 
-    assertThat(pages).containsExactly(List.of("shared", "user:ann"), List.of("user:ben"), List.of("user:cat"));
+    assertThat(pages)
+        .containsExactly(List.of("shared", "user:ann"), List.of("user:ben"), List.of("user:cat"));
   }
 
   private List<List<String>> lanePages(String first) {
@@ -153,10 +177,13 @@ class ListPagingTest extends ApiTest {
       assertThat(r.status()).as(r.bodyText()).isEqualTo(200);
       JsonNode page = json(r);
       List<String> lanes = new ArrayList<>();
-      page.get("lanes").forEach(l -> {
-        lanes.add(l.get("lane").asText());
-        assertThat(l.get("queuedJobs").size()).isEqualTo((int) Math.min(l.get("queued").asLong(), limitOf(first)));
-      });
+      page.get("lanes")
+          .forEach(
+              l -> {
+                lanes.add(l.get("lane").asText());
+                assertThat(l.get("queuedJobs").size())
+                    .isEqualTo((int) Math.min(l.get("queued").asLong(), limitOf(first)));
+              });
       pages.add(lanes);
       next = page.get("next").isNull() ? null : page.get("next").asText();
     }
@@ -199,8 +226,15 @@ class ListPagingTest extends ApiTest {
   }
 
   private List<Long> eventIds(long job) {
-    return f.h.testDb.jdbc().query("select id from build_job_event where job_id = :job order by id",
-        Params.of("job", job)).stream().map(r -> r.longValue("id")).toList();
+    return f
+        .h
+        .testDb
+        .jdbc()
+        .query(
+            "select id from build_job_event where job_id = :job order by id", Params.of("job", job))
+        .stream()
+        .map(r -> r.longValue("id"))
+        .toList();
   }
 
   private static List<Long> ids(JsonNode list) {
@@ -210,6 +244,8 @@ class ListPagingTest extends ApiTest {
   }
 
   private static List<Long> reversed(List<Long> ids) {
-    return LongStream.range(0, ids.size()).mapToObj(i -> ids.get(ids.size() - 1 - (int) i)).toList();
+    return LongStream.range(0, ids.size())
+        .mapToObj(i -> ids.get(ids.size() - 1 - (int) i))
+        .toList();
   }
 }

@@ -29,7 +29,8 @@ import java.util.stream.Collectors;
  * <p>Used by {@link CheckedApi}, through which the route tests make every call.
  */
 public final class OpenApiContract {
-  // Not a classpath: or file location: the registry must read the document given to it, never load one.
+  // Not a classpath: or file location: the registry must read the document given to it, never load
+  // one.
   private static final String LOCATION = "urn:buildqueue:openapi";
   private static final ObjectMapper JSON = new ObjectMapper();
   private static final OpenApiContract SHIPPED = new OpenApiContract(load());
@@ -53,8 +54,9 @@ public final class OpenApiContract {
     String text = doc.toString();
     // The document is handed to the registry under its own location, so "#/components/..."
     // references resolve inside it and nothing is read from elsewhere.
-    this.registry = SchemaRegistry.withDefaultDialect(Dialects.getOpenApi31(),
-        b -> b.schemas(Map.of(LOCATION, text)));
+    this.registry =
+        SchemaRegistry.withDefaultDialect(
+            Dialects.getOpenApi31(), b -> b.schemas(Map.of(LOCATION, text)));
   }
 
   JsonNode document() {
@@ -65,8 +67,18 @@ public final class OpenApiContract {
   public void check(ApiRequest request, ApiResponse response) {
     List<String> violations = violations(request.method(), request.path(), response);
     if (!violations.isEmpty()) {
-      throw new AssertionError("The response to " + request.method() + " " + request.path() + " does not match "
-          + "openapi.json: " + String.join("; ", violations) + "\nresponse: " + response + " " + response.bodyText());
+      throw new AssertionError(
+          "The response to "
+              + request.method()
+              + " "
+              + request.path()
+              + " does not match "
+              + "openapi.json: "
+              + String.join("; ", violations)
+              + "\nresponse: "
+              + response
+              + " "
+              + response.bodyText());
     }
   }
 
@@ -81,7 +93,8 @@ public final class OpenApiContract {
     JsonNode operation = doc.at(pointer).get(method.toLowerCase(Locale.ROOT));
     if (operation == null || !operation.isObject()) {
       // A malformed path is refused before its method is looked at.
-      List<String> v = new ArrayList<>(problemOnly(response, List.of(400, 405), method + " on " + template));
+      List<String> v =
+          new ArrayList<>(problemOnly(response, List.of(400, 405), method + " on " + template));
       if (response.status() == 405 && response.header("Allow").isEmpty()) {
         v.add("a 405 must say Allow");
       }
@@ -90,21 +103,33 @@ public final class OpenApiContract {
     String where = method + " " + template;
     JsonNode documented = operation.path("responses").get(Integer.toString(response.status()));
     if (documented == null) {
-      return List.of(where + " does not document status " + response.status() + " (it documents "
-          + fieldNames(operation.path("responses")) + ")");
+      return List.of(
+          where
+              + " does not document status "
+              + response.status()
+              + " (it documents "
+              + fieldNames(operation.path("responses"))
+              + ")");
     }
     return fits(resolve(documented), response, where + " " + response.status());
   }
 
   private List<String> problemOnly(ApiResponse response, List<Integer> statuses, String what) {
     if (!statuses.contains(response.status())) {
-      return List.of(what + " may only be answered with " + statuses + ", not " + response.status());
+      return List.of(
+          what + " may only be answered with " + statuses + ", not " + response.status());
     }
-    return fits(resolve(doc.at("/components/responses/" + switch (response.status()) {
-      case 400 -> "InvalidRequest";
-      case 404 -> "NotFound";
-      default -> "MethodNotAllowed";
-    })), response, what);
+    return fits(
+        resolve(
+            doc.at(
+                "/components/responses/"
+                    + switch (response.status()) {
+                      case 400 -> "InvalidRequest";
+                      case 404 -> "NotFound";
+                      default -> "MethodNotAllowed";
+                    })),
+        response,
+        what);
   }
 
   private List<String> fits(JsonNode documented, ApiResponse response, String where) {
@@ -118,7 +143,9 @@ public final class OpenApiContract {
           v.add(where + ": the required header " + h.getKey() + " is missing");
         }
       } else if (h.getValue().has("schema")) {
-        for (Error e : schema(h.getValue().get("schema")).validate(JSON.getNodeFactory().textNode(value.get()))) {
+        for (Error e :
+            schema(h.getValue().get("schema"))
+                .validate(JSON.getNodeFactory().textNode(value.get()))) {
           v.add(where + ": the header " + h.getKey() + ": " + e.getMessage());
         }
       }
@@ -130,10 +157,17 @@ public final class OpenApiContract {
       }
       return v;
     }
-    String mediaType = response.header("Content-Type").map(t -> t.split(";", 2)[0].trim()).orElse("");
+    String mediaType =
+        response.header("Content-Type").map(t -> t.split(";", 2)[0].trim()).orElse("");
     JsonNode media = content.get(mediaType);
     if (media == null) {
-      v.add(where + ": Content-Type \"" + mediaType + "\" is not documented (" + fieldNames(content) + ")");
+      v.add(
+          where
+              + ": Content-Type \""
+              + mediaType
+              + "\" is not documented ("
+              + fieldNames(content)
+              + ")");
       return v;
     }
     JsonNode body;
@@ -156,7 +190,8 @@ public final class OpenApiContract {
   private Schema schema(JsonNode schema) {
     JsonNode ref = schema.get("$ref");
     if (ref != null && ref.asText().startsWith("#/")) {
-      return refs.computeIfAbsent(ref.asText(), r -> compiled(registry.getSchema(SchemaLocation.of(LOCATION + r))));
+      return refs.computeIfAbsent(
+          ref.asText(), r -> compiled(registry.getSchema(SchemaLocation.of(LOCATION + r))));
     }
     return compiled(registry.getSchema(SchemaLocation.of(LOCATION), schema));
   }
@@ -172,12 +207,15 @@ public final class OpenApiContract {
     return ref == null ? node : resolve(doc.at(ref.asText().substring(1)));
   }
 
-  /** The documented path template {@code path} falls under; literal segments win over parameters. */
+  /**
+   * The documented path template {@code path} falls under; literal segments win over parameters.
+   */
   String template(String path) {
     if (!path.startsWith("/")) {
       return null;
     }
-    List<String> segments = path.equals("/") ? List.of() : List.of(path.substring(1).split("/", -1));
+    List<String> segments =
+        path.equals("/") ? List.of() : List.of(path.substring(1).split("/", -1));
     String best = null;
     int bestLiterals = -1;
     for (Iterator<String> it = doc.path("paths").fieldNames(); it.hasNext(); ) {
@@ -204,11 +242,19 @@ public final class OpenApiContract {
   /** Each documented operation as "METHOD /template". */
   List<String> operations() {
     List<String> ops = new ArrayList<>();
-    doc.path("paths").fields().forEachRemaining(p -> p.getValue().fieldNames().forEachRemaining(m -> {
-      if (List.of("get", "put", "post", "delete", "patch", "head", "options").contains(m)) {
-        ops.add(m.toUpperCase(Locale.ROOT) + " " + p.getKey());
-      }
-    }));
+    doc.path("paths")
+        .fields()
+        .forEachRemaining(
+            p ->
+                p.getValue()
+                    .fieldNames()
+                    .forEachRemaining(
+                        m -> {
+                          if (List.of("get", "put", "post", "delete", "patch", "head", "options")
+                              .contains(m)) {
+                            ops.add(m.toUpperCase(Locale.ROOT) + " " + p.getKey());
+                          }
+                        }));
     return ops;
   }
 
@@ -225,7 +271,8 @@ public final class OpenApiContract {
   private static JsonNode load() {
     try (InputStream in = OpenApiContract.class.getResourceAsStream(OpenApiDocument.RESOURCE)) {
       if (in == null) {
-        throw new IllegalStateException(OpenApiDocument.RESOURCE + " is missing from the classpath");
+        throw new IllegalStateException(
+            OpenApiDocument.RESOURCE + " is missing from the classpath");
       }
       return JSON.readTree(in);
     } catch (IOException e) {

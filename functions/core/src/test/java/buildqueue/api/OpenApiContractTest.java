@@ -36,11 +36,13 @@ class OpenApiContractTest extends ApiTest {
   @Test
   void the_readme_route_table_lists_exactly_the_documented_operations() throws IOException {
     Path dir = Path.of("").toAbsolutePath();
-    while (!Files.isRegularFile(dir.resolve("README.md")) || !Files.isDirectory(dir.resolve("functions"))) {
+    while (!Files.isRegularFile(dir.resolve("README.md"))
+        || !Files.isDirectory(dir.resolve("functions"))) {
       dir = dir.getParent();
     }
-    Matcher row = Pattern.compile("(?m)^\\| `(GET|POST|PUT|DELETE|PATCH) (/[^`?\\s]*)")
-        .matcher(Files.readString(dir.resolve("README.md")));
+    Matcher row =
+        Pattern.compile("(?m)^\\| `(GET|POST|PUT|DELETE|PATCH) (/[^`?\\s]*)")
+            .matcher(Files.readString(dir.resolve("README.md")));
     List<String> listed = new ArrayList<>();
     while (row.find()) {
       listed.add(row.group(1) + " " + row.group(2));
@@ -65,8 +67,9 @@ class OpenApiContractTest extends ApiTest {
     JsonNode doc = OpenApiContract.shipped().document();
     List<String> refs = new ArrayList<>();
     collectRefs(doc, refs);
-    assertThat(refs).isNotEmpty().allSatisfy(ref ->
-        assertThat(doc.at(ref.substring(1)).isMissingNode()).as(ref).isFalse());
+    assertThat(refs)
+        .isNotEmpty()
+        .allSatisfy(ref -> assertThat(doc.at(ref.substring(1)).isMissingNode()).as(ref).isFalse());
   }
 
   @Test
@@ -77,33 +80,55 @@ class OpenApiContractTest extends ApiTest {
     ObjectNode broken = (ObjectNode) json(good);
     broken.put("progress", "three");
     broken.remove("status");
-    ApiResponse bad = new ApiResponse(200, good.headers(), broken.toString().getBytes(StandardCharsets.UTF_8));
+    ApiResponse bad =
+        new ApiResponse(200, good.headers(), broken.toString().getBytes(StandardCharsets.UTF_8));
 
     assertThat(OpenApiContract.shipped().violations("GET", "/jobs/" + id, bad))
         .anySatisfy(v -> assertThat(v).contains("GET /jobs/{id} 200").contains("/progress"))
         .anySatisfy(v -> assertThat(v).contains("status"));
-    assertThatThrownBy(() -> OpenApiContract.shipped().check(ApiRequest.of("GET", "/jobs/" + id, ALICE), bad))
-        .isInstanceOf(AssertionError.class).hasMessageContaining("does not match openapi.json");
+    assertThatThrownBy(
+            () -> OpenApiContract.shipped().check(ApiRequest.of("GET", "/jobs/" + id, ALICE), bad))
+        .isInstanceOf(AssertionError.class)
+        .hasMessageContaining("does not match openapi.json");
   }
 
   @Test
   void an_undocumented_status_content_type_or_missing_header_fails_the_check() {
     OpenApiContract contract = OpenApiContract.shipped();
-    ApiResponse teapot = new ApiResponse(418, Map.of("Content-Type", "application/json"), "{}".getBytes());
-    ApiResponse html = new ApiResponse(200, Map.of("Content-Type", "text/html"), "<p>up</p>".getBytes());
-    ApiResponse noLocation = f.post("/jobs", "{\"kind\": \"noop\"}", ALICE).withHeader("Location", "x");
-    ApiResponse logWithoutTotal = new ApiResponse(200, Map.of("Content-Type", "text/plain; charset=utf-8",
-        "Buildqueue-Job-Status", "running"), "line\n".getBytes());
+    ApiResponse teapot =
+        new ApiResponse(418, Map.of("Content-Type", "application/json"), "{}".getBytes());
+    ApiResponse html =
+        new ApiResponse(200, Map.of("Content-Type", "text/html"), "<p>up</p>".getBytes());
+    ApiResponse noLocation =
+        f.post("/jobs", "{\"kind\": \"noop\"}", ALICE).withHeader("Location", "x");
+    ApiResponse logWithoutTotal =
+        new ApiResponse(
+            200,
+            Map.of("Content-Type", "text/plain; charset=utf-8", "Buildqueue-Job-Status", "running"),
+            "line\n".getBytes());
 
-    assertThat(contract.violations("GET", "/health", teapot)).singleElement().asString()
+    assertThat(contract.violations("GET", "/health", teapot))
+        .singleElement()
+        .asString()
         .contains("does not document status 418");
-    assertThat(contract.violations("GET", "/health", html)).singleElement().asString()
+    assertThat(contract.violations("GET", "/health", html))
+        .singleElement()
+        .asString()
         .contains("Content-Type \"text/html\" is not documented");
-    assertThat(contract.violations("GET", "/jobs/1/log", logWithoutTotal)).singleElement().asString()
+    assertThat(contract.violations("GET", "/jobs/1/log", logWithoutTotal))
+        .singleElement()
+        .asString()
         .contains("the required header Buildqueue-Log-Total-Bytes is missing");
     assertThat(contract.violations("POST", "/jobs", noLocation)).isEmpty();
-    assertThat(contract.violations("GET", "/jobs/1/log", logWithoutTotal.withHeader("Buildqueue-Log-Total-Bytes", "5")
-        .withHeader("Buildqueue-Job-Status", "sleeping"))).singleElement().asString()
+    assertThat(
+            contract.violations(
+                "GET",
+                "/jobs/1/log",
+                logWithoutTotal
+                    .withHeader("Buildqueue-Log-Total-Bytes", "5")
+                    .withHeader("Buildqueue-Job-Status", "sleeping")))
+        .singleElement()
+        .asString()
         .contains("the header Buildqueue-Job-Status");
   }
 
@@ -115,8 +140,11 @@ class OpenApiContractTest extends ApiTest {
     long id = f.submit(ALICE, "noop", "{}");
 
     assertThatThrownBy(() -> strict.handle(ApiRequest.of("GET", "/jobs/" + id, ALICE)))
-        .isInstanceOf(AssertionError.class).hasMessageContaining("/progress");
-    assertThat(f.get("/jobs/" + id, ALICE).status()).as("the shipped document accepts it").isEqualTo(200);
+        .isInstanceOf(AssertionError.class)
+        .hasMessageContaining("/progress");
+    assertThat(f.get("/jobs/" + id, ALICE).status())
+        .as("the shipped document accepts it")
+        .isEqualTo(200);
   }
 
   @Test

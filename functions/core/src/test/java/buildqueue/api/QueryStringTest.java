@@ -11,13 +11,15 @@ class QueryStringTest {
 
   @Test
   void a_query_is_decoded_in_order_keeping_repeated_names() {
-    Map<String, List<String>> q = QueryString.parse("status=queued&limit=5&status=running%2Cfailed&x=a+b&flag");
+    Map<String, List<String>> q =
+        QueryString.parse("status=queued&limit=5&status=running%2Cfailed&x=a+b&flag");
 
-    assertThat(q).containsExactly(
-        Map.entry("status", List.of("queued", "running,failed")),
-        Map.entry("limit", List.of("5")),
-        Map.entry("x", List.of("a b")),
-        Map.entry("flag", List.of("")));
+    assertThat(q)
+        .containsExactly(
+            Map.entry("status", List.of("queued", "running,failed")),
+            Map.entry("limit", List.of("5")),
+            Map.entry("x", List.of("a b")),
+            Map.entry("flag", List.of("")));
   }
 
   @Test
@@ -34,17 +36,22 @@ class QueryStringTest {
 
   @Test
   void a_malformed_escape_or_bytes_that_are_not_utf8_are_refused() {
-    assertThatThrownBy(() -> QueryString.parse("a=%")).isInstanceOf(IllegalArgumentException.class)
+    assertThatThrownBy(() -> QueryString.parse("a=%"))
+        .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("two hex digits");
-    assertThatThrownBy(() -> QueryString.parse("a=%G1")).isInstanceOf(IllegalArgumentException.class);
-    assertThatThrownBy(() -> QueryString.parse("a=%FF")).isInstanceOf(IllegalArgumentException.class)
+    assertThatThrownBy(() -> QueryString.parse("a=%G1"))
+        .isInstanceOf(IllegalArgumentException.class);
+    assertThatThrownBy(() -> QueryString.parse("a=%FF"))
+        .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("not UTF-8");
-    assertThatThrownBy(() -> QueryString.decodeSegment("%ED%A0%80")).isInstanceOf(IllegalArgumentException.class);
+    assertThatThrownBy(() -> QueryString.decodeSegment("%ED%A0%80"))
+        .isInstanceOf(IllegalArgumentException.class);
   }
 
   @Test
   void request_headers_are_matched_whatever_their_case() {
-    ApiRequest r = ApiRequest.of("GET", "/jobs", Map.of("content-TYPE", "application/json"), null, null);
+    ApiRequest r =
+        ApiRequest.of("GET", "/jobs", Map.of("content-TYPE", "application/json"), null, null);
 
     assertThat(r.header("Content-Type")).hasValue("application/json");
     assertThat(r.header("CONTENT-TYPE")).hasValue("application/json");

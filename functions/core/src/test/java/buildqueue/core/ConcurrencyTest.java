@@ -31,13 +31,17 @@ import org.junit.jupiter.api.extension.ExtendWith;
 @ExtendWith(PostgresExtension.class)
 class ConcurrencyTest {
   private static final int THREADS = 8;
-  /** 10 rounds (240 jobs) by default, 25 under {@code -Dbuildqueue.soak=true} ({@link TestSeeds}). */
+
+  /**
+   * 10 rounds (240 jobs) by default, 25 under {@code -Dbuildqueue.soak=true} ({@link TestSeeds}).
+   */
   private static final int ROUNDS = TestSeeds.size("concurrency", "concurrency.rounds", 10, 25);
+
   private static final int OPS_PER_THREAD_PER_ROUND = 6;
 
   @Test
-  void concurrent_callers_never_put_two_live_workers_in_a_slot_or_a_job_on_two_workers(TestDatabase tdb)
-      throws Exception {
+  void concurrent_callers_never_put_two_live_workers_in_a_slot_or_a_job_on_two_workers(
+      TestDatabase tdb) throws Exception {
     try (QueueHarness h = QueueHarness.open(tdb, QueueHarness.testConfig().withSharedSlots(2))) {
       h.queue.setDedicated("dedicated-0", true);
       h.queue.setDedicated("dedicated-1", true);
@@ -47,12 +51,14 @@ class ConcurrencyTest {
       ConcurrentLinkedQueue<String> found = new ConcurrentLinkedQueue<>();
       AtomicBoolean done = new AtomicBoolean();
       AtomicInteger checks = new AtomicInteger();
-      Thread checker = new Thread(() -> {
-        while (!done.get()) {
-          check(tdb, found);
-          checks.incrementAndGet();
-        }
-      });
+      Thread checker =
+          new Thread(
+              () -> {
+                while (!done.get()) {
+                  check(tdb, found);
+                  checks.incrementAndGet();
+                }
+              });
       checker.start();
 
       ExecutorService pool = Executors.newFixedThreadPool(THREADS);
@@ -63,14 +69,16 @@ class ConcurrencyTest {
         List<Future<?>> futures = new ArrayList<>();
         for (int t = 0; t < THREADS; t++) {
           Random random = new Random(round * 31L + t);
-          futures.add(pool.submit(() -> {
-            start.await();
-            for (int i = 0; i < OPS_PER_THREAD_PER_ROUND; i++) {
-              operate(h, random, jobs);
-              ops.incrementAndGet();
-            }
-            return null;
-          }));
+          futures.add(
+              pool.submit(
+                  () -> {
+                    start.await();
+                    for (int i = 0; i < OPS_PER_THREAD_PER_ROUND; i++) {
+                      operate(h, random, jobs);
+                      ops.incrementAndGet();
+                    }
+                    return null;
+                  }));
         }
         start.countDown();
         for (Future<?> f : futures) {
@@ -82,23 +90,35 @@ class ConcurrencyTest {
       assertThat(h.platform.slotOverlaps()).as("two live workers in one slot").isEmpty();
 
       // Drain: ticks recover anything whose evidence raced, until every job has finished.
-      Await.until("every job to finish", Duration.ofSeconds(60), () -> {
-        h.clock.advance(h.config.livenessInterval());
-        h.queue.tick();
-        return tdb.jdbc().query("select id from build_job where finished_at is null").isEmpty();
-      });
+      Await.until(
+          "every job to finish",
+          Duration.ofSeconds(60),
+          () -> {
+            h.clock.advance(h.config.livenessInterval());
+            h.queue.tick();
+            return tdb.jdbc().query("select id from build_job where finished_at is null").isEmpty();
+          });
       done.set(true);
       checker.join();
       check(tdb, found);
 
-      System.out.printf("concurrency: %d threads x %d rounds, %d operations, %d jobs, %d database checks%n",
+      System.out.printf(
+          "concurrency: %d threads x %d rounds, %d operations, %d jobs, %d database checks%n",
           THREADS, ROUNDS, ops.get(), jobs.size(), checks.get());
       assertThat(found).isEmpty();
       assertThat(h.platform.slotOverlaps()).as("two live workers in one slot").isEmpty();
       assertThat(h.maxConcurrentRunsOfOneJob()).isEqualTo(1);
       assertThat(tdb.jdbc().query("select status, count(*) as n from build_job group by status"))
-          .extracting(r -> r.string("status")).containsOnly("succeeded");
-      assertThat(jobs).hasSize((int) tdb.jdbc().query("select count(*) as n from build_job").get(0).longValue("n").longValue());
+          .extracting(r -> r.string("status"))
+          .containsOnly("succeeded");
+      assertThat(jobs)
+          .hasSize(
+              (int)
+                  tdb.jdbc()
+                      .query("select count(*) as n from build_job")
+                      .get(0)
+                      .longValue("n")
+                      .longValue());
     }
   }
 
@@ -110,7 +130,9 @@ class ConcurrencyTest {
       long first = h.submit("alice", "noop", "{}");
       h.awaitStatus(first, "succeeded");
       long second = h.submit("alice", "noop", "{}");
-      assertThat(h.platform.tasksStarted()).as("workers started while the first is still exiting").isEqualTo(1);
+      assertThat(h.platform.tasksStarted())
+          .as("workers started while the first is still exiting")
+          .isEqualTo(1);
       h.platform.releaseHeldExits();
       h.awaitStatus(second, "succeeded");
       h.awaitQuiet();
@@ -120,8 +142,8 @@ class ConcurrencyTest {
   }
 
   @Test
-  void a_job_enqueued_while_the_lanes_worker_exits_is_dispatched_without_waiting_for_the_tick(TestDatabase tdb)
-      throws Exception {
+  void a_job_enqueued_while_the_lanes_worker_exits_is_dispatched_without_waiting_for_the_tick(
+      TestDatabase tdb) throws Exception {
     QueueHarness h = QueueHarness.manual(tdb);
     int rounds = 60;
     for (int round = 0; round < rounds; round++) {
@@ -132,14 +154,18 @@ class ConcurrencyTest {
       }
       h.workers.end(w.workerId(), w.token(), previous, buildqueue.core.JobStatus.SUCCEEDED, null);
       CountDownLatch go = new CountDownLatch(1);
-      var enqueue = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
-        await(go);
-        return h.queue.enqueue("v", "noop", new Json("{}"), null).jobId();
-      });
-      var exit = java.util.concurrent.CompletableFuture.runAsync(() -> {
-        await(go);
-        h.queue.taskStopped(null, w.workerId(), w.token(), "exited");
-      });
+      var enqueue =
+          java.util.concurrent.CompletableFuture.supplyAsync(
+              () -> {
+                await(go);
+                return h.queue.enqueue("v", "noop", new Json("{}"), null).jobId();
+              });
+      var exit =
+          java.util.concurrent.CompletableFuture.runAsync(
+              () -> {
+                await(go);
+                h.queue.taskStopped(null, w.workerId(), w.token(), "exited");
+              });
       go.countDown();
       long next = enqueue.get(30, TimeUnit.SECONDS);
       exit.get(30, TimeUnit.SECONDS);
@@ -164,16 +190,21 @@ class ConcurrencyTest {
   private static void operate(QueueHarness h, Random random, List<Long> jobs) {
     int op = random.nextInt(10);
     if (op < 5) {
-      String user = random.nextInt(4) == 0 ? "dedicated-" + random.nextInt(2) : "user-" + random.nextInt(20);
+      String user =
+          random.nextInt(4) == 0 ? "dedicated-" + random.nextInt(2) : "user-" + random.nextInt(20);
       jobs.add(h.queue.enqueue(user, "noop", new Json("{}"), null).jobId());
     } else if (op < 7) {
       h.queue.dispatchLane(random.nextBoolean() ? "shared" : "user:dedicated-" + random.nextInt(2));
     } else if (op < 9) {
       // A stop event for some past worker: usually a duplicate or stale one by now.
-      List<Row> exited = h.testDb.jdbc().query(
-          "select id, task_id from build_worker where status = 'exited' order by random() limit 1");
+      List<Row> exited =
+          h.testDb
+              .jdbc()
+              .query(
+                  "select id, task_id from build_worker where status = 'exited' order by random() limit 1");
       if (!exited.isEmpty()) {
-        h.queue.taskStopped(exited.get(0).string("task_id"), exited.get(0).longValue("id"), null, "duplicate");
+        h.queue.taskStopped(
+            exited.get(0).string("task_id"), exited.get(0).longValue("id"), null, "duplicate");
       }
     } else {
       h.queue.tick();
@@ -181,16 +212,23 @@ class ConcurrencyTest {
   }
 
   /**
-   * What the database must never show. Two live workers in one slot it cannot show (the unique index
-   * on live slots refuses the second row): the platform watches for that ({@code slotOverlaps}).
+   * What the database must never show. Two live workers in one slot it cannot show (the unique
+   * index on live slots refuses the second row): the platform watches for that ({@code
+   * slotOverlaps}).
    */
   private static void check(TestDatabase tdb, ConcurrentLinkedQueue<String> found) {
-    for (Row r : tdb.jdbc().query("""
+    for (Row r :
+        tdb.jdbc()
+            .query(
+                """
         select j.id from build_job j join build_worker w on w.id = j.worker_id
         where j.status in ('dispatched', 'running') and w.status = 'exited'""")) {
       found.add("job " + r.longValue("id") + " on an exited worker");
     }
-    for (Row r : tdb.jdbc().query("""
+    for (Row r :
+        tdb.jdbc()
+            .query(
+                """
         select w.id, count(*) as n from build_job j join build_worker w on w.id = j.worker_id
         where j.status in ('dispatched', 'running') group by w.id having count(*) > 1""")) {
       found.add("worker " + r.longValue("id") + " holds two unfinished jobs");

@@ -21,10 +21,11 @@ import org.junit.jupiter.params.provider.CsvSource;
 import org.junit.jupiter.params.provider.EnumSource;
 
 /**
- * The shared lane takes turns by user (docs/architecture.md §4.7): the next job is the oldest queued job of the
- * user served least recently among those with queued jobs, whether a new worker is dispatched for
- * it or a live worker chains it; {@code fifo} keeps the reference's order. The test plays every
- * worker by hand ({@link buildqueue.testing.ManualPlatform}), so each step happens when it says.
+ * The shared lane takes turns by user (docs/architecture.md §4.7): the next job is the oldest
+ * queued job of the user served least recently among those with queued jobs, whether a new worker
+ * is dispatched for it or a live worker chains it; {@code fifo} keeps the reference's order. The
+ * test plays every worker by hand ({@link buildqueue.testing.ManualPlatform}), so each step happens
+ * when it says.
  */
 @ExtendWith(PostgresExtension.class)
 class FairShareTest {
@@ -39,7 +40,8 @@ class FairShareTest {
     JobTransitions transitions = new JobTransitions(h.db, h.config, h.clock);
     int already = (int) jobs.keySet().stream().filter(k -> k.startsWith(user)).count();
     for (int i = 1; i <= count; i++) {
-      jobs.put(user + (already + i), transitions.enqueue(user, "noop", new Json("{}"), null).jobId());
+      jobs.put(
+          user + (already + i), transitions.enqueue(user, "noop", new Json("{}"), null).jobId());
     }
   }
 
@@ -49,20 +51,29 @@ class FairShareTest {
     return ids.stream().map(byId::get).toList();
   }
 
-  private static QueueHarness harness(TestDatabase tdb, int slots, Duration chainWindow, QueueConfig.SharedOrder order) {
-    return QueueHarness.manual(tdb, QueueHarness.testConfig().withSharedSlots(slots).withChainWindow(chainWindow)
-        .withSharedOrder(order));
+  private static QueueHarness harness(
+      TestDatabase tdb, int slots, Duration chainWindow, QueueConfig.SharedOrder order) {
+    return QueueHarness.manual(
+        tdb,
+        QueueHarness.testConfig()
+            .withSharedSlots(slots)
+            .withChainWindow(chainWindow)
+            .withSharedOrder(order));
   }
 
-  /** A harness whose workers chain jobs (a five-minute window) for {@link Run#CHAINING}, never for DISPATCH. */
-  private static QueueHarness harness(TestDatabase tdb, Run run, int slots, QueueConfig.SharedOrder order) {
+  /**
+   * A harness whose workers chain jobs (a five-minute window) for {@link Run#CHAINING}, never for
+   * DISPATCH.
+   */
+  private static QueueHarness harness(
+      TestDatabase tdb, Run run, int slots, QueueConfig.SharedOrder order) {
     return harness(tdb, slots, run == Run.CHAINING ? Duration.ofMinutes(5) : Duration.ZERO, order);
   }
 
   /**
    * Runs the lane to empty with one job per worker: each worker, oldest launch first, starts, ends
-   * its job and exits, and its exit dispatches the next. Returns the jobs in the order their workers
-   * were dispatched.
+   * its job and exits, and its exit dispatches the next. Returns the jobs in the order their
+   * workers were dispatched.
    */
   private List<Long> runByDispatch(QueueHarness h) {
     h.queue.dispatchLane(Lanes.SHARED);
@@ -71,16 +82,19 @@ class FairShareTest {
       WorkerLaunch w = h.manual.launches().get(next);
       long job = h.workers.start(w.workerId(), w.token()).orElseThrow().job().orElseThrow().id();
       order.add(job);
-      assertThat(h.workers.end(w.workerId(), w.token(), job, JobStatus.SUCCEEDED, null)).isInstanceOf(Ended.Drained.class);
-      assertThat(h.queue.taskStopped(ManualPlatform.taskIdOf(w.workerId()), w.workerId(), w.token(), "exited"))
+      assertThat(h.workers.end(w.workerId(), w.token(), job, JobStatus.SUCCEEDED, null))
+          .isInstanceOf(Ended.Drained.class);
+      assertThat(
+              h.queue.taskStopped(
+                  ManualPlatform.taskIdOf(w.workerId()), w.workerId(), w.token(), "exited"))
           .isPresent();
     }
     return order;
   }
 
   /**
-   * Runs the lane to empty on the workers its first dispatch starts, each chaining jobs while
-   * there are any, in turn. Returns the jobs in the order they were taken.
+   * Runs the lane to empty on the workers its first dispatch starts, each chaining jobs while there
+   * are any, in turn. Returns the jobs in the order they were taken.
    */
   private static List<Long> runByChaining(QueueHarness h) {
     h.queue.dispatchLane(Lanes.SHARED);
@@ -94,7 +108,8 @@ class FairShareTest {
     }
     while (!current.isEmpty()) {
       for (WorkerLaunch w : List.copyOf(current.keySet())) {
-        Ended ended = h.workers.end(w.workerId(), w.token(), current.get(w), JobStatus.SUCCEEDED, null);
+        Ended ended =
+            h.workers.end(w.workerId(), w.token(), current.get(w), JobStatus.SUCCEEDED, null);
         if (ended instanceof Ended.Chained chained) {
           order.add(chained.next().id());
           current.put(w, chained.next().id());
@@ -132,7 +147,8 @@ class FairShareTest {
   /** Chaining and dispatch take the same turns, on one worker and on three. */
   @ParameterizedTest(name = "{0} on {1} shared slot(s)")
   @CsvSource({"DISPATCH, 1", "DISPATCH, 3", "CHAINING, 1", "CHAINING, 3"})
-  void three_users_with_10_1_and_1_queued_jobs_take_turns_in_the_shared_lane(Run run, int slots, TestDatabase tdb) {
+  void three_users_with_10_1_and_1_queued_jobs_take_turns_in_the_shared_lane(
+      Run run, int slots, TestDatabase tdb) {
     QueueHarness h = harness(tdb, run, slots, QueueConfig.SharedOrder.FAIR);
     queueTenOneAndOne(h);
 
@@ -152,20 +168,25 @@ class FairShareTest {
   }
 
   @Test
-  void a_user_who_comes_back_after_being_served_waits_for_the_users_still_waiting(TestDatabase tdb) {
+  void a_user_who_comes_back_after_being_served_waits_for_the_users_still_waiting(
+      TestDatabase tdb) {
     QueueHarness h = harness(tdb, 1, Duration.ZERO, QueueConfig.SharedOrder.FAIR);
     queue(h, "a", 1);
     queue(h, "b", 2);
     h.queue.dispatchLane(Lanes.SHARED);
     WorkerLaunch first = h.manual.lastLaunch();
-    assertThat(h.workers.start(first.workerId(), first.token()).orElseThrow().job().orElseThrow().id())
+    assertThat(
+            h.workers.start(first.workerId(), first.token()).orElseThrow().job().orElseThrow().id())
         .isEqualTo(jobs.get("a1"));
     played++;
     queue(h, "a", 1); // a submits again while its first job runs: b has not had a turn yet
 
-    assertThat(h.workers.end(first.workerId(), first.token(), jobs.get("a1"), JobStatus.SUCCEEDED, null))
+    assertThat(
+            h.workers.end(
+                first.workerId(), first.token(), jobs.get("a1"), JobStatus.SUCCEEDED, null))
         .isInstanceOf(Ended.Drained.class);
-    h.queue.taskStopped(ManualPlatform.taskIdOf(first.workerId()), first.workerId(), first.token(), "exited");
+    h.queue.taskStopped(
+        ManualPlatform.taskIdOf(first.workerId()), first.workerId(), first.token(), "exited");
 
     assertThat(names(runByDispatch(h))).containsExactly("b1", "a2", "b2");
   }
@@ -184,7 +205,8 @@ class FairShareTest {
     QueueHarness h = harness(tdb, 1, Duration.ZERO, QueueConfig.SharedOrder.FAIR);
     assertThat(h.config.takesTurns(Lanes.dedicated("a"))).isFalse();
     assertThat(h.config.takesTurns(Lanes.SHARED)).isTrue();
-    assertThat(h.config.withSharedOrder(QueueConfig.SharedOrder.FIFO).takesTurns(Lanes.SHARED)).isFalse();
+    assertThat(h.config.withSharedOrder(QueueConfig.SharedOrder.FIFO).takesTurns(Lanes.SHARED))
+        .isFalse();
   }
 
   @Test
@@ -197,9 +219,11 @@ class FairShareTest {
     h.workers.start(w.workerId(), w.token());
     played++;
     // The worker dies under a1: a1 is queued again, same id, and the exit's dispatch takes it
-    // before a2 (and, as a retry at the head of the lane, before b1 too: a retry is not a new turn).
+    // before a2 (and, as a retry at the head of the lane, before b1 too: a retry is not a new
+    // turn).
     h.queue.taskStopped(ManualPlatform.taskIdOf(w.workerId()), w.workerId(), w.token(), "killed");
-    assertThat(h.job(jobs.get("a1")).longValue("worker_id")).isEqualTo(h.manual.lastLaunch().workerId());
+    assertThat(h.job(jobs.get("a1")).longValue("worker_id"))
+        .isEqualTo(h.manual.lastLaunch().workerId());
 
     List<Long> order = new ArrayList<>(List.of(jobs.get("a1")));
     order.addAll(runByDispatch(h));
@@ -214,8 +238,11 @@ class FairShareTest {
     h.queue.dispatchLane(Lanes.SHARED);
     WorkerLaunch w = h.manual.lastLaunch();
     h.workers.start(w.workerId(), w.token());
-    // a1's program exits with a retry code: the worker records the interruption and takes the next job.
-    assertThat(h.workers.interrupt(w.workerId(), w.token(), jobs.get("a1"), "exit code 75", null, null))
+    // a1's program exits with a retry code: the worker records the interruption and takes the next
+    // job.
+    assertThat(
+            h.workers.interrupt(
+                w.workerId(), w.token(), jobs.get("a1"), "exit code 75", null, null))
         .contains(JobStatus.QUEUED);
 
     Ended next = h.workers.takeNext(w.workerId(), w.token());
@@ -256,13 +283,19 @@ class FairShareTest {
     assertThat(c1.turns()).contains(new JobQueries.Turns(false, 0, 1, 2));
     assertThat(a3.position()).isEqualTo(4);
     assertThat(a3.turns()).contains(new JobQueries.Turns(false, 1, 2, 2));
-    assertThat(queries.jobs("c", java.util.Set.of(), 10, null).jobs().get(0).position()).isEqualTo(2);
-    assertThat(new JobQueries(h.db, h.config.withSharedOrder(QueueConfig.SharedOrder.FIFO), h.clock)
-        .job(jobs.get("c1")).orElseThrow().position()).isEqualTo(11);
+    assertThat(queries.jobs("c", java.util.Set.of(), 10, null).jobs().get(0).position())
+        .isEqualTo(2);
+    assertThat(
+            new JobQueries(h.db, h.config.withSharedOrder(QueueConfig.SharedOrder.FIFO), h.clock)
+                .job(jobs.get("c1"))
+                .orElseThrow()
+                .position())
+        .isEqualTo(11);
   }
 
   @Test
-  void the_lanes_view_lists_the_shared_lanes_queued_jobs_in_the_order_of_the_turns(TestDatabase tdb) {
+  void the_lanes_view_lists_the_shared_lanes_queued_jobs_in_the_order_of_the_turns(
+      TestDatabase tdb) {
     QueueHarness h = harness(tdb, 1, Duration.ZERO, QueueConfig.SharedOrder.FAIR);
     queue(h, "a", 4);
     queue(h, "b", 2);
@@ -270,18 +303,33 @@ class FairShareTest {
     h.queue.dispatchLane(Lanes.SHARED); // a1
     JobQueries queries = new JobQueries(h.db, h.config, h.clock);
 
-    List<JobQueries.QueuedJob> head = queries.lanes(null, 20).lanes().stream()
-        .filter(l -> l.lane().equals(Lanes.SHARED)).findFirst().orElseThrow().head();
+    List<JobQueries.QueuedJob> head =
+        queries.lanes(null, 20).lanes().stream()
+            .filter(l -> l.lane().equals(Lanes.SHARED))
+            .findFirst()
+            .orElseThrow()
+            .head();
 
     assertThat(names(head.stream().map(JobQueries.QueuedJob::id).toList()))
         .containsExactly("b1", "c1", "a2", "b2", "a3", "a4");
     for (JobQueries.QueuedJob q : head) {
-      assertThat(q.position()).as("job " + q.id()).isEqualTo(queries.job(q.id()).orElseThrow().position());
+      assertThat(q.position())
+          .as("job " + q.id())
+          .isEqualTo(queries.job(q.id()).orElseThrow().position());
     }
-    assertThat(names(queries.lanes(null, 2).lanes().get(0).head().stream().map(JobQueries.QueuedJob::id).toList()))
+    assertThat(
+            names(
+                queries.lanes(null, 2).lanes().get(0).head().stream()
+                    .map(JobQueries.QueuedJob::id)
+                    .toList()))
         .containsExactly("b1", "c1");
-    JobQueries fifo = new JobQueries(h.db, h.config.withSharedOrder(QueueConfig.SharedOrder.FIFO), h.clock);
-    assertThat(names(fifo.lanes(null, 20).lanes().get(0).head().stream().map(JobQueries.QueuedJob::id).toList()))
+    JobQueries fifo =
+        new JobQueries(h.db, h.config.withSharedOrder(QueueConfig.SharedOrder.FIFO), h.clock);
+    assertThat(
+            names(
+                fifo.lanes(null, 20).lanes().get(0).head().stream()
+                    .map(JobQueries.QueuedJob::id)
+                    .toList()))
         .containsExactly("a2", "a3", "a4", "b1", "b2", "c1");
   }
 }

@@ -31,17 +31,19 @@ class JobHistoryTest {
     h.workers.start(w3.workerId(), w3.token());
     h.workers.end(w3.workerId(), w3.token(), job, JobStatus.SUCCEEDED, null);
 
-    assertThat(h.events(job)).extracting(r -> r.string("type") + ": " + r.string("message")).containsExactly(
-        "enqueued: enqueued in lane shared",
-        "dispatched: dispatched to worker 1 in slot shared#1 (attempt 1)",
-        "started: started on worker 1",
-        "interrupted: interrupted: progress 0→3, recoveries 0, stop reason OutOfMemoryError",
-        "dispatched: dispatched to worker 2 in slot shared#1 (attempt 2)",
-        "started: started on worker 2",
-        "interrupted: interrupted: progress 3→3, recoveries 1, stop reason Essential container in task exited",
-        "dispatched: dispatched to worker 3 in slot shared#1 (attempt 3)",
-        "started: started on worker 3",
-        "succeeded: succeeded");
+    assertThat(h.events(job))
+        .extracting(r -> r.string("type") + ": " + r.string("message"))
+        .containsExactly(
+            "enqueued: enqueued in lane shared",
+            "dispatched: dispatched to worker 1 in slot shared#1 (attempt 1)",
+            "started: started on worker 1",
+            "interrupted: interrupted: progress 0→3, recoveries 0, stop reason OutOfMemoryError",
+            "dispatched: dispatched to worker 2 in slot shared#1 (attempt 2)",
+            "started: started on worker 2",
+            "interrupted: interrupted: progress 3→3, recoveries 1, stop reason Essential container in task exited",
+            "dispatched: dispatched to worker 3 in slot shared#1 (attempt 3)",
+            "started: started on worker 3",
+            "succeeded: succeeded");
   }
 
   @Test
@@ -53,8 +55,9 @@ class JobHistoryTest {
       WorkerLaunch started = h.workers.start(w.workerId(), w.token()).map(s -> w).orElseThrow();
       h.queue.taskStopped(null, started.workerId(), null, "Essential container in task exited");
     }
-    assertThat(h.events(job).get(h.events(job).size() - 1).string("message")).isEqualTo(
-        "failed: Build worker repeatedly exited without progress. Check worker logs and retry. "
-            + "interrupted: progress 0→0, recoveries 4, stop reason Essential container in task exited");
+    assertThat(h.events(job).get(h.events(job).size() - 1).string("message"))
+        .isEqualTo(
+            "failed: Build worker repeatedly exited without progress. Check worker logs and retry. "
+                + "interrupted: progress 0→0, recoveries 4, stop reason Essential container in task exited");
   }
 }

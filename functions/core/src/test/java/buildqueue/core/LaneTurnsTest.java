@@ -19,24 +19,27 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The choice of a lane's next job, and a user joining the turns, are each written once (LaneTurns'
- * class comment says why): in the live definition of one function of the schema (the last
- * migration that defines it; a released migration's older text is history), which every statement
- * that takes a job or queues one calls, and nowhere in the Java.
+ * class comment says why): in the live definition of one function of the schema (the last migration
+ * that defines it; a released migration's older text is history), which every statement that takes
+ * a job or queues one calls, and nowhere in the Java.
  */
 class LaneTurnsTest {
   /** The walk's lock on a turn row: only the choice walks the turns. */
   private static final String WALK = "for update of u skip locked";
+
   /** Only joining writes a turn row into being. */
   private static final String JOIN = "insert into build_lane_turn";
 
   @Test
-  void the_choice_of_a_lanes_next_job_is_written_once_and_every_statement_that_takes_a_job_calls_it()
-      throws Exception {
+  void
+      the_choice_of_a_lanes_next_job_is_written_once_and_every_statement_that_takes_a_job_calls_it()
+          throws Exception {
     Map<String, String> live = liveFunctions();
 
     assertThat(definitionsHolding(live, WALK)).containsExactly("build_lane_next_job");
     assertThat(javaSourcesHolding(WALK)).isEmpty();
-    // The dispatch chooses; chaining chooses in build_lane_chain, which the worker's functions call.
+    // The dispatch chooses; chaining chooses in build_lane_chain, which the worker's functions
+    // call.
     for (String taker : List.of("build_lane_dispatch", "build_lane_chain")) {
       assertThat(live.get(taker)).as(taker).contains("build_lane_next_job(");
     }
@@ -46,7 +49,8 @@ class LaneTurnsTest {
   }
 
   @Test
-  void a_user_joins_the_turns_through_one_function_wherever_a_job_enters_the_lane() throws Exception {
+  void a_user_joins_the_turns_through_one_function_wherever_a_job_enters_the_lane()
+      throws Exception {
     Map<String, String> live = liveFunctions();
 
     assertThat(definitionsHolding(live, JOIN)).containsExactly("build_lane_turn_join");
@@ -57,7 +61,8 @@ class LaneTurnsTest {
 
   /** Each function's text as the last migration that (re)defines it writes it, by name. */
   private static Map<String, String> liveFunctions() throws Exception {
-    Pattern name = Pattern.compile("(?is)^create\\s+(?:or\\s+replace\\s+)?function\\s+(\\w+)\\s*\\(");
+    Pattern name =
+        Pattern.compile("(?is)^create\\s+(?:or\\s+replace\\s+)?function\\s+(\\w+)\\s*\\(");
     Map<String, String> live = new LinkedHashMap<>();
     for (String migration : Migrator.MIGRATIONS) {
       for (String statement : statementsOf(resource("/buildqueue/db/migrations/" + migration))) {
@@ -67,17 +72,25 @@ class LaneTurnsTest {
         }
       }
     }
-    assertThat(live).as("the functions found").containsKeys("build_lane_next_job", "build_worker_end");
+    assertThat(live)
+        .as("the functions found")
+        .containsKeys("build_lane_next_job", "build_worker_end");
     return live;
   }
 
   private static List<String> definitionsHolding(Map<String, String> live, String text) {
-    return live.entrySet().stream().filter(e -> e.getValue().contains(text)).map(Map.Entry::getKey).toList();
+    return live.entrySet().stream()
+        .filter(e -> e.getValue().contains(text))
+        .map(Map.Entry::getKey)
+        .toList();
   }
 
   private static List<Path> javaSourcesHolding(String text) throws IOException {
     try (Stream<Path> files = Files.walk(Path.of("src/main/java"))) {
-      return files.filter(p -> p.toString().endsWith(".java")).filter(p -> read(p).contains(text)).toList();
+      return files
+          .filter(p -> p.toString().endsWith(".java"))
+          .filter(p -> read(p).contains(text))
+          .toList();
     }
   }
 
@@ -92,7 +105,8 @@ class LaneTurnsTest {
   /** The migration's statements as the migrator cuts them (comments dropped). */
   @SuppressWarnings("unchecked")
   private static List<String> statementsOf(String script) throws ReflectiveOperationException {
-    Method statements = Class.forName("buildqueue.db.SqlScript").getDeclaredMethod("statements", String.class);
+    Method statements =
+        Class.forName("buildqueue.db.SqlScript").getDeclaredMethod("statements", String.class);
     statements.setAccessible(true);
     return (List<String>) statements.invoke(null, script);
   }

@@ -12,7 +12,9 @@ import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
-/** {@link QueueConfig#linger()}: a worker whose lane ran empty waits for new work before it drains. */
+/**
+ * {@link QueueConfig#linger()}: a worker whose lane ran empty waits for new work before it drains.
+ */
 @ExtendWith(PostgresExtension.class)
 class LingerTest {
 
@@ -23,7 +25,8 @@ class LingerTest {
       long job = h.submit("alice", "noop", "{}");
       h.awaitStatus(job, "succeeded");
       h.awaitWorkersExited();
-      assertThat(h.worker(h.job(job).longValue("worker_id")).string("exit_reason")).isEqualTo("exited: drained");
+      assertThat(h.worker(h.job(job).longValue("worker_id")).string("exit_reason"))
+          .isEqualTo("exited: drained");
     }
   }
 
@@ -53,16 +56,21 @@ class LingerTest {
       // a lingering worker reads it before each look for work.
       AtomicLong nanos = new AtomicLong();
       AtomicInteger readings = new AtomicInteger();
-      h.platform.nanoTime(() -> {
-        readings.incrementAndGet();
-        return nanos.get();
-      });
+      h.platform.nanoTime(
+          () -> {
+            readings.incrementAndGet();
+            return nanos.get();
+          });
       long job = h.submit("alice", "noop", "{}");
       h.awaitStatus(job, "succeeded");
       long worker = h.job(job).longValue("worker_id");
       int before = readings.get();
-      Await.until("the worker to look for work three times while it lingers", () -> readings.get() >= before + 3);
-      assertThat(h.worker(worker).string("status")).as("before its linger is over").isEqualTo("running");
+      Await.until(
+          "the worker to look for work three times while it lingers",
+          () -> readings.get() >= before + 3);
+      assertThat(h.worker(worker).string("status"))
+          .as("before its linger is over")
+          .isEqualTo("running");
 
       nanos.addAndGet(config.linger().toNanos());
       h.awaitWorkersExited();
@@ -72,7 +80,8 @@ class LingerTest {
   }
 
   @Test
-  void a_lingering_worker_drains_at_once_when_its_chain_window_has_closed(TestDatabase tdb) throws Exception {
+  void a_lingering_worker_drains_at_once_when_its_chain_window_has_closed(TestDatabase tdb)
+      throws Exception {
     QueueConfig config = QueueHarness.testConfig().withLinger(Duration.ofSeconds(20));
     try (QueueHarness h = QueueHarness.open(tdb, config)) {
       long first = h.submitGate("alice");

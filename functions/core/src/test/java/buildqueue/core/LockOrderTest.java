@@ -30,39 +30,54 @@ import org.junit.jupiter.api.extension.ExtendWith;
 @ExtendWith(PostgresExtension.class)
 class LockOrderTest {
   @Test
-  void a_worker_start_waiting_for_its_job_holds_no_lock_on_its_worker(TestDatabase tdb) throws Exception {
+  void a_worker_start_waiting_for_its_job_holds_no_lock_on_its_worker(TestDatabase tdb)
+      throws Exception {
     QueueHarness h = QueueHarness.manual(tdb);
-    long job = h.queue.enqueue("alice", "noop", new Json("{}"), null).jobId(); // dispatched, worker launching
+    long job =
+        h.queue
+            .enqueue("alice", "noop", new Json("{}"), null)
+            .jobId(); // dispatched, worker launching
     WorkerLaunch w = h.manual.lastLaunch();
 
-    var started = whileTheJobIsHeld(tdb, job, w.workerId(), () -> h.workers.start(w.workerId(), w.token()));
+    var started =
+        whileTheJobIsHeld(tdb, job, w.workerId(), () -> h.workers.start(w.workerId(), w.token()));
 
     assertThat(started).isPresent();
     assertThat(h.status(job)).isEqualTo("running");
   }
 
   @Test
-  void a_worker_exit_waiting_for_its_job_holds_no_lock_on_its_worker(TestDatabase tdb) throws Exception {
+  void a_worker_exit_waiting_for_its_job_holds_no_lock_on_its_worker(TestDatabase tdb)
+      throws Exception {
     QueueHarness h = QueueHarness.manual(tdb);
     long job = h.queue.enqueue("alice", "noop", new Json("{}"), null).jobId();
     WorkerLaunch w = h.manual.lastLaunch();
     h.workers.start(w.workerId(), w.token());
 
-    var exited = whileTheJobIsHeld(tdb, job, w.workerId(),
-        () -> h.queue.taskStopped(null, w.workerId(), w.token(), "exited"));
+    var exited =
+        whileTheJobIsHeld(
+            tdb,
+            job,
+            w.workerId(),
+            () -> h.queue.taskStopped(null, w.workerId(), w.token(), "exited"));
 
-    assertThat(exited).hasValueSatisfying(e -> assertThat(e.jobStatus()).contains(JobStatus.QUEUED));
+    assertThat(exited)
+        .hasValueSatisfying(e -> assertThat(e.jobStatus()).contains(JobStatus.QUEUED));
   }
 
   @Test
-  void a_worker_gone_before_its_start_waiting_for_its_job_holds_no_lock_on_its_worker(TestDatabase tdb)
-      throws Exception {
+  void a_worker_gone_before_its_start_waiting_for_its_job_holds_no_lock_on_its_worker(
+      TestDatabase tdb) throws Exception {
     QueueHarness h = QueueHarness.manual(tdb);
     long job = h.queue.enqueue("alice", "noop", new Json("{}"), null).jobId();
     WorkerLaunch w = h.manual.lastLaunch();
 
-    var exited = whileTheJobIsHeld(tdb, job, w.workerId(),
-        () -> h.queue.taskStopped(null, w.workerId(), w.token(), "image cannot be pulled"));
+    var exited =
+        whileTheJobIsHeld(
+            tdb,
+            job,
+            w.workerId(),
+            () -> h.queue.taskStopped(null, w.workerId(), w.token(), "image cannot be pulled"));
 
     assertThat(exited).hasValueSatisfying(e -> assertThat(e.neverStarted()).isTrue());
     assertThat(h.status(job)).isEqualTo("queued");
@@ -72,15 +87,21 @@ class LockOrderTest {
    * Runs {@code transition} while another connection holds {@code job}'s row; once the transition
    * waits, that connection updates the worker's row (as END's drain does) and commits.
    */
-  private static <T> T whileTheJobIsHeld(TestDatabase tdb, long job, long workerId, Supplier<T> transition)
-      throws Exception {
+  private static <T> T whileTheJobIsHeld(
+      TestDatabase tdb, long job, long workerId, Supplier<T> transition) throws Exception {
     try (Connection holder = tdb.dataSource().getConnection()) {
       holder.setAutoCommit(false);
       run(holder, "set local lock_timeout = '20s'");
       run(holder, "select 1 from build_job where id = " + job + " for update");
       CompletableFuture<T> waiting = CompletableFuture.supplyAsync(transition);
-      Await.until("the transition to wait for the job's row", () ->
-          tdb.jdbc().query("select count(*) as n from pg_locks where not granted").get(0).longValue("n") > 0);
+      Await.until(
+          "the transition to wait for the job's row",
+          () ->
+              tdb.jdbc()
+                      .query("select count(*) as n from pg_locks where not granted")
+                      .get(0)
+                      .longValue("n")
+                  > 0);
 
       // Had the transition updated the worker's row before waiting, this would deadlock with it.
       run(holder, "update build_worker set exit_reason = exit_reason where id = " + workerId);

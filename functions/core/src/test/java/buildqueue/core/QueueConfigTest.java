@@ -10,25 +10,67 @@ import org.junit.jupiter.api.Test;
 class QueueConfigTest {
   @Test
   void the_defaults_are_the_documented_values() {
-    assertThat(QueueConfig.defaults()).isEqualTo(new QueueConfig(1, Duration.ofMinutes(60), Duration.ofMinutes(5),
-        Duration.ofSeconds(60), Duration.ofMinutes(5), Duration.ofSeconds(5), Duration.ofSeconds(60), 5,
-        Duration.ofSeconds(10), Duration.ofDays(7), Duration.ZERO, QueueConfig.SharedOrder.FAIR, 1000));
+    assertThat(QueueConfig.defaults())
+        .isEqualTo(
+            new QueueConfig(
+                1,
+                Duration.ofMinutes(60),
+                Duration.ofMinutes(5),
+                Duration.ofSeconds(60),
+                Duration.ofMinutes(5),
+                Duration.ofSeconds(5),
+                Duration.ofSeconds(60),
+                5,
+                Duration.ofSeconds(10),
+                Duration.ofDays(7),
+                Duration.ZERO,
+                QueueConfig.SharedOrder.FAIR,
+                1000));
   }
 
   @Test
   void a_builder_changes_only_the_fields_it_names_and_to_builder_keeps_every_other() {
-    QueueConfig config = QueueConfig.builder().sharedSlots(3).linger(Duration.ofSeconds(2)).maxQueuedJobs(7).build();
+    QueueConfig config =
+        QueueConfig.builder().sharedSlots(3).linger(Duration.ofSeconds(2)).maxQueuedJobs(7).build();
 
-    assertThat(config).isEqualTo(QueueConfig.defaults().withSharedSlots(3).withLinger(Duration.ofSeconds(2))
-        .withMaxQueuedJobs(7));
-    QueueConfig every = new QueueConfig(2, Duration.ofMinutes(9), Duration.ofMinutes(2), Duration.ofSeconds(7),
-        Duration.ofSeconds(3), Duration.ofSeconds(4), Duration.ofSeconds(6), 8, Duration.ofSeconds(11),
-        Duration.ofDays(2), Duration.ofSeconds(1), QueueConfig.SharedOrder.FIFO, 12);
+    assertThat(config)
+        .isEqualTo(
+            QueueConfig.defaults()
+                .withSharedSlots(3)
+                .withLinger(Duration.ofSeconds(2))
+                .withMaxQueuedJobs(7));
+    QueueConfig every =
+        new QueueConfig(
+            2,
+            Duration.ofMinutes(9),
+            Duration.ofMinutes(2),
+            Duration.ofSeconds(7),
+            Duration.ofSeconds(3),
+            Duration.ofSeconds(4),
+            Duration.ofSeconds(6),
+            8,
+            Duration.ofSeconds(11),
+            Duration.ofDays(2),
+            Duration.ofSeconds(1),
+            QueueConfig.SharedOrder.FIFO,
+            12);
     assertThat(every.toBuilder().build()).isEqualTo(every);
-    assertThat(every.withRetention(Duration.ofDays(3))).isEqualTo(new QueueConfig(2, Duration.ofMinutes(9),
-        Duration.ofMinutes(2), Duration.ofSeconds(7), Duration.ofSeconds(3), Duration.ofSeconds(4),
-        Duration.ofSeconds(6), 8, Duration.ofSeconds(11), Duration.ofDays(3), Duration.ofSeconds(1),
-        QueueConfig.SharedOrder.FIFO, 12));
+    assertThat(every.withRetention(Duration.ofDays(3)))
+        .isEqualTo(
+            new QueueConfig(
+                2,
+                Duration.ofMinutes(9),
+                Duration.ofMinutes(2),
+                Duration.ofSeconds(7),
+                Duration.ofSeconds(3),
+                Duration.ofSeconds(4),
+                Duration.ofSeconds(6),
+                8,
+                Duration.ofSeconds(11),
+                Duration.ofDays(3),
+                Duration.ofSeconds(1),
+                QueueConfig.SharedOrder.FIFO,
+                12));
   }
 
   @Test

@@ -11,8 +11,8 @@ import buildqueue.db.UniqueViolationException;
 import buildqueue.platform.LaunchOutcome;
 import buildqueue.platform.TaskState;
 import buildqueue.platform.WorkerLaunch;
-import buildqueue.testing.ManualPlatform;
 import buildqueue.testing.Await;
+import buildqueue.testing.ManualPlatform;
 import buildqueue.testing.PostgresExtension;
 import buildqueue.testing.QueueHarness;
 import buildqueue.testing.Rows;
@@ -28,8 +28,9 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
- * One test per behaviour kept from the reference implementation (docs/architecture.md §1), with the test playing each worker by
- * hand (a {@link buildqueue.testing.ManualPlatform}), so every step happens exactly when it says.
+ * One test per behaviour kept from the reference implementation (docs/architecture.md §1), with the
+ * test playing each worker by hand (a {@link buildqueue.testing.ManualPlatform}), so every step
+ * happens exactly when it says.
  */
 @ExtendWith(PostgresExtension.class)
 class ReferenceBehaviourTest {
@@ -46,7 +47,9 @@ class ReferenceBehaviourTest {
   }
 
   private static void exit(QueueHarness h, WorkerLaunch w) {
-    assertThat(h.queue.taskStopped(ManualPlatform.taskIdOf(w.workerId()), w.workerId(), w.token(), "exited"))
+    assertThat(
+            h.queue.taskStopped(
+                ManualPlatform.taskIdOf(w.workerId()), w.workerId(), w.token(), "exited"))
         .isPresent();
   }
 
@@ -54,7 +57,8 @@ class ReferenceBehaviourTest {
   void idempotent_enqueue_returns_the_same_job_for_the_same_user_and_key(TestDatabase tdb) {
     QueueHarness h = QueueHarness.manual(tdb);
     JobTransitions.Enqueued first = h.queue.enqueue("alice", "noop", new Json("{}"), "build-42");
-    JobTransitions.Enqueued again = h.queue.enqueue("alice", "noop", new Json("{\"other\": 1}"), "build-42");
+    JobTransitions.Enqueued again =
+        h.queue.enqueue("alice", "noop", new Json("{\"other\": 1}"), "build-42");
     JobTransitions.Enqueued otherUser = h.queue.enqueue("bob", "noop", new Json("{}"), "build-42");
 
     assertThat(first.created()).isTrue();
@@ -67,13 +71,15 @@ class ReferenceBehaviourTest {
 
   @Test
   void jobs_of_a_lane_are_dispatched_in_fifo_order(TestDatabase tdb) {
-    QueueHarness h = QueueHarness.manual(tdb, QueueHarness.testConfig().withChainWindow(Duration.ZERO));
+    QueueHarness h =
+        QueueHarness.manual(tdb, QueueHarness.testConfig().withChainWindow(Duration.ZERO));
     List<Long> ids = List.of(submit(h, "u1"), submit(h, "u2"), submit(h, "u3"), submit(h, "u1"));
     for (long expected : ids) {
       WorkerLaunch w = startLastWorker(h);
       assertThat(h.job(expected).longValue("worker_id")).isEqualTo(w.workerId());
       long job = h.job(expected).longValue("id");
-      assertThat(h.workers.end(w.workerId(), w.token(), job, JobStatus.SUCCEEDED, null)).isInstanceOf(Ended.Drained.class);
+      assertThat(h.workers.end(w.workerId(), w.token(), job, JobStatus.SUCCEEDED, null))
+          .isInstanceOf(Ended.Drained.class);
       exit(h, w); // the exit dispatches the next job of the lane
     }
     assertThat(ids).allSatisfy(id -> assertThat(h.status(id)).isEqualTo("succeeded"));
@@ -89,37 +95,49 @@ class ReferenceBehaviourTest {
 
     assertThat(h.job(alice).string("lane")).isEqualTo("shared");
     assertThat(h.job(bob).string("lane")).isEqualTo("user:bob");
-    assertThat(h.liveWorkers()).extracting(r -> r.string("slot")).containsExactly("shared#1", "user:bob#1");
+    assertThat(h.liveWorkers())
+        .extracting(r -> r.string("slot"))
+        .containsExactly("shared#1", "user:bob#1");
     assertThat(h.status(alice)).isEqualTo("dispatched");
     assertThat(h.status(bob)).isEqualTo("dispatched");
     assertThat(h.status(carol)).isEqualTo("queued"); // behind alice in the shared lane
   }
 
   @Test
-  void a_unique_violation_on_the_slot_means_another_dispatcher_won(TestDatabase tdb) throws Exception {
+  void a_unique_violation_on_the_slot_means_another_dispatcher_won(TestDatabase tdb)
+      throws Exception {
     QueueHarness h = QueueHarness.manual(tdb);
     h.queue.setDedicated("dora", true);
     try (Connection other = tdb.dataSource().getConnection()) {
       other.setAutoCommit(false);
       // The other dispatcher's insert stays uncommitted on its own connection: raw JDBC, as every
       // statement of the row factory commits on its own.
-      try (PreparedStatement ps = other.prepareStatement(
-          "insert into build_worker (lane, slot, token, expires_at, launched_at) "
-              + "values ('user:dora', 'user:dora#1', gen_random_uuid(), now() + interval '1 hour', now())")) {
+      try (PreparedStatement ps =
+          other.prepareStatement(
+              "insert into build_worker (lane, slot, token, expires_at, launched_at) "
+                  + "values ('user:dora', 'user:dora#1', gen_random_uuid(), now() + interval '1 hour', now())")) {
         ps.executeUpdate();
       }
       long job = Rows.job().user("dora").ownLane().insert(tdb.jdbc());
       // Our dispatch blocks on the other dispatcher's uncommitted slot, then loses to it.
-      CompletableFuture<Object> ours = CompletableFuture.supplyAsync(() -> {
-        try {
-          return new DispatchTransitions(h.db, h.config, h.clock).dispatch("user:dora");
-        } catch (UniqueViolationException e) {
-          return e;
-        }
-      });
+      CompletableFuture<Object> ours =
+          CompletableFuture.supplyAsync(
+              () -> {
+                try {
+                  return new DispatchTransitions(h.db, h.config, h.clock).dispatch("user:dora");
+                } catch (UniqueViolationException e) {
+                  return e;
+                }
+              });
       // Our statement waits on the other dispatcher's row lock before that one commits.
-      Await.until("our dispatch to wait on the other's lock", () ->
-          tdb.jdbc().query("select count(*) as n from pg_locks where not granted").get(0).longValue("n") > 0);
+      Await.until(
+          "our dispatch to wait on the other's lock",
+          () ->
+              tdb.jdbc()
+                      .query("select count(*) as n from pg_locks where not granted")
+                      .get(0)
+                      .longValue("n")
+                  > 0);
       other.commit();
       assertThat(ours.get(30, TimeUnit.SECONDS)).isInstanceOf(UniqueViolationException.class);
       assertThat(h.status(job)).isEqualTo("queued");
@@ -129,24 +147,29 @@ class ReferenceBehaviourTest {
   }
 
   @Test
-  void definite_launch_failure_frees_the_slot_and_fails_the_job_with_a_clear_message(TestDatabase tdb) {
+  void definite_launch_failure_frees_the_slot_and_fails_the_job_with_a_clear_message(
+      TestDatabase tdb) {
     QueueHarness h = QueueHarness.manual(tdb);
-    h.manual.nextOutcomes(new LaunchOutcome.NotStarted("task definition worker:9 not found", false));
+    h.manual.nextOutcomes(
+        new LaunchOutcome.NotStarted("task definition worker:9 not found", false));
     long job = submit(h, "alice");
 
     assertThat(h.status(job)).isEqualTo("failed");
     assertThat(h.job(job).string("error"))
-        .isEqualTo("Could not start a build worker: task definition worker:9 not found. "
-            + "Check the worker configuration and retry.");
+        .isEqualTo(
+            "Could not start a build worker: task definition worker:9 not found. "
+                + "Check the worker configuration and retry.");
     assertThat(h.liveWorkers()).isEmpty();
     long next = submit(h, "bob");
     assertThat(h.status(next)).isEqualTo("dispatched"); // the slot was free at once
   }
 
   @Test
-  void capacity_launch_failure_requeues_the_job_with_backoff_then_fails_after_the_limit(TestDatabase tdb) {
+  void capacity_launch_failure_requeues_the_job_with_backoff_then_fails_after_the_limit(
+      TestDatabase tdb) {
     QueueHarness h = QueueHarness.manual(tdb);
-    LaunchOutcome noCapacity = new LaunchOutcome.NotStarted("RESOURCE:FARGATE capacity unavailable", true);
+    LaunchOutcome noCapacity =
+        new LaunchOutcome.NotStarted("RESOURCE:FARGATE capacity unavailable", true);
     h.manual.nextOutcomes(noCapacity);
     long job = submit(h, "alice");
     assertThat(h.status(job)).isEqualTo("queued");
@@ -164,19 +187,22 @@ class ReferenceBehaviourTest {
     }
     assertThat(h.status(job)).isEqualTo("failed");
     assertThat(h.job(job).string("error"))
-        .isEqualTo("Could not start a build worker after 5 attempts: RESOURCE:FARGATE capacity unavailable. Retry later.");
+        .isEqualTo(
+            "Could not start a build worker after 5 attempts: RESOURCE:FARGATE capacity unavailable. Retry later.");
   }
 
   @Test
   void unknown_launch_outcome_keeps_the_slot_until_evidence_or_lease_expiry(TestDatabase tdb) {
     QueueHarness h = QueueHarness.manual(tdb);
-    h.manual.nextOutcomes(new LaunchOutcome.Unknown("read timed out"), new LaunchOutcome.Unknown("read timed out"));
+    h.manual.nextOutcomes(
+        new LaunchOutcome.Unknown("read timed out"), new LaunchOutcome.Unknown("read timed out"));
     long job = submit(h, "alice");
     long waiting = submit(h, "bob");
 
     assertThat(h.liveWorkers()).hasSize(1);
     assertThat(h.liveWorkers().get(0).string("task_id")).isNull();
-    h.clock.advance(Duration.ofSeconds(31)); // past the launch grace: the tick retries, still unknown
+    h.clock.advance(
+        Duration.ofSeconds(31)); // past the launch grace: the tick retries, still unknown
     h.queue.tick();
     assertThat(h.manual.launches()).hasSize(2);
     assertThat(h.manual.launches().get(1).token()).isEqualTo(h.manual.launches().get(0).token());
@@ -184,7 +210,8 @@ class ReferenceBehaviourTest {
 
     h.clock.advance(h.config.lease()); // no task id: nothing can be checked, the lease decides
     h.queue.tick();
-    assertThat(h.worker(h.manual.launches().get(0).workerId()).string("status")).isEqualTo("exited");
+    assertThat(h.worker(h.manual.launches().get(0).workerId()).string("status"))
+        .isEqualTo("exited");
     // The worker never started, so its job never ran: a launch failure, retried at the head after
     // the backoff, not an interruption.
     assertThat(h.status(job)).isEqualTo("queued");
@@ -207,12 +234,14 @@ class ReferenceBehaviourTest {
 
     WorkerLaunch w = h.manual.launches().get(0);
     assertThat(h.manual.launches()).hasSize(2);
-    assertThat(h.worker(w.workerId()).string("task_id")).isEqualTo(ManualPlatform.taskIdOf(w.workerId()));
+    assertThat(h.worker(w.workerId()).string("task_id"))
+        .isEqualTo(ManualPlatform.taskIdOf(w.workerId()));
     assertThat(h.status(job)).isEqualTo("dispatched");
   }
 
   @Test
-  void a_worker_that_started_despite_an_unknown_launch_gets_its_task_id_from_the_relaunch(TestDatabase tdb) {
+  void a_worker_that_started_despite_an_unknown_launch_gets_its_task_id_from_the_relaunch(
+      TestDatabase tdb) {
     QueueHarness h = QueueHarness.manual(tdb);
     h.manual.nextOutcomes(new LaunchOutcome.Unknown("HTTP 500"));
     submit(h, "alice");
@@ -222,7 +251,8 @@ class ReferenceBehaviourTest {
     h.queue.tick();
 
     assertThat(h.worker(w.workerId()).string("status")).isEqualTo("running");
-    assertThat(h.worker(w.workerId()).string("task_id")).isEqualTo(ManualPlatform.taskIdOf(w.workerId()));
+    assertThat(h.worker(w.workerId()).string("task_id"))
+        .isEqualTo(ManualPlatform.taskIdOf(w.workerId()));
   }
 
   @Test
@@ -313,14 +343,16 @@ class ReferenceBehaviourTest {
     assertThat(h.job(job).intValue("recoveries")).isEqualTo(2);
 
     WorkerLaunch w3 = startLastWorker(h);
-    assertThat(h.workers.progress(w3.workerId(), w3.token(), job, 1)).isEqualTo(ProgressAck.RECORDED);
+    assertThat(h.workers.progress(w3.workerId(), w3.token(), job, 1))
+        .isEqualTo(ProgressAck.RECORDED);
     exit(h, w3);
     assertThat(h.job(job).intValue("recoveries")).isZero();
     assertThat(h.status(job)).isEqualTo("dispatched");
   }
 
   @Test
-  void the_fourth_interruption_without_progress_fails_the_job_with_the_reference_message(TestDatabase tdb) {
+  void the_fourth_interruption_without_progress_fails_the_job_with_the_reference_message(
+      TestDatabase tdb) {
     QueueHarness h = QueueHarness.manual(tdb);
     long job = submit(h, "alice");
     for (int interruption = 1; interruption <= 3; interruption++) {
@@ -351,7 +383,8 @@ class ReferenceBehaviourTest {
   }
 
   @Test
-  void liveness_checks_are_never_duplicated_by_concurrent_callers(TestDatabase tdb) throws Exception {
+  void liveness_checks_are_never_duplicated_by_concurrent_callers(TestDatabase tdb)
+      throws Exception {
     QueueHarness h = QueueHarness.manual(tdb, QueueHarness.testConfig().withSharedSlots(40));
     for (int i = 0; i < 40; i++) {
       submit(h, "user" + i);
@@ -383,18 +416,22 @@ class ReferenceBehaviourTest {
     long onUncheckable = submit(h, "u2");
     long onUnknown = submit(h, "u3");
     h.manual.setCheckable(id -> id.startsWith("checkable"));
-    h.manual.nextOutcomes(new LaunchOutcome.Unknown("timeout")); // the tick's relaunch learns nothing either
+    h.manual.nextOutcomes(
+        new LaunchOutcome.Unknown("timeout")); // the tick's relaunch learns nothing either
 
     h.clock.advance(h.config.lease());
     h.queue.tick();
 
     assertThat(h.job(onCheckable).string("status")).isEqualTo("dispatched");
-    assertThat(h.worker(h.job(onCheckable).longValue("worker_id")).string("status")).isEqualTo("launching");
-    assertThat(h.manual.stopRequests()).containsExactly("checkable-1"); // outlived its lease: asked to stop
+    assertThat(h.worker(h.job(onCheckable).longValue("worker_id")).string("status"))
+        .isEqualTo("launching");
+    assertThat(h.manual.stopRequests())
+        .containsExactly("checkable-1"); // outlived its lease: asked to stop
     // Neither worker ever started (this test plays no worker): launch failures, not interruptions.
     assertThat(h.job(onUncheckable).intValue("launch_failures")).isEqualTo(1);
     assertThat(h.job(onUnknown).intValue("launch_failures")).isEqualTo(1);
-    assertThat(h.workers()).filteredOn(w -> "exited".equals(w.string("status")))
+    assertThat(h.workers())
+        .filteredOn(w -> "exited".equals(w.string("status")))
         .extracting(w -> w.string("exit_reason"))
         .containsOnly("not started: lease expired with no way to check the worker");
   }
@@ -412,11 +449,14 @@ class ReferenceBehaviourTest {
     // A live worker far older than the retention: its lease is long gone, but it can be checked.
     h.clock.advance(h.config.retention().plusDays(1));
 
-    TickTransitions.Housekept housekept = new TickTransitions(h.db, h.config, h.clock).housekeep(1000);
+    TickTransitions.Housekept housekept =
+        new TickTransitions(h.db, h.config, h.clock).housekeep(1000);
 
     assertThat(housekept.workers()).isEqualTo(1);
     assertThat(housekept.jobs()).isEqualTo(1);
-    assertThat(h.workers()).extracting(w -> w.longValue("id")).containsExactly(h.manual.launches().get(1).workerId());
+    assertThat(h.workers())
+        .extracting(w -> w.longValue("id"))
+        .containsExactly(h.manual.launches().get(1).workerId());
     assertThat(h.status(live)).isEqualTo("dispatched");
   }
 
@@ -439,19 +479,23 @@ class ReferenceBehaviourTest {
 
     assertThat(h.queue.cancel(queued, "bob")).isInstanceOf(JobTransitions.Cancelled.Now.class);
     assertThat(h.status(queued)).isEqualTo("cancelled");
-    assertThat(h.queue.cancel(queued, "bob")).isEqualTo(new JobTransitions.Cancelled.Unchanged(queued, JobStatus.CANCELLED));
-    assertThat(h.queue.cancel(queued, "mallory")).isInstanceOf(JobTransitions.Cancelled.NotFound.class);
+    assertThat(h.queue.cancel(queued, "bob"))
+        .isEqualTo(new JobTransitions.Cancelled.Unchanged(queued, JobStatus.CANCELLED));
+    assertThat(h.queue.cancel(queued, "mallory"))
+        .isInstanceOf(JobTransitions.Cancelled.NotFound.class);
   }
 
   @Test
-  void cancelling_a_running_job_sets_a_flag_the_worker_sees_at_its_next_progress_call(TestDatabase tdb) {
+  void cancelling_a_running_job_sets_a_flag_the_worker_sees_at_its_next_progress_call(
+      TestDatabase tdb) {
     QueueHarness h = QueueHarness.manual(tdb);
     long job = submit(h, "alice");
     WorkerLaunch w = startLastWorker(h);
 
     assertThat(h.queue.cancel(job, "alice")).isInstanceOf(JobTransitions.Cancelled.Requested.class);
     assertThat(h.status(job)).isEqualTo("running");
-    assertThat(h.workers.progress(w.workerId(), w.token(), job, 1)).isEqualTo(ProgressAck.CANCEL_REQUESTED);
+    assertThat(h.workers.progress(w.workerId(), w.token(), job, 1))
+        .isEqualTo(ProgressAck.CANCEL_REQUESTED);
     h.workers.end(w.workerId(), w.token(), job, JobStatus.CANCELLED, null);
     assertThat(h.status(job)).isEqualTo("cancelled");
   }
@@ -491,17 +535,25 @@ class ReferenceBehaviourTest {
     QueueHarness h = QueueHarness.manual(tdb);
     long job = submit(h, "alice");
     WorkerLaunch w = startLastWorker(h);
-    Json followUps = new Json("[{\"kind\": \"noop\", \"payload\": {\"n\": 1}}, {\"kind\": \"noop\"}]");
+    Json followUps =
+        new Json("[{\"kind\": \"noop\", \"payload\": {\"n\": 1}}, {\"kind\": \"noop\"}]");
 
-    Ended ended = h.workers.transactionally(tx -> {
-      assertThat(h.workers.addFollowUps(tx, w.workerId(), w.token(), job, followUps))
-          .isInstanceOf(WorkerTransitions.FollowUps.Added.class);
-      return h.workers.end(tx, w.workerId(), w.token(), job, JobStatus.SUCCEEDED, null, null);
-    });
+    Ended ended =
+        h.workers.transactionally(
+            tx -> {
+              assertThat(h.workers.addFollowUps(tx, w.workerId(), w.token(), job, followUps))
+                  .isInstanceOf(WorkerTransitions.FollowUps.Added.class);
+              return h.workers.end(
+                  tx, w.workerId(), w.token(), job, JobStatus.SUCCEEDED, null, null);
+            });
 
     // The first follow-up was chained onto the same worker in the same statement.
     assertThat(ended).isInstanceOf(Ended.Chained.class);
-    assertThat(tdb.jdbc().query("select user_id, payload from build_job where id <> :id order by id", Params.of("id", job)))
+    assertThat(
+            tdb.jdbc()
+                .query(
+                    "select user_id, payload from build_job where id <> :id order by id",
+                    Params.of("id", job)))
         .extracting(r -> r.string("user_id") + " " + r.json("payload"))
         .containsExactly("alice {\"n\": 1}", "alice {}");
   }
@@ -513,8 +565,11 @@ class ReferenceBehaviourTest {
     WorkerLaunch w = startLastWorker(h);
     UUID wrongToken = UUID.randomUUID();
 
-    WorkerTransitions.FollowUps added = h.workers.transactionally(tx ->
-        h.workers.addFollowUps(tx, w.workerId(), wrongToken, job, new Json("[{\"kind\": \"noop\"}]")));
+    WorkerTransitions.FollowUps added =
+        h.workers.transactionally(
+            tx ->
+                h.workers.addFollowUps(
+                    tx, w.workerId(), wrongToken, job, new Json("[{\"kind\": \"noop\"}]")));
 
     assertThat(added).isInstanceOf(WorkerTransitions.FollowUps.FencedOff.class);
     assertThat(tdb.jdbc().query("select id from build_job")).hasSize(1);
@@ -527,8 +582,10 @@ class ReferenceBehaviourTest {
     WorkerLaunch w = startLastWorker(h);
     exit(h, w); // e.g. the stop evidence of a task that is in fact still finishing
 
-    assertThat(h.workers.progress(w.workerId(), w.token(), job, 5)).isEqualTo(ProgressAck.FENCED_OFF);
-    assertThat(h.workers.end(w.workerId(), w.token(), job, JobStatus.SUCCEEDED, null)).isInstanceOf(Ended.FencedOff.class);
+    assertThat(h.workers.progress(w.workerId(), w.token(), job, 5))
+        .isEqualTo(ProgressAck.FENCED_OFF);
+    assertThat(h.workers.end(w.workerId(), w.token(), job, JobStatus.SUCCEEDED, null))
+        .isInstanceOf(Ended.FencedOff.class);
     assertThat(h.job(job).intValue("progress")).isZero();
     assertThat(h.status(job)).isEqualTo("dispatched"); // on its next worker
   }
@@ -545,13 +602,16 @@ class ReferenceBehaviourTest {
     QueueHarness h = QueueHarness.manual(tdb);
     long job = submit(h, "alice");
     WorkerLaunch w = startLastWorker(h);
-    h.manual.setState(ManualPlatform.taskIdOf(w.workerId()), new TaskState.Stopped("Essential container in task exited"));
+    h.manual.setState(
+        ManualPlatform.taskIdOf(w.workerId()),
+        new TaskState.Stopped("Essential container in task exited"));
 
     BuildQueue.TickReport report = h.queue.tick();
 
     assertThat(report.checked()).isEqualTo(1);
     assertThat(report.exited()).isEqualTo(1);
-    assertThat(h.worker(w.workerId()).string("exit_reason")).isEqualTo("Essential container in task exited");
+    assertThat(h.worker(w.workerId()).string("exit_reason"))
+        .isEqualTo("Essential container in task exited");
     assertThat(h.status(job)).isEqualTo("dispatched"); // recovered onto a new worker
   }
 }

@@ -11,9 +11,15 @@ class RowLimitsTest {
 
   @Test
   void the_widest_job_row_and_the_widest_event_row_fit_the_data_api_row_limit() {
-    assertThat(RowLimits.widestJobRowBytes()).isEqualTo(62_517).isLessThanOrEqualTo(RowLimits.MAX_ROW_BYTES);
-    assertThat(RowLimits.widestEventRowBytes()).isEqualTo(53_900).isLessThanOrEqualTo(RowLimits.MAX_ROW_BYTES);
-    assertThat(RowLimits.logTailRowBytes()).isEqualTo(62_312).isLessThanOrEqualTo(RowLimits.MAX_ROW_BYTES);
+    assertThat(RowLimits.widestJobRowBytes())
+        .isEqualTo(62_517)
+        .isLessThanOrEqualTo(RowLimits.MAX_ROW_BYTES);
+    assertThat(RowLimits.widestEventRowBytes())
+        .isEqualTo(53_900)
+        .isLessThanOrEqualTo(RowLimits.MAX_ROW_BYTES);
+    assertThat(RowLimits.logTailRowBytes())
+        .isEqualTo(62_312)
+        .isLessThanOrEqualTo(RowLimits.MAX_ROW_BYTES);
   }
 
   @Test
@@ -36,7 +42,9 @@ class RowLimitsTest {
     String cut = RowLimits.boundedError(text);
 
     byte[] bytes = cut.getBytes(StandardCharsets.UTF_8);
-    assertThat(bytes.length).isLessThanOrEqualTo(RowLimits.MAX_ERROR_BYTES).isGreaterThan(RowLimits.MAX_ERROR_BYTES - 8);
+    assertThat(bytes.length)
+        .isLessThanOrEqualTo(RowLimits.MAX_ERROR_BYTES)
+        .isGreaterThan(RowLimits.MAX_ERROR_BYTES - 8);
     assertThat(cut).endsWith("…").startsWith("x\uD83D\uDE00");
     assertThat(new String(bytes, StandardCharsets.UTF_8)).isEqualTo(cut);
     assertThat(cut.substring(0, cut.length() - 1).codePoints().skip(1)).containsOnly(0x1F600);

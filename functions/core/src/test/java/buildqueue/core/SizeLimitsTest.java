@@ -29,17 +29,19 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
- * The largest jobs the API accepts, and the widest rows the queue can write, are read back by
- * every statement that returns them. On the JDBC adapter this shows the API's limits; in the queue
- * suite on the Data API adapter (functions/aws) it shows that each statement stays within the
- * Data API's 64 KB a row and 1 MiB an answer, which its fake enforces.
+ * The largest jobs the API accepts, and the widest rows the queue can write, are read back by every
+ * statement that returns them. On the JDBC adapter this shows the API's limits; in the queue suite
+ * on the Data API adapter (functions/aws) it shows that each statement stays within the Data API's
+ * 64 KB a row and 1 MiB an answer, which its fake enforces.
  */
 @ExtendWith(PostgresExtension.class)
 class SizeLimitsTest {
   private static final ObjectMapper JSON = new ObjectMapper();
   private static final String LARGEST = payloadOfStoredSize(RowLimits.MAX_PAYLOAD_BYTES);
+
   /** The longest user id the API takes, in bytes: 200 characters of 4 bytes. */
   private static final String WIDEST_USER = "\uD83D\uDE00".repeat(HttpApi.MAX_KEY_CHARS);
+
   private static final Caller ALICE = Caller.user("alice");
 
   /** {"f": "x…"}, exactly {@code bytes} long as jsonb stores it ({"f": "…"} adds 9). */
@@ -63,8 +65,8 @@ class SizeLimitsTest {
   }
 
   @Test
-  void the_largest_payload_the_api_accepts_is_chained_onto_a_running_worker_and_succeeds(TestDatabase tdb)
-      throws InterruptedException {
+  void the_largest_payload_the_api_accepts_is_chained_onto_a_running_worker_and_succeeds(
+      TestDatabase tdb) throws InterruptedException {
     try (QueueHarness h = QueueHarness.open(tdb)) {
       CheckedApi api = api(h);
       long first = created(api, ALICE, "gate", "{}");
@@ -74,7 +76,8 @@ class SizeLimitsTest {
       h.gates.open(first);
 
       h.awaitStatus(chained, "succeeded");
-      assertThat(h.job(chained).longValue("worker_id")).isEqualTo(h.job(first).longValue("worker_id"));
+      assertThat(h.job(chained).longValue("worker_id"))
+          .isEqualTo(h.job(first).longValue("worker_id"));
       h.awaitQuiet();
     }
   }
@@ -84,12 +87,16 @@ class SizeLimitsTest {
     QueueHarness h = QueueHarness.manual(tdb);
     Map<String, Long> before = rowCounts(h);
 
-    ApiResponse r = submit(api(h), ALICE, "noop", payloadOfStoredSize(RowLimits.MAX_PAYLOAD_BYTES + 1));
+    ApiResponse r =
+        submit(api(h), ALICE, "noop", payloadOfStoredSize(RowLimits.MAX_PAYLOAD_BYTES + 1));
 
     assertThat(r.status()).as(r.bodyText()).isEqualTo(413);
     assertThat(r.header("Content-Type")).hasValue("application/problem+json");
     assertThat(json(r).get("detail").asText())
-        .contains("takes 55001 bytes as stored", "the limit is 55000 bytes", "Nothing was written",
+        .contains(
+            "takes 55001 bytes as stored",
+            "the limit is 55000 bytes",
+            "Nothing was written",
             "object storage");
     assertThat(rowCounts(h)).isEqualTo(before);
   }
@@ -117,7 +124,9 @@ class SizeLimitsTest {
 
     assertThat(j.h().workers.start(w.workerId(), w.token()).orElseThrow().job()).isPresent();
     WorkerTransitions.Ended ended =
-        j.h().workers.end(w.workerId(), w.token(), j.id(), JobStatus.FAILED, "\uD83D\uDE00".repeat(25_000));
+        j.h()
+            .workers
+            .end(w.workerId(), w.token(), j.id(), JobStatus.FAILED, "\uD83D\uDE00".repeat(25_000));
 
     assertThat(ended).isInstanceOf(WorkerTransitions.Ended.Drained.class);
     JsonNode job = json(j.get(""));
@@ -135,18 +144,22 @@ class SizeLimitsTest {
     j.h().workers.start(w.workerId(), w.token());
     String tail = "\uD83D\uDE00".repeat(RowLimits.MAX_LOG_TAIL_BYTES / 4);
     WorkerTransitions.LogWrite log =
-        new WorkerTransitions.LogWrite(tail, 10_000_000L, "l".repeat(RowLimits.MAX_LOG_LOCATION_BYTES));
+        new WorkerTransitions.LogWrite(
+            tail, 10_000_000L, "l".repeat(RowLimits.MAX_LOG_LOCATION_BYTES));
 
     assertThat(j.h().workers.checkIn(w.workerId(), w.token(), j.id(), 1, log))
         .isEqualTo(WorkerTransitions.ProgressAck.RECORDED);
-    j.h().workers.end(w.workerId(), w.token(), j.id(), JobStatus.FAILED, "\uD83D\uDE00".repeat(25_000), log);
+    j.h()
+        .workers
+        .end(w.workerId(), w.token(), j.id(), JobStatus.FAILED, "\uD83D\uDE00".repeat(25_000), log);
 
     assertThat(j.get("/log").bodyText()).isEqualTo(tail);
     assertThat(json(j.get("")).get("status").asText()).isEqualTo("failed");
   }
 
   @Test
-  void the_widest_history_rows_a_launch_failure_and_worker_exits_can_leave_are_readable(TestDatabase tdb) {
+  void the_widest_history_rows_a_launch_failure_and_worker_exits_can_leave_are_readable(
+      TestDatabase tdb) {
     QueueHarness h = QueueHarness.manual(tdb);
     CheckedApi api = api(h);
     // Control characters: jsonb writes each as a 6-byte escape in an event's detail.
@@ -167,15 +180,23 @@ class SizeLimitsTest {
       JsonNode job = json(ok(api.handle(ApiRequest.of("GET", "/jobs/" + id, ALICE))));
       assertThat(job.get("error").asText().getBytes(StandardCharsets.UTF_8).length)
           .isLessThanOrEqualTo(RowLimits.MAX_ERROR_BYTES + RowLimits.ERROR_WRAPPER_BYTES);
-      JsonNode events = json(ok(api.handle(ApiRequest.of("GET", "/jobs/" + id + "/events", ALICE))));
-      assertThat(events.get("events").get(events.get("events").size() - 1).get("type").asText()).isEqualTo("failed");
+      JsonNode events =
+          json(ok(api.handle(ApiRequest.of("GET", "/jobs/" + id + "/events", ALICE))));
+      assertThat(events.get("events").get(events.get("events").size() - 1).get("type").asText())
+          .isEqualTo("failed");
     }
   }
 
   @Test
-  void a_follow_up_of_the_largest_payload_is_submitted_and_runs(TestDatabase tdb) throws InterruptedException {
+  void a_follow_up_of_the_largest_payload_is_submitted_and_runs(TestDatabase tdb)
+      throws InterruptedException {
     try (QueueHarness h = QueueHarness.open(tdb)) {
-      long parent = created(api(h), ALICE, "gate", "{\"followUpPayloadBytes\": " + RowLimits.MAX_PAYLOAD_BYTES + "}");
+      long parent =
+          created(
+              api(h),
+              ALICE,
+              "gate",
+              "{\"followUpPayloadBytes\": " + RowLimits.MAX_PAYLOAD_BYTES + "}");
       h.gates.awaitEntered(parent);
       h.gates.open(parent);
 
@@ -192,22 +213,28 @@ class SizeLimitsTest {
       throws InterruptedException {
     try (QueueHarness h = QueueHarness.open(tdb)) {
       long parent =
-          created(api(h), ALICE, "gate", "{\"followUpPayloadBytes\": " + (RowLimits.MAX_PAYLOAD_BYTES + 1) + "}");
+          created(
+              api(h),
+              ALICE,
+              "gate",
+              "{\"followUpPayloadBytes\": " + (RowLimits.MAX_PAYLOAD_BYTES + 1) + "}");
       h.gates.awaitEntered(parent);
       h.gates.open(parent);
 
       h.awaitStatus(parent, "failed");
       assertThat(h.job(parent).string("error"))
-          .isEqualTo("Follow-up job 1 has a payload of 55001 bytes as stored; the limit is 55000 bytes. No follow-up"
-              + " was submitted. Keep large inputs in object storage (e.g. S3) and pass a reference in the payload.");
+          .isEqualTo(
+              "Follow-up job 1 has a payload of 55001 bytes as stored; the limit is 55000 bytes. No follow-up"
+                  + " was submitted. Keep large inputs in object storage (e.g. S3) and pass a reference in the payload.");
       assertThat(rowCounts(h).get("build_job")).isEqualTo(1);
       h.awaitQuiet();
     }
   }
 
   @Test
-  void the_largest_page_of_the_largest_jobs_answers_under_1_mib_with_next_links_that_reach_every_job(
-      TestDatabase tdb) {
+  void
+      the_largest_page_of_the_largest_jobs_answers_under_1_mib_with_next_links_that_reach_every_job(
+          TestDatabase tdb) {
     QueueHarness h = QueueHarness.manual(tdb);
     CheckedApi api = api(h);
     h.queue.setDedicated(WIDEST_USER, true);
@@ -216,7 +243,9 @@ class SizeLimitsTest {
       ids.add(h.queue.enqueue(WIDEST_USER, "noop", new Json(LARGEST), null).jobId());
     }
     // The widest error a job can have: a reason cut to MAX_ERROR_BYTES inside a statement's text.
-    Rows.job().status(JobStatus.FAILED).error("e".repeat(RowLimits.MAX_ERROR_BYTES + RowLimits.ERROR_WRAPPER_BYTES))
+    Rows.job()
+        .status(JobStatus.FAILED)
+        .error("e".repeat(RowLimits.MAX_ERROR_BYTES + RowLimits.ERROR_WRAPPER_BYTES))
         .updateAll(tdb.jdbc());
 
     List<Long> seen = new ArrayList<>();
@@ -235,7 +264,8 @@ class SizeLimitsTest {
   }
 
   @Test
-  void moving_more_queued_jobs_than_a_lane_change_lists_moves_them_all_and_counts_them(TestDatabase tdb) {
+  void moving_more_queued_jobs_than_a_lane_change_lists_moves_them_all_and_counts_them(
+      TestDatabase tdb) {
     QueueHarness h = QueueHarness.manual(tdb);
     Rows.job().user(WIDEST_USER).lane("shared").insert(tdb.jdbc(), 1500);
 
@@ -243,15 +273,23 @@ class SizeLimitsTest {
 
     assertThat(change.movedCount()).isEqualTo(1500);
     assertThat(change.movedJobs()).hasSize(JobTransitions.MAX_MOVED_LISTED).isSorted();
-    assertThat(tdb.jdbc().query("select count(*) as n from build_job where lane = :lane",
-        Params.of("lane", "user:" + WIDEST_USER)).get(0).longValue("n")).isEqualTo(1500);
+    assertThat(
+            tdb.jdbc()
+                .query(
+                    "select count(*) as n from build_job where lane = :lane",
+                    Params.of("lane", "user:" + WIDEST_USER))
+                .get(0)
+                .longValue("n"))
+        .isEqualTo(1500);
   }
 
   @Test
-  void the_lanes_page_of_the_widest_lanes_with_their_longest_queues_answers_every_lane(TestDatabase tdb) {
+  void the_lanes_page_of_the_widest_lanes_with_their_longest_queues_answers_every_lane(
+      TestDatabase tdb) {
     QueueHarness h = QueueHarness.manual(tdb);
     CheckedApi api = api(h);
-    List<String> users = List.of("a", "b", "c", "d").stream().map(p -> p + WIDEST_USER.substring(2)).toList();
+    List<String> users =
+        List.of("a", "b", "c", "d").stream().map(p -> p + WIDEST_USER.substring(2)).toList();
     for (String user : users) {
       Rows.job().user(user).ownLane().insert(tdb.jdbc(), 200);
     }
@@ -259,22 +297,29 @@ class SizeLimitsTest {
     List<String> lanes = new ArrayList<>();
     for (String next = "/lanes?queuedLimit=" + HttpApi.MAX_LIST_LIMIT; next != null; ) {
       JsonNode page = json(ok(api.handle(ApiRequest.of("GET", next, Caller.admin("root")))));
-      page.get("lanes").forEach(l -> {
-        lanes.add(l.get("lane").asText());
-        assertThat(l.get("queuedJobs").size()).isEqualTo((int) l.get("queued").asLong());
-      });
+      page.get("lanes")
+          .forEach(
+              l -> {
+                lanes.add(l.get("lane").asText());
+                assertThat(l.get("queuedJobs").size()).isEqualTo((int) l.get("queued").asLong());
+              });
       next = page.get("next").isNull() ? null : page.get("next").asText();
     }
 
-    assertThat(lanes).containsExactlyElementsOf(
-        java.util.stream.Stream.concat(java.util.stream.Stream.of("shared"), users.stream().map(u -> "user:" + u))
-            .sorted().toList());
+    assertThat(lanes)
+        .containsExactlyElementsOf(
+            java.util.stream.Stream.concat(
+                    java.util.stream.Stream.of("shared"), users.stream().map(u -> "user:" + u))
+                .sorted()
+                .toList());
   }
 
   @Test
   void the_tick_dispatches_every_lane_when_more_lanes_wait_than_one_batch(TestDatabase tdb) {
     QueueHarness h = QueueHarness.manual(tdb);
-    Rows.insert(tdb.jdbc(), IntStream.rangeClosed(1, 150).mapToObj(n -> Rows.job().user("u" + n).ownLane()).toList());
+    Rows.insert(
+        tdb.jdbc(),
+        IntStream.rangeClosed(1, 150).mapToObj(n -> Rows.job().user("u" + n).ownLane()).toList());
 
     BuildQueue.TickReport report = h.queue.tick();
 
@@ -283,12 +328,14 @@ class SizeLimitsTest {
   }
 
   private static CheckedApi api(QueueHarness h) {
-    return new CheckedApi(new HttpApi(h.queue, new JobQueries(h.db, h.config, h.clock), h.handlers));
+    return new CheckedApi(
+        new HttpApi(h.queue, new JobQueries(h.db, h.config, h.clock), h.handlers));
   }
 
   private static ApiResponse submit(CheckedApi api, Caller caller, String kind, String payload) {
-    return api.handle(ApiRequest.json("POST", "/jobs", "{\"kind\": \"" + kind + "\", \"payload\": " + payload + "}",
-        caller));
+    return api.handle(
+        ApiRequest.json(
+            "POST", "/jobs", "{\"kind\": \"" + kind + "\", \"payload\": " + payload + "}", caller));
   }
 
   private static long created(CheckedApi api, Caller caller, String kind, String payload) {
@@ -311,14 +358,20 @@ class SizeLimitsTest {
   }
 
   private static long storedPayloadBytes(QueueHarness h, long id) {
-    return h.testDb.jdbc().query("select octet_length(payload::text) as n from build_job where id = :id",
-        Params.of("id", id)).get(0).longValue("n");
+    return h.testDb
+        .jdbc()
+        .query(
+            "select octet_length(payload::text) as n from build_job where id = :id",
+            Params.of("id", id))
+        .get(0)
+        .longValue("n");
   }
 
   private static Map<String, Long> rowCounts(QueueHarness h) {
     Map<String, Long> counts = new java.util.TreeMap<>();
     for (String table : List.of("build_job", "build_job_event", "build_worker", "build_user")) {
-      counts.put(table, h.testDb.jdbc().query("select count(*) as n from " + table).get(0).longValue("n"));
+      counts.put(
+          table, h.testDb.jdbc().query("select count(*) as n from " + table).get(0).longValue("n"));
     }
     return counts;
   }

@@ -14,15 +14,16 @@ import buildqueue.testing.TestDatabase;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.OptionalInt;
 import java.util.Optional;
+import java.util.OptionalInt;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
- * docs/architecture.md §4.7: a submission with a supersede key replaces the same user's unfinished jobs with
- * that key, and a user may have at most their quota of queued jobs; both inside the enqueue
- * statement. Runs on every database adapter (the aws module runs this package on the Data API).
+ * docs/architecture.md §4.7: a submission with a supersede key replaces the same user's unfinished
+ * jobs with that key, and a user may have at most their quota of queued jobs; both inside the
+ * enqueue statement. Runs on every database adapter (the aws module runs this package on the Data
+ * API).
  */
 @ExtendWith(PostgresExtension.class)
 class SupersedeAndQuotaTest {
@@ -44,12 +45,14 @@ class SupersedeAndQuotaTest {
   }
 
   @Test
-  void ten_rapid_submissions_with_one_key_leave_one_build_to_run_besides_the_one_that_had_started(TestDatabase tdb) {
+  void ten_rapid_submissions_with_one_key_leave_one_build_to_run_besides_the_one_that_had_started(
+      TestDatabase tdb) {
     QueueHarness h = QueueHarness.manual(tdb);
     List<Long> ids = new ArrayList<>();
     ids.add(submit(h, "alice", "article-7").jobId());
     WorkerLaunch first = h.manual.lastLaunch();
-    assertThat(h.workers.start(first.workerId(), first.token()).orElseThrow().job().orElseThrow().id())
+    assertThat(
+            h.workers.start(first.workerId(), first.token()).orElseThrow().job().orElseThrow().id())
         .isEqualTo(ids.get(0));
     for (int i = 2; i <= 10; i++) {
       ids.add(submit(h, "alice", "article-7").jobId());
@@ -64,32 +67,43 @@ class SupersedeAndQuotaTest {
     for (int i = 1; i < 9; i++) {
       assertThat(h.status(ids.get(i))).isEqualTo("cancelled");
       assertThat(h.job(ids.get(i)).longValue("superseded_by")).isEqualTo(ids.get(i + 1));
-      assertThat(h.events(ids.get(i))).extracting(r -> r.string("message"))
+      assertThat(h.events(ids.get(i)))
+          .extracting(r -> r.string("message"))
           .contains("superseded by job " + ids.get(i + 1));
     }
     assertThat(h.status(ids.get(9))).isEqualTo("queued");
 
-    // The worker sees the cancel at its check-in and ends the job; its exit dispatches the last one.
+    // The worker sees the cancel at its check-in and ends the job; its exit dispatches the last
+    // one.
     assertThat(h.workers.checkIn(first.workerId(), first.token(), ids.get(0), null, null))
         .isEqualTo(WorkerTransitions.ProgressAck.CANCEL_REQUESTED);
     h.workers.end(first.workerId(), first.token(), ids.get(0), JobStatus.CANCELLED, null);
-    h.queue.taskStopped(ManualPlatform.taskIdOf(first.workerId()), first.workerId(), first.token(), "exited");
+    h.queue.taskStopped(
+        ManualPlatform.taskIdOf(first.workerId()), first.workerId(), first.token(), "exited");
     WorkerLaunch second = h.manual.lastLaunch();
     assertThat(second.workerId()).isNotEqualTo(first.workerId());
-    assertThat(h.workers.start(second.workerId(), second.token()).orElseThrow().job().orElseThrow().id())
+    assertThat(
+            h.workers
+                .start(second.workerId(), second.token())
+                .orElseThrow()
+                .job()
+                .orElseThrow()
+                .id())
         .isEqualTo(ids.get(9));
     assertThat(h.manual.launches()).hasSize(2);
   }
 
   @Test
-  void ten_rapid_submissions_on_live_workers_run_the_last_and_the_one_that_had_started(TestDatabase tdb)
-      throws InterruptedException {
+  void ten_rapid_submissions_on_live_workers_run_the_last_and_the_one_that_had_started(
+      TestDatabase tdb) throws InterruptedException {
     try (QueueHarness h = QueueHarness.open(tdb)) {
       List<Long> ids = new ArrayList<>();
-      ids.add(h.queue.enqueue("alice", GateHandler.KIND, new Json("{}"), null, "article-7").jobId());
+      ids.add(
+          h.queue.enqueue("alice", GateHandler.KIND, new Json("{}"), null, "article-7").jobId());
       h.gates.awaitEntered(ids.get(0)); // the first build runs and holds the one shared slot
       for (int i = 2; i <= 10; i++) {
-        ids.add(h.queue.enqueue("alice", GateHandler.KIND, new Json("{}"), null, "article-7").jobId());
+        ids.add(
+            h.queue.enqueue("alice", GateHandler.KIND, new Json("{}"), null, "article-7").jobId());
       }
       h.gates.open(ids.get(0));
       h.gates.awaitEntered(ids.get(9));
@@ -98,12 +112,15 @@ class SupersedeAndQuotaTest {
       h.awaitWorkersExited();
       h.awaitQuiet();
 
-      assertThat(tdb.jdbc().query("select id from build_job where started_at is not null order by id"))
-          .extracting(r -> r.longValue("id")).containsExactly(ids.get(0), ids.get(9));
+      assertThat(
+              tdb.jdbc().query("select id from build_job where started_at is not null order by id"))
+          .extracting(r -> r.longValue("id"))
+          .containsExactly(ids.get(0), ids.get(9));
       assertThat(h.job(ids.get(0)).bool("cancel_requested")).isTrue();
       for (int i = 1; i < 9; i++) {
         assertThat(h.status(ids.get(i))).isEqualTo("cancelled");
-        assertThat(h.events(ids.get(i))).extracting(r -> r.string("message"))
+        assertThat(h.events(ids.get(i)))
+            .extracting(r -> r.string("message"))
             .contains("superseded by job " + ids.get(i + 1));
       }
     }
@@ -123,7 +140,8 @@ class SupersedeAndQuotaTest {
     assertThat(replacing.superseded()).containsExactly(old);
     assertThat(replacing.supersededCount()).isEqualTo(1);
     assertThat(replacing.cancelRequested()).isEmpty();
-    assertThat(List.of(running, otherKey, bobs, noKey)).allSatisfy(id -> assertThat(h.status(id)).isNotEqualTo("cancelled"));
+    assertThat(List.of(running, otherKey, bobs, noKey))
+        .allSatisfy(id -> assertThat(h.status(id)).isNotEqualTo("cancelled"));
     assertThat(h.status(old)).isEqualTo("cancelled");
   }
 
@@ -132,10 +150,12 @@ class SupersedeAndQuotaTest {
     QueueHarness h = QueueHarness.manual(tdb);
     submit(h, "alice", null); // holds the slot
     long old = submit(h, "alice", "article-7").jobId();
-    JobTransitions.Enqueued first = h.queue.enqueue("alice", "noop", new Json("{}"), "save-2", "article-7");
+    JobTransitions.Enqueued first =
+        h.queue.enqueue("alice", "noop", new Json("{}"), "save-2", "article-7");
     long newer = submit(h, "alice", "article-7").jobId();
 
-    JobTransitions.Enqueued again = h.queue.enqueue("alice", "noop", new Json("{}"), "save-2", "article-7");
+    JobTransitions.Enqueued again =
+        h.queue.enqueue("alice", "noop", new Json("{}"), "save-2", "article-7");
 
     assertThat(first.superseded()).containsExactly(old);
     assertThat(again.created()).isFalse();
@@ -152,11 +172,13 @@ class SupersedeAndQuotaTest {
     Map<String, Long> before = rowCounts(tdb);
 
     assertThatThrownBy(() -> submit(h, "alice", null))
-        .isInstanceOfSatisfying(QueueFullException.class, e -> {
-          assertThat(e.queued()).isEqualTo(1000);
-          assertThat(e.limit()).isEqualTo(1000);
-          assertThat(e.moreThanCounted()).isFalse();
-        });
+        .isInstanceOfSatisfying(
+            QueueFullException.class,
+            e -> {
+              assertThat(e.queued()).isEqualTo(1000);
+              assertThat(e.limit()).isEqualTo(1000);
+              assertThat(e.moreThanCounted()).isFalse();
+            });
     assertThatThrownBy(() -> h.queue.enqueue("alice", "noop", new Json("{}"), "k-1", null))
         .isInstanceOf(QueueFullException.class);
     assertThat(rowCounts(tdb)).isEqualTo(before);
@@ -177,7 +199,10 @@ class SupersedeAndQuotaTest {
     JobTransitions.Enqueued replacing = submit(h, "alice", "article-7");
 
     assertThat(replacing.superseded()).containsExactly(old);
-    assertThat(count(tdb, "select count(*) as n from build_job where user_id = 'alice' and status = 'queued'"))
+    assertThat(
+            count(
+                tdb,
+                "select count(*) as n from build_job where user_id = 'alice' and status = 'queued'"))
         .isEqualTo(3);
   }
 
@@ -185,8 +210,10 @@ class SupersedeAndQuotaTest {
   void a_users_own_quota_replaces_the_default_until_it_is_reset(TestDatabase tdb) {
     QueueHarness h = QueueHarness.manual(tdb);
     submit(h, "alice", null); // dispatched
-    JobTransitions.LaneChange set = h.queue.updateUser("alice",
-        new JobTransitions.UserChange(Optional.empty(), Optional.of(OptionalInt.of(2))));
+    JobTransitions.LaneChange set =
+        h.queue.updateUser(
+            "alice",
+            new JobTransitions.UserChange(Optional.empty(), Optional.of(OptionalInt.of(2))));
     assertThat(set.maxQueuedJobs()).isEqualTo(2);
     assertThat(set.ownMaxQueuedJobs()).isTrue();
     assertThat(set.dedicatedWorker()).isFalse();
@@ -195,8 +222,10 @@ class SupersedeAndQuotaTest {
     assertThatThrownBy(() -> submit(h, "alice", null))
         .isInstanceOfSatisfying(QueueFullException.class, e -> assertThat(e.limit()).isEqualTo(2));
 
-    JobTransitions.LaneChange reset = h.queue.updateUser("alice",
-        new JobTransitions.UserChange(Optional.empty(), Optional.of(OptionalInt.empty())));
+    JobTransitions.LaneChange reset =
+        h.queue.updateUser(
+            "alice",
+            new JobTransitions.UserChange(Optional.empty(), Optional.of(OptionalInt.empty())));
 
     assertThat(reset.maxQueuedJobs()).isEqualTo(QueueConfig.DEFAULT_MAX_QUEUED_JOBS);
     assertThat(reset.ownMaxQueuedJobs()).isFalse();

@@ -30,7 +30,8 @@ class WorkerLoopTest {
       h.awaitStatus(job, "succeeded");
       h.awaitWorkersExited();
       assertThat(h.job(job).intValue("progress")).isEqualTo(3);
-      assertThat(h.worker(h.job(job).longValue("worker_id")).string("exit_reason")).isEqualTo("exited: drained");
+      assertThat(h.worker(h.job(job).longValue("worker_id")).string("exit_reason"))
+          .isEqualTo("exited: drained");
     }
   }
 
@@ -47,12 +48,20 @@ class WorkerLoopTest {
   @Test
   void a_crash_after_progress_recovers_and_resumes_from_the_last_progress(TestDatabase tdb) {
     try (QueueHarness h = QueueHarness.open(tdb)) {
-      long job = demo(h, "alice", "{\"steps\": 4, \"stepMillis\": 1, \"crashAtStep\": 3, \"crashAttempts\": 1}");
+      long job =
+          demo(
+              h,
+              "alice",
+              "{\"steps\": 4, \"stepMillis\": 1, \"crashAtStep\": 3, \"crashAttempts\": 1}");
       h.awaitStatus(job, "succeeded");
       assertThat(h.job(job).intValue("attempts")).isEqualTo(2);
       assertThat(h.job(job).intValue("recoveries")).isZero();
-      assertThat(h.events(job)).extracting(r -> r.string("message"))
-          .contains("interrupted: progress 0→2, recoveries 0, stop reason killed: job " + job + " asked its worker to crash");
+      assertThat(h.events(job))
+          .extracting(r -> r.string("message"))
+          .contains(
+              "interrupted: progress 0→2, recoveries 0, stop reason killed: job "
+                  + job
+                  + " asked its worker to crash");
     }
   }
 
@@ -89,17 +98,20 @@ class WorkerLoopTest {
       h.gates.awaitEntered(job);
       long oldWorker = h.job(job).longValue("worker_id");
       // Evidence arrives (wrongly) while the worker still runs: the job moves to a new worker.
-      h.queue.taskStopped(null, oldWorker, null, "a stop event for a task that is in fact still finishing");
+      h.queue.taskStopped(
+          null, oldWorker, null, "a stop event for a task that is in fact still finishing");
       h.gates.open(job); // the new worker runs it and reports 5; the old one is fenced off
       h.awaitStatus(job, "succeeded");
       h.awaitQuiet();
       assertThat(h.job(job).longValue("worker_id")).isNotEqualTo(oldWorker);
-      assertThat(h.platform.check(List.of("inproc-1")).get("inproc-1").toString()).contains("exited: fenced_off");
+      assertThat(h.platform.check(List.of("inproc-1")).get("inproc-1").toString())
+          .contains("exited: fenced_off");
     }
   }
 
   @Test
-  void a_cancelled_running_job_ends_cancelled_at_its_next_progress_report(TestDatabase tdb) throws Exception {
+  void a_cancelled_running_job_ends_cancelled_at_its_next_progress_report(TestDatabase tdb)
+      throws Exception {
     try (QueueHarness h = QueueHarness.open(tdb)) {
       long job = h.submit("alice", "gate", "{\"reportAfterGate\": 1}");
       h.gates.awaitEntered(job);
@@ -113,10 +125,12 @@ class WorkerLoopTest {
   @Test
   void follow_ups_from_a_handler_run_after_its_success(TestDatabase tdb) {
     try (QueueHarness h = QueueHarness.open(tdb)) {
-      long job = h.submit("alice", "gate", "{\"followUps\": [{\"kind\": \"noop\", \"payload\": {}}]}");
+      long job =
+          h.submit("alice", "gate", "{\"followUps\": [{\"kind\": \"noop\", \"payload\": {}}]}");
       h.gates.open(job);
       h.awaitStatus(job, "succeeded");
-      long followUp = tdb.jdbc().query("select max(id) as id from build_job").get(0).longValue("id");
+      long followUp =
+          tdb.jdbc().query("select max(id) as id from build_job").get(0).longValue("id");
       h.awaitStatus(followUp, "succeeded");
       assertThat(h.job(followUp).string("user_id")).isEqualTo("alice");
     }
@@ -125,7 +139,11 @@ class WorkerLoopTest {
   @Test
   void follow_ups_of_a_failed_job_are_dropped(TestDatabase tdb) {
     try (QueueHarness h = QueueHarness.open(tdb)) {
-      long job = h.submit("alice", "gate", "{\"fail\": true, \"followUps\": [{\"kind\": \"noop\", \"payload\": {}}]}");
+      long job =
+          h.submit(
+              "alice",
+              "gate",
+              "{\"fail\": true, \"followUps\": [{\"kind\": \"noop\", \"payload\": {}}]}");
       h.gates.open(job);
       h.awaitStatus(job, "failed");
       assertThat(tdb.jdbc().query("select id from build_job")).hasSize(1);
@@ -146,17 +164,27 @@ class WorkerLoopTest {
     try (QueueHarness h = QueueHarness.open(tdb)) {
       // As the harness hands evidence to the queue, recording what each delivery did.
       List<String> deliveries = Collections.synchronizedList(new ArrayList<>());
-      h.platform.onStopped((taskId, workerId, token, reason) -> deliveries.add(
-          taskId + (h.queue.taskStopped(taskId, workerId, token, reason).isPresent() ? " exited" : " changed nothing")));
+      h.platform.onStopped(
+          (taskId, workerId, token, reason) ->
+              deliveries.add(
+                  taskId
+                      + (h.queue.taskStopped(taskId, workerId, token, reason).isPresent()
+                          ? " exited"
+                          : " changed nothing")));
       // A crash, so the evidence is what ends the worker and sends its job back to the queue.
-      h.platform.plan(LaunchPlan.normal().crashAt(WorkerLoop.Point.AFTER_START).evidence(Evidence.DUPLICATE));
+      h.platform.plan(
+          LaunchPlan.normal().crashAt(WorkerLoop.Point.AFTER_START).evidence(Evidence.DUPLICATE));
       long job = h.submit("alice", "noop", "{}");
       h.awaitStatus(job, "succeeded");
       h.awaitQuiet();
-      assertThat(deliveries).containsExactlyInAnyOrder("inproc-1 exited", "inproc-1 changed nothing", "inproc-2 exited");
+      assertThat(deliveries)
+          .containsExactlyInAnyOrder(
+              "inproc-1 exited", "inproc-1 changed nothing", "inproc-2 exited");
       assertThat(h.eventTypes(job)).containsOnlyOnce("interrupted");
       assertThat(h.job(job).intValue("recoveries")).isEqualTo(1);
-      assertThat(h.workers()).hasSize(2).allSatisfy(w -> assertThat(w.string("status")).isEqualTo("exited"));
+      assertThat(h.workers())
+          .hasSize(2)
+          .allSatisfy(w -> assertThat(w.string("status")).isEqualTo("exited"));
     }
   }
 }

@@ -32,53 +32,86 @@ class WorkerRoleTest {
 
   private static Map<String, List<String>> tableStatements() {
     Map<String, List<String>> m = new LinkedHashMap<>();
-    m.put("build_user", List.of("select * from build_user", "update build_user set dedicated_worker = true",
-        "insert into build_user (user_id) values ('mallory')"));
-    m.put("build_worker", List.of("select token from build_worker", "update build_worker set status = 'exited'",
-        "delete from build_worker"));
-    m.put("build_job", List.of("select payload from build_job", "update build_job set status = 'cancelled'",
-        "insert into build_job (user_id, kind, lane, created_at) values ('mallory', 'demo', 'shared', now())"));
-    m.put("build_job_event", List.of("select * from build_job_event", "delete from build_job_event"));
+    m.put(
+        "build_user",
+        List.of(
+            "select * from build_user",
+            "update build_user set dedicated_worker = true",
+            "insert into build_user (user_id) values ('mallory')"));
+    m.put(
+        "build_worker",
+        List.of(
+            "select token from build_worker",
+            "update build_worker set status = 'exited'",
+            "delete from build_worker"));
+    m.put(
+        "build_job",
+        List.of(
+            "select payload from build_job",
+            "update build_job set status = 'cancelled'",
+            "insert into build_job (user_id, kind, lane, created_at) values ('mallory', 'demo', 'shared', now())"));
+    m.put(
+        "build_job_event", List.of("select * from build_job_event", "delete from build_job_event"));
     m.put("build_job_log", List.of("select * from build_job_log", "delete from build_job_log"));
-    m.put("build_lane_turn", List.of("select * from build_lane_turn",
-        "update build_lane_turn set turn = 0 where user_id = 'mallory'", "delete from build_lane_turn"));
-    m.put("build_schema_migration", List.of("select * from build_schema_migration",
-        "delete from build_schema_migration"));
+    m.put(
+        "build_lane_turn",
+        List.of(
+            "select * from build_lane_turn",
+            "update build_lane_turn set turn = 0 where user_id = 'mallory'",
+            "delete from build_lane_turn"));
+    m.put(
+        "build_schema_migration",
+        List.of("select * from build_schema_migration", "delete from build_schema_migration"));
     return m;
   }
 
   @Test
-  void as_the_worker_role_every_select_insert_update_and_delete_on_every_table_fails(TestDatabase tdb) {
+  void as_the_worker_role_every_select_insert_update_and_delete_on_every_table_fails(
+      TestDatabase tdb) {
     try (QueueHarness h = QueueHarness.manual(tdb)) {
       h.submit("alice", "demo", "{}");
       Map<String, List<Map<String, Object>>> before = snapshot(h);
 
       for (List<String> statements : TABLE_STATEMENTS.values()) {
         for (String sql : statements) {
-          assertThatThrownBy(() -> run(h.workerDb, sql)).as(sql)
-              .isInstanceOf(DatabaseException.class).hasMessageContaining("permission denied");
+          assertThatThrownBy(() -> run(h.workerDb, sql))
+              .as(sql)
+              .isInstanceOf(DatabaseException.class)
+              .hasMessageContaining("permission denied");
         }
       }
 
       assertThat(snapshot(h)).isEqualTo(before);
       // The list above covers the whole schema: a new table must be added to it.
-      assertThat(h.db.query("select tablename from pg_tables where schemaname = 'public' order by tablename")
-          .stream().map(r -> r.string("tablename")).toList())
+      assertThat(
+              h
+                  .db
+                  .query(
+                      "select tablename from pg_tables where schemaname = 'public' order by tablename")
+                  .stream()
+                  .map(r -> r.string("tablename"))
+                  .toList())
           .containsExactlyInAnyOrderElementsOf(TABLE_STATEMENTS.keySet());
     }
   }
 
   @Test
-  void as_the_worker_role_nothing_can_be_created_in_the_schema_nor_the_owners_functions_called(TestDatabase tdb) {
+  void as_the_worker_role_nothing_can_be_created_in_the_schema_nor_the_owners_functions_called(
+      TestDatabase tdb) {
     try (QueueHarness h = QueueHarness.manual(tdb)) {
       // An object of its own in the schema could stand in for one a function body names.
       assertThatThrownBy(() -> h.workerDb.update("create table public.mine (x int)"))
-          .isInstanceOf(DatabaseException.class).hasMessageContaining("permission denied");
-      assertThatThrownBy(() -> h.workerDb.update(
-              "create function public.build_lane_of(p bigint) returns text language sql as $$ select 'x' $$"))
-          .isInstanceOf(DatabaseException.class).hasMessageContaining("permission denied");
+          .isInstanceOf(DatabaseException.class)
+          .hasMessageContaining("permission denied");
+      assertThatThrownBy(
+              () ->
+                  h.workerDb.update(
+                      "create function public.build_lane_of(p bigint) returns text language sql as $$ select 'x' $$"))
+          .isInstanceOf(DatabaseException.class)
+          .hasMessageContaining("permission denied");
       assertThatThrownBy(() -> h.workerDb.query("select build_worker_role_login('stolen')"))
-          .isInstanceOf(DatabaseException.class).hasMessageContaining("permission denied");
+          .isInstanceOf(DatabaseException.class)
+          .hasMessageContaining("permission denied");
     }
   }
 
@@ -90,21 +123,33 @@ class WorkerRoleTest {
       WorkerTransitions as = h.workers;
       UUID wrong = UUID.randomUUID();
 
-      for (long[] target : new long[][] {{two.a.workerId(), two.jobA}, {two.b.workerId(), two.jobB}}) {
+      for (long[] target :
+          new long[][] {{two.a.workerId(), two.jobA}, {two.b.workerId(), two.jobB}}) {
         long workerId = target[0];
         long jobId = target[1];
         // Worker a's own token on worker b's id, and a made-up token on either.
-        for (UUID token : workerId == two.a.workerId() ? List.of(wrong) : List.of(two.a.token(), wrong)) {
+        for (UUID token :
+            workerId == two.a.workerId() ? List.of(wrong) : List.of(two.a.token(), wrong)) {
           assertThat(as.start(workerId, token)).isEmpty();
-          assertThat(as.checkIn(workerId, token, jobId, 9, new WorkerTransitions.LogWrite("forged", 6, null)))
+          assertThat(
+                  as.checkIn(
+                      workerId, token, jobId, 9, new WorkerTransitions.LogWrite("forged", 6, null)))
               .isEqualTo(WorkerTransitions.ProgressAck.FENCED_OFF);
           assertThat(as.interrupt(workerId, token, jobId, "forged", null)).isEmpty();
-          WorkerTransitions.FollowUps followUps = as.transactionally(tx -> as.addFollowUps(tx, workerId, token, jobId,
-              new Json("[{\"kind\": \"demo\", \"payload\": {}}]")));
+          WorkerTransitions.FollowUps followUps =
+              as.transactionally(
+                  tx ->
+                      as.addFollowUps(
+                          tx,
+                          workerId,
+                          token,
+                          jobId,
+                          new Json("[{\"kind\": \"demo\", \"payload\": {}}]")));
           assertThat(followUps).isInstanceOf(WorkerTransitions.FollowUps.FencedOff.class);
           assertThat(as.end(workerId, token, jobId, JobStatus.SUCCEEDED, null))
               .isInstanceOf(WorkerTransitions.Ended.FencedOff.class);
-          assertThat(as.takeNext(workerId, token)).isInstanceOf(WorkerTransitions.Ended.FencedOff.class);
+          assertThat(as.takeNext(workerId, token))
+              .isInstanceOf(WorkerTransitions.Ended.FencedOff.class);
           assertThat(as.drain(workerId, token)).isFalse();
         }
       }
@@ -127,23 +172,31 @@ class WorkerRoleTest {
 
       assertThat(h.workers.checkIn(two.a.workerId(), two.a.token(), two.jobA, 5, null))
           .isEqualTo(WorkerTransitions.ProgressAck.RECORDED);
-      assertThat(h.workers.end(two.a.workerId(), two.a.token(), two.jobA, JobStatus.SUCCEEDED, null))
+      assertThat(
+              h.workers.end(two.a.workerId(), two.a.token(), two.jobA, JobStatus.SUCCEEDED, null))
           .isInstanceOf(WorkerTransitions.Ended.Drained.class);
 
       Map<String, List<Map<String, Object>>> after = snapshot(h);
       assertThat(h.job(two.jobA).string("status")).isEqualTo("succeeded");
       assertThat(h.worker(two.a.workerId()).string("status")).isEqualTo("draining");
-      assertThat(without(after.get("build_job"), two.jobA)).isEqualTo(without(before.get("build_job"), two.jobA));
+      assertThat(without(after.get("build_job"), two.jobA))
+          .isEqualTo(without(before.get("build_job"), two.jobA));
       assertThat(without(after.get("build_worker"), two.a.workerId()))
           .isEqualTo(without(before.get("build_worker"), two.a.workerId()));
       assertThat(after.get("build_job_event").subList(0, before.get("build_job_event").size()))
           .isEqualTo(before.get("build_job_event"));
-      assertThat(after.get("build_job_event").subList(before.get("build_job_event").size(), after.get("build_job_event").size()))
+      assertThat(
+              after
+                  .get("build_job_event")
+                  .subList(
+                      before.get("build_job_event").size(), after.get("build_job_event").size()))
           .allSatisfy(e -> assertThat(((Number) e.get("job_id")).longValue()).isEqualTo(two.jobA));
     }
   }
 
-  /** Alice's job on worker a (shared lane), Bob's on worker b (his dedicated lane), both running. */
+  /**
+   * Alice's job on worker a (shared lane), Bob's on worker b (his dedicated lane), both running.
+   */
   private record Two(WorkerLaunch a, long jobA, WorkerLaunch b, long jobB) {}
 
   private static Two twoRunningWorkers(QueueHarness h) {
@@ -153,8 +206,10 @@ class WorkerRoleTest {
     long jobB = h.submit("bob", "demo", "{}");
     WorkerLaunch b = h.manual.lastLaunch();
     assertThat(a.workerId()).isNotEqualTo(b.workerId());
-    assertThat(h.workers.start(a.workerId(), a.token()).orElseThrow().job().orElseThrow().id()).isEqualTo(jobA);
-    assertThat(h.workers.start(b.workerId(), b.token()).orElseThrow().job().orElseThrow().id()).isEqualTo(jobB);
+    assertThat(h.workers.start(a.workerId(), a.token()).orElseThrow().job().orElseThrow().id())
+        .isEqualTo(jobA);
+    assertThat(h.workers.start(b.workerId(), b.token()).orElseThrow().job().orElseThrow().id())
+        .isEqualTo(jobB);
     return new Two(a, jobA, b, jobB);
   }
 

@@ -20,7 +20,8 @@ import org.junit.jupiter.api.Test;
  */
 class WorkerRoleUpgradeTest {
   @Test
-  void a_database_of_the_last_release_migrates_to_the_worker_role_and_its_dispatched_job_runs_as_that_role() {
+  void
+      a_database_of_the_last_release_migrates_to_the_worker_role_and_its_dispatched_job_runs_as_that_role() {
     try (TestDatabase db = TestDatabases.createEmpty()) {
       TestAdapter adapter = TestAdapter.selected();
       int before = Migrator.MIGRATIONS.indexOf("V005__worker_role.sql");
@@ -31,21 +32,32 @@ class WorkerRoleUpgradeTest {
         Database old = adapter.open(db);
         UUID token = UUID.randomUUID();
         Params at = Params.of("now", h.clock.now(), "token", token);
-        long workerId = old.query("""
+        long workerId =
+            old.query(
+                    """
             insert into build_worker (lane, slot, token, status, expires_at, launched_at)
             select 'shared', 'shared#1', :token::uuid, 'launching', t.now + interval '1 hour', t.now
             from (select coalesce(:now::timestamptz, now()) as now) t
-            returning id""", at).get(0).longValue("id");
-        long job = old.query("""
+            returning id""",
+                    at)
+                .get(0)
+                .longValue("id");
+        long job =
+            old.query(
+                    """
             insert into build_job (user_id, kind, payload, lane, status, worker_id, attempts, created_at, dispatched_at)
             select 'alice', 'demo', '{}', 'shared', 'dispatched', :workerId, 1, t.now, t.now
             from (select coalesce(:now::timestamptz, now()) as now) t
-            returning id""", Params.of("now", h.clock.now(), "workerId", workerId)).get(0).longValue("id");
+            returning id""",
+                    Params.of("now", h.clock.now(), "workerId", workerId))
+                .get(0)
+                .longValue("id");
         WorkerLaunch launch = new WorkerLaunch(workerId, token, "shared", "shared#1");
 
         assertThat(new Migrator(adapter.open(db)).migrate()).contains("V005__worker_role.sql");
 
-        assertThat(h.workers.start(launch.workerId(), launch.token()).orElseThrow().job()).isPresent();
+        assertThat(h.workers.start(launch.workerId(), launch.token()).orElseThrow().job())
+            .isPresent();
         assertThat(h.workers.end(launch.workerId(), launch.token(), job, JobStatus.SUCCEEDED, null))
             .isInstanceOf(WorkerTransitions.Ended.Drained.class);
         assertThat(h.status(job)).isEqualTo("succeeded");

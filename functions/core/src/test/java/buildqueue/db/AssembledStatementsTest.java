@@ -19,20 +19,22 @@ import org.junit.jupiter.api.Test;
  * time, so a reviewer of the Java never reads what the database runs. Each one is pinned here as
  * the whole text in {@code src/test/resources/buildqueue/statements/Class.FIELD.sql} (a text block
  * or a template constant, then {@code .formatted}): a change to a piece shows in the diff as the
- * change to every statement it reaches. Found by scanning the main
- * sources, so a new assembled statement fails until its text is pinned. To rewrite the files after a
- * deliberate change: {@code -Dstatements.pin=true}.
+ * change to every statement it reaches. Found by scanning the main sources, so a new assembled
+ * statement fails until its text is pinned. To rewrite the files after a deliberate change: {@code
+ * -Dstatements.pin=true}.
  */
 class AssembledStatementsTest {
   private static final Path SOURCES = Path.of("src/main/java");
   private static final Path PINNED = Path.of("src/test/resources/buildqueue/statements");
   private static final Pattern ASSEMBLED =
-      Pattern.compile("static final String (\\w+) =\\s*(?:\"\"\"(?:(?!\"\"\").)*\"\"\"\\s*|[A-Z_]+)\\.formatted\\(",
+      Pattern.compile(
+          "static final String (\\w+) =\\s*(?:\"\"\"(?:(?!\"\"\").)*\"\"\"\\s*|[A-Z_]+)\\.formatted\\(",
           Pattern.DOTALL);
 
   record Statement(String className, String field, String text) {
     Path pinned() {
-      return PINNED.resolve(className.substring(className.lastIndexOf('.') + 1) + "." + field + ".sql");
+      return PINNED.resolve(
+          className.substring(className.lastIndexOf('.') + 1) + "." + field + ".sql");
     }
   }
 
@@ -46,20 +48,23 @@ class AssembledStatementsTest {
         Files.createDirectories(PINNED);
         Files.writeString(s.pinned(), s.text());
       }
-      assertThat(s.pinned()).as("%s.%s is pinned (-Dstatements.pin=true writes it)", s.className(), s.field())
+      assertThat(s.pinned())
+          .as("%s.%s is pinned (-Dstatements.pin=true writes it)", s.className(), s.field())
           .exists();
-      assertThat(s.text()).as("%s.%s as it runs, against %s", s.className(), s.field(), s.pinned())
+      assertThat(s.text())
+          .as("%s.%s as it runs, against %s", s.className(), s.field(), s.pinned())
           .isEqualTo(Files.readString(s.pinned()));
     }
     try (Stream<Path> files = Files.list(PINNED)) {
       assertThat(files.map(p -> p.getFileName().toString()))
           .as("no pinned text is left for a statement that is gone")
-          .containsExactlyInAnyOrderElementsOf(statements.stream().map(s -> s.pinned().getFileName().toString())
-              .toList());
+          .containsExactlyInAnyOrderElementsOf(
+              statements.stream().map(s -> s.pinned().getFileName().toString()).toList());
     }
   }
 
-  private static List<Statement> assembledStatements() throws IOException, ReflectiveOperationException {
+  private static List<Statement> assembledStatements()
+      throws IOException, ReflectiveOperationException {
     List<Statement> found = new ArrayList<>();
     List<Path> sources;
     try (Stream<Path> files = Files.walk(SOURCES)) {
@@ -67,7 +72,8 @@ class AssembledStatementsTest {
     }
     for (Path source : sources) {
       Matcher m = ASSEMBLED.matcher(Files.readString(source, StandardCharsets.UTF_8));
-      String className = SOURCES.relativize(source).toString().replace(".java", "").replace('/', '.');
+      String className =
+          SOURCES.relativize(source).toString().replace(".java", "").replace('/', '.');
       while (m.find()) {
         Field f = Class.forName(className).getDeclaredField(m.group(1));
         f.setAccessible(true);

@@ -13,10 +13,10 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
 /**
- * Migrations are expand-only (docs/architecture.md §3): during a deploy, and after
- * one that is rolled back, the previous release runs on the new schema, so no migration may take
- * away or narrow anything the previous level had. Each migration is applied in turn and the catalog
- * ({@link SchemaCatalog}) after it is compared with the catalog before it.
+ * Migrations are expand-only (docs/architecture.md §3): during a deploy, and after one that is
+ * rolled back, the previous release runs on the new schema, so no migration may take away or narrow
+ * anything the previous level had. Each migration is applied in turn and the catalog ({@link
+ * SchemaCatalog}) after it is compared with the catalog before it.
  */
 class ExpandOnlyMigrationsTest {
   /**
@@ -37,20 +37,29 @@ class ExpandOnlyMigrationsTest {
     Map<String, List<String>> found = walk(Migrator.MIGRATIONS, Migrator::read);
 
     List<String> unexplained = new ArrayList<>();
-    found.forEach((migration, narrowings) -> narrowings.stream()
-        .map(n -> migration + ": " + n)
-        .filter(n -> !ALLOWED.containsKey(n))
-        .forEach(unexplained::add));
+    found.forEach(
+        (migration, narrowings) ->
+            narrowings.stream()
+                .map(n -> migration + ": " + n)
+                .filter(n -> !ALLOWED.containsKey(n))
+                .forEach(unexplained::add));
     assertThat(unexplained).as("narrowings of released migrations not in ALLOWED").isEmpty();
 
-    List<String> all = found.entrySet().stream()
-        .flatMap(e -> e.getValue().stream().map(n -> e.getKey() + ": " + n)).toList();
+    List<String> all =
+        found.entrySet().stream()
+            .flatMap(e -> e.getValue().stream().map(n -> e.getKey() + ": " + n))
+            .toList();
     assertThat(all).as("every ALLOWED entry is still found").containsAll(ALLOWED.keySet());
   }
 
-  /** A test-only migration after the released ones: each of these must be caught, naming the object. */
+  /**
+   * A test-only migration after the released ones: each of these must be caught, naming the object.
+   */
   @ParameterizedTest(name = "{0}")
-  @CsvSource(delimiter = '|', textBlock = """
+  @CsvSource(
+      delimiter = '|',
+      textBlock =
+          """
       drops a column           | alter table build_job drop column supersede_key                              | column build_job.supersede_key disappeared
       narrows a type           | alter table build_job alter column progress type smallint                    | column build_job.progress changed type from integer to smallint
       bounds a text            | alter table build_job alter column kind type varchar(40)                     | column build_job.kind changed type from text to character varying(40)
@@ -67,9 +76,11 @@ class ExpandOnlyMigrationsTest {
       drops a table            | drop table build_job_log                                                     | relation build_job_log disappeared
       drops an enum label      | create type build_test_mood as enum ('calm', 'busy'); alter type build_test_mood rename value 'busy' to 'swamped' | type build_test_mood changed
       """)
-  void a_migration_that_takes_something_away_is_caught(String what, String statements, String expected) {
+  void a_migration_that_takes_something_away_is_caught(
+      String what, String statements, String expected) {
     // An enum of its own is made by a first test-only migration, so the second one narrows it.
-    String[] parts = what.equals("drops an enum label") ? statements.split("; ") : new String[] {statements};
+    String[] parts =
+        what.equals("drops an enum label") ? statements.split("; ") : new String[] {statements};
     List<String> migrations = new ArrayList<>(Migrator.MIGRATIONS);
     Map<String, String> extra = new TreeMap<>();
     for (int k = 0; k < parts.length; k++) {
@@ -87,7 +98,8 @@ class ExpandOnlyMigrationsTest {
 
   @Test
   void a_migration_that_only_adds_passes() {
-    String good = """
+    String good =
+        """
         alter table build_job add column note varchar(40);
         alter table build_user add column team text not null default 'none';
         create index build_job_note on build_job (note);
@@ -99,7 +111,8 @@ class ExpandOnlyMigrationsTest {
     String next = "V%03d__test_good.sql".formatted(Migrator.MIGRATIONS.size() + 1);
     migrations.add(next);
 
-    Map<String, List<String>> found = walkFromReleased(migrations, n -> n.equals(next) ? good : Migrator.read(n));
+    Map<String, List<String>> found =
+        walkFromReleased(migrations, n -> n.equals(next) ? good : Migrator.read(n));
 
     assertThat(found.get(next)).isEmpty();
   }
@@ -114,15 +127,16 @@ class ExpandOnlyMigrationsTest {
     assertThat(SchemaCatalog.widens("text", "character varying(20)")).isFalse();
     assertThat(SchemaCatalog.widens("numeric(10,2)", "numeric(12,2)")).isTrue();
     assertThat(SchemaCatalog.widens("numeric(10,2)", "numeric(10,3)")).isFalse();
-    assertThat(SchemaCatalog.widens("timestamp without time zone", "timestamp with time zone")).isFalse();
+    assertThat(SchemaCatalog.widens("timestamp without time zone", "timestamp with time zone"))
+        .isFalse();
   }
 
   /**
    * Applies each migration after the released ones in turn, on a copy of the suite's database
    * (which has the released ones): what each took away from the level before.
    */
-  private static Map<String, List<String>> walkFromReleased(List<String> migrations,
-      java.util.function.Function<String, String> source) {
+  private static Map<String, List<String>> walkFromReleased(
+      List<String> migrations, java.util.function.Function<String, String> source) {
     Map<String, List<String>> found = new java.util.LinkedHashMap<>();
     try (TestDatabase db = TestDatabases.create()) {
       SchemaCatalog before = SchemaCatalog.read(db.jdbc());
@@ -137,8 +151,12 @@ class ExpandOnlyMigrationsTest {
     return found;
   }
 
-  /** Applies each migration in turn on a fresh database: what each one took away from the level before. */
-  private static Map<String, List<String>> walk(List<String> migrations, java.util.function.Function<String, String> source) {
+  /**
+   * Applies each migration in turn on a fresh database: what each one took away from the level
+   * before.
+   */
+  private static Map<String, List<String>> walk(
+      List<String> migrations, java.util.function.Function<String, String> source) {
     Map<String, List<String>> found = new java.util.LinkedHashMap<>();
     try (TestDatabase db = TestDatabases.createEmpty()) {
       SchemaCatalog before = SchemaCatalog.read(db.jdbc());

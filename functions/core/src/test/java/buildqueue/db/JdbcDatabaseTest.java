@@ -19,11 +19,18 @@ class JdbcDatabaseTest {
     Database db = tdb.jdbc();
     Instant at = Instant.parse("2026-12-01T10:15:30.123456Z");
     UUID id = UUID.randomUUID();
-    Row r = db.query("""
+    Row r =
+        db.query(
+                """
         select :text::text as text, :n::int as small, :big::bigint as big, :flag::boolean as flag,
                :at::timestamptz as at, :id::uuid as id, :doc::jsonb as doc, :nothing::text as nothing""",
-        Params.of("text", "grüße ☃", "n", 7, "big", Long.MAX_VALUE).and("flag", true).and("at", at)
-            .and("id", id).and("doc", new Json("{\"a\": [1, 2]}")).and("nothing", null)).get(0);
+                Params.of("text", "grüße ☃", "n", 7, "big", Long.MAX_VALUE)
+                    .and("flag", true)
+                    .and("at", at)
+                    .and("id", id)
+                    .and("doc", new Json("{\"a\": [1, 2]}"))
+                    .and("nothing", null))
+            .get(0);
     assertThat(r.string("text")).isEqualTo("grüße ☃");
     assertThat(r.longValue("small")).isEqualTo(7L);
     assertThat(r.longValue("big")).isEqualTo(Long.MAX_VALUE);
@@ -47,11 +54,19 @@ class JdbcDatabaseTest {
   void a_transaction_commits_when_its_work_returns_and_rolls_back_when_it_throws(TestDatabase tdb) {
     Database db = tdb.jdbc();
     db.transaction(tx -> tx.update("insert into build_user (user_id) values ('kept')"));
-    assertThatThrownBy(() -> db.transaction(tx -> {
-      tx.update("insert into build_user (user_id) values ('lost')");
-      return tx.transaction(inner -> inner.update("insert into build_user (user_id) values ('kept')"));
-    })).isInstanceOf(UniqueViolationException.class);
-    assertThat(db.query("select user_id from build_user")).extracting(r -> r.string("user_id")).containsExactly("kept");
+    assertThatThrownBy(
+            () ->
+                db.transaction(
+                    tx -> {
+                      tx.update("insert into build_user (user_id) values ('lost')");
+                      return tx.transaction(
+                          inner ->
+                              inner.update("insert into build_user (user_id) values ('kept')"));
+                    }))
+        .isInstanceOf(UniqueViolationException.class);
+    assertThat(db.query("select user_id from build_user"))
+        .extracting(r -> r.string("user_id"))
+        .containsExactly("kept");
   }
 
   @Test

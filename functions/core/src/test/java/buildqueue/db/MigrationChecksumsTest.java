@@ -9,34 +9,55 @@ import org.junit.jupiter.api.Test;
 /**
  * The build's guard on released migrations: an edit fails here, before it reaches any database
  * (where the migrator would refuse it, {@link Migrator}). Each released migration's SHA-256, as the
- * migrator records it; a new migration adds its line when it is released, and no line ever
- * changes. To change the schema, add a migration.
+ * migrator records it; a new migration adds its line when it is released, and no line ever changes.
+ * To change the schema, add a migration.
  */
 class MigrationChecksumsTest {
   private static final Map<String, String> RELEASED = new LinkedHashMap<>();
 
   static {
-    RELEASED.put("V001__queue.sql", "d473a368e9bec9732784f2e8a13870fd828fec4ed5452ab4d6eef5db1a41bca0");
-    RELEASED.put("V002__event_publish_claim.sql", "95f6e7e31d66002e702db88c90bb3d4c77ff806717afc2a07aa8b99be537a51d");
-    RELEASED.put("V003__job_logs.sql", "30a30868c256849781d4cdfc559e8af61ed2cdba07e175271863d261abaa2caf");
-    RELEASED.put("V004__fair_shares.sql", "a2546bb9f2b6425ee0cc32564248ba1585132b2f635f9da5d93102775106b908");
-    RELEASED.put("V005__worker_role.sql", "776162084137085b4b0567ce6abdd3e0376fa9adf31538ac379844631d2ae0d8");
-    RELEASED.put("V006__worker_plans.sql", "3ca3ac423eb4bf901db994fd78ed54836955f6997e0d480179b2b574958d4569");
-    RELEASED.put("V007__worker_start_lock_order.sql", "a6ad5e6adfe14025345cfeb695e536709d83555bf566451657a64db8644bfa87");
-    RELEASED.put("V008__lane_choice.sql", "6e1efe921afdc365addab13bad7a93c80ce61238ff10b465e3205513ca2e2de2");
+    RELEASED.put(
+        "V001__queue.sql", "d473a368e9bec9732784f2e8a13870fd828fec4ed5452ab4d6eef5db1a41bca0");
+    RELEASED.put(
+        "V002__event_publish_claim.sql",
+        "95f6e7e31d66002e702db88c90bb3d4c77ff806717afc2a07aa8b99be537a51d");
+    RELEASED.put(
+        "V003__job_logs.sql", "30a30868c256849781d4cdfc559e8af61ed2cdba07e175271863d261abaa2caf");
+    RELEASED.put(
+        "V004__fair_shares.sql",
+        "a2546bb9f2b6425ee0cc32564248ba1585132b2f635f9da5d93102775106b908");
+    RELEASED.put(
+        "V005__worker_role.sql",
+        "776162084137085b4b0567ce6abdd3e0376fa9adf31538ac379844631d2ae0d8");
+    RELEASED.put(
+        "V006__worker_plans.sql",
+        "3ca3ac423eb4bf901db994fd78ed54836955f6997e0d480179b2b574958d4569");
+    RELEASED.put(
+        "V007__worker_start_lock_order.sql",
+        "a6ad5e6adfe14025345cfeb695e536709d83555bf566451657a64db8644bfa87");
+    RELEASED.put(
+        "V008__lane_choice.sql",
+        "6e1efe921afdc365addab13bad7a93c80ce61238ff10b465e3205513ca2e2de2");
   }
 
   @Test
   void every_migration_has_the_checksum_it_was_released_with() {
-    assertThat(Migrator.MIGRATIONS).as("each migration has its line here").isEqualTo(RELEASED.keySet().stream().toList());
-    RELEASED.forEach((name, sum) -> assertThat(Migrator.checksumOf(name))
-        .as(name + " was edited after its release: restore it and put the change in a new migration")
-        .isEqualTo(sum));
+    assertThat(Migrator.MIGRATIONS)
+        .as("each migration has its line here")
+        .isEqualTo(RELEASED.keySet().stream().toList());
+    RELEASED.forEach(
+        (name, sum) ->
+            assertThat(Migrator.checksumOf(name))
+                .as(
+                    name
+                        + " was edited after its release: restore it and put the change in a new migration")
+                .isEqualTo(sum));
   }
 
   @Test
   void the_checksum_is_of_the_text_whatever_its_line_ends() {
-    assertThat(Migrator.checksum("select 1;\r\nselect 2;\r\n")).isEqualTo(Migrator.checksum("select 1;\nselect 2;\n"));
+    assertThat(Migrator.checksum("select 1;\r\nselect 2;\r\n"))
+        .isEqualTo(Migrator.checksum("select 1;\nselect 2;\n"));
     assertThat(Migrator.checksum("select 1;\n")).isNotEqualTo(Migrator.checksum("select 1; \n"));
   }
 }

@@ -34,19 +34,28 @@ class MigratorTest {
   @Test
   void a_function_body_written_plainly_is_defined_exactly_as_written() {
     try (TestDatabase db = TestDatabases.createEmpty()) {
-      String body = """
+      String body =
+          """
 
           begin
             -- a comment; then a literal with a quote, a semicolon and a backslash
             return 'it''s; a \\ here';
           end;
           """;
-      String script = "create function plain_body() returns text language plpgsql as $body$" + body + "$body$;\n";
+      String script =
+          "create function plain_body() returns text language plpgsql as $body$"
+              + body
+              + "$body$;\n";
       new Migrator(db.jdbc(), List.of("V900__plain_body.sql"), name -> script).migrate();
 
-      assertThat(db.jdbc().query("select prosrc from pg_proc where proname = 'plain_body'").get(0).string("prosrc"))
+      assertThat(
+              db.jdbc()
+                  .query("select prosrc from pg_proc where proname = 'plain_body'")
+                  .get(0)
+                  .string("prosrc"))
           .isEqualTo(body);
-      assertThat(db.jdbc().query("select plain_body() as v").get(0).string("v")).isEqualTo("it's; a \\ here");
+      assertThat(db.jdbc().query("select plain_body() as v").get(0).string("v"))
+          .isEqualTo("it's; a \\ here");
     }
   }
 
@@ -82,10 +91,14 @@ class MigratorTest {
       Map<String, String> before = recorded(db);
       // Even a comment: the text applied is the text released.
       Function<String, String> edited =
-          n -> n.equals("V003__job_logs.sql") ? Migrator.read(n) + "\n-- an afterthought\n" : Migrator.read(n);
+          n ->
+              n.equals("V003__job_logs.sql")
+                  ? Migrator.read(n) + "\n-- an afterthought\n"
+                  : Migrator.read(n);
 
       assertThatThrownBy(() -> new Migrator(db.jdbc(), Migrator.MIGRATIONS, edited).migrate())
-          .isInstanceOfSatisfying(MigrationChangedException.class,
+          .isInstanceOfSatisfying(
+              MigrationChangedException.class,
               e -> assertThat(e.files()).containsExactly("V003__job_logs.sql"))
           .hasMessageContaining("V003__job_logs.sql was edited after this database applied it")
           .hasMessageContaining("Nothing was applied")
@@ -93,7 +106,8 @@ class MigratorTest {
 
       assertThat(recorded(db)).isEqualTo(before);
       assertThat(db.jdbc().query("select 1 from pg_proc where proname = 'build_worker_start'"))
-          .as("V005 not applied").isEmpty();
+          .as("V005 not applied")
+          .isEmpty();
     }
   }
 
@@ -104,10 +118,16 @@ class MigratorTest {
       List<String> renamed = new ArrayList<>(Migrator.MIGRATIONS);
       renamed.set(2, "V003__logs.sql");
 
-      assertThatThrownBy(() -> new Migrator(db.jdbc(), renamed, n -> Migrator.read(n.equals("V003__logs.sql")
-          ? "V003__job_logs.sql" : n)).migrate())
+      assertThatThrownBy(
+              () ->
+                  new Migrator(
+                          db.jdbc(),
+                          renamed,
+                          n -> Migrator.read(n.equals("V003__logs.sql") ? "V003__job_logs.sql" : n))
+                      .migrate())
           .isInstanceOf(MigrationChangedException.class)
-          .hasMessageContaining("V003__logs.sql was renamed: this database applied version 3 as V003__job_logs.sql");
+          .hasMessageContaining(
+              "V003__logs.sql was renamed: this database applied version 3 as V003__job_logs.sql");
       assertThat(recorded(db)).hasSize(3);
     }
   }
@@ -116,23 +136,32 @@ class MigratorTest {
   void a_database_migrated_before_checksums_were_recorded_gets_them_and_migrates() {
     try (TestDatabase db = TestDatabases.createEmpty()) {
       // The migrations table as the releases before checksums made it.
-      db.jdbc().update("""
+      db.jdbc()
+          .update(
+              """
           create table build_schema_migration (
             version    integer primary key,
             name       text not null,
             applied_at timestamptz not null default now()
           )""");
       for (String name : Migrator.MIGRATIONS.subList(0, 4)) {
-        db.jdbc().transaction(tx -> {
-          tx.update("insert into build_schema_migration (version, name) values (:v, :n)",
-              Params.of("v", Migrator.version(name), "n", name));
-          SqlScript.statements(Migrator.read(name)).forEach(tx::update);
-          return null;
-        });
+        db.jdbc()
+            .transaction(
+                tx -> {
+                  tx.update(
+                      "insert into build_schema_migration (version, name) values (:v, :n)",
+                      Params.of("v", Migrator.version(name), "n", name));
+                  SqlScript.statements(Migrator.read(name)).forEach(tx::update);
+                  return null;
+                });
       }
 
-      assertThat(new Migrator(db.jdbc()).migrate()).containsExactly("V005__worker_role.sql", "V006__worker_plans.sql",
-          "V007__worker_start_lock_order.sql", "V008__lane_choice.sql");
+      assertThat(new Migrator(db.jdbc()).migrate())
+          .containsExactly(
+              "V005__worker_role.sql",
+              "V006__worker_plans.sql",
+              "V007__worker_start_lock_order.sql",
+              "V008__lane_choice.sql");
 
       assertThat(recorded(db)).isEqualTo(checksums(Migrator.MIGRATIONS));
       assertThat(new Migrator(db.jdbc()).migrate()).isEmpty();
@@ -141,7 +170,8 @@ class MigratorTest {
 
   private static Map<String, String> recorded(TestDatabase db) {
     Map<String, String> out = new LinkedHashMap<>();
-    for (Row r : db.jdbc().query("select name, checksum from build_schema_migration order by version")) {
+    for (Row r :
+        db.jdbc().query("select name, checksum from build_schema_migration order by version")) {
       out.put(r.string("name"), r.string("checksum"));
     }
     return out;

@@ -14,7 +14,8 @@ class NamedSqlTest {
 
   @Test
   void casts_literals_identifiers_comments_and_dollar_quotes_are_left_alone() {
-    String text = "select :x::uuid, ':not', \":nor\" -- :comment\n, /* :block */ $$ :body $$, $t$ :tagged $t$, $1";
+    String text =
+        "select :x::uuid, ':not', \":nor\" -- :comment\n, /* :block */ $$ :body $$, $t$ :tagged $t$, $1";
     NamedSql sql = NamedSql.parse(text);
     assertThat(sql.names()).containsExactly("x");
     assertThat(sql.jdbcSql()).isEqualTo(text.replaceFirst(":x", "?"));

@@ -9,11 +9,11 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
- * What a release's code can depend on in the {@code public} schema, read from PostgreSQL's
- * catalog: relations (tables, views, sequences, indexes), columns with their types (typmods
- * included), nullability and defaults, constraints, functions with their identity signatures,
- * results and security, types (enum labels, domain bases), and every privilege granted on them (the
- * worker role's, PUBLIC's, the owner's). {@link #narrowingsTo} says what a later level lost.
+ * What a release's code can depend on in the {@code public} schema, read from PostgreSQL's catalog:
+ * relations (tables, views, sequences, indexes), columns with their types (typmods included),
+ * nullability and defaults, constraints, functions with their identity signatures, results and
+ * security, types (enum labels, domain bases), and every privilege granted on them (the worker
+ * role's, PUBLIC's, the owner's). {@link #narrowingsTo} says what a later level lost.
  */
 record SchemaCatalog(
     Map<String, String> relations,
@@ -101,18 +101,27 @@ record SchemaCatalog(
     }
     Map<String, Column> columns = new TreeMap<>();
     for (Row r : db.query(COLUMNS)) {
-      columns.put(r.string("relname") + "." + r.string("attname"),
-          new Column(r.string("relname"), r.string("type"), r.bool("attnotnull"), r.bool("atthasdef")));
+      columns.put(
+          r.string("relname") + "." + r.string("attname"),
+          new Column(
+              r.string("relname"), r.string("type"), r.bool("attnotnull"), r.bool("atthasdef")));
     }
     Map<String, Constraint> constraints = new TreeMap<>();
     for (Row r : db.query(CONSTRAINTS)) {
       String cols = r.string("columns");
-      constraints.put(r.string("relname") + "." + r.string("conname"), new Constraint(r.string("relname"),
-          r.string("type"), r.string("definition"), cols == null ? Set.of() : Set.of(cols.split(","))));
+      constraints.put(
+          r.string("relname") + "." + r.string("conname"),
+          new Constraint(
+              r.string("relname"),
+              r.string("type"),
+              r.string("definition"),
+              cols == null ? Set.of() : Set.of(cols.split(","))));
     }
     Map<String, Function> functions = new TreeMap<>();
     for (Row r : db.query(FUNCTIONS)) {
-      functions.put(r.string("signature"), new Function(r.string("result"), r.string("kind"), r.bool("prosecdef")));
+      functions.put(
+          r.string("signature"),
+          new Function(r.string("result"), r.string("kind"), r.bool("prosecdef")));
     }
     Map<String, String> types = new TreeMap<>();
     for (Row r : db.query(TYPES)) {
@@ -120,95 +129,140 @@ record SchemaCatalog(
     }
     Set<String> grants = new java.util.TreeSet<>();
     for (Row r : db.query(GRANTS)) {
-      grants.add(r.string("privilege") + " on " + r.string("object") + " to " + r.string("grantee"));
+      grants.add(
+          r.string("privilege") + " on " + r.string("object") + " to " + r.string("grantee"));
     }
     return new SchemaCatalog(relations, columns, constraints, functions, types, grants);
   }
 
   /**
-   * What {@code next} lost or narrowed of this catalog, each a sentence naming the object: a release
-   * that worked on this level could fail on {@code next}. An empty list: {@code next} only adds.
+   * What {@code next} lost or narrowed of this catalog, each a sentence naming the object: a
+   * release that worked on this level could fail on {@code next}. An empty list: {@code next} only
+   * adds.
    */
   List<String> narrowingsTo(SchemaCatalog next) {
     List<String> out = new ArrayList<>();
-    relations.forEach((name, was) -> {
-      String now = next.relations.get(name);
-      if (now == null) {
-        out.add("relation " + name + " disappeared");
-      } else if (!now.equals(was)) {
-        out.add("relation " + name + " changed from \"" + was + "\" to \"" + now + "\"");
-      }
-    });
-    columns.forEach((name, was) -> {
-      Column now = next.columns.get(name);
-      if (now == null) {
-        if (next.relations.containsKey(was.table())) {
-          out.add("column " + name + " disappeared");
-        }
-        return;
-      }
-      if (!widens(was.type(), now.type())) {
-        out.add("column " + name + " changed type from " + was.type() + " to " + now.type());
-      }
-      if (!was.notNull() && now.notNull()) {
-        out.add("column " + name + " became not null");
-      }
-      if (was.notNull() && was.hasDefault() && !now.hasDefault()) {
-        out.add("column " + name + " (not null) lost its default");
-      }
-    });
-    next.columns.forEach((name, now) -> {
-      boolean newColumnOfAnOldTable = !columns.containsKey(name) && relations.containsKey(now.table())
-          && relations.get(now.table()).startsWith("r");
-      if (newColumnOfAnOldTable && now.notNull() && !now.hasDefault()) {
-        out.add("column " + name + " was added not null without a default: older releases' inserts fail");
-      }
-    });
-    constraints.forEach((name, was) -> {
-      Constraint now = next.constraints.get(name);
-      if (now == null) {
-        if (next.relations.containsKey(was.table())) {
-          out.add("constraint " + name + " (" + was.definition() + ") disappeared");
-        }
-      } else if (!now.definition().equals(was.definition())) {
-        out.add("constraint " + name + " changed from \"" + was.definition() + "\" to \"" + now.definition() + "\"");
-      }
-    });
-    next.constraints.forEach((name, now) -> {
-      if (constraints.containsKey(name) || !relations.containsKey(now.table())) {
-        return;
-      }
-      List<String> oldColumns = now.columns().stream().filter(c -> columns.containsKey(now.table() + "." + c)).sorted()
-          .toList();
-      if (!oldColumns.isEmpty()) {
-        out.add("constraint " + name + " (" + now.definition() + ") was added on existing column(s) " + oldColumns);
-      }
-    });
-    functions.forEach((signature, was) -> {
-      Function now = next.functions.get(signature);
-      if (now == null) {
-        out.add("function " + signature + " disappeared");
-        return;
-      }
-      if (!now.result().equals(was.result())) {
-        out.add("function " + signature + " changed its result from " + was.result() + " to " + now.result());
-      }
-      if (!now.kind().equals(was.kind())) {
-        out.add("function " + signature + " changed its kind from " + was.kind() + " to " + now.kind());
-      }
-      if (was.securityDefiner() && !now.securityDefiner()) {
-        out.add("function " + signature + " no longer runs as its owner (security definer)");
-      }
-    });
-    types.forEach((name, was) -> {
-      String now = next.types.get(name);
-      if (now == null) {
-        out.add("type " + name + " disappeared");
-      } else if (!now.equals(was) && !(was.startsWith("e ") && now.startsWith("e ")
-          && Set.of(now.substring(2).split(",")).containsAll(Set.of(was.substring(2).split(","))))) {
-        out.add("type " + name + " changed from \"" + was + "\" to \"" + now + "\"");
-      }
-    });
+    relations.forEach(
+        (name, was) -> {
+          String now = next.relations.get(name);
+          if (now == null) {
+            out.add("relation " + name + " disappeared");
+          } else if (!now.equals(was)) {
+            out.add("relation " + name + " changed from \"" + was + "\" to \"" + now + "\"");
+          }
+        });
+    columns.forEach(
+        (name, was) -> {
+          Column now = next.columns.get(name);
+          if (now == null) {
+            if (next.relations.containsKey(was.table())) {
+              out.add("column " + name + " disappeared");
+            }
+            return;
+          }
+          if (!widens(was.type(), now.type())) {
+            out.add("column " + name + " changed type from " + was.type() + " to " + now.type());
+          }
+          if (!was.notNull() && now.notNull()) {
+            out.add("column " + name + " became not null");
+          }
+          if (was.notNull() && was.hasDefault() && !now.hasDefault()) {
+            out.add("column " + name + " (not null) lost its default");
+          }
+        });
+    next.columns.forEach(
+        (name, now) -> {
+          boolean newColumnOfAnOldTable =
+              !columns.containsKey(name)
+                  && relations.containsKey(now.table())
+                  && relations.get(now.table()).startsWith("r");
+          if (newColumnOfAnOldTable && now.notNull() && !now.hasDefault()) {
+            out.add(
+                "column "
+                    + name
+                    + " was added not null without a default: older releases' inserts fail");
+          }
+        });
+    constraints.forEach(
+        (name, was) -> {
+          Constraint now = next.constraints.get(name);
+          if (now == null) {
+            if (next.relations.containsKey(was.table())) {
+              out.add("constraint " + name + " (" + was.definition() + ") disappeared");
+            }
+          } else if (!now.definition().equals(was.definition())) {
+            out.add(
+                "constraint "
+                    + name
+                    + " changed from \""
+                    + was.definition()
+                    + "\" to \""
+                    + now.definition()
+                    + "\"");
+          }
+        });
+    next.constraints.forEach(
+        (name, now) -> {
+          if (constraints.containsKey(name) || !relations.containsKey(now.table())) {
+            return;
+          }
+          List<String> oldColumns =
+              now.columns().stream()
+                  .filter(c -> columns.containsKey(now.table() + "." + c))
+                  .sorted()
+                  .toList();
+          if (!oldColumns.isEmpty()) {
+            out.add(
+                "constraint "
+                    + name
+                    + " ("
+                    + now.definition()
+                    + ") was added on existing column(s) "
+                    + oldColumns);
+          }
+        });
+    functions.forEach(
+        (signature, was) -> {
+          Function now = next.functions.get(signature);
+          if (now == null) {
+            out.add("function " + signature + " disappeared");
+            return;
+          }
+          if (!now.result().equals(was.result())) {
+            out.add(
+                "function "
+                    + signature
+                    + " changed its result from "
+                    + was.result()
+                    + " to "
+                    + now.result());
+          }
+          if (!now.kind().equals(was.kind())) {
+            out.add(
+                "function "
+                    + signature
+                    + " changed its kind from "
+                    + was.kind()
+                    + " to "
+                    + now.kind());
+          }
+          if (was.securityDefiner() && !now.securityDefiner()) {
+            out.add("function " + signature + " no longer runs as its owner (security definer)");
+          }
+        });
+    types.forEach(
+        (name, was) -> {
+          String now = next.types.get(name);
+          if (now == null) {
+            out.add("type " + name + " disappeared");
+          } else if (!now.equals(was)
+              && !(was.startsWith("e ")
+                  && now.startsWith("e ")
+                  && Set.of(now.substring(2).split(","))
+                      .containsAll(Set.of(was.substring(2).split(","))))) {
+            out.add("type " + name + " changed from \"" + was + "\" to \"" + now + "\"");
+          }
+        });
     for (String grant : grants) {
       String object = grant.substring(grant.indexOf(" on ") + 4, grant.lastIndexOf(" to "));
       if (!next.grants.contains(grant) && stillThere(next, object)) {
@@ -218,7 +272,10 @@ record SchemaCatalog(
     return out;
   }
 
-  /** Whether an object named as in {@link #GRANTS} still exists (if not, its loss is reported already). */
+  /**
+   * Whether an object named as in {@link #GRANTS} still exists (if not, its loss is reported
+   * already).
+   */
   private static boolean stillThere(SchemaCatalog next, String object) {
     String name = object.substring(object.indexOf(' ') + 1);
     return switch (object.substring(0, object.indexOf(' '))) {
@@ -243,7 +300,9 @@ record SchemaCatalog(
       return true;
     }
     if (INTEGERS.contains(from)) {
-      return INTEGERS.contains(to) ? INTEGERS.indexOf(to) >= INTEGERS.indexOf(from) : to.equals("numeric");
+      return INTEGERS.contains(to)
+          ? INTEGERS.indexOf(to) >= INTEGERS.indexOf(from)
+          : to.equals("numeric");
     }
     if (from.equals("real")) {
       return to.equals("double precision");
@@ -254,8 +313,10 @@ record SchemaCatalog(
         return true;
       }
       Matcher w = VARCHAR.matcher(to);
-      return w.matches() && (w.group(1) == null
-          || (v.group(1) != null && Integer.parseInt(w.group(1)) >= Integer.parseInt(v.group(1))));
+      return w.matches()
+          && (w.group(1) == null
+              || (v.group(1) != null
+                  && Integer.parseInt(w.group(1)) >= Integer.parseInt(v.group(1))));
     }
     Matcher n = NUMERIC.matcher(from);
     Matcher m = NUMERIC.matcher(to);

@@ -37,8 +37,8 @@ interface DatabaseFaults {
   void breakTransaction(Database tx);
 
   /**
-   * The database becomes unreachable (or reachable again). Returns the fault to count for an
-   * outage that begins, or {@link Fault#NONE} when the refused statements are counted instead.
+   * The database becomes unreachable (or reachable again). Returns the fault to count for an outage
+   * that begins, or {@link Fault#NONE} when the refused statements are counted instead.
    */
   Fault outage(boolean on, Random random);
 

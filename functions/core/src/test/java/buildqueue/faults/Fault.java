@@ -34,16 +34,22 @@ enum Fault {
   JOB_KILLS_WORKER,
   /**
    * A job is of the command kind {@code prog}: the real ProcessRunner runs its program (a {@link
-   * SimProgram}), which reports progress and exits 0 unless one of the program faults below strikes.
+   * SimProgram}), which reports progress and exits 0 unless one of the program faults below
+   * strikes.
    */
   PROGRAM,
-  /** The program exits with a code that is neither 0 nor a retry code, with or without an error line. */
+  /**
+   * The program exits with a code that is neither 0 nor a retry code, with or without an error
+   * line.
+   */
   PROGRAM_CRASHES,
   /** The program dies of a signal (SIGSEGV, SIGABRT). */
   PROGRAM_SIGNALLED,
   /** The program exits with its kind's retry code on its first attempts. */
   PROGRAM_RETRY_CODE,
-  /** The program never ends by itself: only its timeout (or a cancel, or its worker's end) ends it. */
+  /**
+   * The program never ends by itself: only its timeout (or a cancel, or its worker's end) ends it.
+   */
   PROGRAM_HANGS,
   /** The program ignores SIGTERM: only SIGKILL after the grace ends it. */
   PROGRAM_IGNORES_SIGTERM,
@@ -60,7 +66,10 @@ enum Fault {
    * ECS refuses it then: retryable, and before the platform looks at the token. Counted per window.
    */
   DEPLOY_WINDOW,
-  /** A launch refused in a deploy window (denied, or its revision INACTIVE), first launch or relaunch. */
+  /**
+   * A launch refused in a deploy window (denied, or its revision INACTIVE), first launch or
+   * relaunch.
+   */
   LAUNCH_REFUSED_BY_DEPLOY;
 
   /**
@@ -68,7 +77,8 @@ enum Fault {
    * scenario's second random stream, so a scenario with them left out replays exactly as it did
    * before they existed.
    */
-  static final Set<Fault> SECOND_STREAM = EnumSet.of(WORKER_FROZEN, WORKER_FORGED, JOB_KILLS_WORKER);
+  static final Set<Fault> SECOND_STREAM =
+      EnumSet.of(WORKER_FROZEN, WORKER_FORGED, JOB_KILLS_WORKER);
 
   /**
    * The program faults, added later still: they draw from a third stream of their own, so with them

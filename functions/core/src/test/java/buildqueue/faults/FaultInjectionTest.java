@@ -16,22 +16,28 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The seeded fault-injection suite. By default it runs {@value #DEFAULT_SCENARIOS} scenarios from a
- * fixed base seed ({@link TestSeeds}: {@code -Dbuildqueue.seed=random} draws a fresh one), prints one summary line (with how many of each fault it injected) and fails if a
- * fault type was never injected. Properties:
+ * fixed base seed ({@link TestSeeds}: {@code -Dbuildqueue.seed=random} draws a fresh one), prints
+ * one summary line (with how many of each fault it injected) and fails if a fault type was never
+ * injected. Properties:
  *
  * <ul>
  *   <li>{@code -Dfaults.scenarios=N}: a longer soak;
  *   <li>{@code -Dfaults.baseSeed=B}: the same batch again (scenario i has seed B + i);
- *   <li>{@code -Dfaults.seed=S} (with {@code -Dfaults.steps=n}): replays one scenario and prints its
- *       event log;
+ *   <li>{@code -Dfaults.seed=S} (with {@code -Dfaults.steps=n}): replays one scenario and prints
+ *       its event log;
  *   <li>{@code -Dfaults.disable=a,b}: leaves these fault types out (names as in the summary line);
  *   <li>{@code -Dfaults.parallel=P}: lanes (databases) run side by side, default 3.
  * </ul>
  */
 class FaultInjectionTest {
   static final int DEFAULT_SCENARIOS = 2000;
-  /** The default run's batch (scenario i has seed B + i); {@code -Dbuildqueue.seed=random} draws one. */
+
+  /**
+   * The default run's batch (scenario i has seed B + i); {@code -Dbuildqueue.seed=random} draws
+   * one.
+   */
   static final long FIXED_BASE_SEED = 230_000_000_000L;
+
   // Held so the level sticks: java.util.logging keeps loggers weakly.
   private static final Logger QUIET = Logger.getLogger("buildqueue");
 
@@ -72,7 +78,9 @@ class FaultInjectionTest {
     if (scenarios >= DEFAULT_SCENARIOS) {
       // A fault that a changed weight or guard no longer injects would leave its invariants
       // testing nothing while the run still passed.
-      assertThat(notInjected(summary, disabled())).as("fault types the run never injected").isEmpty();
+      assertThat(notInjected(summary, disabled()))
+          .as("fault types the run never injected")
+          .isEmpty();
     }
   }
 
@@ -80,19 +88,26 @@ class FaultInjectionTest {
   static Set<Fault> notInjected(FaultRun.Summary summary, Set<Fault> disabled) {
     Set<Fault> missing = EnumSet.complementOf(EnumSet.of(Fault.NONE, Fault.DATABASE_RESUMING));
     missing.removeAll(disabled);
-    summary.faults().forEach((f, n) -> {
-      if (n > 0) {
-        missing.remove(f);
-      }
-    });
+    summary
+        .faults()
+        .forEach(
+            (f, n) -> {
+              if (n > 0) {
+                missing.remove(f);
+              }
+            });
     return missing;
   }
 
   /** {@code -Dfaults.disable=a,b}: fault types left out, by their summary-line names. */
   static Set<Fault> disabled() {
     Set<Fault> disabled = EnumSet.noneOf(Fault.class);
-    Arrays.stream(System.getProperty("faults.disable", "").split(",")).filter(s -> !s.isBlank())
-        .forEach(s -> disabled.add(Fault.valueOf(s.trim().toUpperCase(java.util.Locale.ROOT).replace('-', '_'))));
+    Arrays.stream(System.getProperty("faults.disable", "").split(","))
+        .filter(s -> !s.isBlank())
+        .forEach(
+            s ->
+                disabled.add(
+                    Fault.valueOf(s.trim().toUpperCase(java.util.Locale.ROOT).replace('-', '_'))));
     return disabled;
   }
 

@@ -24,21 +24,45 @@ final class FaultRun {
 
   /** The run's totals, and the shrunk first failure if there was one. */
   record Summary(
-      int scenarios, long operations, long statements, Map<Fault, Integer> faults, int outages, int jobs,
-      int frozenStopped, Map<String, Integer> programs, Duration longestRecovery, Duration wall, int violations,
-      Simulation.Outcome failure, String replayCheck) {
+      int scenarios,
+      long operations,
+      long statements,
+      Map<Fault, Integer> faults,
+      int outages,
+      int jobs,
+      int frozenStopped,
+      Map<String, Integer> programs,
+      Duration longestRecovery,
+      Duration wall,
+      int violations,
+      Simulation.Outcome failure,
+      String replayCheck) {
 
     String line() {
-      String injected = faults.entrySet().stream().filter(e -> e.getKey() != Fault.NONE && e.getValue() > 0)
-          .map(e -> e.getKey().label() + "=" + e.getValue()).collect(Collectors.joining(" "));
-      String ran = programs.entrySet().stream().map(e -> e.getKey() + "=" + e.getValue())
-          .collect(Collectors.joining(", "));
+      String injected =
+          faults.entrySet().stream()
+              .filter(e -> e.getKey() != Fault.NONE && e.getValue() > 0)
+              .map(e -> e.getKey().label() + "=" + e.getValue())
+              .collect(Collectors.joining(" "));
+      String ran =
+          programs.entrySet().stream()
+              .map(e -> e.getKey() + "=" + e.getValue())
+              .collect(Collectors.joining(", "));
       return String.format(
           "faults: %d scenarios, %d operations (%d statements), %d jobs, faults injected: %s outages=%d;"
               + " frozen workers stopped at the queue's request=%d; programs: %s; longest recovery %.1f s simulated;"
               + " violations=%d; %.1f s",
-          scenarios, operations, statements, jobs, injected, outages, frozenStopped, ran.isEmpty() ? "none" : ran,
-          longestRecovery.toMillis() / 1000.0, violations, wall.toMillis() / 1000.0);
+          scenarios,
+          operations,
+          statements,
+          jobs,
+          injected,
+          outages,
+          frozenStopped,
+          ran.isEmpty() ? "none" : ran,
+          longestRecovery.toMillis() / 1000.0,
+          violations,
+          wall.toMillis() / 1000.0);
     }
   }
 
@@ -48,7 +72,9 @@ final class FaultRun {
     return base + index;
   }
 
-  /** Runs {@code count} scenarios with seeds {@code base, base + 1, …} on {@code parallel} lanes. */
+  /**
+   * Runs {@code count} scenarios with seeds {@code base, base + 1, …} on {@code parallel} lanes.
+   */
   static Summary run(long base, int count, int parallel) {
     return run(base, count, parallel, JdbcFaults::new, java.util.EnumSet.noneOf(Fault.class));
   }
@@ -57,39 +83,55 @@ final class FaultRun {
     return run(base, count, parallel, faults, java.util.EnumSet.noneOf(Fault.class));
   }
 
-  /** {@code disabled}: faults left out of every scenario (to explore what one of them guards against). */
-  static Summary run(long base, int count, int parallel, DatabaseFaults.Factory faults, Set<Fault> disabled) {
+  /**
+   * {@code disabled}: faults left out of every scenario (to explore what one of them guards
+   * against).
+   */
+  static Summary run(
+      long base, int count, int parallel, DatabaseFaults.Factory faults, Set<Fault> disabled) {
     long started = System.nanoTime();
     AtomicInteger next = new AtomicInteger();
     AtomicReference<Simulation.Outcome> failure = new AtomicReference<>();
     List<Simulation.Outcome> done = java.util.Collections.synchronizedList(new ArrayList<>());
-    ExecutorService pool = Executors.newFixedThreadPool(parallel, r -> {
-      Thread t = new Thread(r, "fault-lane");
-      t.setDaemon(true);
-      return t;
-    });
+    ExecutorService pool =
+        Executors.newFixedThreadPool(
+            parallel,
+            r -> {
+              Thread t = new Thread(r, "fault-lane");
+              t.setDaemon(true);
+              return t;
+            });
     List<Future<?>> lanes = new ArrayList<>();
     for (int p = 0; p < parallel; p++) {
-      lanes.add(pool.submit(() -> {
-        try (Lane lane = new Lane(faults)) {
-          int i;
-          while (failure.get() == null && (i = next.getAndIncrement()) < count) {
-            Simulation.Options options = Simulation.Options.of(seedOf(base, i));
-            for (Fault f : disabled) {
-              options = options.without(f);
-            }
-            Simulation.Outcome o = Simulation.run(lane, options);
-            done.add(o);
-            if (Boolean.getBoolean("faults.fingerprints")) {
-              System.out.println("FP " + o.options().seed() + " " + o.operations() + " " + o.statements() + " "
-                  + o.log().hashCode());
-            }
-            if (o.violation() != null) {
-              failure.compareAndSet(null, o);
-            }
-          }
-        }
-      }));
+      lanes.add(
+          pool.submit(
+              () -> {
+                try (Lane lane = new Lane(faults)) {
+                  int i;
+                  while (failure.get() == null && (i = next.getAndIncrement()) < count) {
+                    Simulation.Options options = Simulation.Options.of(seedOf(base, i));
+                    for (Fault f : disabled) {
+                      options = options.without(f);
+                    }
+                    Simulation.Outcome o = Simulation.run(lane, options);
+                    done.add(o);
+                    if (Boolean.getBoolean("faults.fingerprints")) {
+                      System.out.println(
+                          "FP "
+                              + o.options().seed()
+                              + " "
+                              + o.operations()
+                              + " "
+                              + o.statements()
+                              + " "
+                              + o.log().hashCode());
+                    }
+                    if (o.violation() != null) {
+                      failure.compareAndSet(null, o);
+                    }
+                  }
+                }
+              }));
     }
     for (Future<?> f : lanes) {
       try {
@@ -105,15 +147,20 @@ final class FaultRun {
       try (Lane lane = new Lane(faults)) {
         shrunk = shrink(failure.get(), o -> Simulation.run(lane, o));
         Simulation.Outcome again = Simulation.run(lane, shrunk.options());
-        replayCheck = again.log().equals(shrunk.log()) && again.violation() != null
-            ? "replayed with the same seed and options: identical event log and violation"
-            : "replay differed: " + (again.violation() == null ? "no violation" : again.violation());
+        replayCheck =
+            again.log().equals(shrunk.log()) && again.violation() != null
+                ? "replayed with the same seed and options: identical event log and violation"
+                : "replay differed: "
+                    + (again.violation() == null ? "no violation" : again.violation());
       }
     }
     return summarize(done, Duration.ofNanos(System.nanoTime() - started), shrunk, replayCheck);
   }
 
-  static Summary summarize(List<Simulation.Outcome> done, Duration wall, Simulation.Outcome failure,
+  static Summary summarize(
+      List<Simulation.Outcome> done,
+      Duration wall,
+      Simulation.Outcome failure,
       String replayCheck) {
     Map<Fault, Integer> faults = new EnumMap<>(Fault.class);
     long ops = 0;
@@ -137,15 +184,28 @@ final class FaultRun {
         longest = o.recovery();
       }
     }
-    return new Summary(done.size(), ops, statements, faults, outages, jobs, frozenStopped, programs, longest, wall,
-        violations, failure, replayCheck);
+    return new Summary(
+        done.size(),
+        ops,
+        statements,
+        faults,
+        outages,
+        jobs,
+        frozenStopped,
+        programs,
+        longest,
+        wall,
+        violations,
+        failure,
+        replayCheck);
   }
 
   /**
    * Looks for a shorter event log that shows a violation: the shortest fault phase that still
    * fails, then each injected fault type left out in turn while it still fails.
    */
-  static Simulation.Outcome shrink(Simulation.Outcome failing, Function<Simulation.Options, Simulation.Outcome> run) {
+  static Simulation.Outcome shrink(
+      Simulation.Outcome failing, Function<Simulation.Options, Simulation.Outcome> run) {
     Simulation.Outcome best = failing;
     int high = countFaultSteps(failing);
     int low = 0;
@@ -163,8 +223,11 @@ final class FaultRun {
     boolean progress = true;
     while (progress) {
       progress = false;
-      List<Fault> candidates = best.faults().keySet().stream().filter(f -> f != Fault.NONE && !tried.contains(f))
-          .sorted(Comparator.naturalOrder()).toList();
+      List<Fault> candidates =
+          best.faults().keySet().stream()
+              .filter(f -> f != Fault.NONE && !tried.contains(f))
+              .sorted(Comparator.naturalOrder())
+              .toList();
       for (Fault f : candidates) {
         tried.add(f);
         Simulation.Outcome o = run.apply(best.options().without(f));

@@ -14,10 +14,10 @@ import org.junit.jupiter.api.Test;
  * the event log for it, so a change to the simulation that moves the seed elsewhere shows up here
  * rather than silently testing nothing) and must now keep every invariant. The direct tests of the
  * same bugs ({@link IsolationTest}, {@link RelaunchClaimTest}, {@link ReproducibleTickTest}, {@code
- * WorkerQueueFaultTest}) do not depend on the simulation. To re-derive a seed: take the fix out, run
- * {@link FaultInjectionTest} with a fixed {@code -Dfaults.baseSeed}, and copy the replay line. Seeds
- * recorded before the shared lane took turns run without it ({@code withoutTenants()}): FIFO, and
- * no user superseding, as the scenario was then.
+ * WorkerQueueFaultTest}) do not depend on the simulation. To re-derive a seed: take the fix out,
+ * run {@link FaultInjectionTest} with a fixed {@code -Dfaults.baseSeed}, and copy the replay line.
+ * Seeds recorded before the shared lane took turns run without it ({@code withoutTenants()}): FIFO,
+ * and no user superseding, as the scenario was then.
  *
  * <p>A violation names the invariant it breaks as §5.N: invariant N of docs/architecture.md §5.
  */
@@ -38,8 +38,8 @@ class FaultSeedRegressionTest {
 
   /**
    * The seeds predate the faults of {@link Fault#SECOND_STREAM}, {@link Fault#PROGRAMS} and {@link
-   * Fault#DEPLOYS}; with
-   * those left out (they draw from streams of their own) a seed takes the path it was found on.
+   * Fault#DEPLOYS}; with those left out (they draw from streams of their own) a seed takes the path
+   * it was found on.
    */
   private static Simulation.Outcome replay(Simulation.Options options) {
     for (Fault f : Fault.SECOND_STREAM) {
@@ -64,31 +64,37 @@ class FaultSeedRegressionTest {
    */
   @Test
   void bug_1_a_stop_event_for_a_task_never_launched_frees_no_slot_seed_600027() {
-    Simulation.Outcome o = replay(Simulation.Options.of(600027).withoutTenants().withFaultSteps(37));
+    Simulation.Outcome o =
+        replay(Simulation.Options.of(600027).withoutTenants().withFaultSteps(37));
 
-    assertThat(log(o)).contains("deliver forged stop event for inproc-foreign-529 (worker 2): forged without a token");
+    assertThat(log(o))
+        .contains(
+            "deliver forged stop event for inproc-foreign-529 (worker 2): forged without a token");
     assertThat(o.violation()).as(o::report).isNull();
   }
 
   /**
-   * The database refused a worker's progress report and the worker made that the job's verdict:
-   * the user's job failed with "Connection to the database refused". The worker now dies of it and
-   * the job is recovered.
+   * The database refused a worker's progress report and the worker made that the job's verdict: the
+   * user's job failed with "Connection to the database refused". The worker now dies of it and the
+   * job is recovered.
    */
   @Test
   void bug_2_a_queue_failure_under_a_progress_report_is_not_the_jobs_verdict_seed_600050() {
-    Simulation.Outcome o = replay(Simulation.Options.of(600050).withoutTenants().withFaultSteps(26));
+    Simulation.Outcome o =
+        replay(Simulation.Options.of(600050).withoutTenants().withFaultSteps(26));
 
-    assertThat(log(o)).contains("worker 1/inproc-1: WorkerTransitions.checkIn\n        worker 1/inproc-1: ⚡ database unreachable");
+    assertThat(log(o))
+        .contains(
+            "worker 1/inproc-1: WorkerTransitions.checkIn\n        worker 1/inproc-1: ⚡ database unreachable");
     assertThat(o.violation()).as(o::report).isNull();
   }
 
   /**
    * Not a bug but the assumption the launch path rests on, shown both ways: the tick retries an
-   * unrecorded launch after the launch grace, so every caller must be dead by then (Lambda
-   * timeouts end inside the grace). Let a caller outlive it and two launches of one worker race: one
-   * answers a capacity failure, the other starts the task, and recording the failure frees the slot
-   * under the starting task. (The two-ticks form of the same race is closed in the core: see {@link
+   * unrecorded launch after the launch grace, so every caller must be dead by then (Lambda timeouts
+   * end inside the grace). Let a caller outlive it and two launches of one worker race: one answers
+   * a capacity failure, the other starts the task, and recording the failure frees the slot under
+   * the starting task. (The two-ticks form of the same race is closed in the core: see {@link
    * RelaunchClaimTest}.)
    */
   @Test
@@ -96,7 +102,8 @@ class FaultSeedRegressionTest {
     Simulation.Options options = Simulation.Options.of(400695).withoutTenants().withFaultSteps(38);
 
     Simulation.Outcome callersLiveForever = replay(options.without(Fault.CALLER_TIMED_OUT));
-    assertThat(callersLiveForever.violation()).startsWith("§5.3 slot shared#1 freed (worker 2 exited: not started");
+    assertThat(callersLiveForever.violation())
+        .startsWith("§5.3 slot shared#1 freed (worker 2 exited: not started");
 
     Simulation.Outcome callersTimeOut = replay(options);
     assertThat(callersTimeOut.violation()).as(callersTimeOut::report).isNull();

@@ -8,9 +8,9 @@ import java.util.Set;
 /**
  * The scenario's fault decisions, drawn from its random stream (and a second one for the faults of
  * {@link Fault#SECOND_STREAM}, a third for those of {@link Fault#PROGRAMS}, a fourth for {@link
- * Fault#DEPLOYS}). A decision always
- * draws, even when its fault is switched off (after the fault phase, or by a shrinking replay), so
- * that switching one fault off leaves every other decision of the replay where it was.
+ * Fault#DEPLOYS}). A decision always draws, even when its fault is switched off (after the fault
+ * phase, or by a shrinking replay), so that switching one fault off leaves every other decision of
+ * the replay where it was.
  */
 final class Faults {
   private final Random random;
@@ -45,10 +45,17 @@ final class Faults {
     family(0.5, 0.6, Fault.WORKER_FROZEN);
     family(0.4, 0.5, Fault.WORKER_FORGED);
     family(0.15, 0.2, Fault.JOB_KILLS_WORKER);
-    // PROGRAM's rate is the share of jobs that run a program; the four ways it ends are drawn as one
+    // PROGRAM's rate is the share of jobs that run a program; the four ways it ends are drawn as
+    // one
     // choice, so their rate is shared among them.
     family(0.5, 0.5, Fault.PROGRAM);
-    family(0.7, 0.6, Fault.PROGRAM_CRASHES, Fault.PROGRAM_SIGNALLED, Fault.PROGRAM_RETRY_CODE, Fault.PROGRAM_HANGS);
+    family(
+        0.7,
+        0.6,
+        Fault.PROGRAM_CRASHES,
+        Fault.PROGRAM_SIGNALLED,
+        Fault.PROGRAM_RETRY_CODE,
+        Fault.PROGRAM_HANGS);
     family(0.6, 0.5, Fault.PROGRAM_IGNORES_SIGTERM);
     family(0.5, 0.4, Fault.PROGRAM_LEAVES_CHILD);
     family(0.7, 0.8, Fault.PROGRAM_CANCELLED);
@@ -84,9 +91,13 @@ final class Faults {
     return active && !disabled.contains(f) ? rates.getOrDefault(f, 0.0) : 0.0;
   }
 
-  /** The stream {@code f}'s decisions draw from (see {@link Fault#SECOND_STREAM}, {@link Fault#PROGRAMS}). */
+  /**
+   * The stream {@code f}'s decisions draw from (see {@link Fault#SECOND_STREAM}, {@link
+   * Fault#PROGRAMS}).
+   */
   Random streamOf(Fault f) {
-    return Fault.DEPLOYS.contains(f) ? fourth
+    return Fault.DEPLOYS.contains(f)
+        ? fourth
         : Fault.PROGRAMS.contains(f) ? third : Fault.SECOND_STREAM.contains(f) ? second : random;
   }
 
@@ -100,7 +111,10 @@ final class Faults {
     return false;
   }
 
-  /** The first of {@code choices} that happens, or {@link Fault#NONE}; draws once, from their stream. */
+  /**
+   * The first of {@code choices} that happens, or {@link Fault#NONE}; draws once, from their
+   * stream.
+   */
   Fault pick(Fault... choices) {
     double draw = streamOf(choices[0]).nextDouble();
     double edge = 0;

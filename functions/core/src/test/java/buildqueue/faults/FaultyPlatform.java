@@ -1,11 +1,11 @@
 package buildqueue.faults;
 
 import buildqueue.platform.ForwardingWorkerPlatform;
-import buildqueue.testing.InProcessPlatform;
-import buildqueue.testing.InProcessPlatform.LaunchPlan;
 import buildqueue.platform.LaunchOutcome;
 import buildqueue.platform.TaskState;
 import buildqueue.platform.WorkerLaunch;
+import buildqueue.testing.InProcessPlatform;
+import buildqueue.testing.InProcessPlatform.LaunchPlan;
 import buildqueue.worker.WorkerLoop;
 import java.util.HashSet;
 import java.util.List;
@@ -16,9 +16,9 @@ import java.util.UUID;
  * The in-process platform as the queue sees it, with launch faults. Each launch request is a
  * scheduling point (a Lambda may stall between its dispatch and its RunTask); then the caller may
  * die, or the request is planned on {@link InProcessPlatform} to start normally, fail definitely,
- * fail for capacity, end with an unknown outcome (the worker starting or not), start late, or
- * start a worker that crashes at a chosen point of its life. A stop asked of a frozen worker
- * takes effect only later ({@link Simulation#stopFrozen}).
+ * fail for capacity, end with an unknown outcome (the worker starting or not), start late, or start
+ * a worker that crashes at a chosen point of its life. A stop asked of a frozen worker takes effect
+ * only later ({@link Simulation#stopFrozen}).
  */
 final class FaultyPlatform extends ForwardingWorkerPlatform {
 
@@ -59,22 +59,27 @@ final class FaultyPlatform extends ForwardingWorkerPlatform {
     synchronized (this) {
       if (!tokensWithTask.contains(launch.token())) {
         LaunchPlan plan = LaunchPlan.normal();
-        Fault mode = faults.pick(Fault.LAUNCH_FAILED, Fault.LAUNCH_FAILED_RETRYABLE,
-            Fault.LAUNCH_UNKNOWN_STARTED, Fault.LAUNCH_UNKNOWN_NOT_STARTED);
+        Fault mode =
+            faults.pick(
+                Fault.LAUNCH_FAILED,
+                Fault.LAUNCH_FAILED_RETRYABLE,
+                Fault.LAUNCH_UNKNOWN_STARTED,
+                Fault.LAUNCH_UNKNOWN_NOT_STARTED);
         switch (mode) {
           case LAUNCH_FAILED -> plan = plan.failDefinitely();
           case LAUNCH_FAILED_RETRYABLE -> plan = plan.failRetryable();
           case LAUNCH_UNKNOWN_STARTED -> plan = plan.unknown(true);
           case LAUNCH_UNKNOWN_NOT_STARTED -> plan = plan.unknown(false);
-          default -> { }
+          default -> {}
         }
         int pointDraw = sim.random().nextInt(POINTS.length);
         if (faults.roll(Fault.WORKER_CRASH)) {
           plan = plan.crashAt(POINTS[pointDraw]);
         }
         late = faults.roll(Fault.LAUNCH_LATE);
-        boolean startsThread = plan.mode() == InProcessPlatform.LaunchMode.START
-            || (plan.mode() == InProcessPlatform.LaunchMode.UNKNOWN && plan.startsAnyway());
+        boolean startsThread =
+            plan.mode() == InProcessPlatform.LaunchMode.START
+                || (plan.mode() == InProcessPlatform.LaunchMode.UNKNOWN && plan.startsAnyway());
         if (startsThread && refused == null) {
           tokensWithTask.add(launch.token());
         } else {
@@ -87,13 +92,22 @@ final class FaultyPlatform extends ForwardingWorkerPlatform {
       }
     }
     if (refused != null) {
-      // The plan's draws were made all the same, so that the rest of the scenario draws as it would.
+      // The plan's draws were made all the same, so that the rest of the scenario draws as it
+      // would.
       faults.count(Fault.LAUNCH_REFUSED_BY_DEPLOY);
       LaunchOutcome outcome = new LaunchOutcome.NotStarted(refused, true, true);
-      sim.note(actor, "launch worker " + launch.workerId() + " [" + (planned.startsWith("relaunch") ? planned : "first launch")
-          + "] ⚡ refused: " + refused);
+      sim.note(
+          actor,
+          "launch worker "
+              + launch.workerId()
+              + " ["
+              + (planned.startsWith("relaunch") ? planned : "first launch")
+              + "] ⚡ refused: "
+              + refused);
       if (faults.roll(Fault.CALLER_DIED_AFTER_LAUNCH)) {
-        sim.note(actor, "⚡ caller died after launching worker " + launch.workerId() + ", before recording it");
+        sim.note(
+            actor,
+            "⚡ caller died after launching worker " + launch.workerId() + ", before recording it");
         throw new CallerDied("caller died after launching worker " + launch.workerId());
       }
       return outcome;
@@ -102,21 +116,25 @@ final class FaultyPlatform extends ForwardingWorkerPlatform {
       sim.startsLate(launch.workerId());
     }
     LaunchOutcome outcome = platform.launch(launch);
-    sim.note(actor, "launch worker " + launch.workerId() + " [" + planned + "] → " + outcome(outcome));
+    sim.note(
+        actor, "launch worker " + launch.workerId() + " [" + planned + "] → " + outcome(outcome));
     if (faults.roll(Fault.CALLER_DIED_AFTER_LAUNCH)) {
-      sim.note(actor, "⚡ caller died after launching worker " + launch.workerId() + ", before recording it");
+      sim.note(
+          actor,
+          "⚡ caller died after launching worker " + launch.workerId() + ", before recording it");
       throw new CallerDied("caller died after launching worker " + launch.workerId());
     }
     return outcome;
   }
 
   private static String describe(LaunchPlan plan) {
-    String mode = switch (plan.mode()) {
-      case START -> "start";
-      case FAIL -> "fail";
-      case FAIL_RETRYABLE -> "fail for capacity";
-      case UNKNOWN -> plan.startsAnyway() ? "unknown, starts" : "unknown, never starts";
-    };
+    String mode =
+        switch (plan.mode()) {
+          case START -> "start";
+          case FAIL -> "fail";
+          case FAIL_RETRYABLE -> "fail for capacity";
+          case UNKNOWN -> plan.startsAnyway() ? "unknown, starts" : "unknown, never starts";
+        };
     return plan.crashAt() == null ? mode : mode + ", crashes " + plan.crashAt();
   }
 

@@ -12,13 +12,13 @@ import java.util.function.Function;
 import java.util.function.Supplier;
 
 /**
- * The database as the actors see it: every statement (and every transaction, as a whole) waits
- * at the scheduler's gate, and may meet a fault chosen from the scenario's random stream:
+ * The database as the actors see it: every statement (and every transaction, as a whole) waits at
+ * the scheduler's gate, and may meet a fault chosen from the scenario's random stream:
  *
  * <ul>
  *   <li><b>killed mid-statement</b>: the statement runs, then its backend is terminated by {@code
- *       pg_terminate_backend} from another connection before it commits; nothing is written and
- *       the caller gets the driver's error;
+ *       pg_terminate_backend} from another connection before it commits; nothing is written and the
+ *       caller gets the driver's error;
  *   <li><b>reply lost</b>: the statement commits, then its backend is terminated before the reply
  *       reaches the caller, who sees an error for a write that happened;
  *   <li><b>killed mid-transaction</b>: inside a transaction the backend is terminated between two
@@ -91,14 +91,15 @@ final class GatedDatabase implements Database {
     sim.callerAlive(actor);
     sim.statementStarts(actor, "transaction");
     unreachable(actor);
-    return target.transaction(tx -> {
-      T result = work.apply(new InTransaction(tx, actor));
-      if (sim.faults().statementFault() == Fault.KILL_AFTER_COMMIT) {
-        sim.note(actor, "⚡ connection killed after commit of a transaction, reply lost");
-        faults.loseCommitReply(tx);
-      }
-      return result;
-    });
+    return target.transaction(
+        tx -> {
+          T result = work.apply(new InTransaction(tx, actor));
+          if (sim.faults().statementFault() == Fault.KILL_AFTER_COMMIT) {
+            sim.note(actor, "⚡ connection killed after commit of a transaction, reply lost");
+            faults.loseCommitReply(tx);
+          }
+          return result;
+        });
   }
 
   private void unreachable(Scheduler.Actor actor) {
@@ -111,8 +112,8 @@ final class GatedDatabase implements Database {
 
   /**
    * The statement's {@code :now} as of when it runs, not when its caller built it: an actor may
-   * wait at its gate while the simulated clock moves, and production statements read the
-   * database's clock when they execute.
+   * wait at its gate while the simulated clock moves, and production statements read the database's
+   * clock when they execute.
    */
   private Params atExecution(Params given) {
     if (!given.has("now") || !(given.get("now") instanceof Instant)) {
@@ -168,15 +169,30 @@ final class GatedDatabase implements Database {
 
   /** The transition that runs a statement, found once per statement from the call stack. */
   static String label(String sql) {
-    return LABELS.computeIfAbsent(sql, s -> StackWalker.getInstance().walk(frames -> frames
-        .filter(f -> f.getClassName().startsWith("buildqueue.")
-            && !f.getClassName().startsWith("buildqueue.faults.")
-            && !f.getClassName().startsWith("buildqueue.db.")
-            && !f.getClassName().startsWith("buildqueue.testing.InProcessPlatform")
-            && !f.getClassName().startsWith("buildqueue.testing.CheckedDatabase"))
-        .findFirst()
-        .map(f -> f.getClassName().substring(f.getClassName().lastIndexOf('.') + 1) + "." + f.getMethodName())
-        .orElse(firstLine(s))));
+    return LABELS.computeIfAbsent(
+        sql,
+        s ->
+            StackWalker.getInstance()
+                .walk(
+                    frames ->
+                        frames
+                            .filter(
+                                f ->
+                                    f.getClassName().startsWith("buildqueue.")
+                                        && !f.getClassName().startsWith("buildqueue.faults.")
+                                        && !f.getClassName().startsWith("buildqueue.db.")
+                                        && !f.getClassName()
+                                            .startsWith("buildqueue.testing.InProcessPlatform")
+                                        && !f.getClassName()
+                                            .startsWith("buildqueue.testing.CheckedDatabase"))
+                            .findFirst()
+                            .map(
+                                f ->
+                                    f.getClassName()
+                                            .substring(f.getClassName().lastIndexOf('.') + 1)
+                                        + "."
+                                        + f.getMethodName())
+                            .orElse(firstLine(s))));
   }
 
   private static String firstLine(String sql) {

@@ -25,11 +25,11 @@ import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * Seeded property-based fuzzing of {@link HttpApi}: {@value #DEFAULT_REQUESTS} generated requests
- * ({@value #SOAK_REQUESTS} under {@code -Dbuildqueue.soak=true})
- * per run (malformed and truncated JSON, wrong types, huge numbers, deep nesting, oversize bodies,
- * unicode and control characters, SQL-looking strings, unknown fields, bad paths, methods and query
- * strings, missing and odd callers). Properties, for every request: never a 5xx; a 4xx is an
- * {@code application/problem+json} whose {@code detail} says something; a 4xx changes nothing in the
+ * ({@value #SOAK_REQUESTS} under {@code -Dbuildqueue.soak=true}) per run (malformed and truncated
+ * JSON, wrong types, huge numbers, deep nesting, oversize bodies, unicode and control characters,
+ * SQL-looking strings, unknown fields, bad paths, methods and query strings, missing and odd
+ * callers). Properties, for every request: never a 5xx; a 4xx is an {@code
+ * application/problem+json} whose {@code detail} says something; a 4xx changes nothing in the
  * database; without a caller only {@code GET /health} and the static page answer 2xx; a non-admin
  * never gets a 2xx from an admin route. {@code -Dfuzz.requests=N}, {@code -Dfuzz.seed=S}.
  *
@@ -57,7 +57,8 @@ class HttpFuzzTest {
     int requests = TestSeeds.size("http fuzz", "fuzz.requests", DEFAULT_REQUESTS, SOAK_REQUESTS);
     long seed = TestSeeds.seed("http fuzz", "fuzz.seed", 23);
     QueueHarness h = QueueHarness.manual(tdb);
-    CheckedApi api = new CheckedApi(new HttpApi(h.queue, new JobQueries(h.db, h.config, h.clock), h.handlers));
+    CheckedApi api =
+        new CheckedApi(new HttpApi(h.queue, new JobQueries(h.db, h.config, h.clock), h.handlers));
     RequestFuzzer fuzzer = new RequestFuzzer(seed);
     Map<String, Integer> statuses = new TreeMap<>();
     List<String> failures = new ArrayList<>();
@@ -71,20 +72,41 @@ class HttpFuzzTest {
       String after = fingerprint(tdb);
       String broken = check(request, response, before, after);
       if (broken != null) {
-        failures.add("request " + i + " of seed " + seed + " (" + f.shape() + "): " + broken + "\n    "
-            + describe(request) + "\n    → " + response.status() + " " + response.bodyText());
+        failures.add(
+            "request "
+                + i
+                + " of seed "
+                + seed
+                + " ("
+                + f.shape()
+                + "): "
+                + broken
+                + "\n    "
+                + describe(request)
+                + "\n    → "
+                + response.status()
+                + " "
+                + response.bodyText());
       }
       before = after;
     }
 
-    System.out.println("http fuzz: " + requests + " requests, seed " + seed + ", statuses " + statuses
-        + ", failures " + failures.size());
+    System.out.println(
+        "http fuzz: "
+            + requests
+            + " requests, seed "
+            + seed
+            + ", statuses "
+            + statuses
+            + ", failures "
+            + failures.size());
     assertThat(failures).as("replay with -Dfuzz.seed=" + seed).isEmpty();
     assertThat(statuses.getOrDefault("2xx", 0)).as("some requests are valid").isPositive();
     assertThat(statuses.getOrDefault("4xx", 0)).as("most are not").isGreaterThan(requests / 3);
   }
 
-  private static String check(ApiRequest request, ApiResponse response, String before, String after) {
+  private static String check(
+      ApiRequest request, ApiResponse response, String before, String after) {
     int status = response.status();
     if (status >= 500) {
       return "a 5xx";
@@ -110,7 +132,9 @@ class HttpFuzzTest {
       }
       return null;
     }
-    boolean open = request.method().equals("GET") && (request.path().equals("/health") || request.path().equals("/"));
+    boolean open =
+        request.method().equals("GET")
+            && (request.path().equals("/health") || request.path().equals("/"));
     if (request.caller() == null && !open) {
       return "a 2xx without a caller";
     }
@@ -127,8 +151,17 @@ class HttpFuzzTest {
 
   private static String describe(ApiRequest r) {
     String body = new String(r.body(), StandardCharsets.UTF_8);
-    return r.method() + " " + r.path() + (r.query().isEmpty() ? "" : "?" + r.query()) + " headers " + r.headers()
-        + " caller " + r.caller() + " body (" + r.body().length + " bytes) "
+    return r.method()
+        + " "
+        + r.path()
+        + (r.query().isEmpty() ? "" : "?" + r.query())
+        + " headers "
+        + r.headers()
+        + " caller "
+        + r.caller()
+        + " body ("
+        + r.body().length
+        + " bytes) "
         + RequestFuzzer.quote(body.length() > 300 ? body.substring(0, 300) + "…" : body);
   }
 }

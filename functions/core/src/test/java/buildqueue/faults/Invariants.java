@@ -19,9 +19,9 @@ import java.util.Set;
 
 /**
  * The invariants of docs/architecture.md §5 (cited as §5.N), checked against the database after
- * every step. Each step runs one actor alone, so the difference between the snapshots before and after it is exactly that actor's doing: that
- * is what makes "a fenced worker's writes change nothing" and "recoveries are counted exactly"
- * checkable from rows alone.
+ * every step. Each step runs one actor alone, so the difference between the snapshots before and
+ * after it is exactly that actor's doing: that is what makes "a fenced worker's writes change
+ * nothing" and "recoveries are counted exactly" checkable from rows alone.
  */
 final class Invariants {
 
@@ -39,35 +39,44 @@ final class Invariants {
    * Anything else (a driver error, a stack trace) means an infrastructure fault reached a user's
    * job as its verdict, instead of being recovered from.
    */
-  static final List<String> FAILURE_REASONS = List.of(
-      SimHandler.FAILED_ON_PURPOSE,
-      ExitTransitions.REPEATED_EXIT_ERROR,
-      "Could not start a build worker: ",
-      "Could not start a build worker after ",
-      // A program job (docs/architecture.md §10.1): its own error line, or the runner's words for its end.
-      SimPrograms.FAILED_ON_PURPOSE,
-      "exited with code ",
-      "killed by signal ",
-      "timed out after ");
+  static final List<String> FAILURE_REASONS =
+      List.of(
+          SimHandler.FAILED_ON_PURPOSE,
+          ExitTransitions.REPEATED_EXIT_ERROR,
+          "Could not start a build worker: ",
+          "Could not start a build worker after ",
+          // A program job (docs/architecture.md §10.1): its own error line, or the runner's words
+          // for its end.
+          SimPrograms.FAILED_ON_PURPOSE,
+          "exited with code ",
+          "killed by signal ",
+          "timed out after ");
 
   /**
-   * docs/architecture.md §5.6: a job fails only after four consecutive interruptions without progress, i.e.
-   * it goes back to the queue while its count of them is at most three. The oracle holds the
-   * design's number, not the core's constant ({@code ExitTransitions.MAX_RECOVERIES}): a check that
-   * read the number from the code it checks would agree with any off-by-one in it.
+   * docs/architecture.md §5.6: a job fails only after four consecutive interruptions without
+   * progress, i.e. it goes back to the queue while its count of them is at most three. The oracle
+   * holds the design's number, not the core's constant ({@code ExitTransitions.MAX_RECOVERIES}): a
+   * check that read the number from the code it checks would agree with any off-by-one in it.
    */
   static final int INTERRUPTIONS_RETRIED = 3;
 
   private final Duration margin;
   private final boolean fair;
   private final int maxLaunchFailures;
+
   /** How many of each job's launch failures were a deploy window's refusals. */
   private final Map<Long, Integer> deployRefusals = new HashMap<>();
-  /** For each user waiting in the shared lane: how often each other user was dispatched there since. */
+
+  /**
+   * For each user waiting in the shared lane: how often each other user was dispatched there since.
+   */
   private final Map<String, Map<String, Integer>> servedWhileWaiting = new HashMap<>();
+
   private SimPrograms programs;
+
   /** When each job's cancel request was first seen committed. */
   private final Map<Long, Instant> cancelSeen = new HashMap<>();
+
   /** How many of each program's laps (by pid) have been checked. */
   private final Map<Long, Integer> lapsChecked = new HashMap<>();
 
@@ -120,8 +129,15 @@ final class Invariants {
       if (j.onWorker()) {
         W w = s.workers().get(j.workerId());
         if (w == null || w.exited()) {
-          return "§5.2 job " + j.id() + " is " + j.status() + " on worker " + j.workerId()
-              + " which is " + (w == null ? "gone" : "exited (" + w.exitReason() + ")") + ": it would never finish";
+          return "§5.2 job "
+              + j.id()
+              + " is "
+              + j.status()
+              + " on worker "
+              + j.workerId()
+              + " which is "
+              + (w == null ? "gone" : "exited (" + w.exitReason() + ")")
+              + ": it would never finish";
         }
         Long other = byWorker.put(j.workerId(), j.id());
         if (other != null) {
@@ -153,12 +169,25 @@ final class Invariants {
         continue;
       }
       boolean checkable = w.taskId() != null;
-      boolean canNoLongerStart = w.startedAt() == null && !step.now().isBefore(w.expiresAt().minus(margin));
+      boolean canNoLongerStart =
+          w.startedAt() == null && !step.now().isBefore(w.expiresAt().minus(margin));
       if (checkable || !canNoLongerStart) {
-        return "§5.3 slot " + w.slot() + " freed (worker " + w.id() + " exited: " + w.exitReason() + ") while its task "
-            + live.getKey() + (step.frozenTasks().contains(live.getKey()) ? " (frozen)" : "") + " may still run"
-            + (w.startedAt() == null ? " (not yet started, lease until " + w.expiresAt() + ")" : " (started)")
-            + (checkable ? "; the queue could check it, so only its stop evidence may free the slot" : "");
+        return "§5.3 slot "
+            + w.slot()
+            + " freed (worker "
+            + w.id()
+            + " exited: "
+            + w.exitReason()
+            + ") while its task "
+            + live.getKey()
+            + (step.frozenTasks().contains(live.getKey()) ? " (frozen)" : "")
+            + " may still run"
+            + (w.startedAt() == null
+                ? " (not yet started, lease until " + w.expiresAt() + ")"
+                : " (started)")
+            + (checkable
+                ? "; the queue could check it, so only its stop evidence may free the slot"
+                : "");
       }
     }
     return null;
@@ -169,7 +198,10 @@ final class Invariants {
     for (J j : s.jobs().values()) {
       if (j.status().equals("failed")) {
         if (j.error() == null || FAILURE_REASONS.stream().noneMatch(j.error()::startsWith)) {
-          return "§5.5 job " + j.id() + " failed with an error that is not a verdict on the job: " + j.error();
+          return "§5.5 job "
+              + j.id()
+              + " failed with an error that is not a verdict on the job: "
+              + j.error();
         }
       }
     }
@@ -180,7 +212,9 @@ final class Invariants {
     for (J before : prev.jobs().values()) {
       if (before.finished()) {
         J after = next.jobs().get(before.id());
-        if (after == null || !after.status().equals(before.status()) || after.progress() != before.progress()
+        if (after == null
+            || !after.status().equals(before.status())
+            || after.progress() != before.progress()
             || !Objects.equals(after.error(), before.error())) {
           return "job " + before.id() + " was " + before.status() + " and changed to " + after;
         }
@@ -207,8 +241,12 @@ final class Invariants {
     boolean fenced = before == null || before.exited() || !step.now().isBefore(before.expiresAt());
     if (fenced) {
       if (!prev.equals(next)) {
-        return "§5.2 fenced-off worker " + id + " (" + (before == null ? "no row" : before.status() + ", lease until "
-            + before.expiresAt()) + ") changed the database: " + diff(prev, next);
+        return "§5.2 fenced-off worker "
+            + id
+            + " ("
+            + (before == null ? "no row" : before.status() + ", lease until " + before.expiresAt())
+            + ") changed the database: "
+            + diff(prev, next);
       }
       return null;
     }
@@ -219,9 +257,17 @@ final class Invariants {
     }
     for (J j : next.jobs().values()) {
       J b = prev.jobs().get(j.id());
-      boolean mine = b == null || Objects.equals(b.workerId(), id) || Objects.equals(j.workerId(), id);
+      boolean mine =
+          b == null || Objects.equals(b.workerId(), id) || Objects.equals(j.workerId(), id);
       if (!j.equals(b) && !mine) {
-        return "§5.2 worker " + id + " changed job " + j.id() + " which is not its own: " + b + " → " + j;
+        return "§5.2 worker "
+            + id
+            + " changed job "
+            + j.id()
+            + " which is not its own: "
+            + b
+            + " → "
+            + j;
       }
     }
     return null;
@@ -235,17 +281,37 @@ final class Invariants {
         continue;
       }
       if (after.progress() < before.progress()) {
-        return "job " + after.id() + " lost progress: " + before.progress() + " → " + after.progress();
+        return "job "
+            + after.id()
+            + " lost progress: "
+            + before.progress()
+            + " → "
+            + after.progress();
       }
       boolean leftWorker = before.onWorker() && !after.onWorker();
       W worker = before.workerId() == null ? null : next.workers().get(before.workerId());
       W workerBefore = before.workerId() == null ? null : prev.workers().get(before.workerId());
-      boolean byExit = leftWorker && worker != null && worker.exited() && workerBefore != null && !workerBefore.exited();
-      SimProgram retried = leftWorker && worker != null && !worker.exited() ? retriedBy(before, step.now()) : null;
+      boolean byExit =
+          leftWorker
+              && worker != null
+              && worker.exited()
+              && workerBefore != null
+              && !workerBefore.exited();
+      SimProgram retried =
+          leftWorker && worker != null && !worker.exited() ? retriedBy(before, step.now()) : null;
       if (byExit && worker.exitReason() != null && worker.exitReason().startsWith("not started:")) {
-        if (after.recoveries() != before.recoveries() || after.launchFailures() != before.launchFailures() + 1) {
-          return "§5.7 job " + after.id() + " after a failed launch: recoveries " + before.recoveries() + " → "
-              + after.recoveries() + ", launch failures " + before.launchFailures() + " → " + after.launchFailures();
+        if (after.recoveries() != before.recoveries()
+            || after.launchFailures() != before.launchFailures() + 1) {
+          return "§5.7 job "
+              + after.id()
+              + " after a failed launch: recoveries "
+              + before.recoveries()
+              + " → "
+              + after.recoveries()
+              + ", launch failures "
+              + before.launchFailures()
+              + " → "
+              + after.launchFailures();
         }
         if (worker.exitReason().startsWith("not started: " + Simulation.DEPLOY_REFUSAL)) {
           String v = refusedByDeploy(before, after);
@@ -255,15 +321,34 @@ final class Invariants {
         }
       } else if (byExit) {
         int expected = before.progress() > before.checkpoint() ? 0 : before.recoveries() + 1;
-        String expectedStatus = before.cancelRequested() ? "cancelled"
-            : expected <= INTERRUPTIONS_RETRIED ? "queued" : "failed";
+        String expectedStatus =
+            before.cancelRequested()
+                ? "cancelled"
+                : expected <= INTERRUPTIONS_RETRIED ? "queued" : "failed";
         if (after.recoveries() != expected || !after.status().equals(expectedStatus)) {
-          return "§5.6 job " + after.id() + " interrupted (progress " + before.checkpoint() + "→" + before.progress()
-              + ", recoveries " + before.recoveries() + ") became " + after.status() + " with recoveries "
-              + after.recoveries() + "; expected " + expectedStatus + " with " + expected;
+          return "§5.6 job "
+              + after.id()
+              + " interrupted (progress "
+              + before.checkpoint()
+              + "→"
+              + before.progress()
+              + ", recoveries "
+              + before.recoveries()
+              + ") became "
+              + after.status()
+              + " with recoveries "
+              + after.recoveries()
+              + "; expected "
+              + expectedStatus
+              + " with "
+              + expected;
         }
-        if (expectedStatus.equals("failed") && !ExitTransitions.REPEATED_EXIT_ERROR.equals(after.error())) {
-          return "§5.6 job " + after.id() + " failed after repeated exits with error " + after.error();
+        if (expectedStatus.equals("failed")
+            && !ExitTransitions.REPEATED_EXIT_ERROR.equals(after.error())) {
+          return "§5.6 job "
+              + after.id()
+              + " failed after repeated exits with error "
+              + after.error();
         }
       } else if (retried != null) {
         String v = interruptedByRetryCode(before, after, retried);
@@ -271,8 +356,17 @@ final class Invariants {
           return v;
         }
       } else if (after.recoveries() != before.recoveries()) {
-        return "§5.6 job " + after.id() + " recoveries changed " + before.recoveries() + " → " + after.recoveries()
-            + " without its worker exiting (" + before.status() + " → " + after.status() + ")";
+        return "§5.6 job "
+            + after.id()
+            + " recoveries changed "
+            + before.recoveries()
+            + " → "
+            + after.recoveries()
+            + " without its worker exiting ("
+            + before.status()
+            + " → "
+            + after.status()
+            + ")";
       }
       if (before.status().equals("queued") && after.onWorker()) {
         boolean turns = fair && after.lane().equals("shared");
@@ -280,15 +374,29 @@ final class Invariants {
           J otherAfter = next.jobs().get(other.id());
           // In a lane that takes turns, only a retry (a job that ran and came back) goes ahead of
           // another user's older job; FIFO holds among retries and within one user's new jobs.
-          boolean mustGoFirst = !turns || (other.attempts() > 0 ? true
-              : before.attempts() == 0 && other.userId().equals(after.userId()));
-          boolean older = other.id() < after.id() || (turns && other.attempts() > 0 && before.attempts() == 0);
-          if (mustGoFirst && older && other.lane().equals(after.lane())
+          boolean mustGoFirst =
+              !turns
+                  || (other.attempts() > 0
+                      ? true
+                      : before.attempts() == 0 && other.userId().equals(after.userId()));
+          boolean older =
+              other.id() < after.id() || (turns && other.attempts() > 0 && before.attempts() == 0);
+          if (mustGoFirst
+              && older
+              && other.lane().equals(after.lane())
               && other.status().equals("queued")
-              && otherAfter != null && otherAfter.status().equals("queued")
+              && otherAfter != null
+              && otherAfter.status().equals("queued")
               && (other.notBefore() == null || !other.notBefore().isAfter(step.now()))) {
-            return "§5.6 job " + after.id() + " was taken from lane " + after.lane() + " ahead of older queued job "
-                + other.id() + " (recoveries " + other.recoveries() + ")";
+            return "§5.6 job "
+                + after.id()
+                + " was taken from lane "
+                + after.lane()
+                + " ahead of older queued job "
+                + other.id()
+                + " (recoveries "
+                + other.recoveries()
+                + ")";
           }
         }
       }
@@ -305,19 +413,36 @@ final class Invariants {
    */
   private String refusedByDeploy(J before, J after) {
     int refusals = deployRefusals.merge(after.id(), 1, Integer::sum);
-    String expected = before.cancelRequested() ? "cancelled"
-        : after.launchFailures() < maxLaunchFailures ? "queued" : "failed";
+    String expected =
+        before.cancelRequested()
+            ? "cancelled"
+            : after.launchFailures() < maxLaunchFailures ? "queued" : "failed";
     if (!after.status().equals(expected)) {
-      return "§4.4 job " + after.id() + " refused a launch by a deploy window (launch failures " + after.launchFailures()
-          + " of " + maxLaunchFailures + ") became " + after.status() + "; expected " + expected
+      return "§4.4 job "
+          + after.id()
+          + " refused a launch by a deploy window (launch failures "
+          + after.launchFailures()
+          + " of "
+          + maxLaunchFailures
+          + ") became "
+          + after.status()
+          + "; expected "
+          + expected
           + ": a deploy's refusal is retried with backoff, never final at first sight";
     }
     if (after.status().equals("queued") && after.notBefore() == null) {
-      return "§4.4 job " + after.id() + " refused a launch by a deploy window went back to the queue with no backoff";
+      return "§4.4 job "
+          + after.id()
+          + " refused a launch by a deploy window went back to the queue with no backoff";
     }
     if (after.status().equals("failed") && refusals >= after.launchFailures()) {
-      return "§4.4 job " + after.id() + " failed for a deploy window alone: all its " + after.launchFailures()
-          + " launch failures were the deploy's refusals (" + after.error() + ")";
+      return "§4.4 job "
+          + after.id()
+          + " failed for a deploy window alone: all its "
+          + after.launchFailures()
+          + " launch failures were the deploy's refusals ("
+          + after.error()
+          + ")";
     }
     return null;
   }
@@ -328,42 +453,75 @@ final class Invariants {
       return null;
     }
     SimProgram p = programs.of(before.id(), before.attempts());
-    return p != null && before.workerId() != null && p.workerId == before.workerId() && p.retryExit(now) ? p : null;
+    return p != null
+            && before.workerId() != null
+            && p.workerId == before.workerId()
+            && p.retryExit(now)
+        ? p
+        : null;
   }
 
   /**
    * §5.6 for {@code WorkerTransitions.interrupt}: a program that exits with one of its kind's retry
-   * codes is interrupted as if its worker had exited — to the head of its lane, or failed after four
-   * interruptions without progress, or cancelled if its owner asked — while its worker stays and
-   * takes its next job. So its recoveries change without any worker exiting, by the same rule,
+   * codes is interrupted as if its worker had exited — to the head of its lane, or failed after
+   * four interruptions without progress, or cancelled if its owner asked — while its worker stays
+   * and takes its next job. So its recoveries change without any worker exiting, by the same rule,
    * counted on the progress the program reached: the interruption records the progress the program
    * reported after its last check-in, in the same statement, and that is what must decide whether
    * it moved forward (not the last progress a check-in happened to write).
    */
   private static String interruptedByRetryCode(J before, J after, SimProgram p) {
     if (before.cancelRequested() && after.status().equals("cancelled")) {
-      return null; // the worker saw the cancel first, or the interruption found it: cancelled either way
+      return null; // the worker saw the cancel first, or the interruption found it: cancelled
+      // either way
     }
     int reached = p.lastProgress() != null ? p.lastProgress() : before.progress();
     int expected = reached > before.checkpoint() ? 0 : before.recoveries() + 1;
-    String expectedStatus = before.cancelRequested() ? "cancelled"
-        : expected <= INTERRUPTIONS_RETRIED ? "queued" : "failed";
-    if (after.progress() != reached || after.recoveries() != expected || !after.status().equals(expectedStatus)) {
-      return "§5.6 job " + after.id() + " interrupted by its program's retry exit code (progress " + before.checkpoint()
-          + "→" + reached + " reported, recoveries " + before.recoveries() + ") became " + after.status()
-          + " with progress " + after.progress() + " and recoveries " + after.recoveries() + "; expected "
-          + expectedStatus + " with progress " + reached + " and recoveries " + expected + " (" + p + ")";
+    String expectedStatus =
+        before.cancelRequested()
+            ? "cancelled"
+            : expected <= INTERRUPTIONS_RETRIED ? "queued" : "failed";
+    if (after.progress() != reached
+        || after.recoveries() != expected
+        || !after.status().equals(expectedStatus)) {
+      return "§5.6 job "
+          + after.id()
+          + " interrupted by its program's retry exit code (progress "
+          + before.checkpoint()
+          + "→"
+          + reached
+          + " reported, recoveries "
+          + before.recoveries()
+          + ") became "
+          + after.status()
+          + " with progress "
+          + after.progress()
+          + " and recoveries "
+          + after.recoveries()
+          + "; expected "
+          + expectedStatus
+          + " with progress "
+          + reached
+          + " and recoveries "
+          + expected
+          + " ("
+          + p
+          + ")";
     }
-    if (expectedStatus.equals("failed") && !ExitTransitions.REPEATED_EXIT_ERROR.equals(after.error())) {
-      return "§5.6 job " + after.id() + " failed after repeated retry exits with error " + after.error();
+    if (expectedStatus.equals("failed")
+        && !ExitTransitions.REPEATED_EXIT_ERROR.equals(after.error())) {
+      return "§5.6 job "
+          + after.id()
+          + " failed after repeated retry exits with error "
+          + after.error();
     }
     return null;
   }
 
   /**
-   * docs/architecture.md §10.1, the job process, against the records of the simulated programs (nothing if the
-   * scenario ran none). Checked after every step, those that wrote nothing too: a poll of a program
-   * is where the runner must act, and it writes nothing. Null when all hold.
+   * docs/architecture.md §10.1, the job process, against the records of the simulated programs
+   * (nothing if the scenario ran none). Checked after every step, those that wrote nothing too: a
+   * poll of a program is where the runner must act, and it writes nothing. Null when all hold.
    */
   String programs(Snapshot prev, Snapshot next, Instant now, Map<String, Long> liveTasks) {
     if (programs == null || !programs.any()) {
@@ -385,16 +543,16 @@ final class Invariants {
   }
 
   /**
-   * §10 "no process of a job outlives it", and §5.2 for programs. A program still running while
-   * its job is final, back in the queue or on another attempt would go on working on a job the
-   * queue has given up or given to another worker (the same job twice, or a build writing after its
-   * verdict); so would one whose worker the queue counts exited (its slot may hold the next worker).
-   * And a dead worker's programs die with it: the local platform kills their sessions before it
-   * reports the worker gone (LeftoverJobs), a Fargate task's end kills every process in it, the
-   * worker's own halt kills them first (RunningJobs).
+   * §10 "no process of a job outlives it", and §5.2 for programs. A program still running while its
+   * job is final, back in the queue or on another attempt would go on working on a job the queue
+   * has given up or given to another worker (the same job twice, or a build writing after its
+   * verdict); so would one whose worker the queue counts exited (its slot may hold the next
+   * worker). And a dead worker's programs die with it: the local platform kills their sessions
+   * before it reports the worker gone (LeftoverJobs), a Fargate task's end kills every process in
+   * it, the worker's own halt kills them first (RunningJobs).
    */
-  private static String noProcessOutlivesItsJob(List<SimProgram> all, Snapshot next, Instant now,
-      Map<String, Long> liveTasks) {
+  private static String noProcessOutlivesItsJob(
+      List<SimProgram> all, Snapshot next, Instant now, Map<String, Long> liveTasks) {
     Map<Long, SimProgram> byJob = new HashMap<>();
     for (SimProgram p : all) {
       if (p.live(now) == 0) {
@@ -406,12 +564,20 @@ final class Invariants {
       }
       W w = next.workers().get(p.workerId);
       if (w == null || w.exited()) {
-        return what + " though the queue counts its worker exited (" + (w == null ? "no row" : w.exitReason())
+        return what
+            + " though the queue counts its worker exited ("
+            + (w == null ? "no row" : w.exitReason())
             + "): its slot and its job may go to another worker while it runs";
       }
       J j = next.jobs().get(p.jobId);
-      if (j == null || !j.onWorker() || !Objects.equals(j.workerId(), p.workerId) || j.attempts() != p.attempt) {
-        return what + " though its job is now " + j + ": no process of a job may outlive its attempt";
+      if (j == null
+          || !j.onWorker()
+          || !Objects.equals(j.workerId(), p.workerId)
+          || j.attempts() != p.attempt) {
+        return what
+            + " though its job is now "
+            + j
+            + ": no process of a job may outlive its attempt";
       }
       SimProgram other = byJob.put(p.jobId, p);
       if (other != null) {
@@ -424,8 +590,8 @@ final class Invariants {
   /**
    * §10 timeout, cancel and grace, on the runner's own time. A worker can be starved (the
    * simulation moves time while it waits at a gate, as a paused JVM would); what the runner owes is
-   * to act on its first chance after each deadline: having come back from a poll at or after it,
-   * it must have done so by its next call on the program.
+   * to act on its first chance after each deadline: having come back from a poll at or after it, it
+   * must have done so by its next call on the program.
    *
    * <ul>
    *   <li>a program running past its kind's timeout gets SIGTERM (it is then failed "timed out
@@ -455,39 +621,74 @@ final class Invariants {
   }
 
   private String lap(SimProgram p, SimProgram.Lap lap) {
-    String back = "; the runner came back from a poll at +" + SimPrograms.at(lap.since()) + " and called on it again at +"
-        + SimPrograms.at(lap.at()) + " — " + p;
+    String back =
+        "; the runner came back from a poll at +"
+            + SimPrograms.at(lap.since())
+            + " and called on it again at +"
+            + SimPrograms.at(lap.at())
+            + " — "
+            + p;
     if (lap.kind() == SimProgram.LapKind.LEFTOVERS) {
       if (lap.termAt() == null) {
-        return "§10 the runner waits for what job " + p.jobId + "'s program left running without sending it SIGTERM" + back;
+        return "§10 the runner waits for what job "
+            + p.jobId
+            + "'s program left running without sending it SIGTERM"
+            + back;
       }
       if (!lap.since().isBefore(lap.termAt().plus(p.grace))) {
-        return "§10 grace: what job " + p.jobId + "'s program left running got SIGTERM at +" + SimPrograms.at(lap.termAt())
-            + "; the grace of " + p.grace.toMillis() + " ms is over and the runner waits on instead of sending SIGKILL" + back;
+        return "§10 grace: what job "
+            + p.jobId
+            + "'s program left running got SIGTERM at +"
+            + SimPrograms.at(lap.termAt())
+            + "; the grace of "
+            + p.grace.toMillis()
+            + " ms is over and the runner waits on instead of sending SIGKILL"
+            + back;
       }
       return null;
     }
     Instant timeoutAt = p.startedAt.plus(p.timeout);
     if (lap.termAt() == null && !lap.since().isBefore(timeoutAt)) {
-      return "§10 timeout: job " + p.jobId + "'s program ran past its timeout of " + p.timeout.toMillis()
-          + " ms without SIGTERM" + back;
+      return "§10 timeout: job "
+          + p.jobId
+          + "'s program ran past its timeout of "
+          + p.timeout.toMillis()
+          + " ms without SIGTERM"
+          + back;
     }
     Instant cancelAt = cancelSeen.get(p.jobId);
-    if (lap.termAt() == null && cancelAt != null
+    if (lap.termAt() == null
+        && cancelAt != null
         && !lap.since().isBefore(cancelAt.plus(JobContext.CANCEL_CHECK_INTERVAL))) {
-      return "§10 cancel: job " + p.jobId + " was cancelled at +" + SimPrograms.at(cancelAt) + " and its program got no SIGTERM"
-          + " within the cancel-check interval of " + JobContext.CANCEL_CHECK_INTERVAL.toSeconds() + " s" + back;
+      return "§10 cancel: job "
+          + p.jobId
+          + " was cancelled at +"
+          + SimPrograms.at(cancelAt)
+          + " and its program got no SIGTERM"
+          + " within the cancel-check interval of "
+          + JobContext.CANCEL_CHECK_INTERVAL.toSeconds()
+          + " s"
+          + back;
     }
-    if (lap.termAt() != null && !lap.killed() && !lap.since().isBefore(lap.termAt().plus(p.grace))) {
-      return "§10 grace: job " + p.jobId + "'s program got SIGTERM at +" + SimPrograms.at(lap.termAt()) + " and no SIGKILL"
-          + " when the grace of " + p.grace.toMillis() + " ms was over" + back;
+    if (lap.termAt() != null
+        && !lap.killed()
+        && !lap.since().isBefore(lap.termAt().plus(p.grace))) {
+      return "§10 grace: job "
+          + p.jobId
+          + "'s program got SIGTERM at +"
+          + SimPrograms.at(lap.termAt())
+          + " and no SIGKILL"
+          + " when the grace of "
+          + p.grace.toMillis()
+          + " ms was over"
+          + back;
     }
     return null;
   }
 
   /**
-   * §10 outcomes: when a program job's worker ends it, the verdict is the program's. A program
-   * sent SIGTERM while it ran was stopped by a timeout (failed "timed out after …", and only if it
+   * §10 outcomes: when a program job's worker ends it, the verdict is the program's. A program sent
+   * SIGTERM while it ran was stopped by a timeout (failed "timed out after …", and only if it
    * really ran past its timeout) or by its owner's cancel (cancelled, and only if the owner asked);
    * otherwise exit 0 succeeds, another code fails with the program's error line or the code, and a
    * signal fails naming it. A job whose owner asked to cancel it may end cancelled whatever its
@@ -496,15 +697,23 @@ final class Invariants {
   private String programOutcomes(Snapshot prev, Snapshot next, Instant now) {
     for (J after : next.jobs().values()) {
       J before = prev.jobs().get(after.id());
-      if (before == null || !before.status().equals("running") || before.workerId() == null
-          || (after.onWorker() && Objects.equals(after.workerId(), before.workerId())
+      if (before == null
+          || !before.status().equals("running")
+          || before.workerId() == null
+          || (after.onWorker()
+              && Objects.equals(after.workerId(), before.workerId())
               && after.attempts() == before.attempts())) {
         continue;
       }
       W w = next.workers().get(before.workerId());
       SimProgram p = programs.of(before.id(), before.attempts());
-      if (w == null || w.exited() || p == null || p.workerId != before.workerId() || p.retryExit(now)) {
-        continue; // ended by its worker's exit (§5.6), not a program job, or interrupted by a retry code
+      if (w == null
+          || w.exited()
+          || p == null
+          || p.workerId != before.workerId()
+          || p.retryExit(now)) {
+        continue; // ended by its worker's exit (§5.6), not a program job, or interrupted by a retry
+        // code
       }
       ProgramExit exit = p.exitAt(now);
       if (exit == null) {
@@ -518,34 +727,50 @@ final class Invariants {
       String expected;
       boolean ok;
       if (p.termMainAlive()) {
-        expected = (before.cancelRequested() ? "cancelled" : "")
-            + (p.timedOut() ? (before.cancelRequested() ? " or " : "") + "failed \"timed out after …\"" : "");
-        ok = (after.status().equals("cancelled") && before.cancelRequested())
-            || (after.status().equals("failed") && p.timedOut() && after.error() != null
-                && after.error().startsWith("timed out after "));
+        expected =
+            (before.cancelRequested() ? "cancelled" : "")
+                + (p.timedOut()
+                    ? (before.cancelRequested() ? " or " : "") + "failed \"timed out after …\""
+                    : "");
+        ok =
+            (after.status().equals("cancelled") && before.cancelRequested())
+                || (after.status().equals("failed")
+                    && p.timedOut()
+                    && after.error() != null
+                    && after.error().startsWith("timed out after "));
       } else if (exit instanceof ProgramExit.Exited e && e.code() == 0) {
         expected = "succeeded";
         ok = after.status().equals("succeeded");
       } else {
-        String error = exit instanceof ProgramExit.Exited
-            ? (p.error() != null ? p.error() : exit.describe())
-            : (p.error() != null ? exit.describe() + ": " + p.error() : exit.describe());
+        String error =
+            exit instanceof ProgramExit.Exited
+                ? (p.error() != null ? p.error() : exit.describe())
+                : (p.error() != null ? exit.describe() + ": " + p.error() : exit.describe());
         expected = "failed \"" + error + "\"";
         ok = after.status().equals("failed") && error.equals(after.error());
       }
       if (!ok) {
-        return "§10 job " + after.id() + " ended " + after.status() + (after.error() == null ? "" : " \"" + after.error() + "\"")
-            + "; its program says it should have ended " + (expected.isEmpty() ? "otherwise (SIGTERM without a timeout"
-                + " or a cancel)" : expected) + " — " + p;
+        return "§10 job "
+            + after.id()
+            + " ended "
+            + after.status()
+            + (after.error() == null ? "" : " \"" + after.error() + "\"")
+            + "; its program says it should have ended "
+            + (expected.isEmpty()
+                ? "otherwise (SIGTERM without a timeout" + " or a cancel)"
+                : expected)
+            + " — "
+            + p;
       }
     }
     return null;
   }
 
   /**
-   * docs/architecture.md §4.7, the fair shared lane: from the moment a user has a job queued in it until that
-   * user is dispatched there, no other user is dispatched there more than once. A retry (a job that
-   * ran and came back: {@code attempts > 0}) is not a turn, for its user or for the users it passes.
+   * docs/architecture.md §4.7, the fair shared lane: from the moment a user has a job queued in it
+   * until that user is dispatched there, no other user is dispatched there more than once. A retry
+   * (a job that ran and came back: {@code attempts > 0}) is not a turn, for its user or for the
+   * users it passes.
    */
   String turns(Snapshot prev, Snapshot next) {
     if (!fair) {
@@ -554,7 +779,10 @@ final class Invariants {
     Set<String> waitingBefore = waitingInShared(prev);
     for (J after : next.jobs().values()) {
       J before = prev.jobs().get(after.id());
-      if (before == null || !before.status().equals("queued") || !after.onWorker() || !before.lane().equals("shared")
+      if (before == null
+          || !before.status().equals("queued")
+          || !after.onWorker()
+          || !before.lane().equals("shared")
           || before.attempts() > 0) {
         continue;
       }
@@ -564,10 +792,20 @@ final class Invariants {
         if (user.equals(served)) {
           continue;
         }
-        int times = servedWhileWaiting.computeIfAbsent(user, u -> new HashMap<>()).merge(served, 1, Integer::sum);
+        int times =
+            servedWhileWaiting
+                .computeIfAbsent(user, u -> new HashMap<>())
+                .merge(served, 1, Integer::sum);
         if (times > 1) {
-          return "§12 user " + served + " was dispatched " + times + " times in the shared lane (now job " + after.id()
-              + ") while user " + user + " had a job queued there and was not served";
+          return "§12 user "
+              + served
+              + " was dispatched "
+              + times
+              + " times in the shared lane (now job "
+              + after.id()
+              + ") while user "
+              + user
+              + " had a job queued there and was not served";
         }
       }
     }
@@ -599,8 +837,9 @@ final class Invariants {
       }
     }
     Map<Long, Long> followUps = new HashMap<>();
-    for (Row r : db.query(
-        """
+    for (Row r :
+        db.query(
+            """
         select (detail ->> 'followUpOf')::bigint as parent, count(*) as n from build_job_event
         where type = 'enqueued' and detail ->> 'followUpOf' is not null group by 1""")) {
       followUps.put(r.longValue("parent"), r.longValue("n"));
@@ -610,24 +849,33 @@ final class Invariants {
       long expected = wants && j.status().equals("succeeded") ? 1 : 0;
       long actual = followUps.getOrDefault(j.id(), 0L);
       if (actual != expected) {
-        return "follow-ups of job " + j.id() + " (" + j.status() + "): " + actual + ", expected " + expected
+        return "follow-ups of job "
+            + j.id()
+            + " ("
+            + j.status()
+            + "): "
+            + actual
+            + ", expected "
+            + expected
             + " — they must commit with the job's success and only then";
       }
     }
-    List<Row> late = db.query(
-        """
+    List<Row> late =
+        db.query(
+            """
         select e.job_id, e.type, e.at, w.id as worker_id, w.expires_at from build_job_event e
         join build_worker w on w.id = (e.detail ->> 'workerId')::bigint
         where (e.type = 'started' and e.at >= w.expires_at - :marginMs * interval '1 millisecond')
            or (e.type = 'dispatched' and (e.detail ->> 'chained')::boolean
                and e.at >= w.expires_at - :marginMs * interval '1 millisecond')
            or (e.type in ('succeeded', 'failed', 'cancelled') and e.at >= w.expires_at)""",
-        Params.of("marginMs", margin.toMillis()));
+            Params.of("marginMs", margin.toMillis()));
     if (!late.isEmpty()) {
       return "§5.4 a worker wrote after its deadline: " + late;
     }
-    List<Row> attempts = db.query(
-        """
+    List<Row> attempts =
+        db.query(
+            """
         select j.id, j.attempts,
                (select count(*) from build_job_event e where e.job_id = j.id and e.type = 'dispatched') as n
         from build_job j

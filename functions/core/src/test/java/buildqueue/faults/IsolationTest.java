@@ -27,9 +27,9 @@ import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * Who may do what: users are kept apart, admin routes are for admins, only health (and the static
- * page) answers without a caller, and neither a worker without the right token nor a stop event
- * for a task we never launched can change anything. "Changes nothing" is checked on every row the
- * queue keeps, not just on counts.
+ * page) answers without a caller, and neither a worker without the right token nor a stop event for
+ * a task we never launched can change anything. "Changes nothing" is checked on every row the queue
+ * keeps, not just on counts.
  */
 @ExtendWith(PostgresExtension.class)
 class IsolationTest {
@@ -61,7 +61,8 @@ class IsolationTest {
   }
 
   private static CheckedApi api(QueueHarness h) {
-    return new CheckedApi(new HttpApi(h.queue, new JobQueries(h.db, h.config, h.clock), h.handlers));
+    return new CheckedApi(
+        new HttpApi(h.queue, new JobQueries(h.db, h.config, h.clock), h.handlers));
   }
 
   private static long submit(CheckedApi api, Caller caller) {
@@ -79,15 +80,21 @@ class IsolationTest {
     String before = state(h);
 
     assertThat(api.handle(ApiRequest.of("GET", "/jobs/" + alices, BOB)).status()).isEqualTo(404);
-    assertThat(api.handle(ApiRequest.of("GET", "/jobs/" + alices + "/events", BOB)).status()).isEqualTo(404);
-    assertThat(api.handle(ApiRequest.of("GET", "/jobs/" + alices + "/log", BOB)).status()).isEqualTo(404);
-    assertThat(api.handle(ApiRequest.of("POST", "/jobs/" + alices + "/cancel", BOB)).status()).isEqualTo(404);
+    assertThat(api.handle(ApiRequest.of("GET", "/jobs/" + alices + "/events", BOB)).status())
+        .isEqualTo(404);
+    assertThat(api.handle(ApiRequest.of("GET", "/jobs/" + alices + "/log", BOB)).status())
+        .isEqualTo(404);
+    assertThat(api.handle(ApiRequest.of("POST", "/jobs/" + alices + "/cancel", BOB)).status())
+        .isEqualTo(404);
     assertThat(api.handle(ApiRequest.of("GET", "/jobs?userId=alice", BOB)).status()).isEqualTo(403);
     JsonNode listed = json(api.handle(ApiRequest.of("GET", "/jobs?limit=200", BOB))).get("jobs");
     assertThat(listed).extracting(j -> j.get("id").asLong()).containsExactly(bobs);
     // Not found, never forbidden: an id says nothing about whether another user's job exists.
     assertThat(api.handle(ApiRequest.of("GET", "/jobs/" + alices, BOB)).bodyText())
-        .isEqualTo(api.handle(ApiRequest.of("GET", "/jobs/999999", BOB)).bodyText().replace("999999", "" + alices));
+        .isEqualTo(
+            api.handle(ApiRequest.of("GET", "/jobs/999999", BOB))
+                .bodyText()
+                .replace("999999", "" + alices));
     assertThat(state(h)).isEqualTo(before);
 
     assertThat(api.handle(ApiRequest.of("GET", "/jobs/" + alices, ALICE)).status()).isEqualTo(200);
@@ -101,11 +108,12 @@ class IsolationTest {
     submit(api, ALICE);
     String before = state(h);
 
-    List<ApiRequest> adminOnly = List.of(
-        ApiRequest.of("GET", "/lanes", ALICE),
-        ApiRequest.of("GET", "/lanes?queuedLimit=5", ALICE),
-        ApiRequest.json("PUT", "/users/alice", "{\"dedicatedWorker\": true}", ALICE),
-        ApiRequest.json("PUT", "/users/bob", "{\"dedicatedWorker\": false}", ALICE));
+    List<ApiRequest> adminOnly =
+        List.of(
+            ApiRequest.of("GET", "/lanes", ALICE),
+            ApiRequest.of("GET", "/lanes?queuedLimit=5", ALICE),
+            ApiRequest.json("PUT", "/users/alice", "{\"dedicatedWorker\": true}", ALICE),
+            ApiRequest.json("PUT", "/users/bob", "{\"dedicatedWorker\": false}", ALICE));
     for (ApiRequest r : adminOnly) {
       ApiResponse response = api.handle(r);
       assertThat(response.status()).as(r.toString()).isEqualTo(403);
@@ -122,15 +130,16 @@ class IsolationTest {
     long job = submit(api, ALICE);
     String before = state(h);
 
-    List<ApiRequest> protectedRoutes = List.of(
-        ApiRequest.json("POST", "/jobs", "{\"kind\": \"noop\"}", null),
-        ApiRequest.of("GET", "/jobs", null),
-        ApiRequest.of("GET", "/jobs/" + job, null),
-        ApiRequest.of("GET", "/jobs/" + job + "/events", null),
-        ApiRequest.of("GET", "/jobs/" + job + "/log", null),
-        ApiRequest.of("POST", "/jobs/" + job + "/cancel", null),
-        ApiRequest.of("GET", "/lanes", null),
-        ApiRequest.json("PUT", "/users/alice", "{\"dedicatedWorker\": true}", null));
+    List<ApiRequest> protectedRoutes =
+        List.of(
+            ApiRequest.json("POST", "/jobs", "{\"kind\": \"noop\"}", null),
+            ApiRequest.of("GET", "/jobs", null),
+            ApiRequest.of("GET", "/jobs/" + job, null),
+            ApiRequest.of("GET", "/jobs/" + job + "/events", null),
+            ApiRequest.of("GET", "/jobs/" + job + "/log", null),
+            ApiRequest.of("POST", "/jobs/" + job + "/cancel", null),
+            ApiRequest.of("GET", "/lanes", null),
+            ApiRequest.json("PUT", "/users/alice", "{\"dedicatedWorker\": true}", null));
     for (ApiRequest r : protectedRoutes) {
       ApiResponse response = api.handle(r);
       assertThat(response.status()).as(r.toString()).isEqualTo(401);
@@ -151,28 +160,40 @@ class IsolationTest {
     long job = h.queue.enqueue("alice", "noop", new Json("{}"), null).jobId();
     WorkerLaunch first = h.manual.lastLaunch();
     assertThat(w.start(first.workerId(), first.token())).isPresent();
-    assertThat(w.progress(first.workerId(), first.token(), job, 1)).isEqualTo(WorkerTransitions.ProgressAck.RECORDED);
+    assertThat(w.progress(first.workerId(), first.token(), job, 1))
+        .isEqualTo(WorkerTransitions.ProgressAck.RECORDED);
     // The first worker dies; its job goes to a second worker, which starts: the first token is old.
-    h.queue.taskStopped(ManualPlatform.taskIdOf(first.workerId()), first.workerId(), first.token(), "crashed");
+    h.queue.taskStopped(
+        ManualPlatform.taskIdOf(first.workerId()), first.workerId(), first.token(), "crashed");
     WorkerLaunch second = h.manual.lastLaunch();
     assertThat(second.workerId()).isNotEqualTo(first.workerId());
     assertThat(w.start(second.workerId(), second.token())).isPresent();
     String before = state(h);
 
     UUID wrong = UUID.randomUUID();
-    for (WorkerLaunch as : List.of(new WorkerLaunch(second.workerId(), wrong, second.lane(), second.slot()),
-        new WorkerLaunch(first.workerId(), first.token(), first.lane(), first.slot()),
-        new WorkerLaunch(first.workerId(), second.token(), first.lane(), first.slot()),
-        new WorkerLaunch(second.workerId(), first.token(), second.lane(), second.slot()))) {
+    for (WorkerLaunch as :
+        List.of(
+            new WorkerLaunch(second.workerId(), wrong, second.lane(), second.slot()),
+            new WorkerLaunch(first.workerId(), first.token(), first.lane(), first.slot()),
+            new WorkerLaunch(first.workerId(), second.token(), first.lane(), first.slot()),
+            new WorkerLaunch(second.workerId(), first.token(), second.lane(), second.slot()))) {
       assertThat(w.start(as.workerId(), as.token())).isEmpty();
-      assertThat(w.progress(as.workerId(), as.token(), job, 7)).isEqualTo(WorkerTransitions.ProgressAck.FENCED_OFF);
+      assertThat(w.progress(as.workerId(), as.token(), job, 7))
+          .isEqualTo(WorkerTransitions.ProgressAck.FENCED_OFF);
       assertThat(w.end(as.workerId(), as.token(), job, JobStatus.SUCCEEDED, null))
           .isInstanceOf(WorkerTransitions.Ended.FencedOff.class);
       assertThat(w.end(as.workerId(), as.token(), job, JobStatus.FAILED, "forged"))
           .isInstanceOf(WorkerTransitions.Ended.FencedOff.class);
       assertThat(w.drain(as.workerId(), as.token())).isFalse();
-      WorkerTransitions.FollowUps followUps = w.transactionally(tx -> w.addFollowUps(tx, as.workerId(), as.token(),
-          job, new Json("[{\"kind\": \"noop\", \"payload\": {}}]")));
+      WorkerTransitions.FollowUps followUps =
+          w.transactionally(
+              tx ->
+                  w.addFollowUps(
+                      tx,
+                      as.workerId(),
+                      as.token(),
+                      job,
+                      new Json("[{\"kind\": \"noop\", \"payload\": {}}]")));
       assertThat(followUps).isInstanceOf(WorkerTransitions.FollowUps.FencedOff.class);
       assertThat(h.queue.taskStopped(null, as.workerId(), wrong, "forged exit")).isEmpty();
     }
@@ -189,12 +210,22 @@ class IsolationTest {
     WorkerLaunch recorded = h.manual.lastLaunch();
     String before = state(h);
 
-    assertThat(h.queue.taskStopped("arn:aws:ecs:eu-west-1:1:task/never-ours", null, null, "STOPPED")).isEmpty();
+    assertThat(
+            h.queue.taskStopped("arn:aws:ecs:eu-west-1:1:task/never-ours", null, null, "STOPPED"))
+        .isEmpty();
     assertThat(h.queue.taskStopped("never-ours", recorded.workerId(), null, "STOPPED")).isEmpty();
-    assertThat(h.queue.taskStopped("never-ours", recorded.workerId(), UUID.randomUUID(), "STOPPED")).isEmpty();
-    assertThat(h.queue.taskStopped(ManualPlatform.taskIdOf(recorded.workerId()), recorded.workerId(),
-        UUID.randomUUID(), "STOPPED with another task's token")).isEmpty();
-    assertThat(h.queue.taskStopped("never-ours", unrecorded.workerId(), UUID.randomUUID(), "STOPPED")).isEmpty();
+    assertThat(h.queue.taskStopped("never-ours", recorded.workerId(), UUID.randomUUID(), "STOPPED"))
+        .isEmpty();
+    assertThat(
+            h.queue.taskStopped(
+                ManualPlatform.taskIdOf(recorded.workerId()),
+                recorded.workerId(),
+                UUID.randomUUID(),
+                "STOPPED with another task's token"))
+        .isEmpty();
+    assertThat(
+            h.queue.taskStopped("never-ours", unrecorded.workerId(), UUID.randomUUID(), "STOPPED"))
+        .isEmpty();
     assertThat(state(h)).isEqualTo(before);
   }
 
@@ -204,7 +235,8 @@ class IsolationTest {
    * recorded, while its real task could still be starting.
    */
   @Test
-  void a_stop_event_without_a_token_cannot_free_a_worker_whose_task_is_not_yet_recorded(TestDatabase tdb) {
+  void a_stop_event_without_a_token_cannot_free_a_worker_whose_task_is_not_yet_recorded(
+      TestDatabase tdb) {
     QueueHarness h = QueueHarness.manual(tdb);
     h.manual.nextOutcomes(new LaunchOutcome.Unknown("timed out"));
     h.queue.enqueue("alice", "noop", new Json("{}"), null);
@@ -215,8 +247,11 @@ class IsolationTest {
     assertThat(state(h)).isEqualTo(before);
 
     // The real task's event, which carries the worker's token, still counts before the id is known.
-    assertThat(h.queue.taskStopped("task-ours", unrecorded.workerId(), unrecorded.token(), "STOPPED")).isPresent();
+    assertThat(
+            h.queue.taskStopped("task-ours", unrecorded.workerId(), unrecorded.token(), "STOPPED"))
+        .isPresent();
     // That event ended the worker: it is no longer among the live ones.
-    assertThat(h.liveWorkers()).allSatisfy(row -> assertThat(row.longValue("id")).isNotEqualTo(unrecorded.workerId()));
+    assertThat(h.liveWorkers())
+        .allSatisfy(row -> assertThat(row.longValue("id")).isNotEqualTo(unrecorded.workerId()));
   }
 }

@@ -33,23 +33,25 @@ final class JdbcFaults implements DatabaseFaults {
 
   @Override
   public <T> T failBeforeEffect(Database target, Function<Database, T> statement) {
-    return target.transaction(tx -> {
-      int pid = backendPid(tx);
-      statement.apply(tx);
-      lane.terminate(pid);
-      return deadConnection(tx);
-    });
+    return target.transaction(
+        tx -> {
+          int pid = backendPid(tx);
+          statement.apply(tx);
+          lane.terminate(pid);
+          return deadConnection(tx);
+        });
   }
 
   @Override
   public <T> T failAfterEffect(Database target, Function<Database, T> statement) {
-    return target.transaction(tx -> {
-      int pid = backendPid(tx);
-      statement.apply(tx);
-      tx.update("commit");
-      lane.terminate(pid);
-      return deadConnection(tx);
-    });
+    return target.transaction(
+        tx -> {
+          int pid = backendPid(tx);
+          statement.apply(tx);
+          tx.update("commit");
+          lane.terminate(pid);
+          return deadConnection(tx);
+        });
   }
 
   @Override

@@ -10,8 +10,8 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The mutants of {@link Mutants} still apply to the core as it is: each replaces text that occurs
- * exactly once. When the core changes under one, this fails on the next build instead of the
- * mutant run quietly testing nothing ({@code scripts/mutants.sh} runs them).
+ * exactly once. When the core changes under one, this fails on the next build instead of the mutant
+ * run quietly testing nothing ({@code scripts/mutants.sh} runs them).
  */
 class MutantsTest {
 
@@ -33,7 +33,6 @@ class MutantsTest {
     assertThatThrownBy(() -> m.applyTo("class Nothing {}"))
         .hasMessageContaining(m.name())
         .hasMessageContaining("occurs nowhere");
-    assertThatThrownBy(() -> m.applyTo(m.from() + m.from()))
-        .hasMessageContaining("more than once");
+    assertThatThrownBy(() -> m.applyTo(m.from() + m.from())).hasMessageContaining("more than once");
   }
 }

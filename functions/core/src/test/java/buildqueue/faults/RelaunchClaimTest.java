@@ -24,7 +24,8 @@ import org.junit.jupiter.api.extension.ExtendWith;
 class RelaunchClaimTest {
 
   @Test
-  void a_relaunch_claim_holds_for_the_launch_grace_so_no_two_ticks_relaunch_a_worker_at_once(TestDatabase tdb) {
+  void a_relaunch_claim_holds_for_the_launch_grace_so_no_two_ticks_relaunch_a_worker_at_once(
+      TestDatabase tdb) {
     QueueHarness h = QueueHarness.manual(tdb);
     h.manual.nextOutcomes(new LaunchOutcome.Unknown("timed out"));
     h.queue.enqueue("alice", "noop", new Json("{}"), null);
@@ -32,7 +33,8 @@ class RelaunchClaimTest {
     DispatchTransitions dispatch = new DispatchTransitions(h.db, h.config, h.clock);
 
     h.clock.advance(h.config.launchGrace().plusSeconds(1));
-    assertThat(dispatch.claimUnresolvedLaunches(100)).extracting(WorkerLaunch::workerId)
+    assertThat(dispatch.claimUnresolvedLaunches(100))
+        .extracting(WorkerLaunch::workerId)
         .containsExactly(unresolved.workerId());
 
     // The first tick is still inside its RunTask call; a second tick comes along.
@@ -42,7 +44,8 @@ class RelaunchClaimTest {
 
     // Once no caller of the first claim can be alive, the launch is retried again.
     h.clock.advance(h.config.launchGrace());
-    assertThat(dispatch.claimUnresolvedLaunches(100)).extracting(WorkerLaunch::workerId)
+    assertThat(dispatch.claimUnresolvedLaunches(100))
+        .extracting(WorkerLaunch::workerId)
         .containsExactly(unresolved.workerId());
   }
 }

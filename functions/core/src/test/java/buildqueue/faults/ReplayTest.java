@@ -14,7 +14,8 @@ class ReplayTest {
     int seeds = Integer.getInteger("faults.replaySeeds", 40);
     long base = Long.getLong("faults.replayBase", 77_000);
     List<String> differences = new ArrayList<>();
-    try (Lane first = new Lane(); Lane second = new Lane()) {
+    try (Lane first = new Lane();
+        Lane second = new Lane()) {
       for (int i = 0; i < seeds; i++) {
         Simulation.Options options = Simulation.Options.of(base + i);
         Simulation.Outcome a = Simulation.run(first, options);
@@ -33,7 +34,15 @@ class ReplayTest {
       String x = i < a.size() ? a.get(i) : "<end>";
       String y = i < b.size() ? b.get(i) : "<end>";
       if (!x.equals(y)) {
-        return "seed " + seed + " line " + i + ":\n  " + x + "\n  " + y + "\ncontext:\n  "
+        return "seed "
+            + seed
+            + " line "
+            + i
+            + ":\n  "
+            + x
+            + "\n  "
+            + y
+            + "\ncontext:\n  "
             + String.join("\n  ", a.subList(Math.max(0, i - 8), Math.min(a.size(), i + 3)));
       }
     }

@@ -10,33 +10,132 @@ import java.util.Map;
 import java.util.Random;
 
 /**
- * Generates HTTP requests for {@link HttpApi} from a seed: mostly near-valid ones, bent in the
- * ways clients and attackers bend them. Each generator is a small named piece so a failing
- * request's shape is easy to read back from the report. Deterministic per seed.
+ * Generates HTTP requests for {@link HttpApi} from a seed: mostly near-valid ones, bent in the ways
+ * clients and attackers bend them. Each generator is a small named piece so a failing request's
+ * shape is easy to read back from the report. Deterministic per seed.
  */
 final class RequestFuzzer {
   static final List<String> KINDS = List.of("demo", "noop", "gate");
-  static final List<String> SQLISH = List.of(
-      "'; drop table build_job; --", "1 OR 1=1", "' or ''='", "$$; select pg_sleep(10); $$", ":now", "?", "::jsonb",
-      "\\", "%", "_", "*/", "/*", "\"", "build_job", "null", "0x00", "%00", "${jndi:ldap://x/a}", "{{7*7}}",
-      "<script>alert(1)</script>", "../../etc/passwd", "'||(select current_user)||'");
-  static final List<String> UNICODE = List.of(
-      "Grüße", "你好", "\uD83D\uDE00", "\u202Eevil", "\uFEFF", "e\u0301", "\u0000", "\u0007", "\u001B[31m", "\u2028",
-      "\uFFFF", "\uD800", "\uDC00", "\u00A0", "Ω", "\u200B", "\r\n", "\t");
-  static final List<String> METHODS = List.of("GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS", "get",
-      "post", "TRACE", "CONNECT", "FOO", "", " GET", "GET\r\n");
-  static final List<String> PATHS = List.of("/", "/health", "/jobs", "/jobs/1", "/jobs/1/events", "/jobs/1/log", "/jobs/1/cancel",
-      "/lanes", "/users/alice", "/jobs/", "//jobs", "/jobs//1", "/jobs/1/", "/JOBS", "/jobs/abc", "/jobs/-1",
-      "/jobs/0", "/jobs/99999999999999999999", "/jobs/1e3", "/jobs/%31", "/jobs/%zz", "/jobs/1%2Fcancel",
-      "/jobs/1/cancel/now", "/jobs/1/../2", "/jobs/%00", "/users/", "/users/%E2%82%AC", "/users/a%00b", "jobs",
-      "", "/health/", "/jobs?", "/lanes/shared", "/users/alice/jobs", "/jobs/１");
-  static final List<String> QUERIES = List.of("", "status=queued", "status=bogus", "status=queued,running,",
-      "limit=0", "limit=-1", "limit=201", "limit=abc", "limit=1&limit=2", "limit=99999999999", "userId=bob",
-      "userId=", "x=1", "%zz=1", "status=%E2%82", "queuedLimit=5", "queuedLimit=-5", "a&&b", "=", "&",
-      "limit=1e2", "status=QUEUED");
-  static final List<String> CONTENT_TYPES = List.of("application/json", "application/json; charset=utf-8",
-      "text/plain", "application/x-www-form-urlencoded", "application/json; charset=latin1", "", "*/*",
-      "application/problem+json", "multipart/form-data; boundary=x");
+  static final List<String> SQLISH =
+      List.of(
+          "'; drop table build_job; --",
+          "1 OR 1=1",
+          "' or ''='",
+          "$$; select pg_sleep(10); $$",
+          ":now",
+          "?",
+          "::jsonb",
+          "\\",
+          "%",
+          "_",
+          "*/",
+          "/*",
+          "\"",
+          "build_job",
+          "null",
+          "0x00",
+          "%00",
+          "${jndi:ldap://x/a}",
+          "{{7*7}}",
+          "<script>alert(1)</script>",
+          "../../etc/passwd",
+          "'||(select current_user)||'");
+  static final List<String> UNICODE =
+      List.of(
+          "Grüße",
+          "你好",
+          "\uD83D\uDE00",
+          "\u202Eevil",
+          "\uFEFF",
+          "e\u0301",
+          "\u0000",
+          "\u0007",
+          "\u001B[31m",
+          "\u2028",
+          "\uFFFF",
+          "\uD800",
+          "\uDC00",
+          "\u00A0",
+          "Ω",
+          "\u200B",
+          "\r\n",
+          "\t");
+  static final List<String> METHODS =
+      List.of(
+          "GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS", "get", "post", "TRACE",
+          "CONNECT", "FOO", "", " GET", "GET\r\n");
+  static final List<String> PATHS =
+      List.of(
+          "/",
+          "/health",
+          "/jobs",
+          "/jobs/1",
+          "/jobs/1/events",
+          "/jobs/1/log",
+          "/jobs/1/cancel",
+          "/lanes",
+          "/users/alice",
+          "/jobs/",
+          "//jobs",
+          "/jobs//1",
+          "/jobs/1/",
+          "/JOBS",
+          "/jobs/abc",
+          "/jobs/-1",
+          "/jobs/0",
+          "/jobs/99999999999999999999",
+          "/jobs/1e3",
+          "/jobs/%31",
+          "/jobs/%zz",
+          "/jobs/1%2Fcancel",
+          "/jobs/1/cancel/now",
+          "/jobs/1/../2",
+          "/jobs/%00",
+          "/users/",
+          "/users/%E2%82%AC",
+          "/users/a%00b",
+          "jobs",
+          "",
+          "/health/",
+          "/jobs?",
+          "/lanes/shared",
+          "/users/alice/jobs",
+          "/jobs/１");
+  static final List<String> QUERIES =
+      List.of(
+          "",
+          "status=queued",
+          "status=bogus",
+          "status=queued,running,",
+          "limit=0",
+          "limit=-1",
+          "limit=201",
+          "limit=abc",
+          "limit=1&limit=2",
+          "limit=99999999999",
+          "userId=bob",
+          "userId=",
+          "x=1",
+          "%zz=1",
+          "status=%E2%82",
+          "queuedLimit=5",
+          "queuedLimit=-5",
+          "a&&b",
+          "=",
+          "&",
+          "limit=1e2",
+          "status=QUEUED");
+  static final List<String> CONTENT_TYPES =
+      List.of(
+          "application/json",
+          "application/json; charset=utf-8",
+          "text/plain",
+          "application/x-www-form-urlencoded",
+          "application/json; charset=latin1",
+          "",
+          "*/*",
+          "application/problem+json",
+          "multipart/form-data; boundary=x");
 
   private final Random random;
 
@@ -68,7 +167,8 @@ final class RequestFuzzer {
     StringBuilder shape = new StringBuilder("submit");
     String body = submitBody(shape);
     byte[] bytes = bend(body, shape);
-    return new Fuzzed(shape.toString(), new ApiRequest("POST", "/jobs", "", headers(), bytes, caller(shape)));
+    return new Fuzzed(
+        shape.toString(), new ApiRequest("POST", "/jobs", "", headers(), bytes, caller(shape)));
   }
 
   private String submitBody(StringBuilder shape) {
@@ -78,7 +178,9 @@ final class RequestFuzzer {
       fields.put("payload", oneOf(0.6, this::demoPayload, () -> value(shape, 6)));
     }
     if (random.nextBoolean()) {
-      fields.put("idempotencyKey", oneOf(0.6, () -> quote("key-" + random.nextInt(50)), () -> value(shape, 2)));
+      fields.put(
+          "idempotencyKey",
+          oneOf(0.6, () -> quote("key-" + random.nextInt(50)), () -> value(shape, 2)));
     }
     if (random.nextInt(10) == 0) {
       fields.put(text(shape), value(shape, 2));
@@ -94,51 +196,97 @@ final class RequestFuzzer {
       p.put("stepMillis", oneOf(0.7, () -> Integer.toString(random.nextInt(100)), this::number));
     }
     if (random.nextInt(4) == 0) {
-      p.put(pick(List.of("failAtStep", "crashAtStep", "crashAttempts", "steps ", "Steps")), number());
+      p.put(
+          pick(List.of("failAtStep", "crashAtStep", "crashAttempts", "steps ", "Steps")), number());
     }
     return object(p);
   }
 
   private Fuzzed jobRoute() {
     StringBuilder shape = new StringBuilder("job route");
-    String id = oneOf(0.7, () -> Integer.toString(random.nextInt(40)), () -> pick(List.of("-1", "0", "abc", "1.5",
-        "99999999999999999999", "%31", "%zz", "1%00", "１", "1 ", "+1", "0x1", "9223372036854775808")));
-    String suffix = pick(List.of("", "/events", "/log", "/log?since=3", "/log?since=x", "/cancel", "/cancel", "/events/",
-        "/x"));
-    String method = random.nextInt(4) == 0 ? pick(METHODS) : suffix.startsWith("/cancel") ? "POST" : "GET";
+    String id =
+        oneOf(
+            0.7,
+            () -> Integer.toString(random.nextInt(40)),
+            () ->
+                pick(
+                    List.of(
+                        "-1",
+                        "0",
+                        "abc",
+                        "1.5",
+                        "99999999999999999999",
+                        "%31",
+                        "%zz",
+                        "1%00",
+                        "１",
+                        "1 ",
+                        "+1",
+                        "0x1",
+                        "9223372036854775808")));
+    String suffix =
+        pick(
+            List.of(
+                "",
+                "/events",
+                "/log",
+                "/log?since=3",
+                "/log?since=x",
+                "/cancel",
+                "/cancel",
+                "/events/",
+                "/x"));
+    String method =
+        random.nextInt(4) == 0 ? pick(METHODS) : suffix.startsWith("/cancel") ? "POST" : "GET";
     byte[] body = random.nextInt(4) == 0 ? bend(value(shape, 3), shape) : new byte[0];
-    return new Fuzzed(shape.toString(),
+    return new Fuzzed(
+        shape.toString(),
         new ApiRequest(method, "/jobs/" + id + suffix, "", headers(), body, caller(shape)));
   }
 
   private Fuzzed list() {
     StringBuilder shape = new StringBuilder("list");
     String query = random.nextInt(3) == 0 ? pick(QUERIES) + "&" + pick(QUERIES) : pick(QUERIES);
-    return new Fuzzed(shape.toString(), new ApiRequest("GET", "/jobs", query, headers(), new byte[0], caller(shape)));
+    return new Fuzzed(
+        shape.toString(),
+        new ApiRequest("GET", "/jobs", query, headers(), new byte[0], caller(shape)));
   }
 
   private Fuzzed admin() {
     StringBuilder shape = new StringBuilder("admin");
     if (random.nextBoolean()) {
-      return new Fuzzed(shape + " lanes",
+      return new Fuzzed(
+          shape + " lanes",
           new ApiRequest("GET", "/lanes", pick(QUERIES), headers(), new byte[0], caller(shape)));
     }
-    String user = oneOf(0.6, () -> pick(List.of("alice", "bob", "carol")), () -> percentEncode(text(shape)));
+    String user =
+        oneOf(0.6, () -> pick(List.of("alice", "bob", "carol")), () -> percentEncode(text(shape)));
     Map<String, String> fields = new LinkedHashMap<>();
-    fields.put("dedicatedWorker", oneOf(0.7, () -> Boolean.toString(random.nextBoolean()), () -> value(shape, 2)));
+    fields.put(
+        "dedicatedWorker",
+        oneOf(0.7, () -> Boolean.toString(random.nextBoolean()), () -> value(shape, 2)));
     if (random.nextInt(8) == 0) {
       fields.put(text(shape), value(shape, 1));
     }
     byte[] body = bend(object(fields), shape);
-    return new Fuzzed(shape + " user", new ApiRequest("PUT", "/users/" + user, "", headers(), body, caller(shape)));
+    return new Fuzzed(
+        shape + " user",
+        new ApiRequest("PUT", "/users/" + user, "", headers(), body, caller(shape)));
   }
 
   private Fuzzed anything() {
     StringBuilder shape = new StringBuilder("anything");
     String path = random.nextInt(4) == 0 ? "/" + percentEncode(text(shape)) : pick(PATHS);
     byte[] body = random.nextBoolean() ? bend(value(shape, 4), shape) : new byte[0];
-    return new Fuzzed(shape.toString(),
-        new ApiRequest(pick(METHODS), path, random.nextBoolean() ? "" : pick(QUERIES), headers(), body, caller(shape)));
+    return new Fuzzed(
+        shape.toString(),
+        new ApiRequest(
+            pick(METHODS),
+            path,
+            random.nextBoolean() ? "" : pick(QUERIES),
+            headers(),
+            body,
+            caller(shape)));
   }
 
   // ---- pieces
@@ -156,8 +304,17 @@ final class RequestFuzzer {
       return null;
     }
     shape.append(" +odd-caller");
-    String id = pick(List.of("", " ", "a".repeat(HttpApi.MAX_KEY_CHARS + 1), "a\u0000b", "\uD800", "x\ny",
-        pick(SQLISH), pick(UNICODE)));
+    String id =
+        pick(
+            List.of(
+                "",
+                " ",
+                "a".repeat(HttpApi.MAX_KEY_CHARS + 1),
+                "a\u0000b",
+                "\uD800",
+                "x\ny",
+                pick(SQLISH),
+                pick(UNICODE)));
     return new Caller(id, random.nextBoolean());
   }
 
@@ -203,9 +360,34 @@ final class RequestFuzzer {
   }
 
   private String number() {
-    return pick(List.of("0", "-0", "1", "-1", "2147483648", "-2147483649", "9223372036854775808", "1e308", "1e309",
-        "-1e400", "1e100000", "1e-100000", "0.1", "1.5", "1E2", "00", "01", "+1", ".5", "5.", "NaN", "Infinity",
-        "-Infinity", "9".repeat(1 + random.nextInt(1200)), "1" + "0".repeat(random.nextInt(400)) + ".0", "0x10"));
+    return pick(
+        List.of(
+            "0",
+            "-0",
+            "1",
+            "-1",
+            "2147483648",
+            "-2147483649",
+            "9223372036854775808",
+            "1e308",
+            "1e309",
+            "-1e400",
+            "1e100000",
+            "1e-100000",
+            "0.1",
+            "1.5",
+            "1E2",
+            "00",
+            "01",
+            "+1",
+            ".5",
+            "5.",
+            "NaN",
+            "Infinity",
+            "-Infinity",
+            "9".repeat(1 + random.nextInt(1200)),
+            "1" + "0".repeat(random.nextInt(400)) + ".0",
+            "0x10"));
   }
 
   private String text(StringBuilder shape) {
@@ -230,7 +412,10 @@ final class RequestFuzzer {
     return "x".repeat(random.nextInt(70_000));
   }
 
-  /** The body's text, maybe damaged: truncated, padded past the limit, not UTF-8, prefixed, suffixed. */
+  /**
+   * The body's text, maybe damaged: truncated, padded past the limit, not UTF-8, prefixed,
+   * suffixed.
+   */
   private byte[] bend(String json, StringBuilder shape) {
     int pick = random.nextInt(100);
     if (pick < 8 && json.length() > 1) {
@@ -239,13 +424,24 @@ final class RequestFuzzer {
     }
     if (pick < 11) {
       shape.append(" +oversize");
-      return utf8(json + " ".repeat(HttpApi.MAX_BODY_BYTES + 1 - Math.min(json.length(), HttpApi.MAX_BODY_BYTES)));
+      return utf8(
+          json
+              + " "
+                  .repeat(
+                      HttpApi.MAX_BODY_BYTES
+                          + 1
+                          - Math.min(json.length(), HttpApi.MAX_BODY_BYTES)));
     }
     if (pick < 15) {
       shape.append(" +not-utf8");
       byte[] b = utf8(json);
-      byte[] bad = pick(List.of(new byte[] {(byte) 0xC3}, new byte[] {(byte) 0xFF, (byte) 0xFE},
-          new byte[] {(byte) 0xED, (byte) 0xA0, (byte) 0x80}, new byte[] {(byte) 0xC0, (byte) 0xAF}));
+      byte[] bad =
+          pick(
+              List.of(
+                  new byte[] {(byte) 0xC3},
+                  new byte[] {(byte) 0xFF, (byte) 0xFE},
+                  new byte[] {(byte) 0xED, (byte) 0xA0, (byte) 0x80},
+                  new byte[] {(byte) 0xC0, (byte) 0xAF}));
       int at = random.nextInt(b.length + 1);
       byte[] out = new byte[b.length + bad.length];
       System.arraycopy(b, 0, out, 0, at);
@@ -259,12 +455,15 @@ final class RequestFuzzer {
     }
     if (pick < 22) {
       shape.append(" +garbage-around");
-      return utf8(pick(List.of("\uFEFF", "", " ", "x", "//c\n", "/*c*/")) + json
-          + pick(List.of("", "x", "}", ",", " {}", "\u0000", "\n\n", "// c")));
+      return utf8(
+          pick(List.of("\uFEFF", "", " ", "x", "//c\n", "/*c*/"))
+              + json
+              + pick(List.of("", "x", "}", ",", " {}", "\u0000", "\n\n", "// c")));
     }
     if (pick < 25) {
       shape.append(" +duplicate-field");
-      return utf8(json.startsWith("{\"kind\"") ? "{\"kind\": \"noop\", " + json.substring(1) : json);
+      return utf8(
+          json.startsWith("{\"kind\"") ? "{\"kind\": \"noop\", " + json.substring(1) : json);
     }
     if (pick < 27) {
       shape.append(" +single-quotes");
@@ -279,7 +478,10 @@ final class RequestFuzzer {
 
   // ---- helpers
 
-  private String oneOf(double p, java.util.function.Supplier<String> usual, java.util.function.Supplier<String> odd) {
+  private String oneOf(
+      double p,
+      java.util.function.Supplier<String> usual,
+      java.util.function.Supplier<String> odd) {
     return random.nextDouble() < p ? usual.get() : odd.get();
   }
 
@@ -289,11 +491,14 @@ final class RequestFuzzer {
 
   private static String object(Map<String, String> fields) {
     StringBuilder b = new StringBuilder("{");
-    fields.forEach((k, v) -> b.append(b.length() > 1 ? ", " : "").append(quote(k)).append(": ").append(v));
+    fields.forEach(
+        (k, v) -> b.append(b.length() > 1 ? ", " : "").append(quote(k)).append(": ").append(v));
     return b.append('}').toString();
   }
 
-  /** A JSON string literal; control characters are escaped, lone surrogates pass through as escapes. */
+  /**
+   * A JSON string literal; control characters are escaped, lone surrogates pass through as escapes.
+   */
   static String quote(String s) {
     StringBuilder b = new StringBuilder("\"");
     for (char c : s.toCharArray()) {
@@ -312,7 +517,11 @@ final class RequestFuzzer {
     StringBuilder b = new StringBuilder();
     for (byte x : utf8(s)) {
       int c = x & 0xFF;
-      if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_') {
+      if ((c >= 'a' && c <= 'z')
+          || (c >= 'A' && c <= 'Z')
+          || (c >= '0' && c <= '9')
+          || c == '-'
+          || c == '_') {
         b.append((char) c);
       } else {
         b.append('%').append(String.format("%02X", c));

@@ -18,13 +18,13 @@ import java.util.regex.Pattern;
  * Steps many actor threads one at a time, so a scenario is as deterministic as a single thread.
  *
  * <p>Every actor (an enqueuing client, a tick, a stop-event delivery, an in-process worker) is a
- * real thread running real code. Before each database statement and each platform call it stops
- * at a gate; the simulation picks one gated actor (from a seeded random stream), lets it run to
- * its next gate, and waits until every thread is quiet again (gated or finished) before the next
+ * real thread running real code. Before each database statement and each platform call it stops at
+ * a gate; the simulation picks one gated actor (from a seeded random stream), lets it run to its
+ * next gate, and waits until every thread is quiet again (gated or finished) before the next
  * choice. Statements therefore interleave across actors exactly as the seed says, while each
  * statement itself runs alone. Worker threads are started by {@code InProcessPlatform}; they join
- * the schedule at their first gate (or when they end without one), and the scheduler waits for
- * as many as the platform says it started.
+ * the schedule at their first gate (or when they end without one), and the scheduler waits for as
+ * many as the platform says it started.
  */
 final class Scheduler {
   private static final Pattern WORKER_THREAD = Pattern.compile("worker-(\\d+)-inproc-(\\d+)");
@@ -36,7 +36,9 @@ final class Scheduler {
     DONE
   }
 
-  /** One thread in the schedule. Workers sort after clients, by task number; clients by creation. */
+  /**
+   * One thread in the schedule. Workers sort after clients, by task number; clients by creation.
+   */
   static final class Actor {
     final String name;
     final boolean worker;
@@ -46,8 +48,10 @@ final class Scheduler {
     Thread thread;
     State state = State.RUNNING;
     String pending;
+
     /** While it waits at a gate: the simulated instant before which it sleeps (a poll), or null. */
     volatile Instant wakeAt;
+
     final Semaphore go = new Semaphore(0);
     boolean mustEnd;
 
@@ -176,8 +180,13 @@ final class Scheduler {
       return null;
     }
     String taskId = "inproc-" + m.group(2);
-    Actor a = new Actor("worker " + m.group(1) + "/" + taskId, true, Long.parseLong(m.group(2)),
-        Long.parseLong(m.group(1)), taskId);
+    Actor a =
+        new Actor(
+            "worker " + m.group(1) + "/" + taskId,
+            true,
+            Long.parseLong(m.group(2)),
+            Long.parseLong(m.group(1)),
+            taskId);
     a.thread = t;
     a.mustEnd = mustEnd.remove(taskId);
     byThread.put(t, a);
@@ -192,15 +201,18 @@ final class Scheduler {
     Actor a;
     synchronized (this) {
       a = new Actor(kind + "#" + (++clientCounter), false, clientCounter, null, null);
-      Thread t = new Thread(() -> {
-        try {
-          body.run();
-        } catch (Aborted ignored) {
-          // the scenario is being torn down
-        } finally {
-          ended();
-        }
-      }, "sim-" + a.name);
+      Thread t =
+          new Thread(
+              () -> {
+                try {
+                  body.run();
+                } catch (Aborted ignored) {
+                  // the scenario is being torn down
+                } finally {
+                  ended();
+                }
+              },
+              "sim-" + a.name);
       t.setDaemon(true);
       a.thread = t;
       byThread.put(t, a);
@@ -324,7 +336,11 @@ final class Scheduler {
 
   /** Task ids of worker threads that have not ended, in task order. */
   synchronized List<String> liveTasks() {
-    return actors.stream().filter(a -> a.worker && a.state != State.DONE).sorted(ORDER).map(a -> a.taskId).toList();
+    return actors.stream()
+        .filter(a -> a.worker && a.state != State.DONE)
+        .sorted(ORDER)
+        .map(a -> a.taskId)
+        .toList();
   }
 
   /** Worker threads that have not ended: task id → worker id. */
@@ -339,18 +355,25 @@ final class Scheduler {
   }
 
   synchronized boolean allDone() {
-    return actors.stream().allMatch(a -> a.state == State.DONE) && workerActors >= tasksStarted.getAsInt();
+    return actors.stream().allMatch(a -> a.state == State.DONE)
+        && workerActors >= tasksStarted.getAsInt();
   }
 
   synchronized String describe() {
     StringBuilder b = new StringBuilder();
-    b.append("tasks started ").append(tasksStarted.getAsInt()).append(", worker actors ").append(workerActors);
+    b.append("tasks started ")
+        .append(tasksStarted.getAsInt())
+        .append(", worker actors ")
+        .append(workerActors);
     if (!mustEnd.isEmpty()) {
       b.append(", awaiting unregistered ").append(mustEnd);
     }
     for (Actor a : actors) {
       if (a.state != State.DONE) {
-        b.append("\n  ").append(a.name).append(' ').append(a.state)
+        b.append("\n  ")
+            .append(a.name)
+            .append(' ')
+            .append(a.state)
             .append(a.pending == null ? "" : " at " + a.pending)
             .append(a.wakeAt == null ? "" : " (asleep until " + a.wakeAt + ")")
             .append(a.mustEnd ? " (must end)" : "")

@@ -11,8 +11,9 @@ import com.fasterxml.jackson.databind.node.JsonNodeFactory;
  * "killsWorkerAt": k?}}. It resumes after its recorded progress, reports each step (each report is
  * a scheduling point), fails on purpose at {@code failAt}, kills its worker on reaching step {@code
  * killsWorkerAt} before reporting it ({@code n + 1}: after its last step) on every attempt, and on
- * success enqueues one follow-up job, which commits with the success or not at all. It tells the simulation when it enters and leaves a job, so the
- * simulation sees a job that runs on two workers at once.
+ * success enqueues one follow-up job, which commits with the success or not at all. It tells the
+ * simulation when it enters and leaves a job, so the simulation sees a job that runs on two workers
+ * at once.
  */
 final class SimHandler implements JobHandler {
   static final String KIND = "sim";

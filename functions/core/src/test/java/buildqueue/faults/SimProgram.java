@@ -47,7 +47,9 @@ final class SimProgram implements JobProcess {
    */
   record Lap(LapKind kind, Instant since, Instant at, Instant termAt, boolean killed) {}
 
-  /** What the program does to its control file at {@code at} ({@code atEnd}: as it exits by itself). */
+  /**
+   * What the program does to its control file at {@code at} ({@code atEnd}: as it exits by itself).
+   */
   private record Line(Instant at, String text, Integer progress, String error, boolean atEnd) {}
 
   private enum OnSigterm {
@@ -91,8 +93,19 @@ final class SimProgram implements JobProcess {
   private Instant lastReturn;
   private final List<Lap> laps = new ArrayList<>();
 
-  SimProgram(SimPrograms programs, long pid, long jobId, long workerId, String taskId, int attempt, int resumeFrom,
-      JsonNode payload, Instant now, Duration timeout, Duration grace, Path control) {
+  SimProgram(
+      SimPrograms programs,
+      long pid,
+      long jobId,
+      long workerId,
+      String taskId,
+      int attempt,
+      int resumeFrom,
+      JsonNode payload,
+      Instant now,
+      Duration timeout,
+      Duration grace,
+      Path control) {
     this.programs = programs;
     this.pid = pid;
     this.jobId = jobId;
@@ -115,11 +128,15 @@ final class SimProgram implements JobProcess {
     }
     // The steps it reports before it ends: all of them, up to the one it fails at, or (retrying)
     // none or one.
-    int last = switch (ends) {
-      case "crash", "signal" -> Math.min(failAt - 1, steps);
-      case "retry" -> payload.path("retryProgresses").asBoolean(false) ? Math.min(resumeFrom + 1, steps) : resumeFrom;
-      default -> steps;
-    };
+    int last =
+        switch (ends) {
+          case "crash", "signal" -> Math.min(failAt - 1, steps);
+          case "retry" ->
+              payload.path("retryProgresses").asBoolean(false)
+                  ? Math.min(resumeFrom + 1, steps)
+                  : resumeFrom;
+          default -> steps;
+        };
     for (int k = resumeFrom + 1; k <= last; k++) {
       lines.add(new Line(at(k - resumeFrom, stepMs), "{\"progress\": " + k + "}", k, null, false));
     }
@@ -147,8 +164,15 @@ final class SimProgram implements JobProcess {
       }
       default -> {
         if (payload.path("followUp").asBoolean(false)) {
-          lines.add(new Line(end, "{\"followUp\": {\"kind\": \"" + SimHandler.KIND + "\", \"payload\": {\"steps\": 1}}}",
-              null, null, true));
+          lines.add(
+              new Line(
+                  end,
+                  "{\"followUp\": {\"kind\": \""
+                      + SimHandler.KIND
+                      + "\", \"payload\": {\"steps\": 1}}}",
+                  null,
+                  null,
+                  true));
         }
         naturalEnd = end;
         naturalExit = new ProgramExit.Exited(0);
@@ -156,18 +180,35 @@ final class SimProgram implements JobProcess {
     }
     this.mainEnd = naturalEnd;
     this.mainExit = naturalExit;
-    this.onSigterm = OnSigterm.valueOf(payload.path("onSigterm").asText("exit").toUpperCase(java.util.Locale.ROOT));
+    this.onSigterm =
+        OnSigterm.valueOf(
+            payload.path("onSigterm").asText("exit").toUpperCase(java.util.Locale.ROOT));
     this.termDelay = Duration.ofMillis(payload.path("termMs").asLong(0));
     JsonNode child = payload.path("child");
     this.hasChild = child.isObject();
     this.childIgnoresSigterm = child.path("ignoresSigterm").asBoolean(false);
     long outlives = child.path("outlivesMs").asLong(-1);
-    this.childEnd = hasChild && naturalEnd != null && outlives >= 0 ? naturalEnd.plusMillis(outlives) : null;
-    this.behaviour = ends + (retrying ? " " + SimPrograms.RETRY_CODE : "") + ", " + (last - resumeFrom) + " step(s) of "
-        + stepMs + " ms from " + resumeFrom + ", on SIGTERM " + onSigterm.name().toLowerCase(java.util.Locale.ROOT)
-        + (onSigterm == OnSigterm.SLOW ? " " + termDelay.toMillis() + " ms" : "")
-        + (hasChild ? ", leaves a child (" + (childEnd == null ? "forever" : outlives + " ms") + ", "
-            + (childIgnoresSigterm ? "ignores" : "obeys") + " SIGTERM)" : "");
+    this.childEnd =
+        hasChild && naturalEnd != null && outlives >= 0 ? naturalEnd.plusMillis(outlives) : null;
+    this.behaviour =
+        ends
+            + (retrying ? " " + SimPrograms.RETRY_CODE : "")
+            + ", "
+            + (last - resumeFrom)
+            + " step(s) of "
+            + stepMs
+            + " ms from "
+            + resumeFrom
+            + ", on SIGTERM "
+            + onSigterm.name().toLowerCase(java.util.Locale.ROOT)
+            + (onSigterm == OnSigterm.SLOW ? " " + termDelay.toMillis() + " ms" : "")
+            + (hasChild
+                ? ", leaves a child ("
+                    + (childEnd == null ? "forever" : outlives + " ms")
+                    + ", "
+                    + (childIgnoresSigterm ? "ignores" : "obeys")
+                    + " SIGTERM)"
+                : "");
   }
 
   private Instant at(long steps, long stepMs) {
@@ -237,7 +278,8 @@ final class SimProgram implements JobProcess {
   public synchronized ProgramExit exit() {
     Instant now = programs.now();
     if (mainAlive(now)) {
-      throw new IllegalStateException("exit() of job " + jobId + "'s program, which is still running");
+      throw new IllegalStateException(
+          "exit() of job " + jobId + "'s program, which is still running");
     }
     return mainExit;
   }
@@ -261,14 +303,21 @@ final class SimProgram implements JobProcess {
     if (main) {
       switch (onSigterm) {
         case EXIT -> end(now, new ProgramExit.Signalled(15));
-        case SLOW -> end(now.plus(termDelay), ProgramExit.fromExitValue(128 + 15)); // cleans up, exits 143
-        default -> { }
+        case SLOW ->
+            end(now.plus(termDelay), ProgramExit.fromExitValue(128 + 15)); // cleans up, exits 143
+        default -> {}
       }
     }
     if (child && !childIgnoresSigterm) {
       childEnd = now;
     }
-    programs.note("SIGTERM → pid " + pid + (main ? "" : "'s leftovers") + ": " + live(now) + " of its processes still alive");
+    programs.note(
+        "SIGTERM → pid "
+            + pid
+            + (main ? "" : "'s leftovers")
+            + ": "
+            + live(now)
+            + " of its processes still alive");
     return (main ? 1 : 0) + (child ? 1 : 0);
   }
 
@@ -301,7 +350,9 @@ final class SimProgram implements JobProcess {
     orphaned = true;
   }
 
-  /** Its worker's task ended: the platform kills what is left (LeftoverJobs, a Fargate task's end). */
+  /**
+   * Its worker's task ended: the platform kills what is left (LeftoverJobs, a Fargate task's end).
+   */
   synchronized boolean dieWithWorker(Instant now) {
     if (live(now) == 0) {
       return false;
@@ -338,7 +389,8 @@ final class SimProgram implements JobProcess {
   }
 
   private void lap(LapKind kind, Instant now) {
-    laps.add(new Lap(kind, lastReturn == null ? startedAt : lastReturn, now, termAt, killAt != null));
+    laps.add(
+        new Lap(kind, lastReturn == null ? startedAt : lastReturn, now, termAt, killAt != null));
   }
 
   /** Writes the control lines the program wrote up to {@code now}, as it would have. */
@@ -346,9 +398,13 @@ final class SimProgram implements JobProcess {
     StringBuilder out = new StringBuilder();
     while (written < lines.size() && !lines.get(written).at().isAfter(now)) {
       Line l = lines.get(written++);
-      boolean happened = l.atEnd()
-          ? naturalEnd != null && l.at().equals(naturalEnd) && naturalEnd.equals(mainEnd) && naturalExit.equals(mainExit)
-          : mainEnd == null || l.at().isBefore(mainEnd);
+      boolean happened =
+          l.atEnd()
+              ? naturalEnd != null
+                  && l.at().equals(naturalEnd)
+                  && naturalEnd.equals(mainEnd)
+                  && naturalExit.equals(mainExit)
+              : mainEnd == null || l.at().isBefore(mainEnd);
       if (happened) {
         out.append(l.text()).append('\n');
         if (l.progress() != null) {
@@ -402,7 +458,10 @@ final class SimProgram implements JobProcess {
     return termAt;
   }
 
-  /** Whether that SIGTERM found the program itself running (a timeout or a cancel, not its leftovers). */
+  /**
+   * Whether that SIGTERM found the program itself running (a timeout or a cancel, not its
+   * leftovers).
+   */
   synchronized boolean termMainAlive() {
     return termMainAlive;
   }
@@ -416,10 +475,16 @@ final class SimProgram implements JobProcess {
     return mainAlive(now) ? null : mainExit;
   }
 
-  /** It ended by itself with its kind's retry code, before any SIGTERM: the runner must interrupt the job. */
+  /**
+   * It ended by itself with its kind's retry code, before any SIGTERM: the runner must interrupt
+   * the job.
+   */
   synchronized boolean retryExit(Instant now) {
-    return !mainAlive(now) && naturalEnd != null && naturalEnd.equals(mainEnd)
-        && new ProgramExit.Exited(SimPrograms.RETRY_CODE).equals(mainExit) && !termMainAlive;
+    return !mainAlive(now)
+        && naturalEnd != null
+        && naturalEnd.equals(mainEnd)
+        && new ProgramExit.Exited(SimPrograms.RETRY_CODE).equals(mainExit)
+        && !termMainAlive;
   }
 
   /** The last progress it wrote to its control file, or null. */
@@ -440,7 +505,9 @@ final class SimProgram implements JobProcess {
     return termAt != null && termMainAlive && !termAt.isBefore(startedAt.plus(timeout));
   }
 
-  /** In a timeout's grace: SIGTERM sent after the timeout, the program still running, no SIGKILL. */
+  /**
+   * In a timeout's grace: SIGTERM sent after the timeout, the program still running, no SIGKILL.
+   */
   synchronized boolean inTimeoutGrace(Instant now) {
     return timedOut() && killAt == null && !orphaned && mainAlive(now);
   }
@@ -464,10 +531,27 @@ final class SimProgram implements JobProcess {
 
   @Override
   public synchronized String toString() {
-    return "program pid " + pid + " of job " + jobId + " attempt " + attempt + " on worker " + workerId + "/" + taskId
-        + " [" + behaviour + "] started +" + SimPrograms.at(startedAt)
+    return "program pid "
+        + pid
+        + " of job "
+        + jobId
+        + " attempt "
+        + attempt
+        + " on worker "
+        + workerId
+        + "/"
+        + taskId
+        + " ["
+        + behaviour
+        + "] started +"
+        + SimPrograms.at(startedAt)
         + (termAt == null ? "" : ", SIGTERM +" + SimPrograms.at(termAt))
         + (killAt == null ? "" : ", SIGKILL +" + SimPrograms.at(killAt))
-        + (mainEnd == null ? "" : ", " + (mainExit == null ? "ends" : mainExit.describe()) + " at +" + SimPrograms.at(mainEnd));
+        + (mainEnd == null
+            ? ""
+            : ", "
+                + (mainExit == null ? "ends" : mainExit.describe())
+                + " at +"
+                + SimPrograms.at(mainEnd));
   }
 }

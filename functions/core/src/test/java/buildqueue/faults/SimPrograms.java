@@ -1,14 +1,14 @@
 package buildqueue.faults;
 
-import buildqueue.worker.CommandJobHandler;
+import buildqueue.core.MonotonicClock;
 import buildqueue.kinds.CommandKind;
 import buildqueue.kinds.PayloadSchema;
+import buildqueue.worker.CommandJobHandler;
 import buildqueue.worker.JobHandler;
 import buildqueue.worker.exec.JobEnvironment;
 import buildqueue.worker.exec.JobProcess;
 import buildqueue.worker.exec.ProcessLauncher;
 import buildqueue.worker.exec.ProcessRunner;
-import buildqueue.core.MonotonicClock;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.IOException;
@@ -26,8 +26,8 @@ import java.util.TreeMap;
 /**
  * The simulation's job kind {@code prog}: a command kind whose jobs the real {@link ProcessRunner}
  * runs, inside the real worker loop, as {@link SimProgram}s instead of processes. It is the
- * runner's {@link ProcessLauncher} and its {@link MonotonicClock} (the simulated clock; a sleep is a
- * scheduling point that lasts until the clock has moved past it), and it keeps every program a
+ * runner's {@link ProcessLauncher} and its {@link MonotonicClock} (the simulated clock; a sleep is
+ * a scheduling point that lasts until the clock has moved past it), and it keeps every program a
  * scenario started for the invariants. The kind's timeout and grace period are drawn per scenario;
  * its retry exit code is {@value #RETRY_CODE}.
  */
@@ -35,8 +35,10 @@ final class SimPrograms {
   static final String KIND = "prog";
   static final int RETRY_CODE = 75;
   static final String FAILED_ON_PURPOSE = "sim program failed on purpose at step ";
+
   /** How often the runner polls a program, on the simulated clock. */
   static final Duration POLL = Duration.ofMillis(200);
+
   private static final ObjectMapper JSON = new ObjectMapper();
 
   private final Simulation sim;
@@ -60,33 +62,49 @@ final class SimPrograms {
     // program that never reports progress only through that check.
     Duration timeout = Duration.ofMillis(1_500 + random.nextInt(8_000));
     Duration grace = Duration.ofMillis(200 + random.nextInt(1_800));
-    this.kind = new CommandKind(KIND, List.of("sim-program", "--payload-from-env"), timeout, PayloadSchema.ANY_OBJECT,
-        Set.of(RETRY_CODE), Map.of(), grace);
+    this.kind =
+        new CommandKind(
+            KIND,
+            List.of("sim-program", "--payload-from-env"),
+            timeout,
+            PayloadSchema.ANY_OBJECT,
+            Set.of(RETRY_CODE),
+            Map.of(),
+            grace);
   }
 
   /** The kind's handler: the production runner, with simulated programs and the simulated clock. */
   JobHandler handler(Path workDir) {
-    MonotonicClock clock = new MonotonicClock() {
-      @Override
-      public long nanoTime() {
-        return sim.nanoTime();
-      }
+    MonotonicClock clock =
+        new MonotonicClock() {
+          @Override
+          public long nanoTime() {
+            return sim.nanoTime();
+          }
 
-      @Override
-      public void sleep(Duration duration) {
-        SimProgram p;
-        synchronized (SimPrograms.this) {
-          p = onThread.get(Thread.currentThread());
-        }
-        if (p != null) {
-          p.sleepWhileLeftovers(duration);
-        }
-      }
-    };
+          @Override
+          public void sleep(Duration duration) {
+            SimProgram p;
+            synchronized (SimPrograms.this) {
+              p = onThread.get(Thread.currentThread());
+            }
+            if (p != null) {
+              p.sleepWhileLeftovers(duration);
+            }
+          }
+        };
     ProcessRunner.Limits limits = ProcessRunner.Limits.defaults();
-    limits = new ProcessRunner.Limits(POLL, limits.maxFollowUps(), limits.maxControlLineBytes(), limits.errorLines(),
-        limits.errorChars(), limits.outputDrain(), limits.killPatience());
-    return new CommandJobHandler(kind, new ProcessRunner(workDir, Map.of(), this::start, clock, limits));
+    limits =
+        new ProcessRunner.Limits(
+            POLL,
+            limits.maxFollowUps(),
+            limits.maxControlLineBytes(),
+            limits.errorLines(),
+            limits.errorChars(),
+            limits.outputDrain(),
+            limits.killPatience());
+    return new CommandJobHandler(
+        kind, new ProcessRunner(workDir, Map.of(), this::start, clock, limits));
   }
 
   /**
@@ -94,8 +112,12 @@ final class SimPrograms {
    * draw is made whatever the outcome, so leaving one fault out (shrinking) moves no other.
    */
   String payload(int steps, boolean followUp) {
-    Fault ends = faults.pick(Fault.PROGRAM_CRASHES, Fault.PROGRAM_SIGNALLED, Fault.PROGRAM_RETRY_CODE,
-        Fault.PROGRAM_HANGS);
+    Fault ends =
+        faults.pick(
+            Fault.PROGRAM_CRASHES,
+            Fault.PROGRAM_SIGNALLED,
+            Fault.PROGRAM_RETRY_CODE,
+            Fault.PROGRAM_HANGS);
     boolean ignoresSigterm = faults.roll(Fault.PROGRAM_IGNORES_SIGTERM);
     boolean child = faults.roll(Fault.PROGRAM_LEAVES_CHILD);
     boolean cancelInGrace = random.nextDouble() < faults.rate(Fault.PROGRAM_CANCELLED_IN_GRACE);
@@ -113,21 +135,37 @@ final class SimPrograms {
 
     StringBuilder p = new StringBuilder("{\"steps\": " + steps + ", \"stepMs\": " + stepMs);
     switch (ends) {
-      case PROGRAM_CRASHES -> p.append(", \"ends\": \"crash\", \"failAt\": ").append(failAt).append(", \"code\": ")
-          .append(code).append(", \"withError\": ").append(withError);
-      case PROGRAM_SIGNALLED -> p.append(", \"ends\": \"signal\", \"failAt\": ").append(failAt).append(", \"signal\": ")
-          .append(signal);
-      case PROGRAM_RETRY_CODE -> p.append(", \"ends\": \"retry\", \"retryAttempts\": ").append(retryAttempts)
-          .append(", \"retryProgresses\": ").append(retryProgresses);
+      case PROGRAM_CRASHES ->
+          p.append(", \"ends\": \"crash\", \"failAt\": ")
+              .append(failAt)
+              .append(", \"code\": ")
+              .append(code)
+              .append(", \"withError\": ")
+              .append(withError);
+      case PROGRAM_SIGNALLED ->
+          p.append(", \"ends\": \"signal\", \"failAt\": ")
+              .append(failAt)
+              .append(", \"signal\": ")
+              .append(signal);
+      case PROGRAM_RETRY_CODE ->
+          p.append(", \"ends\": \"retry\", \"retryAttempts\": ")
+              .append(retryAttempts)
+              .append(", \"retryProgresses\": ")
+              .append(retryProgresses);
       case PROGRAM_HANGS -> p.append(", \"ends\": \"hang\"");
       default -> p.append(", \"ends\": \"exit\"");
     }
-    p.append(", \"onSigterm\": \"").append(ignoresSigterm ? "ignore" : slow ? "slow" : "exit").append('"');
+    p.append(", \"onSigterm\": \"")
+        .append(ignoresSigterm ? "ignore" : slow ? "slow" : "exit")
+        .append('"');
     if (slow && !ignoresSigterm) {
       p.append(", \"termMs\": ").append(termMs);
     }
     if (child) {
-      p.append(", \"child\": {\"outlivesMs\": ").append(outlivesMs).append(", \"ignoresSigterm\": ").append(childIgnores)
+      p.append(", \"child\": {\"outlivesMs\": ")
+          .append(outlivesMs)
+          .append(", \"ignoresSigterm\": ")
+          .append(childIgnores)
           .append('}');
     }
     if (cancelInGrace) {
@@ -139,7 +177,10 @@ final class SimPrograms {
     return p.append('}').toString();
   }
 
-  /** The launcher: a program of the job the calling worker runs, from the environment the runner made. */
+  /**
+   * The launcher: a program of the job the calling worker runs, from the environment the runner
+   * made.
+   */
   private JobProcess start(ProcessLauncher.Spec spec) throws IOException {
     Map<String, String> env = spec.environment();
     long jobId = Long.parseLong(env.get(JobEnvironment.JOB_ID));
@@ -149,13 +190,34 @@ final class SimPrograms {
     Scheduler.Actor worker = scheduler.current();
     SimProgram p;
     synchronized (this) {
-      p = new SimProgram(this, ++nextPid, jobId, worker.workerId, worker.taskId, attempt, progress, payload, now(),
-          kind.timeout(), kind.cancelGracePeriod(), Path.of(env.get(JobEnvironment.CONTROL)));
+      p =
+          new SimProgram(
+              this,
+              ++nextPid,
+              jobId,
+              worker.workerId,
+              worker.taskId,
+              attempt,
+              progress,
+              payload,
+              now(),
+              kind.timeout(),
+              kind.cancelGracePeriod(),
+              Path.of(env.get(JobEnvironment.CONTROL)));
       all.add(p);
       onThread.put(Thread.currentThread(), p);
     }
     count("started");
-    sim.note(worker, "program pid " + p.pid + " of job " + jobId + " (attempt " + attempt + ") starts: " + p.behaviour);
+    sim.note(
+        worker,
+        "program pid "
+            + p.pid
+            + " of job "
+            + jobId
+            + " (attempt "
+            + attempt
+            + ") starts: "
+            + p.behaviour);
     return p;
   }
 
@@ -163,7 +225,9 @@ final class SimPrograms {
     return sim.now();
   }
 
-  /** The calling worker sleeps until {@code until} on the simulated clock (or is killed meanwhile). */
+  /**
+   * The calling worker sleeps until {@code until} on the simulated clock (or is killed meanwhile).
+   */
   void sleep(String what, Instant until) {
     scheduler.sleep(what + " (asleep until +" + at(until) + ")", until);
   }
@@ -230,7 +294,10 @@ final class SimPrograms {
     return null;
   }
 
-  /** Programs still running (the program itself) on a worker that is not dead: a cancel could reach them. */
+  /**
+   * Programs still running (the program itself) on a worker that is not dead: a cancel could reach
+   * them.
+   */
   synchronized List<SimProgram> running(Instant now) {
     return all.stream().filter(p -> p.mainAlive(now) && !p.orphaned()).toList();
   }
@@ -259,7 +326,9 @@ final class SimPrograms {
       if (p.timedOut()) {
         out.merge("timed out", 1, Integer::sum);
       }
-      if (p.termAt() != null && p.killAt() != null && !p.diedWithWorker()
+      if (p.termAt() != null
+          && p.killAt() != null
+          && !p.diedWithWorker()
           && !p.killAt().isBefore(p.termAt().plus(p.grace))) {
         out.merge("SIGKILLed after the grace", 1, Integer::sum);
       }

@@ -1,6 +1,5 @@
 package buildqueue.faults;
 
-import buildqueue.core.MonotonicClock;
 import buildqueue.api.ApiRequest;
 import buildqueue.api.ApiResponse;
 import buildqueue.api.Caller;
@@ -9,6 +8,7 @@ import buildqueue.api.HttpApi;
 import buildqueue.core.BuildQueue;
 import buildqueue.core.JobQueries;
 import buildqueue.core.JobStatus;
+import buildqueue.core.MonotonicClock;
 import buildqueue.core.QueueClock;
 import buildqueue.core.QueueConfig;
 import buildqueue.core.TickBudget;
@@ -95,7 +95,8 @@ final class Simulation {
         b.append(" -Dfaults.steps=").append(faultSteps);
       }
       if (!disabled.isEmpty()) {
-        b.append(" -Dfaults.disable=").append(disabled.stream().map(Fault::label).collect(Collectors.joining(",")));
+        b.append(" -Dfaults.disable=")
+            .append(disabled.stream().map(Fault::label).collect(Collectors.joining(",")));
       }
       if (!tenants) {
         b.append(" -Dfaults.tenants=false");
@@ -121,7 +122,11 @@ final class Simulation {
 
     String report() {
       StringBuilder b = new StringBuilder();
-      b.append("seed ").append(options.seed()).append(" — replay with ").append(options.replay()).append('\n');
+      b.append("seed ")
+          .append(options.seed())
+          .append(" — replay with ")
+          .append(options.replay())
+          .append('\n');
       b.append(parameters).append('\n');
       log.forEach(l -> b.append(l).append('\n'));
       b.append("VIOLATION: ").append(violation).append('\n');
@@ -141,10 +146,13 @@ final class Simulation {
   private final Random random;
   private final Random second;
   private final Random third;
+
   /** The deploy's draws ({@link Fault#DEPLOYS}): when, how long, which refusal. */
   private final Random fourth;
+
   /** Who supersedes what: a stream of its own, so the other draws of a seed stay as they were. */
   private final Random supersedes;
+
   private final Faults faults;
   private final QueueClock.Settable clock = new QueueClock.Settable(START);
   private final QueueConfig config;
@@ -154,8 +162,10 @@ final class Simulation {
   private final InProcessPlatform inProcess;
   private final FaultyPlatform platform;
   private final BuildQueue queue;
+
   /** Every answer the simulated clients get is held to openapi.json. */
   private final CheckedApi api;
+
   private final Invariants invariants;
   private final List<String> users;
   private final int jobsToSubmit;
@@ -168,16 +178,23 @@ final class Simulation {
   private final List<String> log = Collections.synchronizedList(new ArrayList<>());
   private final StopEvents events = new StopEvents();
   private final Map<Long, Boolean> lateWorkers = new HashMap<>();
-  private final Map<String, Deadline> deadlines = new TreeMap<>(Comparator.comparingLong(StopEvents::taskNumber));
+  private final Map<String, Deadline> deadlines =
+      new TreeMap<>(Comparator.comparingLong(StopEvents::taskNumber));
   private final Map<Long, Set<String>> inHandler = new HashMap<>();
   private final Map<String, Set<Long>> acknowledged = new TreeMap<>();
   private final Map<String, Boolean> dedicated = new HashMap<>();
   private final Map<Actor, Consumer<Actor>> expectations = new HashMap<>();
   private final Map<Actor, Instant> born = new HashMap<>();
   private final Set<Actor> expectNoChange = new HashSet<>();
-  /** Frozen tasks, and when a stop asked of the platform ends each (after SIGTERM's grace, SIGKILL). */
-  private final Set<String> frozen = new TreeSet<>(Comparator.comparingLong(StopEvents::taskNumber));
-  private final Map<String, Instant> stopsTakeEffect = new TreeMap<>(Comparator.comparingLong(StopEvents::taskNumber));
+
+  /**
+   * Frozen tasks, and when a stop asked of the platform ends each (after SIGTERM's grace, SIGKILL).
+   */
+  private final Set<String> frozen =
+      new TreeSet<>(Comparator.comparingLong(StopEvents::taskNumber));
+
+  private final Map<String, Instant> stopsTakeEffect =
+      new TreeMap<>(Comparator.comparingLong(StopEvents::taskNumber));
   private int frozenStopped;
   private volatile String violation;
   private volatile boolean outage;
@@ -191,6 +208,7 @@ final class Simulation {
   private int submitted;
   private final int deployAt;
   private final Duration deployLength;
+
   /** When the deploy window closes; null before it opens. */
   private Instant deployEnds;
 
@@ -207,9 +225,12 @@ final class Simulation {
     this.fourth = new Random(mixer.nextLong());
     this.faults = new Faults(random, second, third, fourth, options.disabled());
     // Most scenarios take turns in the shared lane (the default); every fourth keeps FIFO.
-    this.config = configFrom(random).withSharedOrder(
-        !options.tenants() || Math.floorMod(options.seed(), 4) == 3
-            ? QueueConfig.SharedOrder.FIFO : QueueConfig.SharedOrder.FAIR);
+    this.config =
+        configFrom(random)
+            .withSharedOrder(
+                !options.tenants() || Math.floorMod(options.seed(), 4) == 3
+                    ? QueueConfig.SharedOrder.FIFO
+                    : QueueConfig.SharedOrder.FAIR);
     this.supersedes = new Random(options.seed() * 31 + 17);
     this.users = new ArrayList<>();
     int userCount = 1 + random.nextInt(3);
@@ -218,23 +239,31 @@ final class Simulation {
     }
     this.jobsToSubmit = 2 + random.nextInt(5);
     int drawnSteps = 15 + random.nextInt(45);
-    this.faultSteps = options.faultSteps() == null ? drawnSteps : Math.min(options.faultSteps(), drawnSteps);
-    // The deploy comes at a step of the fault phase and lasts less than the launch backoff's budget,
+    this.faultSteps =
+        options.faultSteps() == null ? drawnSteps : Math.min(options.faultSteps(), drawnSteps);
+    // The deploy comes at a step of the fault phase and lasts less than the launch backoff's
+    // budget,
     // the time a job's first maxLaunchFailures - 1 retries take at the least: then no job can meet
     // the limit through refusals of the deploy alone, whatever the scheduling.
     this.deployAt = fourth.nextInt(drawnSteps);
-    this.deployLength = Duration.ofMillis((long) (backoffBudget(config).toMillis() * (0.3 + 0.65 * fourth.nextDouble())));
+    this.deployLength =
+        Duration.ofMillis(
+            (long) (backoffBudget(config).toMillis() * (0.3 + 0.65 * fourth.nextDouble())));
     // A caller (a Lambda) lives at most its timeout, which must end inside the launch grace: only
     // then is a launch the tick retries one that no caller is still making.
-    this.callerTimeout = Duration.ofMillis((long) (config.launchGrace().toMillis() * (0.5 + 0.45 * random.nextDouble())));
+    this.callerTimeout =
+        Duration.ofMillis(
+            (long) (config.launchGrace().toMillis() * (0.5 + 0.45 * random.nextDouble())));
     this.scheduler = new Scheduler(this::tasksStarted);
     this.db = new GatedDatabase(lane.faults(), scheduler, this);
     this.programs = new SimPrograms(this, scheduler, faults, third);
     // Made by the runner on the first program job; removed when the scenario ends.
     this.workDir = PROGRAM_DIRS.resolve("scenario-" + options.seed() + "-" + UUID.randomUUID());
-    JobHandlers handlers = JobHandlers.builtIn().with(new SimHandler(this), programs.handler(workDir));
+    JobHandlers handlers =
+        JobHandlers.builtIn().with(new SimHandler(this), programs.handler(workDir));
     // Workers run as the worker role (V005), through the same gate as every other caller.
-    this.workerDb = new GatedDatabase(lane.faults(), lane.faults().workerAdapter(), scheduler, this);
+    this.workerDb =
+        new GatedDatabase(lane.faults(), lane.faults().workerAdapter(), scheduler, this);
     this.inProcess = new InProcessPlatform(workerDb, config, clock, handlers);
     this.platform = new FaultyPlatform(inProcess, scheduler, this);
     this.queue = new BuildQueue(db, platform, config, clock);
@@ -244,15 +273,43 @@ final class Simulation {
     inProcess.onStopped(this::evidence);
     inProcess.deadlineTimer(this::armDeadline);
     inProcess.nanoTime(this::nanoTime);
-    this.parameters = "parameters: " + users.size() + " users, " + jobsToSubmit + " jobs, " + faultSteps
-        + " fault steps, " + config.sharedSlots() + " shared slots (" + config.sharedOrder().label() + "), lifetime " + config.workerLifetime().toMillis()
-        + " ms + slack " + config.leaseSlack().toMillis() + " ms (margin " + config.deadlineMargin().toMillis()
-        + " ms), chain window " + config.chainWindow().toMillis() + " ms, liveness " + config.livenessInterval().toMillis()
-        + " ms, launch grace " + config.launchGrace().toMillis() + " ms, caller timeout " + callerTimeout.toMillis()
-        + " ms, max launch failures " + config.maxLaunchFailures() + ", program timeout "
-        + programs.kind.timeout().toMillis() + " ms + grace " + programs.kind.cancelGracePeriod().toMillis() + " ms"
-        + "\nfault rates: " + faults.rates().entrySet().stream().filter(e -> e.getValue() > 0)
-            .map(e -> e.getKey().label() + "=" + String.format("%.3f", e.getValue())).collect(Collectors.joining(" "));
+    this.parameters =
+        "parameters: "
+            + users.size()
+            + " users, "
+            + jobsToSubmit
+            + " jobs, "
+            + faultSteps
+            + " fault steps, "
+            + config.sharedSlots()
+            + " shared slots ("
+            + config.sharedOrder().label()
+            + "), lifetime "
+            + config.workerLifetime().toMillis()
+            + " ms + slack "
+            + config.leaseSlack().toMillis()
+            + " ms (margin "
+            + config.deadlineMargin().toMillis()
+            + " ms), chain window "
+            + config.chainWindow().toMillis()
+            + " ms, liveness "
+            + config.livenessInterval().toMillis()
+            + " ms, launch grace "
+            + config.launchGrace().toMillis()
+            + " ms, caller timeout "
+            + callerTimeout.toMillis()
+            + " ms, max launch failures "
+            + config.maxLaunchFailures()
+            + ", program timeout "
+            + programs.kind.timeout().toMillis()
+            + " ms + grace "
+            + programs.kind.cancelGracePeriod().toMillis()
+            + " ms"
+            + "\nfault rates: "
+            + faults.rates().entrySet().stream()
+                .filter(e -> e.getValue() > 0)
+                .map(e -> e.getKey().label() + "=" + String.format("%.3f", e.getValue()))
+                .collect(Collectors.joining(" "));
   }
 
   private int tasksStarted() {
@@ -308,14 +365,30 @@ final class Simulation {
       sim.scheduler.abort();
       deleteTree(sim.workDir);
     }
-    Duration recovery = recoveryStart == null ? Duration.ZERO : Duration.between(recoveryStart, sim.clock.now());
-    return new Outcome(options, sim.parameters, sim.violation, List.copyOf(sim.log), sim.operations, sim.statements,
-        new EnumMap<>(sim.faults.injected().isEmpty() ? Map.of(Fault.NONE, 0) : sim.faults.injected()),
-        sim.outages, sim.submitted, recovery, sim.frozenStopped, sim.programs.counts());
+    Duration recovery =
+        recoveryStart == null ? Duration.ZERO : Duration.between(recoveryStart, sim.clock.now());
+    return new Outcome(
+        options,
+        sim.parameters,
+        sim.violation,
+        List.copyOf(sim.log),
+        sim.operations,
+        sim.statements,
+        new EnumMap<>(
+            sim.faults.injected().isEmpty() ? Map.of(Fault.NONE, 0) : sim.faults.injected()),
+        sim.outages,
+        sim.submitted,
+        recovery,
+        sim.frozenStopped,
+        sim.programs.counts());
   }
 
-  /** Where scenarios' programs get their job directories (one folder per scenario, removed after it). */
-  private static final Path PROGRAM_DIRS = Path.of(System.getProperty("java.io.tmpdir"), "buildqueue-faults");
+  /**
+   * Where scenarios' programs get their job directories (one folder per scenario, removed after
+   * it).
+   */
+  private static final Path PROGRAM_DIRS =
+      Path.of(System.getProperty("java.io.tmpdir"), "buildqueue-faults");
 
   private static void deleteTree(Path dir) {
     if (!Files.exists(dir)) {
@@ -371,7 +444,8 @@ final class Simulation {
       if (faults.rate(Fault.EVIDENCE_FORGED) > 0) {
         add(moves, weights, 0.5, this::forge);
       }
-      if (faults.rate(Fault.WORKER_FORGED) > 0 && current.workers().values().stream().anyMatch(w -> !w.exited())) {
+      if (faults.rate(Fault.WORKER_FORGED) > 0
+          && current.workers().values().stream().anyMatch(w -> !w.exited())) {
         add(moves, weights, 0.5, this::forgeWorkerWrites);
       }
     }
@@ -397,7 +471,8 @@ final class Simulation {
     }
   }
 
-  private static void add(List<Runnable> moves, List<Double> weights, double weight, Runnable move) {
+  private static void add(
+      List<Runnable> moves, List<Double> weights, double weight, Runnable move) {
     moves.add(move);
     weights.add(weight);
   }
@@ -411,19 +486,29 @@ final class Simulation {
     return config.launchBackoff().multipliedBy((1L << (config.maxLaunchFailures() - 1)) - 1);
   }
 
-  /** The redeploy: from now until {@link #deployEnds}, every launch is refused ({@link #deployRefusal}). */
+  /**
+   * The redeploy: from now until {@link #deployEnds}, every launch is refused ({@link
+   * #deployRefusal}).
+   */
   private void deployBegins() {
     if (faults.rate(Fault.DEPLOY_WINDOW) <= 0) {
       return;
     }
     faults.count(Fault.DEPLOY_WINDOW);
     deployEnds = clock.now().plus(deployLength);
-    log("⚡ a redeploy: a new task definition revision, the one in use deregistered, IAM denying RunTask;"
-        + " launches are refused for " + deployLength.toMillis() + " ms (the backoff's budget is "
-        + backoffBudget(config).toMillis() + " ms)");
+    log(
+        "⚡ a redeploy: a new task definition revision, the one in use deregistered, IAM denying RunTask;"
+            + " launches are refused for "
+            + deployLength.toMillis()
+            + " ms (the backoff's budget is "
+            + backoffBudget(config).toMillis()
+            + " ms)");
   }
 
-  /** Marks a deploy window's refusals in launch reasons, and so in the exit reasons the invariants read. */
+  /**
+   * Marks a deploy window's refusals in launch reasons, and so in the exit reasons the invariants
+   * read.
+   */
   static final String DEPLOY_REFUSAL = "deploy window: ";
 
   /**
@@ -431,13 +516,16 @@ final class Simulation {
    * briefly); else null. Draws only from the deploy's stream.
    */
   String deployRefusal() {
-    if (deployEnds == null || !clock.now().isBefore(deployEnds) || !faults.enabled(Fault.LAUNCH_REFUSED_BY_DEPLOY)) {
+    if (deployEnds == null
+        || !clock.now().isBefore(deployEnds)
+        || !faults.enabled(Fault.LAUNCH_REFUSED_BY_DEPLOY)) {
       return null;
     }
-    return DEPLOY_REFUSAL + (fourth.nextBoolean()
-        ? "ECS refused RunTask (IAM denied the call, as it does while a deploy's new policy propagates): AccessDeniedException"
-        : "ECS refused RunTask (the worker's task definition revision was deregistered by a deploy):"
-            + " InvalidParameterException: TaskDefinition is inactive");
+    return DEPLOY_REFUSAL
+        + (fourth.nextBoolean()
+            ? "ECS refused RunTask (IAM denied the call, as it does while a deploy's new policy propagates): AccessDeniedException"
+            : "ECS refused RunTask (the worker's task definition revision was deregistered by a deploy):"
+                + " InvalidParameterException: TaskDefinition is inactive");
   }
 
   private void stopFaults() {
@@ -466,8 +554,13 @@ final class Simulation {
         return;
       }
       if (i > MAX_RECOVERY_STEPS || clock.now().isAfter(bound)) {
-        throw new Violation("§5.5 not everything finished within " + RECOVERY_BOUND + " (" + i
-            + " steps) after faults stopped: " + unfinished());
+        throw new Violation(
+            "§5.5 not everything finished within "
+                + RECOVERY_BOUND
+                + " ("
+                + i
+                + " steps) after faults stopped: "
+                + unfinished());
       }
       if (ownerCancelsInGrace()) {
         continue;
@@ -498,13 +591,25 @@ final class Simulation {
 
   private String unfinished() {
     StringBuilder b = new StringBuilder();
-    current.jobs().values().stream().filter(j -> !j.finished()).forEach(j -> b.append("\n    ").append(j));
-    current.workers().values().stream().filter(w -> !w.exited()).forEach(w -> b.append("\n    ").append(w));
+    current.jobs().values().stream()
+        .filter(j -> !j.finished())
+        .forEach(j -> b.append("\n    ").append(j));
+    current.workers().values().stream()
+        .filter(w -> !w.exited())
+        .forEach(w -> b.append("\n    ").append(w));
     if (!frozen.isEmpty()) {
-      b.append("\n    frozen tasks ").append(frozen).append(", stops under way ").append(stopsTakeEffect.keySet());
+      b.append("\n    frozen tasks ")
+          .append(frozen)
+          .append(", stops under way ")
+          .append(stopsTakeEffect.keySet());
     }
-    programs.all().stream().filter(p -> p.live(clock.now()) > 0).forEach(p -> b.append("\n    ").append(p));
-    b.append("\n    pending evidence ").append(events.size()).append("; ").append(scheduler.describe());
+    programs.all().stream()
+        .filter(p -> p.live(clock.now()) > 0)
+        .forEach(p -> b.append("\n    ").append(p));
+    b.append("\n    pending evidence ")
+        .append(events.size())
+        .append("; ")
+        .append(scheduler.describe());
     return b.toString();
   }
 
@@ -548,10 +653,12 @@ final class Simulation {
   private void enqueue() {
     operations++;
     String user = users.get(random.nextInt(users.size()));
-    List<String> keys = acknowledged.keySet().stream().filter(k -> k.startsWith(user + "/")).toList();
-    String key = !keys.isEmpty() && random.nextInt(4) == 0
-        ? keys.get(random.nextInt(keys.size())).substring(user.length() + 1)
-        : "k" + (++submitted);
+    List<String> keys =
+        acknowledged.keySet().stream().filter(k -> k.startsWith(user + "/")).toList();
+    String key =
+        !keys.isEmpty() && random.nextInt(4) == 0
+            ? keys.get(random.nextInt(keys.size())).substring(user.length() + 1)
+            : "k" + (++submitted);
     int steps = random.nextInt(4);
     StringBuilder payload = new StringBuilder("{\"steps\": " + steps);
     if (steps > 0 && random.nextInt(8) == 0) {
@@ -569,34 +676,65 @@ final class Simulation {
     String kind = program ? SimPrograms.KIND : SimHandler.KIND;
     String jobPayload = program ? programs.payload(steps, followUp) : payload.toString();
     // User u2 saves one of two documents over and over: each save supersedes the builds of it.
-    String supersede = options.tenants() && user.equals("u2") && supersedes.nextInt(3) > 0 ? "doc" + supersedes.nextInt(2) : null;
-    log("enqueue by " + user + " key " + key + (supersede == null ? "" : " superseding " + supersede)
-        + (program ? " a program job " : " ") + jobPayload);
-    String body = "{\"kind\": \"" + kind + "\", \"payload\": " + jobPayload + ", \"idempotencyKey\": \""
-        + key + "\"" + (supersede == null ? "" : ", \"supersedeKey\": \"" + supersede + "\"") + "}";
-    spawnClient("enqueue", () -> {
-      for (int attempt = 1; attempt <= 4; attempt++) {
-        newInvocation(); // each retry is a new request, served by a new invocation
-        try {
-          ApiResponse r = api.handle(ApiRequest.json("POST", "/jobs", body, Caller.user(user)));
-          if (r.status() == 201 || r.status() == 200 || r.status() == 409) {
-            long id = Long.parseLong(r.header("Location").orElseThrow().substring("/jobs/".length()));
-            note(scheduler.current(), "POST /jobs → " + r.status() + " job " + id);
-            acknowledge(user, key, id);
-            return;
+    String supersede =
+        options.tenants() && user.equals("u2") && supersedes.nextInt(3) > 0
+            ? "doc" + supersedes.nextInt(2)
+            : null;
+    log(
+        "enqueue by "
+            + user
+            + " key "
+            + key
+            + (supersede == null ? "" : " superseding " + supersede)
+            + (program ? " a program job " : " ")
+            + jobPayload);
+    String body =
+        "{\"kind\": \""
+            + kind
+            + "\", \"payload\": "
+            + jobPayload
+            + ", \"idempotencyKey\": \""
+            + key
+            + "\""
+            + (supersede == null ? "" : ", \"supersedeKey\": \"" + supersede + "\"")
+            + "}";
+    spawnClient(
+        "enqueue",
+        () -> {
+          for (int attempt = 1; attempt <= 4; attempt++) {
+            newInvocation(); // each retry is a new request, served by a new invocation
+            try {
+              ApiResponse r = api.handle(ApiRequest.json("POST", "/jobs", body, Caller.user(user)));
+              if (r.status() == 201 || r.status() == 200 || r.status() == 409) {
+                long id =
+                    Long.parseLong(r.header("Location").orElseThrow().substring("/jobs/".length()));
+                note(scheduler.current(), "POST /jobs → " + r.status() + " job " + id);
+                acknowledge(user, key, id);
+                return;
+              }
+              if (r.status() < 500) {
+                violation(
+                    "POST /jobs "
+                        + body
+                        + " by "
+                        + user
+                        + " answered "
+                        + r.status()
+                        + ": "
+                        + r.bodyText());
+                return;
+              }
+              // The API answered 5xx: the client sends the same request again.
+              note(scheduler.current(), "POST /jobs → " + r.status() + "; attempt " + attempt);
+            } catch (FaultyPlatform.CallerDied e) {
+              // The invocation died: API Gateway answers 5xx and the client sends the request
+              // again.
+              note(
+                  scheduler.current(),
+                  "client saw no answer (" + brief(e) + "); attempt " + attempt);
+            }
           }
-          if (r.status() < 500) {
-            violation("POST /jobs " + body + " by " + user + " answered " + r.status() + ": " + r.bodyText());
-            return;
-          }
-          // The API answered 5xx: the client sends the same request again.
-          note(scheduler.current(), "POST /jobs → " + r.status() + "; attempt " + attempt);
-        } catch (FaultyPlatform.CallerDied e) {
-          // The invocation died: API Gateway answers 5xx and the client sends the request again.
-          note(scheduler.current(), "client saw no answer (" + brief(e) + "); attempt " + attempt);
-        }
-      }
-    });
+        });
   }
 
   private synchronized void acknowledge(String user, String key, long jobId) {
@@ -609,30 +747,34 @@ final class Simulation {
 
   /**
    * The simulation explores interleavings, not budgets: its ticks are measured on a clock that
-   * stands still, so a tick never runs out of time halfway and a seed replays the same whatever
-   * the machine's load.
+   * stands still, so a tick never runs out of time halfway and a seed replays the same whatever the
+   * machine's load.
    */
   private static final TickBudget UNHURRIED =
-      new TickBudget(Duration.ofDays(1), new MonotonicClock() {
-        @Override
-        public long nanoTime() {
-          return 0;
-        }
+      new TickBudget(
+          Duration.ofDays(1),
+          new MonotonicClock() {
+            @Override
+            public long nanoTime() {
+              return 0;
+            }
 
-        @Override
-        public void sleep(Duration d) {}
-      });
+            @Override
+            public void sleep(Duration d) {}
+          });
 
   private void tick() {
     operations++;
-    spawnClient("tick", () -> {
-      try {
-        BuildQueue.TickReport r = queue.tick(UNHURRIED);
-        note(scheduler.current(), "tick: " + r);
-      } catch (DatabaseException | FaultyPlatform.CallerDied e) {
-        note(scheduler.current(), "tick failed (" + brief(e) + "); the next one carries on");
-      }
-    });
+    spawnClient(
+        "tick",
+        () -> {
+          try {
+            BuildQueue.TickReport r = queue.tick(UNHURRIED);
+            note(scheduler.current(), "tick: " + r);
+          } catch (DatabaseException | FaultyPlatform.CallerDied e) {
+            note(scheduler.current(), "tick failed (" + brief(e) + "); the next one carries on");
+          }
+        });
   }
 
   private void deliverWithFaults() {
@@ -666,30 +808,42 @@ final class Simulation {
   private void deliver(StopEvents.Evidence e) {
     operations++;
     log("deliver " + e.describe() + ": " + e.reason());
-    Actor a = spawnClient("stop-event", () -> {
-      try {
-        queue.taskStopped(e.taskId(), e.workerId(), e.token(), e.reason());
-      } catch (DatabaseException | FaultyPlatform.CallerDied failure) {
-        // The handler failed; the event is delivered again (Lambda and EventBridge retry).
-        note(scheduler.current(), "stop handler failed (" + brief(failure) + "); the event will be retried");
-        events.retry(e);
-      }
-    });
-    // Evidence for a worker already exited (a duplicate, a late event) or a forged event must change
+    Actor a =
+        spawnClient(
+            "stop-event",
+            () -> {
+              try {
+                queue.taskStopped(e.taskId(), e.workerId(), e.token(), e.reason());
+              } catch (DatabaseException | FaultyPlatform.CallerDied failure) {
+                // The handler failed; the event is delivered again (Lambda and EventBridge retry).
+                note(
+                    scheduler.current(),
+                    "stop handler failed (" + brief(failure) + "); the event will be retried");
+                events.retry(e);
+              }
+            });
+    // Evidence for a worker already exited (a duplicate, a late event) or a forged event must
+    // change
     // nothing. Whether the worker had exited is judged when the exit statement is about to run. The
     // dispatch after it is the lane's business, and so is a launch failure that dispatch records.
     boolean[] dispatching = {false};
-    expectations.put(a, actor -> {
-      dispatching[0] |= actor.pending != null && actor.pending.startsWith("DispatchTransitions");
-      boolean exitStatement = !dispatching[0] && actor.pending != null && actor.pending.startsWith("ExitTransitions");
-      Snapshot.W w = e.workerId() == null ? null : current.workers().get(e.workerId());
-      boolean alreadyExited = w != null && w.exited();
-      if (exitStatement && (e.forged() || alreadyExited)) {
-        expectNoChange.add(actor);
-      } else {
-        expectNoChange.remove(actor);
-      }
-    });
+    expectations.put(
+        a,
+        actor -> {
+          dispatching[0] |=
+              actor.pending != null && actor.pending.startsWith("DispatchTransitions");
+          boolean exitStatement =
+              !dispatching[0]
+                  && actor.pending != null
+                  && actor.pending.startsWith("ExitTransitions");
+          Snapshot.W w = e.workerId() == null ? null : current.workers().get(e.workerId());
+          boolean alreadyExited = w != null && w.exited();
+          if (exitStatement && (e.forged() || alreadyExited)) {
+            expectNoChange.add(actor);
+          } else {
+            expectNoChange.remove(actor);
+          }
+        });
   }
 
   /** Stop evidence for tasks we never launched, or with the wrong token: must change nothing. */
@@ -698,15 +852,45 @@ final class Simulation {
     List<Snapshot.W> ws = List.copyOf(current.workers().values());
     Snapshot.W w = ws.isEmpty() ? null : ws.get(random.nextInt(ws.size()));
     int kind = random.nextInt(4);
-    StopEvents.Evidence e = switch (w == null ? 0 : kind) {
-      case 0 -> new StopEvents.Evidence(0, "inproc-foreign-" + random.nextInt(1000), null, null, "forged", clock.now(), true);
-      case 1 -> new StopEvents.Evidence(0, "inproc-foreign-" + random.nextInt(1000), w.id(), UUID.randomUUID(), "forged",
-          clock.now(), true);
-      case 2 -> new StopEvents.Evidence(0, "inproc-foreign-" + random.nextInt(1000), w.id(), null, "forged without a token",
-          clock.now(), true);
-      default -> new StopEvents.Evidence(0, w.taskId() == null ? "inproc-foreign-1" : w.taskId(), w.id(), UUID.randomUUID(),
-          "forged with a wrong token", clock.now(), true);
-    };
+    StopEvents.Evidence e =
+        switch (w == null ? 0 : kind) {
+          case 0 ->
+              new StopEvents.Evidence(
+                  0,
+                  "inproc-foreign-" + random.nextInt(1000),
+                  null,
+                  null,
+                  "forged",
+                  clock.now(),
+                  true);
+          case 1 ->
+              new StopEvents.Evidence(
+                  0,
+                  "inproc-foreign-" + random.nextInt(1000),
+                  w.id(),
+                  UUID.randomUUID(),
+                  "forged",
+                  clock.now(),
+                  true);
+          case 2 ->
+              new StopEvents.Evidence(
+                  0,
+                  "inproc-foreign-" + random.nextInt(1000),
+                  w.id(),
+                  null,
+                  "forged without a token",
+                  clock.now(),
+                  true);
+          default ->
+              new StopEvents.Evidence(
+                  0,
+                  w.taskId() == null ? "inproc-foreign-1" : w.taskId(),
+                  w.id(),
+                  UUID.randomUUID(),
+                  "forged with a wrong token",
+                  clock.now(),
+                  true);
+        };
     log("⚡ forged evidence");
     deliver(e);
   }
@@ -721,22 +905,38 @@ final class Simulation {
     String caller = who == 0 ? null : who == 1 ? "intruder" : owner;
     log("cancel job " + jobId + " by " + (caller == null ? "an admin" : caller));
     Caller as = caller == null ? Caller.admin("ops") : Caller.user(caller);
-    Actor a = spawnClient("cancel", () -> {
-      ApiResponse r = api.handle(ApiRequest.of("POST", "/jobs/" + jobId + "/cancel", as));
-      note(scheduler.current(), "POST /jobs/" + jobId + "/cancel → " + r.status());
-      boolean expected = r.status() >= 500
-          || ("intruder".equals(caller) ? r.status() == 404 : r.status() == 200 || r.status() == 409);
-      if (!expected) {
-        violation("POST /jobs/" + jobId + "/cancel by " + (caller == null ? "an admin" : caller) + " answered "
-            + r.status() + ": " + r.bodyText());
-      }
-    });
+    Actor a =
+        spawnClient(
+            "cancel",
+            () -> {
+              ApiResponse r = api.handle(ApiRequest.of("POST", "/jobs/" + jobId + "/cancel", as));
+              note(scheduler.current(), "POST /jobs/" + jobId + "/cancel → " + r.status());
+              boolean expected =
+                  r.status() >= 500
+                      || ("intruder".equals(caller)
+                          ? r.status() == 404
+                          : r.status() == 200 || r.status() == 409);
+              if (!expected) {
+                violation(
+                    "POST /jobs/"
+                        + jobId
+                        + "/cancel by "
+                        + (caller == null ? "an admin" : caller)
+                        + " answered "
+                        + r.status()
+                        + ": "
+                        + r.bodyText());
+              }
+            });
     if ("intruder".equals(caller)) {
       expectNoChange.add(a);
     }
   }
 
-  /** The owner cancels a job whose program runs: SIGTERM must reach it within the cancel-check interval. */
+  /**
+   * The owner cancels a job whose program runs: SIGTERM must reach it within the cancel-check
+   * interval.
+   */
   private void cancelARunningProgram() {
     List<SimProgram> running = programs.running(clock.now());
     SimProgram p = running.get(third.nextInt(running.size()));
@@ -763,21 +963,42 @@ final class Simulation {
     operations++;
     Snapshot.J job = current.jobs().get(p.jobId);
     String owner = job.userId();
-    log("cancel job " + p.jobId + " by " + owner + (inGrace ? " in its program's grace after the timeout's SIGTERM"
-        : " while its program runs"));
-    spawnClient("cancel", () -> {
-      ApiResponse r = api.handle(ApiRequest.of("POST", "/jobs/" + p.jobId + "/cancel", Caller.user(owner)));
-      boolean landedInGrace = inGrace && r.status() == 200 && p.inTimeoutGrace(clock.now());
-      if (landedInGrace) {
-        faults.count(Fault.PROGRAM_CANCELLED_IN_GRACE);
-      }
-      note(scheduler.current(), "POST /jobs/" + p.jobId + "/cancel → " + r.status()
-          + (landedInGrace ? " ⚡ during the program's grace" : ""));
-      if (r.status() < 500 && r.status() != 200 && r.status() != 409) {
-        violation("POST /jobs/" + p.jobId + "/cancel by its owner " + owner + " answered " + r.status() + ": "
-            + r.bodyText());
-      }
-    });
+    log(
+        "cancel job "
+            + p.jobId
+            + " by "
+            + owner
+            + (inGrace
+                ? " in its program's grace after the timeout's SIGTERM"
+                : " while its program runs"));
+    spawnClient(
+        "cancel",
+        () -> {
+          ApiResponse r =
+              api.handle(ApiRequest.of("POST", "/jobs/" + p.jobId + "/cancel", Caller.user(owner)));
+          boolean landedInGrace = inGrace && r.status() == 200 && p.inTimeoutGrace(clock.now());
+          if (landedInGrace) {
+            faults.count(Fault.PROGRAM_CANCELLED_IN_GRACE);
+          }
+          note(
+              scheduler.current(),
+              "POST /jobs/"
+                  + p.jobId
+                  + "/cancel → "
+                  + r.status()
+                  + (landedInGrace ? " ⚡ during the program's grace" : ""));
+          if (r.status() < 500 && r.status() != 200 && r.status() != 409) {
+            violation(
+                "POST /jobs/"
+                    + p.jobId
+                    + "/cancel by its owner "
+                    + owner
+                    + " answered "
+                    + r.status()
+                    + ": "
+                    + r.bodyText());
+          }
+        });
   }
 
   /** A user reads a job, or their list: they see their own jobs and nobody else's. */
@@ -790,28 +1011,46 @@ final class Simulation {
     String target = list ? "/jobs?limit=200" : "/jobs/" + acknowledged.get(key).iterator().next();
     boolean own = list || key.startsWith(user + "/");
     log("GET " + target + " by " + user);
-    Actor a = spawnClient("read", () -> {
-      ApiResponse r = api.handle(ApiRequest.of("GET", target, Caller.user(user)));
-      note(scheduler.current(), "GET " + target + " → " + r.status());
-      if (r.status() >= 500) {
-        return;
-      }
-      if (!own) {
-        if (r.status() != 404) {
-          violation("isolation: " + user + " read another user's job: GET " + target + " → " + r.status());
-        }
-        return;
-      }
-      if (r.status() != 200) {
-        violation("GET " + target + " by " + user + " answered " + r.status() + ": " + r.bodyText());
-      } else if (list) {
-        for (JsonNode job : json(r).path("jobs")) {
-          if (!user.equals(job.path("userId").asText())) {
-            violation("isolation: GET /jobs by " + user + " listed another user's job " + job);
-          }
-        }
-      }
-    });
+    Actor a =
+        spawnClient(
+            "read",
+            () -> {
+              ApiResponse r = api.handle(ApiRequest.of("GET", target, Caller.user(user)));
+              note(scheduler.current(), "GET " + target + " → " + r.status());
+              if (r.status() >= 500) {
+                return;
+              }
+              if (!own) {
+                if (r.status() != 404) {
+                  violation(
+                      "isolation: "
+                          + user
+                          + " read another user's job: GET "
+                          + target
+                          + " → "
+                          + r.status());
+                }
+                return;
+              }
+              if (r.status() != 200) {
+                violation(
+                    "GET "
+                        + target
+                        + " by "
+                        + user
+                        + " answered "
+                        + r.status()
+                        + ": "
+                        + r.bodyText());
+              } else if (list) {
+                for (JsonNode job : json(r).path("jobs")) {
+                  if (!user.equals(job.path("userId").asText())) {
+                    violation(
+                        "isolation: GET /jobs by " + user + " listed another user's job " + job);
+                  }
+                }
+              }
+            });
     expectNoChange.add(a);
   }
 
@@ -829,22 +1068,37 @@ final class Simulation {
     boolean to = !dedicated.getOrDefault(user, false);
     dedicated.put(user, to);
     log((to ? "give " : "take ") + user + " a dedicated worker");
-    spawnClient("set-dedicated", () -> {
-      ApiResponse r = api.handle(ApiRequest.json("PUT", "/users/" + user, "{\"dedicatedWorker\": " + to + "}",
-          Caller.admin("ops")));
-      note(scheduler.current(), "PUT /users/" + user + " → " + r.status());
-      if (r.status() != 200 && r.status() < 500) {
-        violation("PUT /users/" + user + " answered " + r.status() + ": " + r.bodyText());
-      }
-    });
+    spawnClient(
+        "set-dedicated",
+        () -> {
+          ApiResponse r =
+              api.handle(
+                  ApiRequest.json(
+                      "PUT",
+                      "/users/" + user,
+                      "{\"dedicatedWorker\": " + to + "}",
+                      Caller.admin("ops")));
+          note(scheduler.current(), "PUT /users/" + user + " → " + r.status());
+          if (r.status() != 200 && r.status() < 500) {
+            violation("PUT /users/" + user + " answered " + r.status() + ": " + r.bodyText());
+          }
+        });
   }
 
   private void advanceClock() {
     // Mostly small steps, so callers live through several of them; now and then a jump past a
     // lease, so expiry paths run.
-    Duration[] steps = {Duration.ofMillis(100), Duration.ofMillis(300), Duration.ofMillis(700),
-        Duration.ofMillis(100), Duration.ofMillis(300), config.livenessInterval(), config.livenessInterval(),
-        config.lease().dividedBy(2), config.lease().plus(config.livenessInterval())};
+    Duration[] steps = {
+      Duration.ofMillis(100),
+      Duration.ofMillis(300),
+      Duration.ofMillis(700),
+      Duration.ofMillis(100),
+      Duration.ofMillis(300),
+      config.livenessInterval(),
+      config.livenessInterval(),
+      config.lease().dividedBy(2),
+      config.lease().plus(config.livenessInterval())
+    };
     advance(steps[random.nextInt(steps.length)]);
   }
 
@@ -857,16 +1111,21 @@ final class Simulation {
     List<Map.Entry<String, Deadline>> due;
     synchronized (deadlines) {
       // A frozen worker's deadline timer is frozen with it: it cannot save the lease.
-      due = deadlines.entrySet().stream()
-          .filter(e -> !e.getValue().at().isAfter(clock.now()) && !frozen.contains(e.getKey())).toList();
+      due =
+          deadlines.entrySet().stream()
+              .filter(e -> !e.getValue().at().isAfter(clock.now()) && !frozen.contains(e.getKey()))
+              .toList();
     }
     for (Map.Entry<String, Deadline> e : due) {
       log("deadline kills " + e.getKey());
       scheduler.expectEnd(e.getKey());
       e.getValue().kill().run();
     }
-    List<String> stopped = stopsTakeEffect.entrySet().stream().filter(e -> !e.getValue().isAfter(clock.now()))
-        .map(Map.Entry::getKey).toList();
+    List<String> stopped =
+        stopsTakeEffect.entrySet().stream()
+            .filter(e -> !e.getValue().isAfter(clock.now()))
+            .map(Map.Entry::getKey)
+            .toList();
     for (String task : stopped) {
       stopsTakeEffect.remove(task);
       if (frozen.remove(task)) {
@@ -906,7 +1165,10 @@ final class Simulation {
     List<String> out = new ArrayList<>();
     for (Map.Entry<String, Long> e : scheduler.liveTaskWorkers().entrySet()) {
       Snapshot.W w = current.workers().get(e.getValue());
-      if (!frozen.contains(e.getKey()) && w != null && !w.exited() && e.getKey().equals(w.taskId())) {
+      if (!frozen.contains(e.getKey())
+          && w != null
+          && !w.exited()
+          && e.getKey().equals(w.taskId())) {
         out.add(e.getKey());
       }
     }
@@ -923,7 +1185,10 @@ final class Simulation {
     }
     operations++;
     frozen.add(task);
-    log("⚡ task " + task + " frozen: alive to the platform, silent, its deadline timer stopped with it");
+    log(
+        "⚡ task "
+            + task
+            + " frozen: alive to the platform, silent, its deadline timer stopped with it");
   }
 
   /** Whether a task is frozen (and not yet killed). */
@@ -944,21 +1209,27 @@ final class Simulation {
     }
     Duration after = Duration.ofMillis(second.nextInt((int) config.leaseSlack().toMillis()));
     stopsTakeEffect.put(taskId, clock.now().plus(after));
-    note(caller, "stop task " + taskId + " (frozen; it ends in " + after.toMillis() + " ms): " + reason);
+    note(
+        caller,
+        "stop task " + taskId + " (frozen; it ends in " + after.toMillis() + " ms): " + reason);
   }
 
   /**
    * A process that knows a live worker's id but not its token (a stale task after ids were reused,
    * a misconfigured one, a job that learned its worker's id) makes the worker's writes: a progress
-   * report for the worker's job, then one of end, a follow-up, start, take-next or drain.
-   * §5.2: only the worker, with its token, can change its job; each of these must change nothing.
+   * report for the worker's job, then one of end, a follow-up, start, take-next or drain. §5.2:
+   * only the worker, with its token, can change its job; each of these must change nothing.
    */
   private void forgeWorkerWrites() {
     faults.count(Fault.WORKER_FORGED);
     operations++;
-    List<Snapshot.J> onWorkers = current.jobs().values().stream().filter(Snapshot.J::onWorker)
-        .sorted(Comparator.comparing((Snapshot.J j) -> !j.status().equals("running")).thenComparingLong(Snapshot.J::id))
-        .toList();
+    List<Snapshot.J> onWorkers =
+        current.jobs().values().stream()
+            .filter(Snapshot.J::onWorker)
+            .sorted(
+                Comparator.comparing((Snapshot.J j) -> !j.status().equals("running"))
+                    .thenComparingLong(Snapshot.J::id))
+            .toList();
     List<Snapshot.W> live = current.workers().values().stream().filter(w -> !w.exited()).toList();
     long workerId;
     long jobId;
@@ -979,24 +1250,48 @@ final class Simulation {
     UUID wrongToken = UUID.randomUUID();
     WorkerTransitions as = new WorkerTransitions(workerDb, config, clock);
     log("⚡ forged writes as worker " + workerId + " (wrong token) for job " + jobId);
-    Actor a = spawnClient("forged-worker", () -> {
-      try {
-        accepted("progress " + progress, as.progress(workerId, wrongToken, jobId, progress)
-            != WorkerTransitions.ProgressAck.FENCED_OFF);
-        switch (then) {
-          case 0 -> accepted("end", !(as.end(workerId, wrongToken, jobId, JobStatus.SUCCEEDED, null)
-              instanceof WorkerTransitions.Ended.FencedOff));
-          case 1 -> accepted("a follow-up", !(as.transactionally(tx -> as.addFollowUps(tx, workerId, wrongToken,
-              jobId, new Json("[{\"kind\": \"" + SimHandler.KIND + "\", \"payload\": {}}]")))
-              instanceof WorkerTransitions.FollowUps.FencedOff));
-          case 2 -> accepted("start", as.start(workerId, wrongToken).isPresent());
-          case 3 -> accepted("take-next", !(as.takeNext(workerId, wrongToken) instanceof WorkerTransitions.Ended.FencedOff));
-          default -> accepted("drain", as.drain(workerId, wrongToken));
-        }
-      } catch (DatabaseException e) {
-        note(scheduler.current(), "forged write failed (" + brief(e) + ")");
-      }
-    });
+    Actor a =
+        spawnClient(
+            "forged-worker",
+            () -> {
+              try {
+                accepted(
+                    "progress " + progress,
+                    as.progress(workerId, wrongToken, jobId, progress)
+                        != WorkerTransitions.ProgressAck.FENCED_OFF);
+                switch (then) {
+                  case 0 ->
+                      accepted(
+                          "end",
+                          !(as.end(workerId, wrongToken, jobId, JobStatus.SUCCEEDED, null)
+                              instanceof WorkerTransitions.Ended.FencedOff));
+                  case 1 ->
+                      accepted(
+                          "a follow-up",
+                          !(as.transactionally(
+                                  tx ->
+                                      as.addFollowUps(
+                                          tx,
+                                          workerId,
+                                          wrongToken,
+                                          jobId,
+                                          new Json(
+                                              "[{\"kind\": \""
+                                                  + SimHandler.KIND
+                                                  + "\", \"payload\": {}}]")))
+                              instanceof WorkerTransitions.FollowUps.FencedOff));
+                  case 2 -> accepted("start", as.start(workerId, wrongToken).isPresent());
+                  case 3 ->
+                      accepted(
+                          "take-next",
+                          !(as.takeNext(workerId, wrongToken)
+                              instanceof WorkerTransitions.Ended.FencedOff));
+                  default -> accepted("drain", as.drain(workerId, wrongToken));
+                }
+              } catch (DatabaseException e) {
+                note(scheduler.current(), "forged write failed (" + brief(e) + ")");
+              }
+            });
     expectNoChange.add(a);
   }
 
@@ -1007,7 +1302,9 @@ final class Simulation {
     }
   }
 
-  /** A job that kills its worker (SimHandler's {@code killsWorkerAt}), on the worker's own thread. */
+  /**
+   * A job that kills its worker (SimHandler's {@code killsWorkerAt}), on the worker's own thread.
+   */
   void jobKillsItsWorker(long jobId) {
     Actor a = scheduler.current();
     note(a, "⚡ job " + jobId + " kills its worker");
@@ -1030,20 +1327,25 @@ final class Simulation {
 
   private Actor spawnClient(String kind, Runnable body) {
     Snapshot before = current;
-    Actor a = scheduler.spawn(kind, () -> {
-      try {
-        body.run();
-      } catch (FaultyPlatform.CallerDied e) {
-        note(scheduler.current(), "died: " + e.getMessage());
-      } catch (Scheduler.Aborted e) {
-        throw e;
-      } catch (RuntimeException e) {
-        // Each actor catches what its caller would survive (a database failure, a dead caller);
-        // anything else is a bug in the queue, not a fault of the scenario, and would otherwise
-        // pass for an injected one (a crashed stop handler looks like lost evidence).
-        violation(kind + " threw " + e);
-      }
-    });
+    Actor a =
+        scheduler.spawn(
+            kind,
+            () -> {
+              try {
+                body.run();
+              } catch (FaultyPlatform.CallerDied e) {
+                note(scheduler.current(), "died: " + e.getMessage());
+              } catch (Scheduler.Aborted e) {
+                throw e;
+              } catch (RuntimeException e) {
+                // Each actor catches what its caller would survive (a database failure, a dead
+                // caller);
+                // anything else is a bug in the queue, not a fault of the scenario, and would
+                // otherwise
+                // pass for an injected one (a crashed stop handler looks like lost evidence).
+                violation(kind + " threw " + e);
+              }
+            });
     synchronized (born) {
       born.putIfAbsent(a, clock.now());
     }
@@ -1061,12 +1363,18 @@ final class Simulation {
     return clock.now();
   }
 
-  /** The simulated clock as a monotonic clock (nanoseconds since the start), for workers and runners. */
+  /**
+   * The simulated clock as a monotonic clock (nanoseconds since the start), for workers and
+   * runners.
+   */
   long nanoTime() {
     return Duration.between(START, clock.now()).toNanos();
   }
 
-  /** A worker's task is killed from outside (SIGKILL, the platform's stop): its own code no longer runs. */
+  /**
+   * A worker's task is killed from outside (SIGKILL, the platform's stop): its own code no longer
+   * runs.
+   */
   void killedFromOutside(String taskId, String how) {
     programs.orphan(taskId, how);
   }
@@ -1099,7 +1407,9 @@ final class Simulation {
     synchronized (born) {
       since = actor.worker ? null : born.get(actor);
     }
-    if (since != null && faults.enabled(Fault.CALLER_TIMED_OUT) && !clock.now().isBefore(since.plus(callerTimeout))) {
+    if (since != null
+        && faults.enabled(Fault.CALLER_TIMED_OUT)
+        && !clock.now().isBefore(since.plus(callerTimeout))) {
       faults.count(Fault.CALLER_TIMED_OUT);
       note(actor, "⚡ timed out after " + Duration.between(since, clock.now()).toMillis() + " ms");
       throw new FaultyPlatform.CallerDied(actor.name + " timed out");
@@ -1112,7 +1422,8 @@ final class Simulation {
    * when killed by a write's step or a clock move, which are all checked.)
    */
   private static boolean readOnly(String label) {
-    return label.startsWith("JobQueries.") || label.equals("TickTransitions.expiredLeases")
+    return label.startsWith("JobQueries.")
+        || label.equals("TickTransitions.expiredLeases")
         || label.equals("TickTransitions.lanesToDispatch");
   }
 
@@ -1184,14 +1495,19 @@ final class Simulation {
       Map<String, Long> live = scheduler.liveTaskWorkers();
       frozen.retainAll(live.keySet());
       stopsTakeEffect.keySet().retainAll(live.keySet());
-      String broken = invariants.afterStep(before, current,
-          new Invariants.Step(actor, workerId, expectNoChange, clock.now(), live, Set.copyOf(frozen)));
+      String broken =
+          invariants.afterStep(
+              before,
+              current,
+              new Invariants.Step(
+                  actor, workerId, expectNoChange, clock.now(), live, Set.copyOf(frozen)));
       if (broken != null) {
         violation(broken);
       }
     }
     if (violation == null && programs.any()) {
-      String broken = invariants.programs(before, current, clock.now(), scheduler.liveTaskWorkers());
+      String broken =
+          invariants.programs(before, current, clock.now(), scheduler.liveTaskWorkers());
       if (broken != null) {
         violation(broken);
       }
@@ -1202,7 +1518,10 @@ final class Simulation {
   }
 
   private void log(String line) {
-    log.add(String.format("%4d +%7.3fs %s", step, Duration.between(START, clock.now()).toMillis() / 1000.0, line));
+    log.add(
+        String.format(
+            "%4d +%7.3fs %s",
+            step, Duration.between(START, clock.now()).toMillis() / 1000.0, line));
   }
 
   private static String brief(Throwable e) {

@@ -14,16 +14,37 @@ import java.util.UUID;
 /** The rows the invariants are about, read after a step through the checker's own connection. */
 record Snapshot(Map<Long, W> workers, Map<Long, J> jobs, long lastEvent) {
 
-  record W(long id, String lane, String slot, UUID token, String status, String taskId, Instant expiresAt,
-      Instant startedAt, String exitReason) {
+  record W(
+      long id,
+      String lane,
+      String slot,
+      UUID token,
+      String status,
+      String taskId,
+      Instant expiresAt,
+      Instant startedAt,
+      String exitReason) {
     boolean exited() {
       return status.equals("exited");
     }
   }
 
-  record J(long id, String userId, String lane, String status, Long workerId, int progress, int checkpoint,
-      int recoveries, int attempts, int launchFailures, Instant notBefore, boolean cancelRequested, String error,
-      String idempotencyKey, String payload) {
+  record J(
+      long id,
+      String userId,
+      String lane,
+      String status,
+      Long workerId,
+      int progress,
+      int checkpoint,
+      int recoveries,
+      int attempts,
+      int launchFailures,
+      Instant notBefore,
+      boolean cancelRequested,
+      String error,
+      String idempotencyKey,
+      String payload) {
     boolean finished() {
       return status.equals("succeeded") || status.equals("failed") || status.equals("cancelled");
     }
@@ -38,10 +59,13 @@ record Snapshot(Map<Long, W> workers, Map<Long, J> jobs, long lastEvent) {
   static final class Reader implements AutoCloseable {
     private final PreparedStatement all;
 
-    /** Three statements in one round trip: the driver sends them together and returns three results. */
+    /**
+     * Three statements in one round trip: the driver sends them together and returns three results.
+     */
     Reader(Connection c) throws SQLException {
-      all = c.prepareStatement(
-          """
+      all =
+          c.prepareStatement(
+              """
           select id, lane, slot, token, status, task_id, expires_at, started_at, exit_reason from build_worker order by id;
           select id, user_id, lane, status, worker_id, progress, checkpoint, recoveries, attempts, launch_failures,
                  not_before, cancel_requested, error, idempotency_key, payload::text as payload
@@ -55,9 +79,18 @@ record Snapshot(Map<Long, W> workers, Map<Long, J> jobs, long lastEvent) {
         Map<Long, W> ws = new LinkedHashMap<>();
         try (ResultSet r = all.getResultSet()) {
           while (r.next()) {
-            ws.put(r.getLong(1), new W(r.getLong(1), r.getString(2), r.getString(3), (UUID) r.getObject(4),
-                r.getString(5), r.getString(6), instant(r.getTimestamp(7)), instant(r.getTimestamp(8)),
-                r.getString(9)));
+            ws.put(
+                r.getLong(1),
+                new W(
+                    r.getLong(1),
+                    r.getString(2),
+                    r.getString(3),
+                    (UUID) r.getObject(4),
+                    r.getString(5),
+                    r.getString(6),
+                    instant(r.getTimestamp(7)),
+                    instant(r.getTimestamp(8)),
+                    r.getString(9)));
           }
         }
         all.getMoreResults();
@@ -65,9 +98,24 @@ record Snapshot(Map<Long, W> workers, Map<Long, J> jobs, long lastEvent) {
         try (ResultSet r = all.getResultSet()) {
           while (r.next()) {
             long worker = r.getLong(5);
-            js.put(r.getLong(1), new J(r.getLong(1), r.getString(2), r.getString(3), r.getString(4),
-                r.wasNull() ? null : worker, r.getInt(6), r.getInt(7), r.getInt(8), r.getInt(9), r.getInt(10),
-                instant(r.getTimestamp(11)), r.getBoolean(12), r.getString(13), r.getString(14), r.getString(15)));
+            js.put(
+                r.getLong(1),
+                new J(
+                    r.getLong(1),
+                    r.getString(2),
+                    r.getString(3),
+                    r.getString(4),
+                    r.wasNull() ? null : worker,
+                    r.getInt(6),
+                    r.getInt(7),
+                    r.getInt(8),
+                    r.getInt(9),
+                    r.getInt(10),
+                    instant(r.getTimestamp(11)),
+                    r.getBoolean(12),
+                    r.getString(13),
+                    r.getString(14),
+                    r.getString(15)));
           }
         }
         all.getMoreResults();

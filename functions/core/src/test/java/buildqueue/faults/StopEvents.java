@@ -7,23 +7,31 @@ import java.util.List;
 import java.util.UUID;
 
 /**
- * Stop evidence in flight, as ECS STOPPED events travel through EventBridge: it arrives from
- * worker threads as they end (and again when a stop handler failed and the event is retried), and
- * waits until the simulation delivers it, late, out of order, twice, or never. Evidence that
- * arrives during one step is queued in task order at the end of the step, so its order does not
- * depend on which thread got there first.
+ * Stop evidence in flight, as ECS STOPPED events travel through EventBridge: it arrives from worker
+ * threads as they end (and again when a stop handler failed and the event is retried), and waits
+ * until the simulation delivers it, late, out of order, twice, or never. Evidence that arrives
+ * during one step is queued in task order at the end of the step, so its order does not depend on
+ * which thread got there first.
  */
 final class StopEvents {
 
   /** One event. {@code notBefore}: it cannot be delivered before then (a delay). */
-  record Evidence(long seq, String taskId, Long workerId, UUID token, String reason, Instant notBefore,
+  record Evidence(
+      long seq,
+      String taskId,
+      Long workerId,
+      UUID token,
+      String reason,
+      Instant notBefore,
       boolean forged) {
     Evidence later(Instant t) {
       return new Evidence(seq, taskId, workerId, token, reason, t, forged);
     }
 
     String describe() {
-      return (forged ? "forged " : "") + "stop event for " + (taskId == null ? "?" : taskId)
+      return (forged ? "forged " : "")
+          + "stop event for "
+          + (taskId == null ? "?" : taskId)
           + (workerId == null ? "" : " (worker " + workerId + ")");
     }
   }
@@ -49,11 +57,14 @@ final class StopEvents {
       arrived = new ArrayList<>(incoming);
       incoming.clear();
     }
-    arrived.sort(Comparator.comparingLong((Evidence e) -> e.forged() ? Long.MAX_VALUE : taskNumber(e.taskId())));
+    arrived.sort(
+        Comparator.comparingLong(
+            (Evidence e) -> e.forged() ? Long.MAX_VALUE : taskNumber(e.taskId())));
     for (Evidence e : arrived) {
-      pending.add(e.notBefore() == null
-          ? new Evidence(++seq, e.taskId(), e.workerId(), e.token(), e.reason(), now, false)
-          : e);
+      pending.add(
+          e.notBefore() == null
+              ? new Evidence(++seq, e.taskId(), e.workerId(), e.token(), e.reason(), now, false)
+              : e);
     }
   }
 

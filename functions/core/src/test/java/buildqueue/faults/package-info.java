@@ -4,19 +4,19 @@
  *
  * <h2>The simulation</h2>
  *
- * {@link buildqueue.faults.FaultInjectionTest} runs 2,000 scenarios by default and prints one
- * line: scenarios, operations, statements, jobs, faults injected by type, outages, frozen workers
- * stopped at the queue's request, what the program jobs did (started, timed out, SIGKILLed after
- * the grace, exited with the retry code, died with their worker), the longest recovery,
- * violations; it fails if a fault type was never injected. A scenario ({@link buildqueue.faults.Simulation}) wires the production
- * {@code BuildQueue}, {@code HttpApi}, {@code WorkerLoop} and {@code InProcessPlatform} to a
- * database of its own and drives them with actors, each a real thread: API clients (submit, with
- * retries under the same idempotency key; cancel; reads; admin lane changes), ticks, stop-event
- * deliveries and in-process workers. The {@link buildqueue.faults.Scheduler} lets exactly one actor
- * run from one statement (or platform call) to the next, chosen from the scenario's seed, and checks
- * the invariants of docs/architecture.md §5 against the rows after every step that wrote ({@link
- * buildqueue.faults.Invariants}). A fault phase is followed by a recovery phase without faults that
- * must end every job within 15 simulated minutes.
+ * {@link buildqueue.faults.FaultInjectionTest} runs 2,000 scenarios by default and prints one line:
+ * scenarios, operations, statements, jobs, faults injected by type, outages, frozen workers stopped
+ * at the queue's request, what the program jobs did (started, timed out, SIGKILLed after the grace,
+ * exited with the retry code, died with their worker), the longest recovery, violations; it fails
+ * if a fault type was never injected. A scenario ({@link buildqueue.faults.Simulation}) wires the
+ * production {@code BuildQueue}, {@code HttpApi}, {@code WorkerLoop} and {@code InProcessPlatform}
+ * to a database of its own and drives them with actors, each a real thread: API clients (submit,
+ * with retries under the same idempotency key; cancel; reads; admin lane changes), ticks,
+ * stop-event deliveries and in-process workers. The {@link buildqueue.faults.Scheduler} lets
+ * exactly one actor run from one statement (or platform call) to the next, chosen from the
+ * scenario's seed, and checks the invariants of docs/architecture.md §5 against the rows after
+ * every step that wrote ({@link buildqueue.faults.Invariants}). A fault phase is followed by a
+ * recovery phase without faults that must end every job within 15 simulated minutes.
  *
  * <p>Faults ({@link buildqueue.faults.Fault}): a worker crashes at every {@code WorkerLoop.Point}
  * or is killed from outside at any moment; a worker freezes (as under SIGSTOP: the platform still
@@ -29,51 +29,51 @@
  * launch backoff's budget, in which every launch and relaunch is refused as ECS refuses RunTask
  * mid-deploy (IAM's denial, an INACTIVE revision: retryable, before the token is looked at), and
  * the invariants check that such a refusal is never final at first sight, backs off, and that no
- * job fails for the deploy alone (docs/architecture.md §4.4); a caller dies
- * before or after its launch, or outlives its timeout; stop evidence is duplicated, delayed,
- * reordered, lost or forged; a backend is terminated ({@code pg_terminate_backend}) mid-statement,
- * after commit with the reply lost, or mid-transaction; the database is unreachable for a while
- * (on the Data API adapter: {@code DatabaseResumingException} from the wire-level fake, see the aws
- * module's {@code DataApiFaultInjectionTest}). Time is a settable clock: leases are seconds long
- * and expire on demand, and workers' hard deadlines fall on the simulated clock ({@code
+ * job fails for the deploy alone (docs/architecture.md §4.4); a caller dies before or after its
+ * launch, or outlives its timeout; stop evidence is duplicated, delayed, reordered, lost or forged;
+ * a backend is terminated ({@code pg_terminate_backend}) mid-statement, after commit with the reply
+ * lost, or mid-transaction; the database is unreachable for a while (on the Data API adapter:
+ * {@code DatabaseResumingException} from the wire-level fake, see the aws module's {@code
+ * DataApiFaultInjectionTest}). Time is a settable clock: leases are seconds long and expire on
+ * demand, and workers' hard deadlines fall on the simulated clock ({@code
  * WorkerLoop.DeadlineTimer}).
  *
- * <p>Job processes (docs/architecture.md §10.1): about half the scenarios submit program jobs, of a command kind
- * whose timeout and grace are drawn per scenario. The production {@code ProcessRunner} runs them
- * inside the real worker loop, on {@link buildqueue.faults.SimProgram}s instead of processes (its
- * {@code ProcessLauncher}, {@code JobProcess} and {@code MonotonicClock} seams, on the simulated
- * clock), so the outcome mapping under test is the runner's own. A program reports progress
- * through the real control file, then exits 0 (with a follow-up), crashes with a code (with or
- * without an error line), dies of a signal, exits with its kind's retry code on its first
+ * <p>Job processes (docs/architecture.md §10.1): about half the scenarios submit program jobs, of a
+ * command kind whose timeout and grace are drawn per scenario. The production {@code ProcessRunner}
+ * runs them inside the real worker loop, on {@link buildqueue.faults.SimProgram}s instead of
+ * processes (its {@code ProcessLauncher}, {@code JobProcess} and {@code MonotonicClock} seams, on
+ * the simulated clock), so the outcome mapping under test is the runner's own. A program reports
+ * progress through the real control file, then exits 0 (with a follow-up), crashes with a code
+ * (with or without an error line), dies of a signal, exits with its kind's retry code on its first
  * attempts, or hangs past its timeout; it dies on SIGTERM, after a while, or ignores it; it may
  * leave a child that outlives it; its owner cancels it while it runs, or in the grace after its
  * timeout's SIGTERM. The invariants check the runner's timing (SIGTERM at the timeout and within
  * the cancel-check interval of a cancel, SIGKILL once the grace is over, leftovers signalled and
  * not waited for past the grace), the job's outcome (a timed-out job fails "timed out after …", a
- * cancelled one ends cancelled, a crash fails with the program's error or its code, a signal
- * fails naming it, a retry code is an interruption under §5.6), and that no process of a job
- * outlives its attempt, its worker or its worker's slot (no job runs twice).
+ * cancelled one ends cancelled, a crash fails with the program's error or its code, a signal fails
+ * naming it, a retry code is an interruption under §5.6), and that no process of a job outlives its
+ * attempt, its worker or its worker's slot (no job runs twice).
  *
  * <p>Properties: {@code -Dfaults.scenarios=N} (soak), {@code -Dfaults.baseSeed=B} (scenario i has
- * seed B + i; a default run has a fixed B, {@code -Dbuildqueue.seed=random} draws one), {@code -Dfaults.seed=S -Dfaults.steps=n} (replay one and print its log), {@code
- * -Dfaults.disable=a,b} (leave fault types out), {@code -Dfaults.parallel=P} (databases side by
- * side, default 3). A failure is shrunk (shortest fault phase, fault types left out while it still
- * fails) and printed with its seed, its replay line and its event log, and replayed once more to
- * show the log is the same.
+ * seed B + i; a default run has a fixed B, {@code -Dbuildqueue.seed=random} draws one), {@code
+ * -Dfaults.seed=S -Dfaults.steps=n} (replay one and print its log), {@code -Dfaults.disable=a,b}
+ * (leave fault types out), {@code -Dfaults.parallel=P} (databases side by side, default 3). A
+ * failure is shrunk (shortest fault phase, fault types left out while it still fails) and printed
+ * with its seed, its replay line and its event log, and replayed once more to show the log is the
+ * same.
  *
  * <h2>Do the checks bite?</h2>
  *
  * {@code scripts/mutants.sh -o} breaks the core on purpose, one {@link buildqueue.faults.Mutants
- * mutant} at a time (an unknown launch taken for a failed one; a deploy's refusal taken for a
- * final one; lease reclaim of a worker the
- * platform can check; a fifth interruption without progress retried; the progress fence without
- * the token; no stop for a worker running past its lease; the worker start without the lease;
- * and in the job runner: a timeout that succeeds, no SIGKILL after the grace, a cancel that never
- * signals the program, a retry code that fails the job),
- * runs this suite's default scenarios against each in a copy of the working tree, and prints which
- * invariant caught it, with the seed, the scenarios it took and the time; it exits non-zero if one
- * went uncaught. {@code --base-seed=B} repeats a batch, {@code --only=name,name} picks mutants.
- * Each mutant is an exact text replacement that must find its text once; {@link
+ * mutant} at a time (an unknown launch taken for a failed one; a deploy's refusal taken for a final
+ * one; lease reclaim of a worker the platform can check; a fifth interruption without progress
+ * retried; the progress fence without the token; no stop for a worker running past its lease; the
+ * worker start without the lease; and in the job runner: a timeout that succeeds, no SIGKILL after
+ * the grace, a cancel that never signals the program, a retry code that fails the job), runs this
+ * suite's default scenarios against each in a copy of the working tree, and prints which invariant
+ * caught it, with the seed, the scenarios it took and the time; it exits non-zero if one went
+ * uncaught. {@code --base-seed=B} repeats a batch, {@code --only=name,name} picks mutants. Each
+ * mutant is an exact text replacement that must find its text once; {@link
  * buildqueue.faults.MutantsTest} checks that on every build, so a change to the core that moves a
  * mutant's text fails there rather than leaving a mutant that tests nothing.
  *
@@ -84,9 +84,10 @@
  * third for the program jobs' faults); a program's state is a function of the simulated clock;
  * actors run one at a time and evidence that arrives during a step is ordered by task; ids restart
  * per scenario; every {@code :now} is the simulated clock as of when the statement runs; tick
- * claims come back in id order. So a seed gives the same event log on any database, whatever ran
- * on it before ({@link buildqueue.faults.ReplayTest}). Not deterministic, and not read by anything that decides: worker
- * tokens (random UUIDs), wall-clock durations, the base seed under {@code -Dbuildqueue.seed=random} (printed).
+ * claims come back in id order. So a seed gives the same event log on any database, whatever ran on
+ * it before ({@link buildqueue.faults.ReplayTest}). Not deterministic, and not read by anything
+ * that decides: worker tokens (random UUIDs), wall-clock durations, the base seed under {@code
+ * -Dbuildqueue.seed=random} (printed).
  *
  * <h2>An assumption the core rests on</h2>
  *

@@ -9,11 +9,17 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import org.junit.jupiter.api.Test;
 
-/** A kind's payloadSchema at submit: each failure named by its JSON path, with what was expected. */
+/**
+ * A kind's payloadSchema at submit: each failure named by its JSON path, with what was expected.
+ */
 class PayloadSchemaTest {
   private static final ObjectMapper JSON = new ObjectMapper();
+
   /** An article: a title, pages with titles and numbers, an optional author with a name. */
-  private static final PayloadSchema ARTICLE = KindCatalogue.parse("kinds.json", """
+  private static final PayloadSchema ARTICLE =
+      KindCatalogue.parse(
+              "kinds.json",
+              """
       {"kinds": {"render-article": {"command": ["node", "index.js"], "timeout": "15m", "payloadSchema": {
         "type": "object",
         "required": ["title", "pages"],
@@ -26,7 +32,11 @@ class PayloadSchemaTest {
         "$defs": {"page": {"type": "object", "required": ["title"],
                            "properties": {"title": {"type": "string"}, "number": {"type": "integer", "minimum": 1}}}}
       }}}}
-      """, QueueKindLimits.of(QueueConfig.defaults())).kinds().get(0).payloadSchema();
+      """,
+              QueueKindLimits.of(QueueConfig.defaults()))
+          .kinds()
+          .get(0)
+          .payloadSchema();
 
   private static JsonNode json(String text) throws Exception {
     return JSON.readTree(text);
@@ -41,13 +51,17 @@ class PayloadSchemaTest {
 
   @Test
   void a_payload_that_fits_passes() throws Exception {
-    ARTICLE.check(json("{\"title\": \"Hello\", \"pages\": [{\"title\": \"One\", \"number\": 1}],"
-        + " \"author\": {\"name\": \"Ada\"}}"));
+    ARTICLE.check(
+        json(
+            "{\"title\": \"Hello\", \"pages\": [{\"title\": \"One\", \"number\": 1}],"
+                + " \"author\": {\"name\": \"Ada\"}}"));
   }
 
   @Test
   void a_wrong_type_in_an_array_element_is_named_by_its_index() throws Exception {
-    String message = refusal("{\"title\": \"T\", \"pages\": [{\"title\": \"a\"}, {\"title\": \"b\"}, {\"title\": 3}]}");
+    String message =
+        refusal(
+            "{\"title\": \"T\", \"pages\": [{\"title\": \"a\"}, {\"title\": \"b\"}, {\"title\": 3}]}");
 
     assertThat(message).isEqualTo("$.pages[2].title: integer found, string expected");
   }
@@ -73,20 +87,26 @@ class PayloadSchemaTest {
 
   @Test
   void an_unexpected_property_is_named() throws Exception {
-    assertThat(refusal("{\"title\": \"T\", \"pages\": [], \"colour\": \"red\"}")).startsWith("$: ").contains("'colour'");
+    assertThat(refusal("{\"title\": \"T\", \"pages\": [], \"colour\": \"red\"}"))
+        .startsWith("$: ")
+        .contains("'colour'");
   }
 
   @Test
   void at_most_three_failures_are_named_and_the_rest_counted() throws Exception {
-    String message = refusal("{\"title\": 1, \"pages\": [{\"title\": 2}, {\"title\": 3}, {\"title\": 4}, {}]}");
+    String message =
+        refusal("{\"title\": 1, \"pages\": [{\"title\": 2}, {\"title\": 3}, {\"title\": 4}, {}]}");
 
     assertThat(message.split("; ")).hasSize(3);
-    assertThat(message).startsWith("$.title: integer found, string expected; ").endsWith("(and 2 more)");
+    assertThat(message)
+        .startsWith("$.title: integer found, string expected; ")
+        .endsWith("(and 2 more)");
   }
 
   @Test
   void without_a_schema_any_object_passes_and_anything_else_is_refused() throws Exception {
     PayloadSchema.ANY_OBJECT.check(json("{\"anything\": [1, 2]}"));
-    assertThatThrownBy(() -> PayloadSchema.ANY_OBJECT.check(json("[1]"))).hasMessageStartingWith("$: ");
+    assertThatThrownBy(() -> PayloadSchema.ANY_OBJECT.check(json("[1]")))
+        .hasMessageStartingWith("$: ");
   }
 }

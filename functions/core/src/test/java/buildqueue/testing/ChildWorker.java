@@ -15,9 +15,9 @@ import org.junit.jupiter.api.extension.ExtensionContext;
 /**
  * A worker process that a test starts in a child JVM, as a platform starts one, and stops with
  * SIGTERM, as the platform's stop does. The programs its jobs run append their pids to {@link
- * #pids()} (give it to them as {@code $PIDS}). Register it as an extension ({@code
- * @RegisterExtension final ChildWorker child = new ChildWorker();}): after each test it kills the
- * worker and every program still alive, and deletes its directory.
+ * #pids()} (give it to them as {@code $PIDS}). Register it as an extension
+ * ({@code @RegisterExtension final ChildWorker child = new ChildWorker();}): after each test it
+ * kills the worker and every program still alive, and deletes its directory.
  */
 public final class ChildWorker implements AfterEachCallback {
   private final Path dir;
@@ -42,11 +42,20 @@ public final class ChildWorker implements AfterEachCallback {
    */
   public Process start(Class<?> main, String maxHeap, Map<String, String> env) throws IOException {
     String java = ProcessHandle.current().info().command().orElse("java");
-    ProcessBuilder builder = new ProcessBuilder(java, "-Xmx" + maxHeap, "-XX:TieredStopAtLevel=1", "-cp",
-        System.getProperty("java.class.path"), main.getName())
-        .redirectErrorStream(true)
-        .redirectOutput(dir.resolve("worker.out").toFile());
-    builder.environment().keySet().removeIf(k -> k.startsWith("BUILDQUEUE_") || k.startsWith("AWS_"));
+    ProcessBuilder builder =
+        new ProcessBuilder(
+                java,
+                "-Xmx" + maxHeap,
+                "-XX:TieredStopAtLevel=1",
+                "-cp",
+                System.getProperty("java.class.path"),
+                main.getName())
+            .redirectErrorStream(true)
+            .redirectOutput(dir.resolve("worker.out").toFile());
+    builder
+        .environment()
+        .keySet()
+        .removeIf(k -> k.startsWith("BUILDQUEUE_") || k.startsWith("AWS_"));
     builder.environment().putAll(env);
     process = builder.start();
     return process;
@@ -70,10 +79,12 @@ public final class ChildWorker implements AfterEachCallback {
     long sentAt = System.nanoTime();
     process.destroy();
     if (!process.waitFor(wait.toMillis(), TimeUnit.MILLISECONDS)) {
-      throw new AssertionError("the worker did not exit within " + wait + " of SIGTERM; output:\n" + output());
+      throw new AssertionError(
+          "the worker did not exit within " + wait + " of SIGTERM; output:\n" + output());
     }
     Duration took = Duration.ofNanos(System.nanoTime() - sentAt);
-    System.out.printf("SIGTERM to exit: %d ms (stop timeout %d s)%n", took.toMillis(), stopTimeout.toSeconds());
+    System.out.printf(
+        "SIGTERM to exit: %d ms (stop timeout %d s)%n", took.toMillis(), stopTimeout.toSeconds());
     return took;
   }
 
@@ -91,7 +102,8 @@ public final class ChildWorker implements AfterEachCallback {
     if (process != null) {
       process.destroyForcibly();
     }
-    Procs.pidsIn(pids()).forEach(pid -> ProcessHandle.of(pid).ifPresent(ProcessHandle::destroyForcibly));
+    Procs.pidsIn(pids())
+        .forEach(pid -> ProcessHandle.of(pid).ifPresent(ProcessHandle::destroyForcibly));
     try (Stream<Path> files = Files.walk(dir)) {
       files.sorted(Comparator.reverseOrder()).forEach(f -> f.toFile().delete());
     }

@@ -55,15 +55,20 @@ public final class GateHandler implements JobHandler {
       context.reportProgress(context.payload().get("reportAfterGate").asInt());
     }
     if (context.payload().has("followUps")) {
-      context.payload().get("followUps").forEach(f -> context.enqueueFollowUp(f.get("kind").asText(), f.get("payload")));
+      context
+          .payload()
+          .get("followUps")
+          .forEach(f -> context.enqueueFollowUp(f.get("kind").asText(), f.get("payload")));
     }
     if (context.payload().has("followUpPayloadBytes")) {
       // {"f": "…"} as jsonb stores it adds 9 bytes to the text.
       int bytes = context.payload().get("followUpPayloadBytes").asInt();
-      context.enqueueFollowUp("noop", JsonNodeFactory.instance.objectNode().put("f", "x".repeat(bytes - 9)));
+      context.enqueueFollowUp(
+          "noop", JsonNodeFactory.instance.objectNode().put("f", "x".repeat(bytes - 9)));
     }
     if (context.payload().has("failMessageBytes")) {
-      return JobOutcome.failed("\uD83D\uDE00".repeat(context.payload().get("failMessageBytes").asInt() / 4));
+      return JobOutcome.failed(
+          "\uD83D\uDE00".repeat(context.payload().get("failMessageBytes").asInt() / 4));
     }
     if (context.payload().path("fail").asBoolean(false)) {
       return JobOutcome.failed("gate job failed on request");

@@ -52,7 +52,11 @@ public final class InProcessPlatform implements WorkerPlatform {
 
   /** Faults for one launch request; {@link #normal()} has none. */
   public record LaunchPlan(
-      LaunchMode mode, boolean startsAnyway, boolean holdStart, WorkerLoop.Point crashAt, Evidence evidence) {
+      LaunchMode mode,
+      boolean startsAnyway,
+      boolean holdStart,
+      WorkerLoop.Point crashAt,
+      Evidence evidence) {
     public static LaunchPlan normal() {
       return new LaunchPlan(LaunchMode.START, true, false, null, Evidence.DELIVER);
     }
@@ -110,7 +114,8 @@ public final class InProcessPlatform implements WorkerPlatform {
   private volatile Duration exitTime = Duration.ZERO;
   private volatile CountDownLatch heldExits = new CountDownLatch(0);
 
-  public InProcessPlatform(Database db, QueueConfig config, QueueClock clock, JobHandlers handlers) {
+  public InProcessPlatform(
+      Database db, QueueConfig config, QueueClock clock, JobHandlers handlers) {
     this.db = db;
     this.config = config;
     this.clock = clock;
@@ -244,9 +249,11 @@ public final class InProcessPlatform implements WorkerPlatform {
     LaunchPlan plan = nextPlan();
     switch (plan.mode()) {
       case FAIL:
-        return new LaunchOutcome.NotStarted("in-process launch refused (configured to fail)", false);
+        return new LaunchOutcome.NotStarted(
+            "in-process launch refused (configured to fail)", false);
       case FAIL_RETRYABLE:
-        return new LaunchOutcome.NotStarted("in-process capacity unavailable (configured to fail)", true);
+        return new LaunchOutcome.NotStarted(
+            "in-process capacity unavailable (configured to fail)", true);
       case UNKNOWN:
         if (plan.startsAnyway()) {
           start(launch, plan);
@@ -333,15 +340,25 @@ public final class InProcessPlatform implements WorkerPlatform {
     }
 
     private void run() {
-      aliveBySlot.compute(launch.slot(), (slot, alive) -> {
-        Set<String> now = alive == null ? new HashSet<>() : alive;
-        if (!now.isEmpty()) {
-          slotOverlaps.add("slot " + slot + ": " + id + " (worker " + launch.workerId() + ") started while " + now
-              + " still ran");
-        }
-        now.add(id);
-        return now;
-      });
+      aliveBySlot.compute(
+          launch.slot(),
+          (slot, alive) -> {
+            Set<String> now = alive == null ? new HashSet<>() : alive;
+            if (!now.isEmpty()) {
+              slotOverlaps.add(
+                  "slot "
+                      + slot
+                      + ": "
+                      + id
+                      + " (worker "
+                      + launch.workerId()
+                      + ") started while "
+                      + now
+                      + " still ran");
+            }
+            now.add(id);
+            return now;
+          });
       try {
         if (plan.holdStart()) {
           heldStarts.await();
@@ -353,7 +370,14 @@ public final class InProcessPlatform implements WorkerPlatform {
               }
             };
         WorkerLoop loop =
-            new WorkerLoop(new CheckedDatabase(db, sql -> alive()), config, clock, handlers, this, crashes, deadlines)
+            new WorkerLoop(
+                    new CheckedDatabase(db, sql -> alive()),
+                    config,
+                    clock,
+                    handlers,
+                    this,
+                    crashes,
+                    deadlines)
                 .withNanoTime(nanoTime);
         WorkerLoop.Exit exit = loop.run(launch.workerId(), launch.token());
         exitReason = "exited: " + exit.name().toLowerCase(java.util.Locale.ROOT);
@@ -362,15 +386,18 @@ public final class InProcessPlatform implements WorkerPlatform {
       } catch (InterruptedException e) {
         exitReason = "interrupted before start";
       } catch (RuntimeException e) {
-        // A killed worker's last call fails; otherwise a worker fault: the process would exit non-zero.
+        // A killed worker's last call fails; otherwise a worker fault: the process would exit
+        // non-zero.
         exitReason = killed ? exitReason : "crashed: " + e;
       } finally {
         exiting();
         killed = true;
-        aliveBySlot.computeIfPresent(launch.slot(), (slot, alive) -> {
-          alive.remove(id);
-          return alive.isEmpty() ? null : alive;
-        });
+        aliveBySlot.computeIfPresent(
+            launch.slot(),
+            (slot, alive) -> {
+              alive.remove(id);
+              return alive.isEmpty() ? null : alive;
+            });
         evidence();
       }
     }

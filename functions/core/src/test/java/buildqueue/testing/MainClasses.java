@@ -12,6 +12,7 @@ public final class MainClasses {
   private MainClasses() {}
 
   public static JavaClasses of(Class<?> anyMainClass) {
-    return new ClassFileImporter().importUrl(anyMainClass.getProtectionDomain().getCodeSource().getLocation());
+    return new ClassFileImporter()
+        .importUrl(anyMainClass.getProtectionDomain().getCodeSource().getLocation());
   }
 }

@@ -18,8 +18,8 @@ import java.util.function.Predicate;
 
 /**
  * A platform that runs nothing: it records launch requests and answers with outcomes and task
- * states the test sets. The test then plays the worker itself through {@code WorkerTransitions},
- * so every step of a worker's life happens exactly when the test says.
+ * states the test sets. The test then plays the worker itself through {@code WorkerTransitions}, so
+ * every step of a worker's life happens exactly when the test says.
  */
 public final class ManualPlatform implements WorkerPlatform {
   private final List<WorkerLaunch> launches = Collections.synchronizedList(new ArrayList<>());
@@ -30,7 +30,10 @@ public final class ManualPlatform implements WorkerPlatform {
   private final List<Collection<String>> checks = Collections.synchronizedList(new ArrayList<>());
   private volatile Predicate<String> checkable = id -> true;
 
-  /** The next launches answer these outcomes in order; afterwards a launch starts {@code task-<workerId>}. */
+  /**
+   * The next launches answer these outcomes in order; afterwards a launch starts {@code
+   * task-<workerId>}.
+   */
   public synchronized void nextOutcomes(LaunchOutcome... next) {
     outcomes.addAll(List.of(next));
   }
@@ -77,7 +80,10 @@ public final class ManualPlatform implements WorkerPlatform {
     if (started != null) {
       return new LaunchOutcome.Started(started);
     }
-    LaunchOutcome outcome = outcomes.isEmpty() ? new LaunchOutcome.Started(taskIdOf(launch.workerId())) : outcomes.poll();
+    LaunchOutcome outcome =
+        outcomes.isEmpty()
+            ? new LaunchOutcome.Started(taskIdOf(launch.workerId()))
+            : outcomes.poll();
     if (outcome instanceof LaunchOutcome.Started s) {
       startedByToken.put(launch.token(), s.taskId());
     }

@@ -38,22 +38,30 @@ public final class NotReadyGateway implements AutoCloseable {
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
-    server.createContext("/", exchange -> {
-      try (exchange) {
-        exchange.getRequestBody().readAllBytes();
-        requests.add(new Request(exchange.getRequestMethod(), exchange.getRequestURI(),
-            exchange.getRequestHeaders().getFirst("Authorization")));
-        boolean notReady = notReadyLeft.getAndUpdate(n -> Math.max(0, n - 1)) > 0;
-        byte[] body = (notReady ? NOT_INVOKED : this.okBody).getBytes(StandardCharsets.UTF_8);
-        exchange.getResponseHeaders().set("Content-Type", "application/json");
-        exchange.sendResponseHeaders(notReady ? 500 : this.okStatus, body.length);
-        exchange.getResponseBody().write(body);
-      }
-    });
+    server.createContext(
+        "/",
+        exchange -> {
+          try (exchange) {
+            exchange.getRequestBody().readAllBytes();
+            requests.add(
+                new Request(
+                    exchange.getRequestMethod(),
+                    exchange.getRequestURI(),
+                    exchange.getRequestHeaders().getFirst("Authorization")));
+            boolean notReady = notReadyLeft.getAndUpdate(n -> Math.max(0, n - 1)) > 0;
+            byte[] body = (notReady ? NOT_INVOKED : this.okBody).getBytes(StandardCharsets.UTF_8);
+            exchange.getResponseHeaders().set("Content-Type", "application/json");
+            exchange.sendResponseHeaders(notReady ? 500 : this.okStatus, body.length);
+            exchange.getResponseBody().write(body);
+          }
+        });
     server.start();
   }
 
-  /** A gateway on a free loopback port whose function answers {@code okStatus} with the JSON {@code okBody}. */
+  /**
+   * A gateway on a free loopback port whose function answers {@code okStatus} with the JSON {@code
+   * okBody}.
+   */
   public static NotReadyGateway start(int okStatus, String okBody) {
     return new NotReadyGateway(okStatus, okBody);
   }

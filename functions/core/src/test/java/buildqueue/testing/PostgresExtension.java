@@ -10,7 +10,8 @@ import org.junit.jupiter.api.extension.ParameterResolver;
  * PostgreSQL, and drops it after the test.
  */
 public final class PostgresExtension implements ParameterResolver, AfterEachCallback {
-  private static final ExtensionContext.Namespace NS = ExtensionContext.Namespace.create(PostgresExtension.class);
+  private static final ExtensionContext.Namespace NS =
+      ExtensionContext.Namespace.create(PostgresExtension.class);
 
   @Override
   public boolean supportsParameter(ParameterContext p, ExtensionContext e) {
@@ -19,7 +20,8 @@ public final class PostgresExtension implements ParameterResolver, AfterEachCall
 
   @Override
   public Object resolveParameter(ParameterContext p, ExtensionContext e) {
-    return e.getStore(NS).getOrComputeIfAbsent("db", k -> TestDatabases.create(), TestDatabase.class);
+    return e.getStore(NS)
+        .getOrComputeIfAbsent("db", k -> TestDatabases.create(), TestDatabase.class);
   }
 
   @Override

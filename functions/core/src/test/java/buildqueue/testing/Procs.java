@@ -28,7 +28,9 @@ public final class Procs {
       for (Path e : entries) {
         long pid = Long.parseLong(e.getFileName().toString());
         String[] f = stat(pid);
-        if (f != null && !f[0].equals("Z") && !f[0].equals("X")
+        if (f != null
+            && !f[0].equals("Z")
+            && !f[0].equals("X")
             && (Long.parseLong(f[2]) == id || Long.parseLong(f[3]) == id)) {
           found.add(pid);
         }
@@ -42,7 +44,9 @@ public final class Procs {
   /** The fields after the command name: state, ppid, pgrp, session, …; null if gone. */
   public static String[] stat(long pid) {
     try {
-      String text = Files.readString(Path.of("/proc", Long.toString(pid), "stat"), StandardCharsets.ISO_8859_1);
+      String text =
+          Files.readString(
+              Path.of("/proc", Long.toString(pid), "stat"), StandardCharsets.ISO_8859_1);
       return text.substring(text.lastIndexOf(')') + 2).split(" ");
     } catch (IOException | RuntimeException e) {
       return null;
@@ -52,7 +56,11 @@ public final class Procs {
   /** The pids a job wrote to a file, one a line. */
   public static List<Long> pidsIn(Path file) {
     try {
-      return Files.readAllLines(file).stream().map(String::strip).filter(s -> !s.isEmpty()).map(Long::valueOf).toList();
+      return Files.readAllLines(file).stream()
+          .map(String::strip)
+          .filter(s -> !s.isEmpty())
+          .map(Long::valueOf)
+          .toList();
     } catch (IOException e) {
       return List.of();
     }

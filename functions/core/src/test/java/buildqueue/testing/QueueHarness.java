@@ -10,9 +10,9 @@ import buildqueue.db.Database;
 import buildqueue.db.Json;
 import buildqueue.db.Params;
 import buildqueue.db.Row;
-import buildqueue.worker.JobHandlers;
 import buildqueue.worker.JobContext;
 import buildqueue.worker.JobHandler;
+import buildqueue.worker.JobHandlers;
 import buildqueue.worker.JobLog;
 import buildqueue.worker.JobOutcome;
 import java.time.Duration;
@@ -21,29 +21,41 @@ import java.util.List;
 
 /**
  * A queue wired for tests: the adapter under test (counted), a settable clock, in-process workers
- * with the {@code demo}, {@code gate}, {@code noop}, {@code quiet} and {@code print} kinds, and readers
- * for the rows tests assert on. The readers use the plain JDBC adapter so they never add to the statement count.
+ * with the {@code demo}, {@code gate}, {@code noop}, {@code quiet} and {@code print} kinds, and
+ * readers for the rows tests assert on. The readers use the plain JDBC adapter so they never add to
+ * the statement count.
  */
 public final class QueueHarness implements AutoCloseable {
   public final TestDatabase testDb;
   public final CountingDatabase db;
+
   /** What workers run on: the worker role's connection, counted with {@link #db}. */
   public final CountingDatabase workerDb;
+
   public final QueueClock.Settable clock;
   public final QueueConfig config;
   public final GateHandler gates = new GateHandler();
   public final JobHandlers handlers;
+
   /** The in-process platform (threads as workers); null in a {@link #manual} harness. */
   public final InProcessPlatform platform;
+
   /** The manual platform (the test plays the workers); null in an in-process harness. */
   public final ManualPlatform manual;
+
   public final BuildQueue queue;
+
   /** Worker-side transitions over the counted adapter, for tests that play a worker by hand. */
   public final WorkerTransitions workers;
+
   /** The order in which {@code noop} jobs ran, and how many ran at once at most per job. */
-  public final List<Long> noopRuns = java.util.Collections.synchronizedList(new java.util.ArrayList<>());
-  private final java.util.Map<Long, java.util.concurrent.atomic.AtomicInteger> running = new java.util.concurrent.ConcurrentHashMap<>();
-  private final java.util.concurrent.atomic.AtomicInteger maxConcurrentRunsOfOneJob = new java.util.concurrent.atomic.AtomicInteger();
+  public final List<Long> noopRuns =
+      java.util.Collections.synchronizedList(new java.util.ArrayList<>());
+
+  private final java.util.Map<Long, java.util.concurrent.atomic.AtomicInteger> running =
+      new java.util.concurrent.ConcurrentHashMap<>();
+  private final java.util.concurrent.atomic.AtomicInteger maxConcurrentRunsOfOneJob =
+      new java.util.concurrent.atomic.AtomicInteger();
 
   private final JobHandler noop =
       new JobHandler() {
@@ -55,7 +67,8 @@ public final class QueueHarness implements AutoCloseable {
         @Override
         public JobOutcome run(JobContext context) {
           java.util.concurrent.atomic.AtomicInteger n =
-              running.computeIfAbsent(context.jobId(), k -> new java.util.concurrent.atomic.AtomicInteger());
+              running.computeIfAbsent(
+                  context.jobId(), k -> new java.util.concurrent.atomic.AtomicInteger());
           maxConcurrentRunsOfOneJob.accumulateAndGet(n.incrementAndGet(), Math::max);
           noopRuns.add(context.jobId());
           n.decrementAndGet();
@@ -76,7 +89,9 @@ public final class QueueHarness implements AutoCloseable {
 
         @Override
         public JobOutcome run(JobContext context) throws InterruptedException {
-          long until = System.nanoTime() + Duration.ofMillis(context.payload().path("millis").asLong(100)).toNanos();
+          long until =
+              System.nanoTime()
+                  + Duration.ofMillis(context.payload().path("millis").asLong(100)).toNanos();
           while (System.nanoTime() < until) {
             if (context.checkIn(null) == JobContext.CheckIn.CANCEL_REQUESTED) {
               return JobOutcome.succeeded();
@@ -87,7 +102,10 @@ public final class QueueHarness implements AutoCloseable {
         }
       };
 
-  /** {@code print}: writes {@code {"lines": [...]}} to its log, {@code "repeat"} times, then succeeds. */
+  /**
+   * {@code print}: writes {@code {"lines": [...]}} to its log, {@code "repeat"} times, then
+   * succeeds.
+   */
   private final JobHandler print =
       new JobHandler() {
         @Override
@@ -99,19 +117,27 @@ public final class QueueHarness implements AutoCloseable {
         public JobOutcome run(JobContext context) {
           int repeat = context.payload().path("repeat").asInt(1);
           for (int i = 0; i < repeat; i++) {
-            context.payload().path("lines").forEach(l -> context.log().line(JobLog.Stream.STDOUT, l.asText()));
+            context
+                .payload()
+                .path("lines")
+                .forEach(l -> context.log().line(JobLog.Stream.STDOUT, l.asText()));
           }
           return JobOutcome.succeeded();
         }
       };
 
   /** {@code workerAdapter}: the same adapter connected as the worker role (V005). */
-  public QueueHarness(TestDatabase testDb, Database adapter, Database workerAdapter, QueueConfig config) {
+  public QueueHarness(
+      TestDatabase testDb, Database adapter, Database workerAdapter, QueueConfig config) {
     this(testDb, adapter, workerAdapter, config, false);
   }
 
   private QueueHarness(
-      TestDatabase testDb, Database adapter, Database workerAdapter, QueueConfig config, boolean manualWorkers) {
+      TestDatabase testDb,
+      Database adapter,
+      Database workerAdapter,
+      QueueConfig config,
+      boolean manualWorkers) {
     this.testDb = testDb;
     this.db = new CountingDatabase(adapter);
     this.workerDb = db.alsoCounting(workerAdapter);
@@ -127,18 +153,23 @@ public final class QueueHarness implements AutoCloseable {
       this.manual = null;
       this.platform = new InProcessPlatform(workerDb, config, clock, handlers);
       this.queue = new BuildQueue(db, platform, config, clock);
-      platform.onStopped((taskId, workerId, token, reason) -> queue.taskStopped(taskId, workerId, token, reason));
+      platform.onStopped(
+          (taskId, workerId, token, reason) -> queue.taskStopped(taskId, workerId, token, reason));
     }
   }
 
-  /** A harness whose platform runs nothing: the test plays every worker through {@link #workers}. */
+  /**
+   * A harness whose platform runs nothing: the test plays every worker through {@link #workers}.
+   */
   public static QueueHarness manual(TestDatabase testDb, QueueConfig config) {
     TestAdapter adapter = TestAdapter.selected();
-    return new QueueHarness(testDb, adapter.open(testDb), adapter.openAsWorker(testDb), config, true);
+    return new QueueHarness(
+        testDb, adapter.open(testDb), adapter.openAsWorker(testDb), config, true);
   }
 
   /** As {@link #manual}, on adapters the caller opened (a database it migrated itself, say). */
-  public static QueueHarness manualOn(TestDatabase testDb, Database adapter, Database workerAdapter) {
+  public static QueueHarness manualOn(
+      TestDatabase testDb, Database adapter, Database workerAdapter) {
     return new QueueHarness(testDb, adapter, workerAdapter, testConfig(), true);
   }
 
@@ -173,12 +204,16 @@ public final class QueueHarness implements AutoCloseable {
     return submit(user, GateHandler.KIND, "{}");
   }
 
-  public JobTransitions.Enqueued submitWithKey(String user, String kind, String payload, String key) {
+  public JobTransitions.Enqueued submitWithKey(
+      String user, String kind, String payload, String key) {
     return queue.enqueue(user, kind, new Json(payload), key);
   }
 
   public Row job(long id) {
-    return testDb.jdbc().queryOptional("select * from build_job where id = :id", Params.of("id", id)).orElseThrow();
+    return testDb
+        .jdbc()
+        .queryOptional("select * from build_job where id = :id", Params.of("id", id))
+        .orElseThrow();
   }
 
   public String status(long jobId) {
@@ -186,7 +221,10 @@ public final class QueueHarness implements AutoCloseable {
   }
 
   public Row worker(long id) {
-    return testDb.jdbc().queryOptional("select * from build_worker where id = :id", Params.of("id", id)).orElseThrow();
+    return testDb
+        .jdbc()
+        .queryOptional("select * from build_worker where id = :id", Params.of("id", id))
+        .orElseThrow();
   }
 
   public List<Row> workers() {
@@ -198,9 +236,11 @@ public final class QueueHarness implements AutoCloseable {
   }
 
   public List<Row> events(long jobId) {
-    return testDb.jdbc().query(
-        "select type, detail ->> 'message' as message from build_job_event where job_id = :id order by id",
-        Params.of("id", jobId));
+    return testDb
+        .jdbc()
+        .query(
+            "select type, detail ->> 'message' as message from build_job_event where job_id = :id order by id",
+            Params.of("id", jobId));
   }
 
   public List<String> eventTypes(long jobId) {
@@ -208,7 +248,9 @@ public final class QueueHarness implements AutoCloseable {
   }
 
   public void awaitStatus(long jobId, String status) {
-    Await.until("job " + jobId + " to be " + status + " (is " + safeStatus(jobId) + ")", () -> status.equals(status(jobId)));
+    Await.until(
+        "job " + jobId + " to be " + status + " (is " + safeStatus(jobId) + ")",
+        () -> status.equals(status(jobId)));
   }
 
   public void awaitWorkersExited() {

@@ -13,9 +13,9 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * A {@link JobContext} without a queue, for running a job's code in a test: it records what the
- * job reports (progress, log lines, follow-ups, check-ins) and answers check-ins as the test says:
- * go on, cancel requested ({@link #requestCancel}), the worker stopping ({@link #requestStop}), or
+ * A {@link JobContext} without a queue, for running a job's code in a test: it records what the job
+ * reports (progress, log lines, follow-ups, check-ins) and answers check-ins as the test says: go
+ * on, cancel requested ({@link #requestCancel}), the worker stopping ({@link #requestStop}), or
  * fenced off ({@link #fenceOff}).
  */
 public final class RecordingJobContext implements JobContext {
@@ -34,7 +34,8 @@ public final class RecordingJobContext implements JobContext {
   private final int attempt;
   private final Set<String> followUpKinds;
   private final JobLog log;
-  private final List<Line> lines = java.util.Collections.synchronizedList(new java.util.ArrayList<>());
+  private final List<Line> lines =
+      java.util.Collections.synchronizedList(new java.util.ArrayList<>());
   private final List<Integer> checkedInProgress = new CopyOnWriteArrayList<>();
   private final List<Integer> reportedProgress = new CopyOnWriteArrayList<>();
   private final List<FollowUp> followUps = new CopyOnWriteArrayList<>();
@@ -44,8 +45,14 @@ public final class RecordingJobContext implements JobContext {
   private volatile java.time.Duration stopTimeLeft;
   private volatile boolean fencedOff;
 
-  private RecordingJobContext(long jobId, String kind, JsonNode payload, int progress, int attempt,
-      Set<String> followUpKinds, int tailBytes) {
+  private RecordingJobContext(
+      long jobId,
+      String kind,
+      JsonNode payload,
+      int progress,
+      int attempt,
+      Set<String> followUpKinds,
+      int tailBytes) {
     this.jobId = jobId;
     this.kind = kind;
     this.payload = payload;
@@ -56,15 +63,19 @@ public final class RecordingJobContext implements JobContext {
     this.log = new JobLog(jobId, sink, tailBytes);
   }
 
-  /** Job 42 of kind {@code kind}, first attempt, no progress; follow-ups of any kind in {@code followUpKinds}. */
+  /**
+   * Job 42 of kind {@code kind}, first attempt, no progress; follow-ups of any kind in {@code
+   * followUpKinds}.
+   */
   public static RecordingJobContext of(String kind, String payloadJson, String... followUpKinds) {
-    return new RecordingJobContext(42, kind, parse(payloadJson), 0, 1, Set.of(followUpKinds),
-        WorkerLoop.LOG_TAIL_BYTES);
+    return new RecordingJobContext(
+        42, kind, parse(payloadJson), 0, 1, Set.of(followUpKinds), WorkerLoop.LOG_TAIL_BYTES);
   }
 
   /** The same job, as a later attempt that resumes from {@code progress}. */
   public RecordingJobContext resumed(int attempt, int progress) {
-    return new RecordingJobContext(jobId, kind, payload, progress, attempt, followUpKinds, WorkerLoop.LOG_TAIL_BYTES);
+    return new RecordingJobContext(
+        jobId, kind, payload, progress, attempt, followUpKinds, WorkerLoop.LOG_TAIL_BYTES);
   }
 
   private static JsonNode parse(String json) {
@@ -115,7 +126,9 @@ public final class RecordingJobContext implements JobContext {
     return lines(stream).stream().anyMatch(l -> l.contains(text));
   }
 
-  /** The non-null progress values passed to {@link #checkIn}, in order, consecutive repeats dropped. */
+  /**
+   * The non-null progress values passed to {@link #checkIn}, in order, consecutive repeats dropped.
+   */
   public List<Integer> checkedInProgress() {
     return List.copyOf(checkedInProgress);
   }
@@ -178,7 +191,8 @@ public final class RecordingJobContext implements JobContext {
   @Override
   public void enqueueFollowUp(String kind, JsonNode payload) {
     if (!followUpKinds.contains(kind)) {
-      throw new IllegalArgumentException("follow-up kind \"" + kind + "\" is not a kind this worker knows");
+      throw new IllegalArgumentException(
+          "follow-up kind \"" + kind + "\" is not a kind this worker knows");
     }
     followUps.add(new FollowUp(kind, payload));
   }
@@ -202,7 +216,8 @@ public final class RecordingJobContext implements JobContext {
   public CheckIn checkIn(Integer latestProgress) {
     checkIns.incrementAndGet();
     if (latestProgress != null
-        && (checkedInProgress.isEmpty() || !checkedInProgress.get(checkedInProgress.size() - 1).equals(latestProgress))) {
+        && (checkedInProgress.isEmpty()
+            || !checkedInProgress.get(checkedInProgress.size() - 1).equals(latestProgress))) {
       checkedInProgress.add(latestProgress);
     }
     if (fencedOff) {

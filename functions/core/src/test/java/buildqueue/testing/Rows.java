@@ -38,13 +38,14 @@ import java.util.UUID;
  * database's {@code now()}, a job's user {@code alice} in the {@code shared} lane, its kind {@code
  * noop}, a worker's slot {@code <lane>#1}, its token random and its lease an hour from now. The
  * schema's checks are kept: a finished job gets {@code finished_at = now()}, a failed one an error,
- * an exited worker {@code exited_at = now()}, unless the test set them. A dispatched or running
- * job needs its worker set. However many rows, an insert is one statement: the rows travel as one
- * JSON parameter. These rows skip the transitions (no events, no lane turns): a test that wants
- * those goes through the queue.
+ * an exited worker {@code exited_at = now()}, unless the test set them. A dispatched or running job
+ * needs its worker set. However many rows, an insert is one statement: the rows travel as one JSON
+ * parameter. These rows skip the transitions (no events, no lane turns): a test that wants those
+ * goes through the queue.
  */
 public final class Rows {
   private static final ObjectMapper JSON = new ObjectMapper();
+
   /** An SQL expression in place of a value: the database's clock. */
   private static final Sql NOW = new Sql("now()");
 
@@ -67,7 +68,10 @@ public final class Rows {
     return new EventRow(jobId);
   }
 
-  /** Events of no job in particular: a change for {@link TableRow#update} or {@link TableRow#updateAll}. */
+  /**
+   * Events of no job in particular: a change for {@link TableRow#update} or {@link
+   * TableRow#updateAll}.
+   */
   public static EventRow events() {
     return new EventRow();
   }
@@ -91,10 +95,20 @@ public final class Rows {
     for (String column : columns) {
       expressions.add(expression(column, values));
     }
-    String sql = "insert into " + first.table + " (" + String.join(", ", columns) + ")\n"
-        + "select " + String.join(", ", expressions) + "\n"
-        + "from jsonb_populate_recordset(null::" + first.table + ", :rows::jsonb) r\n"
-        + "returning " + first.key;
+    String sql =
+        "insert into "
+            + first.table
+            + " ("
+            + String.join(", ", columns)
+            + ")\n"
+            + "select "
+            + String.join(", ", expressions)
+            + "\n"
+            + "from jsonb_populate_recordset(null::"
+            + first.table
+            + ", :rows::jsonb) r\n"
+            + "returning "
+            + first.key;
     List<Row> inserted = db.query(sql, Params.of("rows", json(values)));
     if (!first.key.equals("id")) {
       return values.stream().map(v -> v.get(first.key)).toList(); // a key the rows were given
@@ -124,7 +138,9 @@ public final class Rows {
     }
     if (sql.size() > 1 || plain) {
       throw new IllegalArgumentException(
-          "rows of one insert differ in how " + column + " is given (a value in some, the database's in others): insert them apart");
+          "rows of one insert differ in how "
+              + column
+              + " is given (a value in some, the database's in others): insert them apart");
     }
     return ((Sql) sql.iterator().next()).text + " as " + column;
   }
@@ -137,30 +153,33 @@ public final class Rows {
 
   private static ObjectNode jsonObject(Map<String, Object> row) {
     ObjectNode o = JSON.createObjectNode();
-    row.forEach((column, v) -> {
-      if (v instanceof Sql) {
-        return;
-      }
-      if (v == null) {
-        o.putNull(column);
-      } else if (v instanceof Json j) {
-        try {
-          o.set(column, JSON.readTree(j.text()));
-        } catch (JsonProcessingException e) {
-          throw new IllegalArgumentException(column + " is not JSON: " + e.getOriginalMessage(), e);
-        }
-      } else if (v instanceof Long n) {
-        o.put(column, n);
-      } else if (v instanceof Integer n) {
-        o.put(column, n);
-      } else if (v instanceof Boolean b) {
-        o.put(column, b);
-      } else if (v instanceof String || v instanceof Instant || v instanceof UUID) {
-        o.put(column, v.toString());
-      } else {
-        throw new IllegalArgumentException(column + ": a row factory value may not be a " + v.getClass().getName());
-      }
-    });
+    row.forEach(
+        (column, v) -> {
+          if (v instanceof Sql) {
+            return;
+          }
+          if (v == null) {
+            o.putNull(column);
+          } else if (v instanceof Json j) {
+            try {
+              o.set(column, JSON.readTree(j.text()));
+            } catch (JsonProcessingException e) {
+              throw new IllegalArgumentException(
+                  column + " is not JSON: " + e.getOriginalMessage(), e);
+            }
+          } else if (v instanceof Long n) {
+            o.put(column, n);
+          } else if (v instanceof Integer n) {
+            o.put(column, n);
+          } else if (v instanceof Boolean b) {
+            o.put(column, b);
+          } else if (v instanceof String || v instanceof Instant || v instanceof UUID) {
+            o.put(column, v.toString());
+          } else {
+            throw new IllegalArgumentException(
+                column + ": a row factory value may not be a " + v.getClass().getName());
+          }
+        });
     return o;
   }
 
@@ -214,12 +233,21 @@ public final class Rows {
       return (R) this;
     }
 
-    /** Sets the columns this row set (and those the schema's checks then need) on the row {@code id}. */
+    /**
+     * Sets the columns this row set (and those the schema's checks then need) on the row {@code
+     * id}.
+     */
     public int update(Database db, Object id) {
-      return update(db, " where t." + key + " = :id", Params.of("rows", json(List.of(forUpdate()))).and("id", id));
+      return update(
+          db,
+          " where t." + key + " = :id",
+          Params.of("rows", json(List.of(forUpdate()))).and("id", id));
     }
 
-    /** Sets the columns this row set (and those the schema's checks then need) on every row of the table. */
+    /**
+     * Sets the columns this row set (and those the schema's checks then need) on every row of the
+     * table.
+     */
     public int updateAll(Database db) {
       return update(db, "", Params.of("rows", json(List.of(forUpdate()))));
     }
@@ -230,9 +258,19 @@ public final class Rows {
         throw new IllegalStateException("an update of " + table + " that sets nothing");
       }
       List<String> assignments = new ArrayList<>();
-      values.forEach((column, v) -> assignments.add(column + " = " + (v instanceof Sql s ? s.text : "r." + column)));
-      String sql = "update " + table + " t set " + String.join(", ", assignments) + "\n"
-          + "from jsonb_populate_record(null::" + table + ", (:rows::jsonb) -> 0) r" + where;
+      values.forEach(
+          (column, v) ->
+              assignments.add(column + " = " + (v instanceof Sql s ? s.text : "r." + column)));
+      String sql =
+          "update "
+              + table
+              + " t set "
+              + String.join(", ", assignments)
+              + "\n"
+              + "from jsonb_populate_record(null::"
+              + table
+              + ", (:rows::jsonb) -> 0) r"
+              + where;
       return db.update(sql, params);
     }
 
@@ -377,8 +415,10 @@ public final class Rows {
         return d;
       }
       JobStatus status = JobStatus.of((String) value("status"));
-      if ((status == JobStatus.DISPATCHED || status == JobStatus.RUNNING) && value("worker_id") == null) {
-        throw new IllegalStateException("a " + status.sql() + " job needs its worker: call worker(id)");
+      if ((status == JobStatus.DISPATCHED || status == JobStatus.RUNNING)
+          && value("worker_id") == null) {
+        throw new IllegalStateException(
+            "a " + status.sql() + " job needs its worker: call worker(id)");
       }
       if (status.finished()) {
         d.put("finished_at", NOW);

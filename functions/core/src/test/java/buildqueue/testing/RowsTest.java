@@ -16,7 +16,9 @@ import java.util.stream.IntStream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
-/** The row factory's defaults satisfy the schema, and it writes what a test sets and nothing else. */
+/**
+ * The row factory's defaults satisfy the schema, and it writes what a test sets and nothing else.
+ */
 @ExtendWith(PostgresExtension.class)
 class RowsTest {
   private static final Instant T0 = Instant.parse("2026-12-01T10:00:00Z");
@@ -36,12 +38,18 @@ class RowsTest {
   }
 
   @Test
-  void a_worker_with_nothing_set_is_launching_in_the_first_shared_slot_with_an_hours_lease(TestDatabase tdb) {
+  void a_worker_with_nothing_set_is_launching_in_the_first_shared_slot_with_an_hours_lease(
+      TestDatabase tdb) {
     long id = Rows.worker().insert(tdb.jdbc());
 
-    Row w = tdb.jdbc().query("""
+    Row w =
+        tdb.jdbc()
+            .query(
+                """
         select slot, status, token, extract(epoch from expires_at - launched_at)::bigint as lease_seconds
-        from build_worker where id = :id""", Params.of("id", id)).get(0);
+        from build_worker where id = :id""",
+                Params.of("id", id))
+            .get(0);
     assertThat(w.string("slot")).isEqualTo("shared#1");
     assertThat(w.string("status")).isEqualTo("launching");
     assertThat(w.get("token")).isNotNull();
@@ -51,12 +59,34 @@ class RowsTest {
   @Test
   void a_running_job_on_a_running_worker_keeps_every_value_set(TestDatabase tdb) {
     UUID token = UUID.randomUUID();
-    long worker = Rows.worker().lane("user:bob").status(WorkerStatus.RUNNING).token(token).task("task-1")
-        .expiresAt(T0.plusSeconds(3900)).launchedAt(T0).startedAt(T0).checkedAt(T0).insert(tdb.jdbc());
-    long job = Rows.job().user("bob").ownLane().payload("{\"a\": [1]}").status(JobStatus.RUNNING).worker(worker)
-        .attempts(1).createdAt(T0).dispatchedAt(T0).startedAt(T0).insert(tdb.jdbc());
+    long worker =
+        Rows.worker()
+            .lane("user:bob")
+            .status(WorkerStatus.RUNNING)
+            .token(token)
+            .task("task-1")
+            .expiresAt(T0.plusSeconds(3900))
+            .launchedAt(T0)
+            .startedAt(T0)
+            .checkedAt(T0)
+            .insert(tdb.jdbc());
+    long job =
+        Rows.job()
+            .user("bob")
+            .ownLane()
+            .payload("{\"a\": [1]}")
+            .status(JobStatus.RUNNING)
+            .worker(worker)
+            .attempts(1)
+            .createdAt(T0)
+            .dispatchedAt(T0)
+            .startedAt(T0)
+            .insert(tdb.jdbc());
 
-    Row w = tdb.jdbc().query("select * from build_worker where id = :id", Params.of("id", worker)).get(0);
+    Row w =
+        tdb.jdbc()
+            .query("select * from build_worker where id = :id", Params.of("id", worker))
+            .get(0);
     assertThat(w.string("slot")).isEqualTo("user:bob#1");
     assertThat(w.get("token")).isEqualTo(token);
     assertThat(w.string("status")).isEqualTo("running");
@@ -79,26 +109,44 @@ class RowsTest {
 
     assertThat(job(tdb.jdbc(), failed).string("error")).isEqualTo(Rows.JobRow.DEFAULT_ERROR);
     assertThat(job(tdb.jdbc(), cancelled).instant("finished_at")).isNotNull();
-    assertThat(tdb.jdbc().query("select exited_at from build_worker where id = :id", Params.of("id", exited)).get(0)
-        .instant("exited_at")).isNotNull();
+    assertThat(
+            tdb.jdbc()
+                .query("select exited_at from build_worker where id = :id", Params.of("id", exited))
+                .get(0)
+                .instant("exited_at"))
+        .isNotNull();
     assertThatThrownBy(() -> Rows.job().status(JobStatus.RUNNING).insert(tdb.jdbc()))
-        .isInstanceOf(IllegalStateException.class).hasMessageContaining("worker(id)");
+        .isInstanceOf(IllegalStateException.class)
+        .hasMessageContaining("worker(id)");
   }
 
   @Test
   void many_rows_are_one_statement_and_their_ids_come_back_in_their_order(TestDatabase tdb) {
     CountingDatabase db = new CountingDatabase(tdb.jdbc());
     List<Long> same = Rows.job().user("ann").insert(db, 300);
-    List<Long> distinct = Rows.insertIds(db,
-        IntStream.rangeClosed(1, 200).mapToObj(i -> Rows.job().user("u" + i).ownLane()).toList());
+    List<Long> distinct =
+        Rows.insertIds(
+            db,
+            IntStream.rangeClosed(1, 200)
+                .mapToObj(i -> Rows.job().user("u" + i).ownLane())
+                .toList());
     Rows.insert(db, List.of(Rows.user("cat").dedicated(true), Rows.user("dan").maxQueuedJobs(5)));
 
     assertThat(db.statements()).isEqualTo(3);
     assertThat(same).hasSize(300).isSorted();
     assertThat(distinct).hasSize(200).isSorted();
     assertThat(job(tdb.jdbc(), distinct.get(41)).string("lane")).isEqualTo("user:u42");
-    assertThat(tdb.jdbc().query("select user_id, dedicated_worker, max_queued_jobs from build_user order by user_id"))
-        .extracting(r -> r.string("user_id") + " " + r.get("dedicated_worker") + " " + r.get("max_queued_jobs"))
+    assertThat(
+            tdb.jdbc()
+                .query(
+                    "select user_id, dedicated_worker, max_queued_jobs from build_user order by user_id"))
+        .extracting(
+            r ->
+                r.string("user_id")
+                    + " "
+                    + r.get("dedicated_worker")
+                    + " "
+                    + r.get("max_queued_jobs"))
         .containsExactly("cat true null", "dan false 5");
   }
 
@@ -110,20 +158,25 @@ class RowsTest {
     assertThat(Rows.job().status(JobStatus.CANCELLED).update(tdb.jdbc(), ids.get(1))).isEqualTo(1);
     assertThat(Rows.events().published().updateAll(tdb.jdbc())).isEqualTo(1);
 
-    assertThat(ids.stream().map(id -> job(tdb.jdbc(), id).string("status"))).containsExactly("queued", "cancelled",
-        "queued");
+    assertThat(ids.stream().map(id -> job(tdb.jdbc(), id).string("status")))
+        .containsExactly("queued", "cancelled", "queued");
     Row cancelled = job(tdb.jdbc(), ids.get(1));
     assertThat(cancelled.string("kind")).isEqualTo("demo");
     assertThat(cancelled.instant("finished_at")).isNotNull();
-    Row e = tdb.jdbc().query("select * from build_job_event where id = :id", Params.of("id", event)).get(0);
+    Row e =
+        tdb.jdbc()
+            .query("select * from build_job_event where id = :id", Params.of("id", event))
+            .get(0);
     assertThat(e.string("type")).isEqualTo("noted");
     assertThat(e.get("detail").toString()).contains("hello");
     assertThat(e.instant("published_at")).isNotNull();
   }
 
   private static Row job(Database db, long id) {
-    return db.query("select id, user_id, kind, lane, status, worker_id, attempts, error, created_at, started_at,"
-        + " finished_at, case when payload = '{}' then null else payload end as payload from build_job where id = :id",
-        Params.of("id", id)).get(0);
+    return db.query(
+            "select id, user_id, kind, lane, status, worker_id, attempts, error, created_at, started_at,"
+                + " finished_at, case when payload = '{}' then null else payload end as payload from build_job where id = :id",
+            Params.of("id", id))
+        .get(0);
   }
 }

@@ -2,7 +2,6 @@ package buildqueue.testing;
 
 import buildqueue.core.MonotonicClock;
 import buildqueue.core.QueueClock;
-import buildqueue.core.TickBudget;
 import buildqueue.platform.CallRates;
 import buildqueue.platform.LaunchOutcome;
 import buildqueue.platform.TaskState;
@@ -19,19 +18,22 @@ import java.util.Map;
 import java.util.UUID;
 
 /**
- * ECS as the tick meets it at scale, on a settable clock: RunTask idempotent per token, DescribeTasks
- * at most 100 tasks a call, and ECS's request rates as token buckets (Fargate RunTask 20 calls a
- * second, burst and sustained; Fargate launches 100 burst, 20 a second; RunTask and StopTask share
- * a bucket of 100 at 40 a second; DescribeTasks 100 at 20 a second), each call costing a little
- * simulated time. A call past its bucket is refused as ECS's adapter reports it: a launch is unknown
- * and throttled, a check unanswered and throttled. Nothing runs: tasks are records the test stops,
- * with their stop events delivered or lost.
+ * ECS as the tick meets it at scale, on a settable clock: RunTask idempotent per token,
+ * DescribeTasks at most 100 tasks a call, and ECS's request rates as token buckets (Fargate RunTask
+ * 20 calls a second, burst and sustained; Fargate launches 100 burst, 20 a second; RunTask and
+ * StopTask share a bucket of 100 at 40 a second; DescribeTasks 100 at 20 a second), each call
+ * costing a little simulated time. A call past its bucket is refused as ECS's adapter reports it: a
+ * launch is unknown and throttled, a check unanswered and throttled. Nothing runs: tasks are
+ * records the test stops, with their stop events delivered or lost.
  *
  * <p>Its buckets are its own, independent of the pacing under test; and it records whether a slot
  * ever had two tasks that had not stopped.
  */
 public final class SimulatedEcs implements WorkerPlatform {
-  /** The rates ECS documents, which the platform declares to the tick as the production adapter does. */
+  /**
+   * The rates ECS documents, which the platform declares to the tick as the production adapter
+   * does.
+   */
   public static final CallRates ECS_RATES =
       new CallRates(new CallRates.Rate(20, 20), new CallRates.Rate(100, 20));
 
@@ -95,17 +97,25 @@ public final class SimulatedEcs implements WorkerPlatform {
       return new LaunchOutcome.Started(existing.id);
     }
     Instant now = clock.now();
-    if (!(runTask.available(now) >= 1 && modify.available(now) >= 1 && launches.available(now) >= 1)) {
+    if (!(runTask.available(now) >= 1
+        && modify.available(now) >= 1
+        && launches.available(now) >= 1)) {
       throttledRunTasks++;
-      return new LaunchOutcome.Unknown("RunTask throttled (ThrottlingException: Rate exceeded)", true);
+      return new LaunchOutcome.Unknown(
+          "RunTask throttled (ThrottlingException: Rate exceeded)", true);
     }
     runTask.take(now);
     modify.take(now);
     launches.take(now);
     for (Task t : byId.values()) {
       if (!t.stopped && t.slot.equals(launch.slot())) {
-        violations.add("slot " + launch.slot() + " got a second live task for worker " + launch.workerId()
-            + " beside " + t.id);
+        violations.add(
+            "slot "
+                + launch.slot()
+                + " got a second live task for worker "
+                + launch.workerId()
+                + " beside "
+                + t.id);
       }
     }
     Task t = new Task("sim-task-" + (byId.size() + 1), launch.slot());
@@ -119,19 +129,26 @@ public final class SimulatedEcs implements WorkerPlatform {
     describeCalls++;
     clock.advance(latency);
     if (taskIds.size() > 100) {
-      throw new IllegalArgumentException("DescribeTasks takes at most 100 tasks, was asked for " + taskIds.size());
+      throw new IllegalArgumentException(
+          "DescribeTasks takes at most 100 tasks, was asked for " + taskIds.size());
     }
     largestDescribe = Math.max(largestDescribe, taskIds.size());
     Map<String, TaskState> states = new HashMap<>();
     if (!describe.take(clock.now())) {
       throttledDescribes++;
-      taskIds.forEach(id -> states.put(id, new TaskState.Unanswered("DescribeTasks throttled", true)));
+      taskIds.forEach(
+          id -> states.put(id, new TaskState.Unanswered("DescribeTasks throttled", true)));
       return states;
     }
     for (String id : taskIds) {
       Task t = byId.get(id);
-      states.put(id, t == null ? new TaskState.Missing()
-          : t.stopped ? new TaskState.Stopped("EssentialContainerExited") : new TaskState.Running());
+      states.put(
+          id,
+          t == null
+              ? new TaskState.Missing()
+              : t.stopped
+                  ? new TaskState.Stopped("EssentialContainerExited")
+                  : new TaskState.Running());
     }
     return states;
   }

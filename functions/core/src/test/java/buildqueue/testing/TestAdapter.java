@@ -5,8 +5,8 @@ import java.util.ServiceLoader;
 
 /**
  * A {@link Database} adapter the queue suite runs on. The suite asks {@link #selected()} for its
- * adapter: JDBC by default; another module runs the same test classes (from this module's
- * test-jar) with {@code -Dbuildqueue.test.adapter=<name>} and registers its adapter through {@code
+ * adapter: JDBC by default; another module runs the same test classes (from this module's test-jar)
+ * with {@code -Dbuildqueue.test.adapter=<name>} and registers its adapter through {@code
  * META-INF/services/buildqueue.testing.TestAdapter}.
  */
 public interface TestAdapter {

@@ -17,15 +17,17 @@ import java.sql.Statement;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * One embedded PostgreSQL per test JVM, started on first use. The production migrations are
- * applied once to a template database; every test gets its own fresh copy of it, so tests are
- * isolated and may run side by side.
+ * One embedded PostgreSQL per test JVM, started on first use. The production migrations are applied
+ * once to a template database; every test gets its own fresh copy of it, so tests are isolated and
+ * may run side by side.
  */
 public final class TestDatabases {
   private static final String TEMPLATE = "bq_template";
   private static final AtomicInteger COUNTER = new AtomicInteger();
+
   /** The worker role's password on the test cluster (set once: roles are cluster-wide). */
   public static final String WORKER_ROLE = WorkerRole.NAME;
+
   public static final String WORKER_PASSWORD = "test-worker-password";
   private static final Object ROLE_LOCK = new Object();
   private static EmbeddedPostgres postgres;
@@ -47,27 +49,35 @@ public final class TestDatabases {
         throw new UncheckedIOException("could not start embedded PostgreSQL", e);
       }
       EmbeddedPostgres started = postgres;
-      Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-        try {
-          started.close();
-        } catch (IOException ignored) {
-          // the JVM is exiting
-        }
-      }));
+      Runtime.getRuntime()
+          .addShutdownHook(
+              new Thread(
+                  () -> {
+                    try {
+                      started.close();
+                    } catch (IOException ignored) {
+                      // the JVM is exiting
+                    }
+                  }));
       createTemplate();
     }
     return postgres;
   }
 
   /**
-   * initdb trusts every local login; Aurora checks passwords. The worker role's is checked here
-   * too (SCRAM, over TCP as JDBC connects), so a test that gives it a new password sees the old
-   * one refused. Other users stay trusted.
+   * initdb trusts every local login; Aurora checks passwords. The worker role's is checked here too
+   * (SCRAM, over TCP as JDBC connects), so a test that gives it a new password sees the old one
+   * refused. Other users stay trusted.
    */
   private static void checkWorkerPasswords(File dataDirectory) {
     Path hba = dataDirectory.toPath().resolve("pg_hba.conf");
-    String rules = "host all " + WORKER_ROLE + " 127.0.0.1/32 scram-sha-256\n"
-        + "host all " + WORKER_ROLE + " ::1/128 scram-sha-256\n";
+    String rules =
+        "host all "
+            + WORKER_ROLE
+            + " 127.0.0.1/32 scram-sha-256\n"
+            + "host all "
+            + WORKER_ROLE
+            + " ::1/128 scram-sha-256\n";
     try {
       String existing = Files.readString(hba);
       if (!existing.startsWith(rules)) {
@@ -95,11 +105,13 @@ public final class TestDatabases {
     HikariDataSource ds = pool(name, 24);
     // Roles are cluster-wide: a test before this one may have given the worker role another
     // password (a local runtime on this cluster makes its own, a rotation test rotates it). One
-    // at a time: two ALTER ROLEs at once (the fault simulation's lanes) fail "tuple concurrently updated".
+    // at a time: two ALTER ROLEs at once (the fault simulation's lanes) fail "tuple concurrently
+    // updated".
     synchronized (ROLE_LOCK) {
       WorkerRole.allowLogin(new JdbcDatabase(ds), WORKER_PASSWORD);
     }
-    return new TestDatabase(name, ds, () -> execute("drop database if exists " + name + " with (force)"));
+    return new TestDatabase(
+        name, ds, () -> execute("drop database if exists " + name + " with (force)"));
   }
 
   /** An empty database without migrations, for migrator tests. */
@@ -107,7 +119,8 @@ public final class TestDatabases {
     postgres();
     String name = "bq_empty_" + ProcessHandle.current().pid() + "_" + COUNTER.incrementAndGet();
     execute("create database " + name);
-    return new TestDatabase(name, pool(name, 24), () -> execute("drop database if exists " + name + " with (force)"));
+    return new TestDatabase(
+        name, pool(name, 24), () -> execute("drop database if exists " + name + " with (force)"));
   }
 
   public static String jdbcUrl(String database) {

@@ -22,20 +22,29 @@ import java.util.zip.ZipEntry;
 public final class TestKitClasses {
   private TestKitClasses() {}
 
-  /** Entry names such as {@code buildqueue/testing/InProcessPlatform.class}, nested classes included. */
+  /**
+   * Entry names such as {@code buildqueue/testing/InProcessPlatform.class}, nested classes
+   * included.
+   */
   public static List<String> entries() {
     try {
-      Path source = Path.of(TestKitClasses.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+      Path source =
+          Path.of(TestKitClasses.class.getProtectionDomain().getCodeSource().getLocation().toURI());
       if (Files.isDirectory(source)) {
         try (Stream<Path> files = Files.walk(source)) {
-          return files.filter(f -> f.toString().endsWith(".class"))
+          return files
+              .filter(f -> f.toString().endsWith(".class"))
               .map(f -> source.relativize(f).toString().replace('\\', '/'))
               .sorted()
               .toList();
         }
       }
       try (JarFile jar = new JarFile(source.toFile())) {
-        return jar.stream().map(ZipEntry::getName).filter(n -> n.endsWith(".class")).sorted().toList();
+        return jar.stream()
+            .map(ZipEntry::getName)
+            .filter(n -> n.endsWith(".class"))
+            .sorted()
+            .toList();
       }
     } catch (IOException e) {
       throw new UncheckedIOException(e);
@@ -48,16 +57,18 @@ public final class TestKitClasses {
    * The doubles named in the issue that took them out of the production jars, by name: checked on
    * their own too, so that the check does not depend on where this class was loaded from.
    */
-  public static final List<String> NAMED_DOUBLES = List.of(
-      "buildqueue/testing/InProcessPlatform.class",
-      "buildqueue/platform/InProcessPlatform.class",
-      "buildqueue/db/CheckedDatabase.class",
-      "buildqueue/faults/FaultyPlatform.class",
-      "buildqueue/testing/ManualPlatform.class",
-      "buildqueue/testing/RecordingJobContext.class");
+  public static final List<String> NAMED_DOUBLES =
+      List.of(
+          "buildqueue/testing/InProcessPlatform.class",
+          "buildqueue/platform/InProcessPlatform.class",
+          "buildqueue/db/CheckedDatabase.class",
+          "buildqueue/faults/FaultyPlatform.class",
+          "buildqueue/testing/ManualPlatform.class",
+          "buildqueue/testing/RecordingJobContext.class");
 
   /** Where the test kit's packages are: nothing of a production jar may be under them. */
-  public static final List<String> KIT_PACKAGES = List.of("buildqueue/testing/", "buildqueue/faults/");
+  public static final List<String> KIT_PACKAGES =
+      List.of("buildqueue/testing/", "buildqueue/faults/");
 
   /**
    * The entries of a jar that belong to the test kit: a named double, any class of the kit as

@@ -7,15 +7,21 @@ import org.junit.jupiter.api.Test;
 
 /** The check the packaging tests run on their jars bites: it finds a double wherever it is put. */
 class TestKitClassesTest {
-  private static final List<String> PRODUCTION = List.of(
-      "buildqueue/core/BuildQueue.class", "buildqueue/worker/WorkerLoop.class", "buildqueue/worker/WorkerLoop$Listener.class",
-      "buildqueue/platform/WorkerPlatform.class", "buildqueue/platform/ForwardingWorkerPlatform.class");
+  private static final List<String> PRODUCTION =
+      List.of(
+          "buildqueue/core/BuildQueue.class",
+          "buildqueue/worker/WorkerLoop.class",
+          "buildqueue/worker/WorkerLoop$Listener.class",
+          "buildqueue/platform/WorkerPlatform.class",
+          "buildqueue/platform/ForwardingWorkerPlatform.class");
 
   @Test
   void the_kit_as_loaded_holds_the_in_process_platform_and_its_fault_switches() {
-    assertThat(TestKitClasses.entries()).contains(
-        "buildqueue/testing/InProcessPlatform.class", "buildqueue/testing/InProcessPlatform$LaunchPlan.class",
-        "buildqueue/faults/FaultyPlatform.class");
+    assertThat(TestKitClasses.entries())
+        .contains(
+            "buildqueue/testing/InProcessPlatform.class",
+            "buildqueue/testing/InProcessPlatform$LaunchPlan.class",
+            "buildqueue/faults/FaultyPlatform.class");
   }
 
   @Test
@@ -25,8 +31,11 @@ class TestKitClassesTest {
 
   @Test
   void the_in_process_platform_is_found_in_its_old_package_and_in_the_kit() {
-    for (String planted : List.of("buildqueue/platform/InProcessPlatform.class",
-        "buildqueue/testing/InProcessPlatform$Task.class", "buildqueue/faults/Simulation.class")) {
+    for (String planted :
+        List.of(
+            "buildqueue/platform/InProcessPlatform.class",
+            "buildqueue/testing/InProcessPlatform$Task.class",
+            "buildqueue/faults/Simulation.class")) {
       List<String> jar = new java.util.ArrayList<>(PRODUCTION);
       jar.add(planted);
 

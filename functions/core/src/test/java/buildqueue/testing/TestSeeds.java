@@ -1,13 +1,14 @@
 package buildqueue.testing;
 
 /**
- * The seeds and sizes of the seeded and soak suites. The default run is reproducible and short: each
- * seeded suite runs its own fixed seed, each soak a smaller size that keeps its coverage. Two flags
- * widen it:
+ * The seeds and sizes of the seeded and soak suites. The default run is reproducible and short:
+ * each seeded suite runs its own fixed seed, each soak a smaller size that keeps its coverage. Two
+ * flags widen it:
  *
  * <ul>
- *   <li>{@code -Dbuildqueue.seed=random}: every seeded suite draws a new seed from the clock (to look
- *       for failures no fixed seed shows); {@code -Dbuildqueue.seed=S} runs them all on {@code S};
+ *   <li>{@code -Dbuildqueue.seed=random}: every seeded suite draws a new seed from the clock (to
+ *       look for failures no fixed seed shows); {@code -Dbuildqueue.seed=S} runs them all on {@code
+ *       S};
  *   <li>{@code -Dbuildqueue.soak=true}: the soak and scale suites run at full size.
  * </ul>
  *
@@ -46,7 +47,8 @@ public final class TestSeeds {
       seed = fixed;
       how = "fixed; -D" + SEED + "=random draws one";
     }
-    System.out.println(suite + ": seed " + seed + " (" + how + "; replay with -D" + property + "=" + seed + ")");
+    System.out.println(
+        suite + ": seed " + seed + " (" + how + "; replay with -D" + property + "=" + seed + ")");
     return seed;
   }
 
@@ -54,7 +56,8 @@ public final class TestSeeds {
     try {
       return Long.parseLong(value);
     } catch (NumberFormatException e) {
-      throw new IllegalArgumentException("-D" + SEED + " is \"random\" or a number, not \"" + value + "\"", e);
+      throw new IllegalArgumentException(
+          "-D" + SEED + " is \"random\" or a number, not \"" + value + "\"", e);
     }
   }
 
@@ -70,7 +73,10 @@ public final class TestSeeds {
   public static int size(String suite, String property, int quick, int full) {
     Integer own = Integer.getInteger(property);
     int size = own != null ? own : soak() ? full : quick;
-    String how = own != null ? "from -D" + property : soak() ? "soak" : "quick; -D" + SOAK + "=true runs " + full;
+    String how =
+        own != null
+            ? "from -D" + property
+            : soak() ? "soak" : "quick; -D" + SOAK + "=true runs " + full;
     System.out.println(suite + ": size " + size + " (" + how + ")");
     return size;
   }

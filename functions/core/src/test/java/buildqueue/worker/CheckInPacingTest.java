@@ -33,71 +33,83 @@ class CheckInPacingTest {
   }
 
   private WorkerLoop.Exit runOne(QueueHarness h, Script script) {
-    JobHandler scripted = new JobHandler() {
-      @Override
-      public String kind() {
-        return "scripted";
-      }
+    JobHandler scripted =
+        new JobHandler() {
+          @Override
+          public String kind() {
+            return "scripted";
+          }
 
-      @Override
-      public JobOutcome run(JobContext context) throws Exception {
-        script.run(context);
-        return JobOutcome.succeeded();
-      }
-    };
+          @Override
+          public JobOutcome run(JobContext context) throws Exception {
+            script.run(context);
+            return JobOutcome.succeeded();
+          }
+        };
     h.submit("alice", "scripted", "{}");
     WorkerLaunch w = h.manual.lastLaunch();
-    WorkerLoop loop = new WorkerLoop(h.workerDb, h.config, h.clock, JobHandlers.of(scripted),
-        why -> {
-          throw new AssertionError("killed: " + why);
-        },
-        WorkerLoop.Listener.NONE)
-        .withNanoTime(nanos::get);
+    WorkerLoop loop =
+        new WorkerLoop(
+                h.workerDb,
+                h.config,
+                h.clock,
+                JobHandlers.of(scripted),
+                why -> {
+                  throw new AssertionError("killed: " + why);
+                },
+                WorkerLoop.Listener.NONE)
+            .withNanoTime(nanos::get);
     return loop.run(w.workerId(), w.token());
   }
 
   private static String tail(QueueHarness h) {
     return h.testDb.jdbc().query("select tail from build_job_log").stream()
-        .map(r -> r.string("tail")).findFirst().orElse(null);
+        .map(r -> r.string("tail"))
+        .findFirst()
+        .orElse(null);
   }
 
   @Test
-  void a_program_costs_a_statement_only_when_progress_log_or_the_cancel_check_is_due(TestDatabase tdb) {
+  void a_program_costs_a_statement_only_when_progress_log_or_the_cancel_check_is_due(
+      TestDatabase tdb) {
     QueueHarness h = QueueHarness.manual(tdb);
     List<Long> statements = new ArrayList<>();
     List<String> tails = new ArrayList<>();
 
-    runOne(h, c -> {
-      long at = h.db.statements();
-      c.log().line(JobLog.Stream.STDOUT, "compiling");
-      assertThat(c.checkIn(null)).isEqualTo(CheckIn.GO_ON);
-      advance(Duration.ofMillis(1900));
-      c.checkIn(null);
-      statements.add(h.db.statements() - at); // 0: the log waits for its 2 s
-      tails.add(tail(h));
+    runOne(
+        h,
+        c -> {
+          long at = h.db.statements();
+          c.log().line(JobLog.Stream.STDOUT, "compiling");
+          assertThat(c.checkIn(null)).isEqualTo(CheckIn.GO_ON);
+          advance(Duration.ofMillis(1900));
+          c.checkIn(null);
+          statements.add(h.db.statements() - at); // 0: the log waits for its 2 s
+          tails.add(tail(h));
 
-      advance(Duration.ofMillis(200));
-      c.checkIn(null);
-      statements.add(h.db.statements() - at); // 1: the log is written
-      tails.add(tail(h));
+          advance(Duration.ofMillis(200));
+          c.checkIn(null);
+          statements.add(h.db.statements() - at); // 1: the log is written
+          tails.add(tail(h));
 
-      c.checkIn(4);
-      statements.add(h.db.statements() - at); // 1: progress waits for its second
-      advance(Duration.ofSeconds(1));
-      c.checkIn(4);
-      statements.add(h.db.statements() - at); // 2: progress is written
-      c.checkIn(4);
-      advance(Duration.ofMillis(4900));
-      c.checkIn(4);
-      statements.add(h.db.statements() - at); // 2: nothing new, and no cancel check yet
-      advance(Duration.ofMillis(100));
-      c.checkIn(4);
-      statements.add(h.db.statements() - at); // 3: the cancel check
-    });
+          c.checkIn(4);
+          statements.add(h.db.statements() - at); // 1: progress waits for its second
+          advance(Duration.ofSeconds(1));
+          c.checkIn(4);
+          statements.add(h.db.statements() - at); // 2: progress is written
+          c.checkIn(4);
+          advance(Duration.ofMillis(4900));
+          c.checkIn(4);
+          statements.add(h.db.statements() - at); // 2: nothing new, and no cancel check yet
+          advance(Duration.ofMillis(100));
+          c.checkIn(4);
+          statements.add(h.db.statements() - at); // 3: the cancel check
+        });
 
     assertThat(statements).containsExactly(0L, 1L, 1L, 2L, 2L, 3L);
     assertThat(tails).containsExactly(null, "compiling\n");
-    assertThat(h.testDb.jdbc().query("select progress from build_job").get(0).intValue("progress")).isEqualTo(4);
+    assertThat(h.testDb.jdbc().query("select progress from build_job").get(0).intValue("progress"))
+        .isEqualTo(4);
   }
 
   @Test
@@ -105,16 +117,20 @@ class CheckInPacingTest {
     QueueHarness h = QueueHarness.manual(tdb);
     List<CheckIn> seen = new ArrayList<>();
 
-    runOne(h, c -> {
-      h.queue.cancel(c.jobId(), "alice");
-      seen.add(c.checkIn(null));
-      advance(JobContext.CANCEL_CHECK_INTERVAL);
-      seen.add(c.checkIn(null));
-      seen.add(c.checkIn(null)); // it stays cancelled without asking again
-    });
+    runOne(
+        h,
+        c -> {
+          h.queue.cancel(c.jobId(), "alice");
+          seen.add(c.checkIn(null));
+          advance(JobContext.CANCEL_CHECK_INTERVAL);
+          seen.add(c.checkIn(null));
+          seen.add(c.checkIn(null)); // it stays cancelled without asking again
+        });
 
-    assertThat(seen).containsExactly(CheckIn.GO_ON, CheckIn.CANCEL_REQUESTED, CheckIn.CANCEL_REQUESTED);
-    assertThat(h.testDb.jdbc().query("select status from build_job").get(0).string("status")).isEqualTo("cancelled");
+    assertThat(seen)
+        .containsExactly(CheckIn.GO_ON, CheckIn.CANCEL_REQUESTED, CheckIn.CANCEL_REQUESTED);
+    assertThat(h.testDb.jdbc().query("select status from build_job").get(0).string("status"))
+        .isEqualTo("cancelled");
   }
 
   @Test

@@ -22,13 +22,22 @@ class JobLogCapTest {
     log.finish();
 
     String mark = "output truncated after 24 bytes (the cap is 25); 56 bytes dropped";
-    assertThat(sunk).containsExactly("STDOUT line 0!", "STDOUT line 1!", "STDOUT line 2!",
-        "WORKER program exited with code 0", "WORKER " + mark);
+    assertThat(sunk)
+        .containsExactly(
+            "STDOUT line 0!",
+            "STDOUT line 1!",
+            "STDOUT line 2!",
+            "WORKER program exited with code 0",
+            "WORKER " + mark);
     JobLog.Snapshot s = log.snapshot();
-    assertThat(s.tail()).isEqualTo("line 0!\nline 1!\nline 2!\n[buildqueue] program exited with code 0\n[buildqueue] "
-        + mark + "\n");
-    assertThat(s.totalBytes()).as("the log's size counts what it keeps").isEqualTo(s.tail().getBytes(
-        java.nio.charset.StandardCharsets.UTF_8).length);
+    assertThat(s.tail())
+        .isEqualTo(
+            "line 0!\nline 1!\nline 2!\n[buildqueue] program exited with code 0\n[buildqueue] "
+                + mark
+                + "\n");
+    assertThat(s.totalBytes())
+        .as("the log's size counts what it keeps")
+        .isEqualTo(s.tail().getBytes(java.nio.charset.StandardCharsets.UTF_8).length);
     assertThat(log.droppedBytes()).isEqualTo(56);
   }
 

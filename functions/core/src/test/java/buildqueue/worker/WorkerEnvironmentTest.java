@@ -36,8 +36,12 @@ class WorkerEnvironmentTest {
 
   @Test
   void each_missing_required_variable_is_named() {
-    for (String name : new String[] {
-        WorkerEnvironment.WORKER_ID, WorkerEnvironment.WORKER_TOKEN, WorkerEnvironment.DATABASE_URL}) {
+    for (String name :
+        new String[] {
+          WorkerEnvironment.WORKER_ID,
+          WorkerEnvironment.WORKER_TOKEN,
+          WorkerEnvironment.DATABASE_URL
+        }) {
       Map<String, String> env = complete();
       env.remove(name);
       assertThatThrownBy(() -> WorkerEnvironment.read(env))
@@ -67,10 +71,12 @@ class WorkerEnvironmentTest {
 
   @Test
   void the_shared_lanes_order_is_fair_unless_the_dispatcher_says_fifo() {
-    assertThat(WorkerEnvironment.read(complete()).config().sharedOrder()).isEqualTo(QueueConfig.SharedOrder.FAIR);
+    assertThat(WorkerEnvironment.read(complete()).config().sharedOrder())
+        .isEqualTo(QueueConfig.SharedOrder.FAIR);
     Map<String, String> env = complete();
     env.put(WorkerEnvironment.SHARED_ORDER, "fifo");
-    assertThat(WorkerEnvironment.read(env).config().sharedOrder()).isEqualTo(QueueConfig.SharedOrder.FIFO);
+    assertThat(WorkerEnvironment.read(env).config().sharedOrder())
+        .isEqualTo(QueueConfig.SharedOrder.FIFO);
     env.put(WorkerEnvironment.SHARED_ORDER, "round-robin");
     assertThatThrownBy(() -> WorkerEnvironment.read(env))
         .hasMessage(WorkerEnvironment.SHARED_ORDER + " must be fair or fifo, was \"round-robin\"");
@@ -101,7 +107,9 @@ class WorkerEnvironmentTest {
   @Test
   void the_kind_catalogue_it_is_given_becomes_its_handlers(@TempDir Path dir) throws Exception {
     Path file = dir.resolve("kinds.json");
-    Files.writeString(file, "{\"kinds\": {\"render\": {\"command\": [\"node\", \"r.js\"], \"timeout\": \"15m\"}}}");
+    Files.writeString(
+        file,
+        "{\"kinds\": {\"render\": {\"command\": [\"node\", \"r.js\"], \"timeout\": \"15m\"}}}");
     Map<String, String> vars = complete();
     vars.put(WorkerEnvironment.KINDS_FILE, file.toString());
 
@@ -118,13 +126,16 @@ class WorkerEnvironmentTest {
 
     assertThatThrownBy(() -> WorkerEnvironment.read(env))
         .isInstanceOf(BuildQueueException.class)
-        .hasMessageContaining(WorkerEnvironment.KINDS_FILE).hasMessageContaining("absolute path");
+        .hasMessageContaining(WorkerEnvironment.KINDS_FILE)
+        .hasMessageContaining("absolute path");
   }
 
   @Test
-  void a_bad_catalogue_stops_the_worker_before_it_touches_the_database(@TempDir Path dir) throws Exception {
+  void a_bad_catalogue_stops_the_worker_before_it_touches_the_database(@TempDir Path dir)
+      throws Exception {
     Path file = dir.resolve("kinds.json");
-    Files.writeString(file, "{\"kinds\": {\"render\": {\"command\": \"node r.js\", \"timeout\": \"15m\"}}}");
+    Files.writeString(
+        file, "{\"kinds\": {\"render\": {\"command\": \"node r.js\", \"timeout\": \"15m\"}}}");
     Map<String, String> env = complete();
     env.put(WorkerEnvironment.DATABASE_URL, "jdbc:postgresql://127.0.0.1:1/nothing-listens-here");
     env.put(WorkerEnvironment.KINDS_FILE, file.toString());
@@ -135,8 +146,10 @@ class WorkerEnvironmentTest {
   @Test
   void the_worker_lifetime_bounds_the_catalogue_as_the_servers_does() {
     Map<String, String> env = complete();
-    env.put(WorkerEnvironment.WORKER_LIFETIME_MS, Long.toString(Duration.ofMinutes(120).toMillis()));
+    env.put(
+        WorkerEnvironment.WORKER_LIFETIME_MS, Long.toString(Duration.ofMinutes(120).toMillis()));
 
-    assertThat(WorkerEnvironment.read(env).config().workerLifetime()).isEqualTo(Duration.ofMinutes(120));
+    assertThat(WorkerEnvironment.read(env).config().workerLifetime())
+        .isEqualTo(Duration.ofMinutes(120));
   }
 }

@@ -34,7 +34,8 @@ import org.junit.jupiter.api.io.TempDir;
  */
 @ExtendWith(PostgresExtension.class)
 class WorkerMainSigtermTest {
-  private static final String TRAPS = """
+  private static final String TRAPS =
+      """
       echo $$ >> "$PIDS"
       trap 'echo "{\\"progress\\": 42}" >> "$BUILDQUEUE_CONTROL"; exit 143' TERM
       echo '{"progress": 10}' >> "$BUILDQUEUE_CONTROL"
@@ -45,18 +46,22 @@ class WorkerMainSigtermTest {
   @RegisterExtension final ChildWorker child = new ChildWorker();
 
   @Test
-  void a_local_worker_sent_sigterm_interrupts_its_job_with_its_progress_and_exits_in_time(TestDatabase tdb)
-      throws Exception {
+  void a_local_worker_sent_sigterm_interrupts_its_job_with_its_progress_and_exits_in_time(
+      TestDatabase tdb) throws Exception {
     ManualPlatform platform = new ManualPlatform();
-    BuildQueue queue = new BuildQueue(tdb.jdbc(), platform, QueueHarness.testConfig(), QueueClock.DATABASE);
+    BuildQueue queue =
+        new BuildQueue(tdb.jdbc(), platform, QueueHarness.testConfig(), QueueClock.DATABASE);
     long jobId = queue.enqueue("alice", "traps", new Json("{}"), null).jobId();
     WorkerLaunch launch = platform.lastLaunch();
     Duration stopTimeout = Duration.ofSeconds(6);
     Process worker = start(tdb, launch, stopTimeout);
-    Await.until("the program to run and its progress to be checked in", Duration.ofSeconds(60), () -> {
-      assertThat(worker.isAlive()).as("the worker; output:%n%s", child.output()).isTrue();
-      return child.programStarted() && job(tdb, jobId).intValue("progress") == 10;
-    });
+    Await.until(
+        "the program to run and its progress to be checked in",
+        Duration.ofSeconds(60),
+        () -> {
+          assertThat(worker.isAlive()).as("the worker; output:%n%s", child.output()).isTrue();
+          return child.programStarted() && job(tdb, jobId).intValue("progress") == 10;
+        });
     long program = child.firstProgram();
 
     Duration took = child.sigterm(Duration.ofSeconds(60), stopTimeout);
@@ -66,11 +71,16 @@ class WorkerMainSigtermTest {
     Row job = job(tdb, jobId);
     assertThat(job.string("status")).isEqualTo("queued");
     assertThat(job.intValue("progress")).isEqualTo(42);
-    assertThat(tdb.jdbc().query("select status from build_worker where id = " + launch.workerId()).get(0)
-        .string("status")).isEqualTo("draining");
+    assertThat(
+            tdb.jdbc()
+                .query("select status from build_worker where id = " + launch.workerId())
+                .get(0)
+                .string("status"))
+        .isEqualTo("draining");
   }
 
-  private Process start(TestDatabase tdb, WorkerLaunch launch, Duration stopTimeout) throws Exception {
+  private Process start(TestDatabase tdb, WorkerLaunch launch, Duration stopTimeout)
+      throws Exception {
     ObjectNode kind = new ObjectMapper().createObjectNode();
     kind.putArray("command").add("sh").add("-c").add(TRAPS);
     kind.put("timeout", "10m");
@@ -79,15 +89,19 @@ class WorkerMainSigtermTest {
     root.putObject("kinds").set("traps", kind);
     Path kinds = Files.writeString(dir.resolve("kinds.json"), root.toString());
     String url = tdb.jdbcUrl();
-    return child.start(WorkerMain.class, "64m", Map.of(
-        WorkerEnvironment.WORKER_ID, Long.toString(launch.workerId()),
-        WorkerEnvironment.WORKER_TOKEN, launch.token().toString(),
-        WorkerEnvironment.DATABASE_URL, url.contains("?") ? url.substring(0, url.indexOf('?')) : url,
-        WorkerEnvironment.DATABASE_USER, TestDatabases.WORKER_ROLE,
-        WorkerEnvironment.DATABASE_PASSWORD, TestDatabases.WORKER_PASSWORD,
-        WorkerEnvironment.KINDS_FILE, kinds.toString(),
-        WorkerEnvironment.STOP_TIMEOUT_SECONDS, Long.toString(stopTimeout.toSeconds()),
-        ProcessRunner.WORK_DIR, Files.createDirectories(dir.resolve("work")).toString()));
+    return child.start(
+        WorkerMain.class,
+        "64m",
+        Map.of(
+            WorkerEnvironment.WORKER_ID, Long.toString(launch.workerId()),
+            WorkerEnvironment.WORKER_TOKEN, launch.token().toString(),
+            WorkerEnvironment.DATABASE_URL,
+                url.contains("?") ? url.substring(0, url.indexOf('?')) : url,
+            WorkerEnvironment.DATABASE_USER, TestDatabases.WORKER_ROLE,
+            WorkerEnvironment.DATABASE_PASSWORD, TestDatabases.WORKER_PASSWORD,
+            WorkerEnvironment.KINDS_FILE, kinds.toString(),
+            WorkerEnvironment.STOP_TIMEOUT_SECONDS, Long.toString(stopTimeout.toSeconds()),
+            ProcessRunner.WORK_DIR, Files.createDirectories(dir.resolve("work")).toString()));
   }
 
   private static Row job(TestDatabase tdb, long id) {

@@ -59,12 +59,22 @@ class WorkerStopTest {
     assertThat(WorkerEnvironment.stopTimeout(null)).isEqualTo(Duration.ofSeconds(30));
     assertThat(WorkerEnvironment.stopTimeout(" 120 ")).isEqualTo(Duration.ofSeconds(120));
     for (String bad : new String[] {"0", "-5", "2m", "86401"}) {
-      assertThatThrownBy(() -> WorkerEnvironment.stopTimeout(bad)).isInstanceOf(BuildQueueException.class)
-          .hasMessageContaining(WorkerStop.STOP_TIMEOUT_VARIABLE).hasMessageContaining("\"" + bad + "\"");
+      assertThatThrownBy(() -> WorkerEnvironment.stopTimeout(bad))
+          .isInstanceOf(BuildQueueException.class)
+          .hasMessageContaining(WorkerStop.STOP_TIMEOUT_VARIABLE)
+          .hasMessageContaining("\"" + bad + "\"");
     }
-    WorkerEnvironment env = WorkerEnvironment.read(Map.of(
-        WorkerEnvironment.WORKER_ID, "1", WorkerEnvironment.WORKER_TOKEN, java.util.UUID.randomUUID().toString(),
-        WorkerEnvironment.DATABASE_URL, "jdbc:postgresql://localhost/x", WorkerStop.STOP_TIMEOUT_VARIABLE, "10"));
+    WorkerEnvironment env =
+        WorkerEnvironment.read(
+            Map.of(
+                WorkerEnvironment.WORKER_ID,
+                "1",
+                WorkerEnvironment.WORKER_TOKEN,
+                java.util.UUID.randomUUID().toString(),
+                WorkerEnvironment.DATABASE_URL,
+                "jdbc:postgresql://localhost/x",
+                WorkerStop.STOP_TIMEOUT_VARIABLE,
+                "10"));
     assertThat(env.stopTimeout()).isEqualTo(Duration.ofSeconds(10));
   }
 }

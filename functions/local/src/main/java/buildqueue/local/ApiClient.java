@@ -30,7 +30,8 @@ final class ApiClient {
 
   /** How often, and after what waits, a request refused before the function ran is sent again. */
   record NotReadyRetry(int attempts, Duration firstWait, Duration maxWait) {
-    static final NotReadyRetry STANDARD = new NotReadyRetry(6, Duration.ofSeconds(1), Duration.ofSeconds(8));
+    static final NotReadyRetry STANDARD =
+        new NotReadyRetry(6, Duration.ofSeconds(1), Duration.ofSeconds(8));
 
     Duration waitBefore(int attempt) {
       Duration wait = firstWait.multipliedBy(1L << Math.min(attempt - 2, 20));
@@ -56,7 +57,9 @@ final class ApiClient {
    */
   static boolean notInvoked(Reply reply) {
     JsonNode json = reply.json();
-    return reply.status() == 500 && json.isObject() && json.size() == 1
+    return reply.status() == 500
+        && json.isObject()
+        && json.size() == 1
         && "internal server error".equalsIgnoreCase(json.path("message").asText());
   }
 
@@ -80,7 +83,8 @@ final class ApiClient {
 
   private final URI base;
   private final String token;
-  private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+  private final HttpClient http =
+      HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
 
   private final NotReadyRetry retry;
   private final Pause pause;
@@ -90,7 +94,9 @@ final class ApiClient {
     this(base, token, NotReadyRetry.STANDARD, d -> Thread.sleep(d.toMillis()), notice -> {});
   }
 
-  /** @param notices told each time a request is sent again, and why */
+  /**
+   * @param notices told each time a request is sent again, and why
+   */
   ApiClient(URI base, String token, NotReadyRetry retry, Pause pause, Consumer<String> notices) {
     this.base = base;
     this.token = token;
@@ -128,17 +134,30 @@ final class ApiClient {
       if (!notInvoked(reply)) {
         return reply;
       }
-      String what = method + " /" + path + " answered HTTP 500 {\"message\":\"Internal Server Error\"}: API Gateway"
-          + " could not invoke the API's function (on AWS, a SnapStart version not invoked for 14 days answers"
-          + " this while Lambda re-initialises it)";
+      String what =
+          method
+              + " /"
+              + path
+              + " answered HTTP 500 {\"message\":\"Internal Server Error\"}: API Gateway"
+              + " could not invoke the API's function (on AWS, a SnapStart version not invoked for 14 days answers"
+              + " this while Lambda re-initialises it)";
       if (!idempotent) {
-        throw new NotReadyException(what + ". Not sent again: the API does not make this request idempotent."
-            + " The function did not run, so nothing changed; run the command again in a minute"
-            + (method.equals("POST") && path.equals("jobs") ? " (with --key, a submission is retried by itself)" : ""));
+        throw new NotReadyException(
+            what
+                + ". Not sent again: the API does not make this request idempotent."
+                + " The function did not run, so nothing changed; run the command again in a minute"
+                + (method.equals("POST") && path.equals("jobs")
+                    ? " (with --key, a submission is retried by itself)"
+                    : ""));
       }
       if (attempt >= retry.attempts()) {
-        throw new NotReadyException(what + "; still so after " + attempt + " attempts over " + waited.toSeconds()
-            + " s. Try again in a minute.");
+        throw new NotReadyException(
+            what
+                + "; still so after "
+                + attempt
+                + " attempts over "
+                + waited.toSeconds()
+                + " s. Try again in a minute.");
       }
       Duration wait = retry.waitBefore(attempt + 1);
       notices.accept(what + "; sending it again in " + wait.toMillis() + " ms");
@@ -153,21 +172,25 @@ final class ApiClient {
   }
 
   private Reply sendOnce(String method, String path, JsonNode body) {
-    HttpRequest.Builder b = HttpRequest.newBuilder(base.resolve(path))
-        .timeout(Duration.ofSeconds(60))
-        .header("Authorization", "Bearer " + token)
-        .header("Accept", "application/json");
+    HttpRequest.Builder b =
+        HttpRequest.newBuilder(base.resolve(path))
+            .timeout(Duration.ofSeconds(60))
+            .header("Authorization", "Bearer " + token)
+            .header("Accept", "application/json");
     if (body == null) {
       b.method(method, HttpRequest.BodyPublishers.noBody());
     } else {
-      b.header("Content-Type", "application/json").method(method, HttpRequest.BodyPublishers.ofString(body.toString()));
+      b.header("Content-Type", "application/json")
+          .method(method, HttpRequest.BodyPublishers.ofString(body.toString()));
     }
     HttpResponse<String> response;
     try {
       response = http.send(b.build(), HttpResponse.BodyHandlers.ofString());
     } catch (ConnectException e) {
-      throw new UnreachableException("no buildqueue server answers at " + base
-          + "; start one with: java -jar buildqueue-local.jar serve (or pass --port)");
+      throw new UnreachableException(
+          "no buildqueue server answers at "
+              + base
+              + "; start one with: java -jar buildqueue-local.jar serve (or pass --port)");
     } catch (IOException e) {
       throw new UnreachableException("the request to " + base + " failed: " + e);
     } catch (InterruptedException e) {

@@ -6,7 +6,8 @@ import java.util.Set;
 
 /** {@code cancel}: cancels a job, at once if queued; a running one is stopped by its worker. */
 record CancelCommand(Cli cli) implements CliCommand {
-  static final String USAGE = """
+  static final String USAGE =
+      """
         cancel <job-id>
             Cancels a job: at once if queued; a running one is stopped within seconds.
       """;
@@ -16,11 +17,21 @@ record CancelCommand(Cli cli) implements CliCommand {
     CommandLine cl = CommandLine.parse("cancel", args, ApiConnection.FLAGS, Set.of("json"));
     String id = Cli.jobId(cl.positional(0, "a job id: cancel <job-id>"));
     cl.atMostPositionals(1, "cancel <job-id>");
-    ApiClient.Reply reply = Cli.accepted(
-        ApiConnection.open(cli, cl, "cli", true).post("jobs/" + id + "/cancel", Cli.JSON.createObjectNode()));
+    ApiClient.Reply reply =
+        Cli.accepted(
+            ApiConnection.open(cli, cl, "cli", true)
+                .post("jobs/" + id + "/cancel", Cli.JSON.createObjectNode()));
     JsonNode job = reply.json();
-    return cli.answer(cl, reply.text(), "job " + id + ": " + job.path("status").asText()
-        + (job.path("cancelRequested").asBoolean() && !"cancelled".equals(job.path("status").asText())
-            ? " (cancel requested; its worker stops it within seconds)" : ""));
+    return cli.answer(
+        cl,
+        reply.text(),
+        "job "
+            + id
+            + ": "
+            + job.path("status").asText()
+            + (job.path("cancelRequested").asBoolean()
+                    && !"cancelled".equals(job.path("status").asText())
+                ? " (cancel requested; its worker stops it within seconds)"
+                : ""));
   }
 }

@@ -46,7 +46,9 @@ final class Cli {
     return reply;
   }
 
-  /** Prints a command's result: the API's JSON with {@code --json}, otherwise the text for people. */
+  /**
+   * Prints a command's result: the API's JSON with {@code --json}, otherwise the text for people.
+   */
   int answer(CommandLine cl, String json, String text) {
     out.println(cl.has("json") ? json : text);
     return Main.OK;
@@ -57,7 +59,13 @@ final class Cli {
     JsonNode p = reply.json();
     String detail = p.path("detail").asText(reply.text());
     String title = p.path("title").asText("");
-    err.println("buildqueue: " + (title.isEmpty() ? "" : title + " ") + "(HTTP " + reply.status() + "): " + detail);
+    err.println(
+        "buildqueue: "
+            + (title.isEmpty() ? "" : title + " ")
+            + "(HTTP "
+            + reply.status()
+            + "): "
+            + detail);
     return Main.API_ERROR;
   }
 
@@ -73,8 +81,10 @@ final class Cli {
     } catch (JsonProcessingException e) {
       String why = e.getOriginalMessage();
       int detail = why.indexOf(" (");
-      throw new CommandLine.UsageException("the payload is not valid JSON (" + (detail < 0 ? why : why.substring(0, detail))
-          + "); quote it, e.g. '{\"steps\": 5}'");
+      throw new CommandLine.UsageException(
+          "the payload is not valid JSON ("
+              + (detail < 0 ? why : why.substring(0, detail))
+              + "); quote it, e.g. '{\"steps\": 5}'");
     }
   }
 

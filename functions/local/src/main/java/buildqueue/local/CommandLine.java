@@ -28,7 +28,8 @@ final class CommandLine {
    * Parses {@code args} for {@code command}, accepting only the given flags (which take a value)
    * and switches (which do not). {@code --flag=value} works too.
    */
-  static CommandLine parse(String command, List<String> args, Set<String> flags, Set<String> switches) {
+  static CommandLine parse(
+      String command, List<String> args, Set<String> flags, Set<String> switches) {
     CommandLine cl = new CommandLine(command);
     for (int i = 0; i < args.size(); i++) {
       String a = args.get(i);
@@ -60,8 +61,14 @@ final class CommandLine {
         List<String> known = new ArrayList<>();
         flags.forEach(f -> known.add("--" + f + " <value>"));
         switches.forEach(s -> known.add("--" + s));
-        throw new UsageException("unknown option --" + name + " for " + command
-            + (known.isEmpty() ? " (it takes none)" : "; it takes " + String.join(", ", known)));
+        throw new UsageException(
+            "unknown option --"
+                + name
+                + " for "
+                + command
+                + (known.isEmpty()
+                    ? " (it takes none)"
+                    : "; it takes " + String.join(", ", known)));
       }
     }
     return cl;
@@ -80,7 +87,8 @@ final class CommandLine {
 
   void atMostPositionals(int n, String usage) {
     if (positionals.size() > n) {
-      throw new UsageException("unexpected argument \"" + positionals.get(n) + "\"; usage: " + usage);
+      throw new UsageException(
+          "unexpected argument \"" + positionals.get(n) + "\"; usage: " + usage);
     }
   }
 
@@ -104,7 +112,8 @@ final class CommandLine {
       }
       return n;
     } catch (NumberFormatException e) {
-      throw new UsageException("--" + name + " must be a whole number from " + min + " to " + max + ", was " + v);
+      throw new UsageException(
+          "--" + name + " must be a whole number from " + min + " to " + max + ", was " + v);
     }
   }
 
@@ -136,10 +145,13 @@ final class CommandLine {
     } catch (RuntimeException e) {
       // fall through to the message
     }
-    throw new UsageException(what + " must be a duration such as 500ms, 5s, 2m, 1h or 7d, was \"" + text + "\"");
+    throw new UsageException(
+        what + " must be a duration such as 500ms, 5s, 2m, 1h or 7d, was \"" + text + "\"");
   }
 
-  /** A size in bytes: a whole number, or one with {@code k}, {@code m} or {@code g} (KiB, MiB, GiB). */
+  /**
+   * A size in bytes: a whole number, or one with {@code k}, {@code m} or {@code g} (KiB, MiB, GiB).
+   */
   long bytes(String name, long fallback) {
     String v = values.get(name);
     if (v == null) {
@@ -159,7 +171,11 @@ final class CommandLine {
     } catch (NumberFormatException e) {
       // said below
     }
-    throw new UsageException("--" + name + " must be a positive size in bytes such as 1048576, 512k, 100m or 1g, was \""
-        + v + "\"");
+    throw new UsageException(
+        "--"
+            + name
+            + " must be a positive size in bytes such as 1048576, 512k, 100m or 1g, was \""
+            + v
+            + "\"");
   }
 }

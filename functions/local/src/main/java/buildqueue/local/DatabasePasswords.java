@@ -16,15 +16,16 @@ import java.util.Set;
 
 /**
  * The embedded PostgreSQL's passwords, one per role, made at random the first time and kept in
- * {@code <data dir>/database-passwords.properties} with mode 600: readable by the OS user that
- * runs the server and by no one else. The server uses the superuser's; a worker process is given
- * the worker role's only (V005), in its environment.
+ * {@code <data dir>/database-passwords.properties} with mode 600: readable by the OS user that runs
+ * the server and by no one else. The server uses the superuser's; a worker process is given the
+ * worker role's only (V005), in its environment.
  */
 record DatabasePasswords(String superuser, String worker) {
   static final String FILE = "database-passwords.properties";
   static final String SUPERUSER = "postgres";
   static final String WORKER = buildqueue.db.WorkerRole.NAME;
-  private static final Set<PosixFilePermission> OWNER_ONLY = PosixFilePermissions.fromString("rw-------");
+  private static final Set<PosixFilePermission> OWNER_ONLY =
+      PosixFilePermissions.fromString("rw-------");
   private static final SecureRandom RANDOM = new SecureRandom();
 
   static Path file(Path dataDir) {
@@ -53,9 +54,13 @@ record DatabasePasswords(String superuser, String worker) {
       p.setProperty(SUPERUSER, made.superuser());
       p.setProperty(WORKER, made.worker());
       Files.createDirectories(dataDir);
-      Path tmp = Files.createTempFile(dataDir, FILE, ".tmp", PosixFilePermissions.asFileAttribute(OWNER_ONLY));
+      Path tmp =
+          Files.createTempFile(
+              dataDir, FILE, ".tmp", PosixFilePermissions.asFileAttribute(OWNER_ONLY));
       try (Writer out = Files.newBufferedWriter(tmp, StandardCharsets.UTF_8)) {
-        p.store(out, "buildqueue: PostgreSQL passwords of the embedded database. Keep this file private.");
+        p.store(
+            out,
+            "buildqueue: PostgreSQL passwords of the embedded database. Keep this file private.");
       }
       Files.move(tmp, file, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
       return made;
@@ -66,7 +71,9 @@ record DatabasePasswords(String superuser, String worker) {
 
   /** A file holding only the superuser's password, mode 600, for {@code initdb --pwfile}. */
   Path superuserPasswordFile(Path dir) throws IOException {
-    Path tmp = Files.createTempFile(dir, "pwfile", ".tmp", PosixFilePermissions.asFileAttribute(OWNER_ONLY));
+    Path tmp =
+        Files.createTempFile(
+            dir, "pwfile", ".tmp", PosixFilePermissions.asFileAttribute(OWNER_ONLY));
     Files.writeString(tmp, superuser + "\n", StandardCharsets.UTF_8);
     return tmp;
   }
@@ -74,7 +81,8 @@ record DatabasePasswords(String superuser, String worker) {
   private static String required(Properties p, String key, Path file) {
     String value = p.getProperty(key);
     if (value == null || value.isBlank()) {
-      throw new IllegalStateException(file + " has no password for " + key + "; remove the file only with the database");
+      throw new IllegalStateException(
+          file + " has no password for " + key + "; remove the file only with the database");
     }
     return value;
   }

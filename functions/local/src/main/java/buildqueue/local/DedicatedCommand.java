@@ -7,7 +7,8 @@ import java.util.Set;
 
 /** {@code dedicated}: gives a user a dedicated worker (their own lane) or takes it away. */
 record DedicatedCommand(Cli cli) implements CliCommand {
-  static final String USAGE = """
+  static final String USAGE =
+      """
         dedicated <user> on|off
             Gives a user a dedicated worker (their own lane) or takes it away.
       """;
@@ -19,15 +20,25 @@ record DedicatedCommand(Cli cli) implements CliCommand {
     String user = cl.positional(0, "a user id: dedicated <user> on|off");
     String onOff = cl.positional(1, "on or off: dedicated <user> on|off");
     if (!onOff.equals("on") && !onOff.equals("off")) {
-      throw new CommandLine.UsageException("say on or off, not \"" + onOff + "\": dedicated <user> on|off");
+      throw new CommandLine.UsageException(
+          "say on or off, not \"" + onOff + "\": dedicated <user> on|off");
     }
     ObjectNode body = Cli.JSON.createObjectNode().put("dedicatedWorker", onOff.equals("on"));
-    ApiClient.Reply reply = Cli.accepted(ApiConnection.open(cli, cl, "cli", true).put(Cli.userPath(user), body));
+    ApiClient.Reply reply =
+        Cli.accepted(ApiConnection.open(cli, cl, "cli", true).put(Cli.userPath(user), body));
     JsonNode r = reply.json();
     long moved = r.path("movedCount").asLong();
-    return cli.answer(cl, reply.text(),
-        user + (r.path("dedicatedWorker").asBoolean() ? " now has a dedicated worker" : " now shares workers")
-            + ": new jobs wait in lane " + r.path("lane").asText()
-            + (moved == 0 ? "" : "; " + moved + " queued job" + (moved == 1 ? "" : "s") + " moved there"));
+    return cli.answer(
+        cl,
+        reply.text(),
+        user
+            + (r.path("dedicatedWorker").asBoolean()
+                ? " now has a dedicated worker"
+                : " now shares workers")
+            + ": new jobs wait in lane "
+            + r.path("lane").asText()
+            + (moved == 0
+                ? ""
+                : "; " + moved + " queued job" + (moved == 1 ? "" : "s") + " moved there"));
   }
 }

@@ -18,9 +18,10 @@ import java.util.Set;
 
 /**
  * {@code serve --demo}: a mix of jobs from several users that shows what the queue does (a
- * dedicated lane beside the shared one, FIFO, a crash that resumes from its progress, a crash
- * loop that fails with a clear message, a job that fails on purpose, a real build script with its
- * log), and one live line per job until all have finished. It goes through the same API code as any client.
+ * dedicated lane beside the shared one, FIFO, a crash that resumes from its progress, a crash loop
+ * that fails with a clear message, a job that fails on purpose, a real build script with its log),
+ * and one live line per job until all have finished. It goes through the same API code as any
+ * client.
  */
 final class Demo {
   private static final ObjectMapper JSON = new ObjectMapper();
@@ -41,14 +42,27 @@ final class Demo {
     return List.of(
         new DemoJob("ada", "dedicated worker", "{\"steps\": 12, " + ms + "}"),
         new DemoJob("bob", "shared lane", "{\"steps\": 10, " + ms + "}"),
-        new DemoJob("cy", "crashes at step 4 once, resumes from 3", "{\"steps\": 8, " + ms
-            + ", \"crashAtStep\": 4, \"crashAttempts\": 1}"),
+        new DemoJob(
+            "cy",
+            "crashes at step 4 once, resumes from 3",
+            "{\"steps\": 8, " + ms + ", \"crashAtStep\": 4, \"crashAttempts\": 1}"),
         new DemoJob("ada", "dedicated worker, 2nd job", "{\"steps\": 6, " + ms + "}"),
-        new DemoJob("dee", "crashes before any progress, every time", "{\"steps\": 6, " + ms + ", \"crashAtStep\": 1}"),
-        new DemoJob("eve", "fails on purpose at step 5", "{\"steps\": 8, " + ms + ", \"failAtStep\": 5}"),
+        new DemoJob(
+            "dee",
+            "crashes before any progress, every time",
+            "{\"steps\": 6, " + ms + ", \"crashAtStep\": 1}"),
+        new DemoJob(
+            "eve", "fails on purpose at step 5", "{\"steps\": 8, " + ms + ", \"failAtStep\": 5}"),
         new DemoJob("bob", "shared lane, 2nd job", "{\"steps\": 6, " + ms + "}"),
-        new DemoJob("fay", "a real build: a shell script's log (bq logs ID)", DemoKinds.KIND, "{\"pages\": 6}"),
-        new DemoJob("gus", "a script that fails with its own message", DemoKinds.KIND,
+        new DemoJob(
+            "fay",
+            "a real build: a shell script's log (bq logs ID)",
+            DemoKinds.KIND,
+            "{\"pages\": 6}"),
+        new DemoJob(
+            "gus",
+            "a script that fails with its own message",
+            DemoKinds.KIND,
             "{\"pages\": 5, \"failAtPage\": 3}"));
   }
 
@@ -56,21 +70,34 @@ final class Demo {
   private final PrintStream out;
   private final boolean live;
 
-  /** @param live redraw the lines in place (a terminal); otherwise print a line when a job changes */
+  /**
+   * @param live redraw the lines in place (a terminal); otherwise print a line when a job changes
+   */
   Demo(HttpApi api, PrintStream out, boolean live) {
     this.api = api;
     this.out = out;
     this.live = live;
   }
 
-  /** Gives {@value #DEDICATED_USER} a dedicated worker and submits the mix; returns job id → what it shows. */
+  /**
+   * Gives {@value #DEDICATED_USER} a dedicated worker and submits the mix; returns job id → what it
+   * shows.
+   */
   Map<Long, String> submit(List<DemoJob> jobs, String runId) {
     call("PUT", "/users/" + DEDICATED_USER, "{\"dedicatedWorker\": true}", OPERATOR);
     Map<Long, String> submitted = new LinkedHashMap<>();
     for (int i = 0; i < jobs.size(); i++) {
       DemoJob j = jobs.get(i);
-      String body = "{\"kind\": \"" + j.kind() + "\", \"payload\": " + j.payload()
-          + ", \"idempotencyKey\": \"demo-" + runId + "-" + (i + 1) + "\"}";
+      String body =
+          "{\"kind\": \""
+              + j.kind()
+              + "\", \"payload\": "
+              + j.payload()
+              + ", \"idempotencyKey\": \"demo-"
+              + runId
+              + "-"
+              + (i + 1)
+              + "\"}";
       JsonNode job = call("POST", "/jobs", body, Caller.user(j.user()));
       submitted.put(job.path("id").asLong(), j.shows());
     }
@@ -128,13 +155,23 @@ final class Demo {
   }
 
   private JsonNode call(String method, String target, String body, Caller caller) {
-    ApiRequest request = body == null ? ApiRequest.of(method, target, caller) : ApiRequest.json(method, target, body, caller);
+    ApiRequest request =
+        body == null
+            ? ApiRequest.of(method, target, caller)
+            : ApiRequest.json(method, target, body, caller);
     ApiResponse response = api.handle(request);
     try {
       JsonNode json = JSON.readTree(response.body());
       if (response.status() >= 300) {
-        throw new IllegalStateException("demo request " + method + " " + target + " failed: " + response.status()
-            + " " + json.path("detail").asText());
+        throw new IllegalStateException(
+            "demo request "
+                + method
+                + " "
+                + target
+                + " failed: "
+                + response.status()
+                + " "
+                + json.path("detail").asText());
       }
       return json;
     } catch (IOException e) {

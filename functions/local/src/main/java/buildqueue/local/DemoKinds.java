@@ -15,10 +15,10 @@ import java.util.Optional;
 
 /**
  * The kind {@code serve --demo} adds so a newcomer sees a real build run: {@value #KIND}, a shell
- * script shipped in this jar ({@code render-sample.sh}) that prints a log, reports progress, resumes
- * after an interruption and fails with its own message when asked. The demo writes the script and a
- * catalogue that holds it (beside the operator's own kinds, if {@code --kinds} gave some) into
- * {@code <data-dir>/demo/}, and the server runs from that catalogue like any other.
+ * script shipped in this jar ({@code render-sample.sh}) that prints a log, reports progress,
+ * resumes after an interruption and fails with its own message when asked. The demo writes the
+ * script and a catalogue that holds it (beside the operator's own kinds, if {@code --kinds} gave
+ * some) into {@code <data-dir>/demo/}, and the server runs from that catalogue like any other.
  */
 final class DemoKinds {
   static final String KIND = "render-sample";
@@ -59,19 +59,26 @@ final class DemoKinds {
         kinds.setAll((ObjectNode) JSON.readTree(operatorCatalogue.get().toFile()).path("kinds"));
       }
       if (!kinds.has(KIND)) {
-        kinds.set(KIND, JSON.readTree("""
+        kinds.set(
+            KIND,
+            JSON.readTree(
+                """
             {"command": ["sh", "%s"], "timeout": "5m", "cancelGracePeriod": "5s", "retryExitCodes": [75],
              "payloadSchema": {"type": "object", "additionalProperties": false,
                "properties": {"pages": {"type": "integer", "minimum": 1, "maximum": 60},
                               "failAtPage": {"type": "integer", "minimum": 1}}}}
-            """.formatted(script.toString().replace("\\", "\\\\").replace("\"", "\\\""))));
+            """
+                    .formatted(script.toString().replace("\\", "\\\\").replace("\"", "\\\""))));
       }
       Path file = dir.resolve("kinds.json");
-      Files.writeString(file, JSON.writerWithDefaultPrettyPrinter().writeValueAsString(catalogue),
+      Files.writeString(
+          file,
+          JSON.writerWithDefaultPrettyPrinter().writeValueAsString(catalogue),
           StandardCharsets.UTF_8);
       return file;
     } catch (IOException e) {
-      throw new UncheckedIOException("could not write the demo's kinds under " + dataDir + ": " + e.getMessage(), e);
+      throw new UncheckedIOException(
+          "could not write the demo's kinds under " + dataDir + ": " + e.getMessage(), e);
     }
   }
 }

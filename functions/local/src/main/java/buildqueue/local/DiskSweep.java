@@ -31,11 +31,14 @@ final class DiskSweep {
   private static final System.Logger LOG = System.getLogger(DiskSweep.class.getName());
   private static final Pattern JOB_LOG = Pattern.compile("job-([0-9]{1,18})\\.log");
   private static final Pattern WORKER_LOG = Pattern.compile("worker-([0-9]{1,18})\\.log");
+
   /** Ids asked about in one statement. */
   private static final int BATCH = 1000;
 
-  private static final String GONE_JOBS = "select unnest(?::bigint[]) as id except select id from build_job";
-  private static final String GONE_WORKERS = "select unnest(?::bigint[]) as id except select id from build_worker";
+  private static final String GONE_JOBS =
+      "select unnest(?::bigint[]) as id except select id from build_job";
+  private static final String GONE_WORKERS =
+      "select unnest(?::bigint[]) as id except select id from build_worker";
 
   private final DataSource db;
   private final LocalProcessPlatform.Directories dirs;
@@ -49,15 +52,19 @@ final class DiskSweep {
   record Swept(int jobLogs, int workerLogs) {}
 
   /**
-   * Deletes the job logs of deleted jobs and the logs of deleted workers that are not running
-   * here ({@code live}: a worker's row is deleted only once it has exited, but a file is never
-   * taken from under a process that may still write it).
+   * Deletes the job logs of deleted jobs and the logs of deleted workers that are not running here
+   * ({@code live}: a worker's row is deleted only once it has exited, but a file is never taken
+   * from under a process that may still write it).
    */
   Swept sweep(Set<Long> live) {
     int jobs = sweep(dirs.jobLogs(), JOB_LOG, GONE_JOBS, Set.of());
     int workers = sweep(dirs.workerLogs(), WORKER_LOG, GONE_WORKERS, live);
     if (jobs + workers > 0) {
-      LOG.log(Level.INFO, "removed the logs of {0} job(s) and {1} worker(s) past the retention", jobs, workers);
+      LOG.log(
+          Level.INFO,
+          "removed the logs of {0} job(s) and {1} worker(s) past the retention",
+          jobs,
+          workers);
     }
     return new Swept(jobs, workers);
   }
@@ -65,12 +72,13 @@ final class DiskSweep {
   private int sweep(Path dir, Pattern name, String gone, Set<Long> keep) {
     Map<Long, Path> files = new HashMap<>();
     try (Stream<Path> entries = Files.list(dir)) {
-      entries.forEach(p -> {
-        Matcher m = name.matcher(p.getFileName().toString());
-        if (m.matches() && !keep.contains(Long.valueOf(m.group(1)))) {
-          files.put(Long.valueOf(m.group(1)), p);
-        }
-      });
+      entries.forEach(
+          p -> {
+            Matcher m = name.matcher(p.getFileName().toString());
+            if (m.matches() && !keep.contains(Long.valueOf(m.group(1)))) {
+              files.put(Long.valueOf(m.group(1)), p);
+            }
+          });
     } catch (IOException e) {
       return 0; // no such directory yet
     }
@@ -92,7 +100,8 @@ final class DiskSweep {
 
   private List<Long> goneOf(String sql, List<Long> ids) {
     List<Long> gone = new ArrayList<>();
-    try (Connection c = db.getConnection(); PreparedStatement s = c.prepareStatement(sql)) {
+    try (Connection c = db.getConnection();
+        PreparedStatement s = c.prepareStatement(sql)) {
       Array array = c.createArrayOf("bigint", ids.toArray());
       s.setArray(1, array);
       try (ResultSet r = s.executeQuery()) {

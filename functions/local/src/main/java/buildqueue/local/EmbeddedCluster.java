@@ -35,7 +35,8 @@ final class EmbeddedCluster {
     }
     String version = p.getProperty("binaries.version", "");
     if (!version.matches("\\d+\\..*")) {
-      throw new IllegalStateException(resource + " names no PostgreSQL version (" + version + "): build it with Maven");
+      throw new IllegalStateException(
+          resource + " names no PostgreSQL version (" + version + "): build it with Maven");
     }
     return Integer.parseInt(version.substring(0, version.indexOf('.')));
   }
@@ -54,20 +55,33 @@ final class EmbeddedCluster {
     try {
       found = Files.readString(file).strip();
     } catch (IOException e) {
-      throw new BuildQueueException("cannot read " + file + " (which PostgreSQL made " + dir + "): " + e.getMessage(), e);
+      throw new BuildQueueException(
+          "cannot read " + file + " (which PostgreSQL made " + dir + "): " + e.getMessage(), e);
     }
     if (found.equals(Integer.toString(major))) {
       return;
     }
-    throw new BuildQueueException("the embedded PostgreSQL data in " + dir + " were made by PostgreSQL " + found
-        + " (an earlier buildqueue), and this buildqueue runs PostgreSQL " + major + ", which cannot open them."
-        + " Nothing was changed. To start afresh, move the directory away (mv " + dir + " " + dir + "-pg" + found
-        + ") and start again; the old jobs stay in the moved directory. To keep them, upgrade the directory"
-        + " with PostgreSQL's own tools (pg_upgrade, or pg_dump with the earlier buildqueue serving it and a"
-        + " restore into the new one) before starting this buildqueue on it.");
+    throw new BuildQueueException(
+        "the embedded PostgreSQL data in "
+            + dir
+            + " were made by PostgreSQL "
+            + found
+            + " (an earlier buildqueue), and this buildqueue runs PostgreSQL "
+            + major
+            + ", which cannot open them."
+            + " Nothing was changed. To start afresh, move the directory away (mv "
+            + dir
+            + " "
+            + dir
+            + "-pg"
+            + found
+            + ") and start again; the old jobs stay in the moved directory. To keep them, upgrade the directory"
+            + " with PostgreSQL's own tools (pg_upgrade, or pg_dump with the earlier buildqueue serving it and a"
+            + " restore into the new one) before starting this buildqueue on it.");
   }
 
-  static EmbeddedPostgres start(Path dataDir, Path dir, DatabasePasswords passwords, boolean trusting) {
+  static EmbeddedPostgres start(
+      Path dataDir, Path dir, DatabasePasswords passwords, boolean trusting) {
     Path log = dataDir.resolve("postgres.log");
     Path pwfile = null;
     try {
@@ -78,27 +92,36 @@ final class EmbeddedCluster {
         // initdb's own "-A trust" is overridden by the later option: the superuser gets its
         // password at once, and there is no moment when the cluster trusts anyone.
         pwfile = passwords.superuserPasswordFile(dataDir);
-        builder.setLocaleConfig("auth", "scram-sha-256").setLocaleConfig("pwfile", pwfile.toString());
+        builder
+            .setLocaleConfig("auth", "scram-sha-256")
+            .setLocaleConfig("pwfile", pwfile.toString());
       }
       if (!trusting) {
         builder.setDataDirectoryCustomizer(d -> writeHba(d.toPath()));
         // Its readiness check logs in too.
         builder.setConnectConfig("password", passwords.superuser());
       }
-      EmbeddedPostgres pg = builder
-          .setDataDirectory(dir)
-          .setCleanDataDirectory(false)
-          // The server stops it itself, after its workers had their grace period (LocalRuntime).
-          .setRegisterShutdownHook(false)
-          .setServerConfig("max_connections", "100")
-          .setOutputRedirector(ProcessBuilder.Redirect.appendTo(log.toFile()))
-          .setErrorRedirector(ProcessBuilder.Redirect.appendTo(log.toFile()))
-          .start();
-      LOG.log(Level.INFO, "embedded PostgreSQL {0} in {1} on port {2}", fresh ? "created" : "started", dir,
+      EmbeddedPostgres pg =
+          builder
+              .setDataDirectory(dir)
+              .setCleanDataDirectory(false)
+              // The server stops it itself, after its workers had their grace period
+              // (LocalRuntime).
+              .setRegisterShutdownHook(false)
+              .setServerConfig("max_connections", "100")
+              .setOutputRedirector(ProcessBuilder.Redirect.appendTo(log.toFile()))
+              .setErrorRedirector(ProcessBuilder.Redirect.appendTo(log.toFile()))
+              .start();
+      LOG.log(
+          Level.INFO,
+          "embedded PostgreSQL {0} in {1} on port {2}",
+          fresh ? "created" : "started",
+          dir,
           Integer.toString(pg.getPort()));
       return pg;
     } catch (IOException e) {
-      throw new UncheckedIOException("could not start embedded PostgreSQL in " + dir + "; see " + log, e);
+      throw new UncheckedIOException(
+          "could not start embedded PostgreSQL in " + dir + "; see " + log, e);
     } finally {
       if (pwfile != null) {
         try {
@@ -139,14 +162,17 @@ final class EmbeddedCluster {
     props.setProperty("user", DatabasePasswords.SUPERUSER);
     try (java.sql.Connection c = java.sql.DriverManager.getConnection(jdbcUrl, props)) {
       c.unwrap(org.postgresql.PGConnection.class)
-          .alterUserPassword(DatabasePasswords.SUPERUSER, passwords.superuser().toCharArray(), "scram-sha-256");
+          .alterUserPassword(
+              DatabasePasswords.SUPERUSER, passwords.superuser().toCharArray(), "scram-sha-256");
       writeHba(dir);
       try (java.sql.Statement st = c.createStatement()) {
         st.execute("select pg_reload_conf()");
       }
-      LOG.log(Level.INFO, "the embedded PostgreSQL in {0} now asks every role for its password", dir);
+      LOG.log(
+          Level.INFO, "the embedded PostgreSQL in {0} now asks every role for its password", dir);
     } catch (java.sql.SQLException e) {
-      throw new BuildQueueException("could not give the embedded PostgreSQL in " + dir + " passwords: " + e.getMessage(), e);
+      throw new BuildQueueException(
+          "could not give the embedded PostgreSQL in " + dir + " passwords: " + e.getMessage(), e);
     }
   }
 

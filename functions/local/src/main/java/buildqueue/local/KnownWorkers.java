@@ -26,7 +26,11 @@ import java.util.stream.Stream;
  */
 final class KnownWorkers {
   private static final System.Logger LOG = System.getLogger(KnownWorkers.class.getName());
-  /** How long SIGKILL is repeated on a dead worker's job processes before its exit is delivered anyway. */
+
+  /**
+   * How long SIGKILL is repeated on a dead worker's job processes before its exit is delivered
+   * anyway.
+   */
   private static final Duration LEFTOVER_PATIENCE = Duration.ofSeconds(10);
 
   /** A worker process this platform knows: launched by it, or left running by a previous server. */
@@ -37,14 +41,19 @@ final class KnownWorkers {
   private final Map<UUID, Child> byToken = new ConcurrentHashMap<>();
   private final Map<String, Child> adoptedByLabel;
   private final Map<LocalTaskId, Child> live = new ConcurrentHashMap<>();
+
   /** Known workers whose process is gone and whose jobs' leftovers are gone too. */
   private final Set<LocalTaskId> cleared = ConcurrentHashMap.newKeySet();
-  private final ExecutorService evidence = Executors.newSingleThreadExecutor(r -> {
-    Thread t = new Thread(r, "buildqueue-worker-exits");
-    t.setDaemon(true);
-    return t;
-  });
-  private volatile LocalProcessPlatform.StopListener listener = (taskId, workerId, token, reason) -> {};
+
+  private final ExecutorService evidence =
+      Executors.newSingleThreadExecutor(
+          r -> {
+            Thread t = new Thread(r, "buildqueue-worker-exits");
+            t.setDaemon(true);
+            return t;
+          });
+  private volatile LocalProcessPlatform.StopListener listener =
+      (taskId, workerId, token, reason) -> {};
 
   /**
    * Adopts the workers a previous server with the same {@code home} label left running, and clears
@@ -78,7 +87,10 @@ final class KnownWorkers {
     process.onExit().thenAcceptAsync(p -> exited(child, describeExit(p.exitValue())), evidence);
   }
 
-  /** Whether a known worker's process is gone but its exit not yet delivered (its jobs' leftovers are being killed). */
+  /**
+   * Whether a known worker's process is gone but its exit not yet delivered (its jobs' leftovers
+   * are being killed).
+   */
   boolean exiting(LocalTaskId id) {
     return live.containsKey(id) && !cleared.contains(id);
   }
@@ -108,8 +120,11 @@ final class KnownWorkers {
   boolean stopAll(Duration grace) throws InterruptedException {
     List<Child> running = live.values().stream().filter(c -> c.handle().isAlive()).toList();
     for (Child c : running) {
-      LOG.log(Level.INFO, "stopping worker process {0} (worker {1}): the server is shutting down",
-          Long.toString(c.handle().pid()), c.workerId());
+      LOG.log(
+          Level.INFO,
+          "stopping worker process {0} (worker {1}): the server is shutting down",
+          Long.toString(c.handle().pid()),
+          c.workerId());
       c.handle().destroy();
     }
     if (awaitExited(grace)) {
@@ -117,8 +132,12 @@ final class KnownWorkers {
     }
     List<Child> left = live.values().stream().filter(c -> c.handle().isAlive()).toList();
     for (Child c : left) {
-      LOG.log(Level.WARNING, "worker process {0} did not stop within {1} s; SIGKILL (its job is recovered at the next"
-          + " start)", Long.toString(c.handle().pid()), grace.toSeconds());
+      LOG.log(
+          Level.WARNING,
+          "worker process {0} did not stop within {1} s; SIGKILL (its job is recovered at the next"
+              + " start)",
+          Long.toString(c.handle().pid()),
+          grace.toSeconds());
       c.handle().destroyForcibly();
     }
     // Each exit kills what its jobs left (bounded by LEFTOVER_PATIENCE) before it is delivered.
@@ -136,7 +155,11 @@ final class KnownWorkers {
     }
     if (code > 128) {
       // A worker that halts itself (its deadline, a demo crash) uses 137 too, like SIGKILL.
-      return "worker process ended with code " + code + " (signal " + (code - 128) + ", or it halted itself)";
+      return "worker process ended with code "
+          + code
+          + " (signal "
+          + (code - 128)
+          + ", or it halted itself)";
     }
     return "worker process failed (code " + code + "); see its log";
   }
@@ -151,8 +174,13 @@ final class KnownWorkers {
       listener.stopped(child.id().toString(), child.workerId(), child.token(), reason);
     } catch (RuntimeException e) {
       // The tick's liveness check finds the process gone and delivers the evidence again.
-      LOG.log(Level.WARNING, "exit of " + child.id() + " not recorded yet (" + e.getMessage()
-          + "); the next tick's liveness check records it");
+      LOG.log(
+          Level.WARNING,
+          "exit of "
+              + child.id()
+              + " not recorded yet ("
+              + e.getMessage()
+              + "); the next tick's liveness check records it");
     } finally {
       if (child.token() != null) {
         byToken.remove(child.token());
@@ -170,13 +198,20 @@ final class KnownWorkers {
   private Map<String, Child> adoptSurvivors(String home) {
     Map<String, Child> found = new ConcurrentHashMap<>();
     for (WorkerProcesses.Survivor s : WorkerProcesses.survivors(home)) {
-      Child child = new Child(LocalTaskId.of(host, s.handle(), s.start()), s.workerId(), null, s.handle());
+      Child child =
+          new Child(LocalTaskId.of(host, s.handle(), s.start()), s.workerId(), null, s.handle());
       found.put(s.label(), child);
       live.put(child.id(), child);
-      s.handle().onExit().thenAcceptAsync(gone -> exited(child, "worker process exited (seen after a server restart)"),
-          evidence);
-      LOG.log(Level.INFO, "worker {0} (process {1}) is still running from before this server started",
-          Long.toString(s.workerId()), Long.toString(s.handle().pid()));
+      s.handle()
+          .onExit()
+          .thenAcceptAsync(
+              gone -> exited(child, "worker process exited (seen after a server restart)"),
+              evidence);
+      LOG.log(
+          Level.INFO,
+          "worker {0} (process {1}) is still running from before this server started",
+          Long.toString(s.workerId()),
+          Long.toString(s.handle().pid()));
     }
     return found;
   }
@@ -190,8 +225,12 @@ final class KnownWorkers {
     try {
       LeftoverJobs.Cleared cleared = LeftoverJobs.clear(work, LEFTOVER_PATIENCE);
       if (cleared.killed() > 0) {
-        LOG.log(Level.WARNING, "worker {0} left {1} job processes running; sent them SIGKILL{2}", workerId,
-            cleared.killed(), cleared.survivors() == 0 ? "" : " (" + cleared.survivors() + " still alive)");
+        LOG.log(
+            Level.WARNING,
+            "worker {0} left {1} job processes running; sent them SIGKILL{2}",
+            workerId,
+            cleared.killed(),
+            cleared.survivors() == 0 ? "" : " (" + cleared.survivors() + " still alive)");
       }
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
@@ -206,12 +245,14 @@ final class KnownWorkers {
     live.values().forEach(c -> alive.add(c.workerId()));
     List<Long> dead = new ArrayList<>();
     try (Stream<Path> entries = Files.list(dirs.work())) {
-      entries.forEach(p -> {
-        String name = p.getFileName().toString();
-        if (name.matches("worker-[0-9]{1,18}") && !alive.contains(Long.valueOf(name.substring(7)))) {
-          dead.add(Long.valueOf(name.substring(7)));
-        }
-      });
+      entries.forEach(
+          p -> {
+            String name = p.getFileName().toString();
+            if (name.matches("worker-[0-9]{1,18}")
+                && !alive.contains(Long.valueOf(name.substring(7)))) {
+              dead.add(Long.valueOf(name.substring(7)));
+            }
+          });
     } catch (IOException e) {
       return; // no work directory yet
     }

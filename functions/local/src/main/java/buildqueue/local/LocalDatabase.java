@@ -19,14 +19,13 @@ import javax.sql.DataSource;
 
 /**
  * The server's PostgreSQL: an embedded one whose data lives in {@code <data dir>/postgres} and
- * survives restarts, or an existing one given by URL. Also what a worker process needs to reach
- * the same database ({@link #workerUrl()} and credentials).
+ * survives restarts, or an existing one given by URL. Also what a worker process needs to reach the
+ * same database ({@link #workerUrl()} and credentials).
  *
  * <p>One server per data directory, held by a lock on {@code server.lock}. An embedded PostgreSQL
  * left running by a server that was killed (its postmaster outlives it) is adopted rather than
- * fought over, so the workers that server left keep their database and nothing is interrupted.
- * The embedded cluster itself (its version check, its start, its passwords) is {@link
- * EmbeddedCluster}.
+ * fought over, so the workers that server left keep their database and nothing is interrupted. The
+ * embedded cluster itself (its version check, its start, its passwords) is {@link EmbeddedCluster}.
  */
 public final class LocalDatabase implements AutoCloseable {
   private static final System.Logger LOG = System.getLogger(LocalDatabase.class.getName());
@@ -40,7 +39,12 @@ public final class LocalDatabase implements AutoCloseable {
   private final Runnable stopServer;
   private final FileChannel lock;
 
-  private LocalDatabase(String url, String user, String password, String workerPassword, Runnable stopServer,
+  private LocalDatabase(
+      String url,
+      String user,
+      String password,
+      String workerPassword,
+      Runnable stopServer,
       FileChannel lock) {
     this.url = url;
     this.user = user;
@@ -54,8 +58,13 @@ public final class LocalDatabase implements AutoCloseable {
   public static LocalDatabase open(LocalSettings settings) {
     if (settings.databaseUrl() != null) {
       DatabasePasswords passwords = DatabasePasswords.loadOrCreate(settings.dataDir());
-      return new LocalDatabase(settings.databaseUrl(), settings.databaseUser(), settings.databasePassword(),
-          passwords.worker(), null, null);
+      return new LocalDatabase(
+          settings.databaseUrl(),
+          settings.databaseUser(),
+          settings.databasePassword(),
+          passwords.worker(),
+          null,
+          null);
     }
     FileChannel lock = lock(settings.dataDir());
     Runnable stop = null;
@@ -64,14 +73,19 @@ public final class LocalDatabase implements AutoCloseable {
       EmbeddedCluster.refuseAnotherMajorVersion(dir, EmbeddedCluster.embeddedMajorVersion());
       // A data directory made before passwords were asked for: its cluster trusts every local
       // connection, and is given passwords and password authentication once it runs.
-      boolean trusting = Files.exists(dir.resolve("PG_VERSION")) && !DatabasePasswords.exist(settings.dataDir());
+      boolean trusting =
+          Files.exists(dir.resolve("PG_VERSION")) && !DatabasePasswords.exist(settings.dataDir());
       DatabasePasswords passwords = DatabasePasswords.loadOrCreate(settings.dataDir());
       Optional<LeftRunning> left = LeftRunning.find(dir);
       int port;
       if (left.isPresent()) {
-        LOG.log(Level.WARNING, "adopting the PostgreSQL (pid {0}, port {1}) that a server which did not stop cleanly left"
-            + " running in {2}; its workers keep running", Long.toString(left.get().pid()),
-            Integer.toString(left.get().port()), dir);
+        LOG.log(
+            Level.WARNING,
+            "adopting the PostgreSQL (pid {0}, port {1}) that a server which did not stop cleanly left"
+                + " running in {2}; its workers keep running",
+            Long.toString(left.get().pid()),
+            Integer.toString(left.get().port()),
+            dir);
         port = left.get().port();
         stop = left.get()::stop;
       } else {
@@ -84,7 +98,12 @@ public final class LocalDatabase implements AutoCloseable {
       if (trusting) {
         EmbeddedCluster.askForPasswords(jdbcUrl, dir, passwords);
       }
-      return new LocalDatabase(jdbcUrl, DatabasePasswords.SUPERUSER, passwords.superuser(), passwords.worker(), stop,
+      return new LocalDatabase(
+          jdbcUrl,
+          DatabasePasswords.SUPERUSER,
+          passwords.superuser(),
+          passwords.worker(),
+          stop,
           lock);
     } catch (RuntimeException e) {
       if (stop != null) {
@@ -99,7 +118,8 @@ public final class LocalDatabase implements AutoCloseable {
     Path file = dataDir.resolve("server.lock");
     try {
       Files.createDirectories(dataDir);
-      FileChannel channel = FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.WRITE);
+      FileChannel channel =
+          FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.WRITE);
       try {
         if (channel.tryLock() != null) {
           return channel;
@@ -108,8 +128,10 @@ public final class LocalDatabase implements AutoCloseable {
         // another runtime in this process has it
       }
       channel.close();
-      throw new BuildQueueException("another buildqueue server is using " + dataDir
-          + "; stop it first, or give this one another --data-dir");
+      throw new BuildQueueException(
+          "another buildqueue server is using "
+              + dataDir
+              + "; stop it first, or give this one another --data-dir");
     } catch (IOException e) {
       throw new UncheckedIOException("cannot lock " + file, e);
     }
@@ -138,13 +160,16 @@ public final class LocalDatabase implements AutoCloseable {
         Path dataDir = Path.of(lines.get(1).strip());
         int port = Integer.parseInt(lines.get(3).strip());
         boolean ours = Files.exists(dataDir) && Files.isSameFile(dataDir, dir);
-        boolean isPostgres = ProcessHandle.of(pid).filter(ProcessHandle::isAlive)
-            .flatMap(WorkerProcesses::arguments)
-            .map(args -> args.length > 0 && args[0].contains("postgres"))
-            .orElse(false);
+        boolean isPostgres =
+            ProcessHandle.of(pid)
+                .filter(ProcessHandle::isAlive)
+                .flatMap(WorkerProcesses::arguments)
+                .map(args -> args.length > 0 && args[0].contains("postgres"))
+                .orElse(false);
         return ours && isPostgres ? Optional.of(new LeftRunning(pid, port)) : Optional.empty();
       } catch (IOException | RuntimeException e) {
-        return Optional.empty(); // a stale or partial pid file: PostgreSQL itself deals with it at start
+        return Optional
+            .empty(); // a stale or partial pid file: PostgreSQL itself deals with it at start
       }
     }
 
@@ -156,7 +181,9 @@ public final class LocalDatabase implements AutoCloseable {
         if (p.isPresent()) {
           p.get().onExit().get(STOP_WAIT.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS);
         }
-      } catch (IOException | java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
+      } catch (IOException
+          | java.util.concurrent.ExecutionException
+          | java.util.concurrent.TimeoutException e) {
         LOG.log(Level.WARNING, "PostgreSQL (pid " + pid + ") did not stop cleanly: " + e);
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
@@ -180,7 +207,8 @@ public final class LocalDatabase implements AutoCloseable {
     try {
       return new HikariDataSource(config);
     } catch (RuntimeException e) {
-      throw new BuildQueueException("cannot connect to PostgreSQL at " + redacted(url) + ": " + e.getMessage(), e);
+      throw new BuildQueueException(
+          "cannot connect to PostgreSQL at " + redacted(url) + ": " + e.getMessage(), e);
     }
   }
 
@@ -197,9 +225,10 @@ public final class LocalDatabase implements AutoCloseable {
     if (q < 0) {
       return url;
     }
-    List<String> kept = java.util.Arrays.stream(url.substring(q + 1).split("&"))
-        .filter(p -> !p.toLowerCase(java.util.Locale.ROOT).matches("(user|password)(=.*)?"))
-        .toList();
+    List<String> kept =
+        java.util.Arrays.stream(url.substring(q + 1).split("&"))
+            .filter(p -> !p.toLowerCase(java.util.Locale.ROOT).matches("(user|password)(=.*)?"))
+            .toList();
     return kept.isEmpty() ? url.substring(0, q) : url.substring(0, q + 1) + String.join("&", kept);
   }
 

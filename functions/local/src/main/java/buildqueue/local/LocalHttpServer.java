@@ -25,8 +25,8 @@ import java.util.function.Function;
 /**
  * The API on {@code 127.0.0.1} through the JDK's built-in HTTP server: each exchange becomes an
  * {@link ApiRequest} with the caller from its bearer token ({@link LocalTokens}), and the {@link
- * ApiResponse} is written back unchanged. Routing, validation and errors are all the API's, so
- * this server and the API Gateway Lambda answer alike.
+ * ApiResponse} is written back unchanged. Routing, validation and errors are all the API's, so this
+ * server and the API Gateway Lambda answer alike.
  */
 final class LocalHttpServer implements AutoCloseable {
   private static final System.Logger LOG = System.getLogger(LocalHttpServer.class.getName());
@@ -36,7 +36,10 @@ final class LocalHttpServer implements AutoCloseable {
   private final LocalTokens tokens;
   private final Function<ApiRequest, ApiResponse> api;
 
-  private LocalHttpServer(HttpServer server, ExecutorService threads, LocalTokens tokens,
+  private LocalHttpServer(
+      HttpServer server,
+      ExecutorService threads,
+      LocalTokens tokens,
       Function<ApiRequest, ApiResponse> api) {
     this.server = server;
     this.threads = threads;
@@ -45,19 +48,25 @@ final class LocalHttpServer implements AutoCloseable {
   }
 
   /** Listens on 127.0.0.1 only: the local server is for this machine's users. */
-  static LocalHttpServer start(int port, LocalTokens tokens, Function<ApiRequest, ApiResponse> api) throws IOException {
+  static LocalHttpServer start(int port, LocalTokens tokens, Function<ApiRequest, ApiResponse> api)
+      throws IOException {
     // The JDK's server writes an answer's headers and its body separately; without TCP_NODELAY the
-    // body waits for the client's delayed ACK on a kept-alive connection (the dashboard's): 50 calls
+    // body waits for the client's delayed ACK on a kept-alive connection (the dashboard's): 50
+    // calls
     // of GET /jobs took 2.4 s, 0.36 s with it. Read once, when the JVM makes its first server.
     if (System.getProperty("sun.net.httpserver.nodelay") == null) {
       System.setProperty("sun.net.httpserver.nodelay", "true");
     }
-    HttpServer server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), port), 64);
-    ExecutorService threads = Executors.newFixedThreadPool(8, r -> {
-      Thread t = new Thread(r, "buildqueue-http");
-      t.setDaemon(true);
-      return t;
-    });
+    HttpServer server =
+        HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), port), 64);
+    ExecutorService threads =
+        Executors.newFixedThreadPool(
+            8,
+            r -> {
+              Thread t = new Thread(r, "buildqueue-http");
+              t.setDaemon(true);
+              return t;
+            });
     LocalHttpServer local = new LocalHttpServer(server, threads, tokens, api);
     server.createContext("/", local::exchange);
     server.setExecutor(threads);
@@ -76,8 +85,14 @@ final class LocalHttpServer implements AutoCloseable {
     } catch (IOException e) {
       LOG.log(Level.DEBUG, "client went away: " + e.getMessage());
     } catch (RuntimeException e) {
-      LOG.log(Level.ERROR, "request " + exchange.getRequestMethod() + " " + exchange.getRequestURI().getRawPath()
-          + " failed outside the API", e);
+      LOG.log(
+          Level.ERROR,
+          "request "
+              + exchange.getRequestMethod()
+              + " "
+              + exchange.getRequestURI().getRawPath()
+              + " failed outside the API",
+          e);
       throw e;
     }
   }
@@ -87,21 +102,30 @@ final class LocalHttpServer implements AutoCloseable {
     for (Map.Entry<String, List<String>> h : exchange.getRequestHeaders().entrySet()) {
       headers.put(h.getKey(), String.join(", ", h.getValue()));
     }
-    Caller caller = tokens.callerOf(exchange.getRequestHeaders().getFirst("Authorization")).orElse(null);
+    Caller caller =
+        tokens.callerOf(exchange.getRequestHeaders().getFirst("Authorization")).orElse(null);
     byte[] body;
     try (InputStream in = exchange.getRequestBody()) {
       // One byte past the limit is enough for the API to answer 413; the rest is never read.
       body = in.readNBytes(HttpApi.MAX_BODY_BYTES + 1);
     }
-    return new ApiRequest(exchange.getRequestMethod(), exchange.getRequestURI().getRawPath(),
-        exchange.getRequestURI().getRawQuery(), headers, body, caller);
+    return new ApiRequest(
+        exchange.getRequestMethod(),
+        exchange.getRequestURI().getRawPath(),
+        exchange.getRequestURI().getRawQuery(),
+        headers,
+        body,
+        caller);
   }
 
   private static void write(HttpExchange exchange, ApiResponse response) throws IOException {
     Headers out = exchange.getResponseHeaders();
     response.headers().forEach(out::set);
-    boolean noBody = response.body().length == 0 || "HEAD".equals(exchange.getRequestMethod())
-        || response.status() == 204 || response.status() == 304;
+    boolean noBody =
+        response.body().length == 0
+            || "HEAD".equals(exchange.getRequestMethod())
+            || response.status() == 204
+            || response.status() == 304;
     exchange.sendResponseHeaders(response.status(), noBody ? -1 : response.body().length);
     if (!noBody) {
       try (OutputStream os = exchange.getResponseBody()) {

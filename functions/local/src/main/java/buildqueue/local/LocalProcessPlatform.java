@@ -27,10 +27,10 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 
 /**
- * Workers as child processes on this host, each a JVM running {@link
- * buildqueue.worker.WorkerMain} over JDBC. A task id is {@link LocalTaskId} (host, pid, start
- * time), so a check never mistakes a reused pid for our worker, and a worker on another host is
- * never checked from here ({@link #canCheck}): the lease decides for it.
+ * Workers as child processes on this host, each a JVM running {@link buildqueue.worker.WorkerMain}
+ * over JDBC. A task id is {@link LocalTaskId} (host, pid, start time), so a check never mistakes a
+ * reused pid for our worker, and a worker on another host is never checked from here ({@link
+ * #canCheck}): the lease decides for it.
  *
  * <p>A child's exit is termination evidence and goes to the {@link StopListener} (in production
  * {@code BuildQueue#taskStopped}), the same stop path as an ECS STOPPED event. Launching is
@@ -74,14 +74,18 @@ public final class LocalProcessPlatform implements WorkerPlatform, AutoCloseable
   /**
    * Where workers keep their files.
    *
-   * @param workerLogs each worker's own output (its diagnostics, not its jobs'), {@code worker-<id>.log}
-   * @param work each worker's job directories, {@code worker-<id>/} ({@value ProcessRunner#WORK_DIR})
-   * @param jobLogs each job's whole log, {@code job-<id>.log} ({@value LocalJobLogSink#JOB_LOG_DIR})
+   * @param workerLogs each worker's own output (its diagnostics, not its jobs'), {@code
+   *     worker-<id>.log}
+   * @param work each worker's job directories, {@code worker-<id>/} ({@value
+   *     ProcessRunner#WORK_DIR})
+   * @param jobLogs each job's whole log, {@code job-<id>.log} ({@value
+   *     LocalJobLogSink#JOB_LOG_DIR})
    */
   public record Directories(Path workerLogs, Path work, Path jobLogs) {
     /** {@code workers/}, {@code work/} and {@code jobs/} in the data directory. */
     public static Directories under(Path dataDir) {
-      return new Directories(dataDir.resolve("workers"), dataDir.resolve("work"), dataDir.resolve("jobs"));
+      return new Directories(
+          dataDir.resolve("workers"), dataDir.resolve("work"), dataDir.resolve("jobs"));
     }
 
     Path workOf(long workerId) {
@@ -94,32 +98,67 @@ public final class LocalProcessPlatform implements WorkerPlatform, AutoCloseable
   private final String host;
   private final WorkerProcessStarter starter;
   private final KnownWorkers known;
-  private final ScheduledExecutorService killer = Executors.newSingleThreadScheduledExecutor(r -> {
-    Thread t = new Thread(r, "buildqueue-worker-kill");
-    t.setDaemon(true);
-    return t;
-  });
+  private final ScheduledExecutorService killer =
+      Executors.newSingleThreadScheduledExecutor(
+          r -> {
+            Thread t = new Thread(r, "buildqueue-worker-kill");
+            t.setDaemon(true);
+            return t;
+          });
   private volatile boolean launching = true;
 
-  /** @param kindsFile the kind catalogue each worker loads (an absolute path), or none: only {@code demo} */
-  public LocalProcessPlatform(WorkerCommand command, WorkerDatabase database, QueueConfig config, Directories dirs,
-      String host, Optional<Path> kindsFile) {
-    this(command, database, config, dirs, host, kindsFile, JobLog.DEFAULT_MAX_LOG_BYTES, Optional.empty());
+  /**
+   * @param kindsFile the kind catalogue each worker loads (an absolute path), or none: only {@code
+   *     demo}
+   */
+  public LocalProcessPlatform(
+      WorkerCommand command,
+      WorkerDatabase database,
+      QueueConfig config,
+      Directories dirs,
+      String host,
+      Optional<Path> kindsFile) {
+    this(
+        command,
+        database,
+        config,
+        dirs,
+        host,
+        kindsFile,
+        JobLog.DEFAULT_MAX_LOG_BYTES,
+        Optional.empty());
   }
 
   /**
    * @param maxLogBytes each job attempt's output its worker keeps at most ({@link JobLog})
-   * @param jobUser the user the workers run their jobs' programs as ({@link JobUser}); none: their own
+   * @param jobUser the user the workers run their jobs' programs as ({@link JobUser}); none: their
+   *     own
    */
-  public LocalProcessPlatform(WorkerCommand command, WorkerDatabase database, QueueConfig config, Directories dirs,
-      String host, Optional<Path> kindsFile, long maxLogBytes, Optional<String> jobUser) {
+  public LocalProcessPlatform(
+      WorkerCommand command,
+      WorkerDatabase database,
+      QueueConfig config,
+      Directories dirs,
+      String host,
+      Optional<Path> kindsFile,
+      long maxLogBytes,
+      Optional<String> jobUser) {
     this.command = command;
     this.dirs = dirs;
     this.host = host;
     // This server's label on its workers: its work directory's, so two servers never share one.
     String home = WorkerProcesses.label(dirs.work().toAbsolutePath().normalize().toString());
-    this.starter = new WorkerProcessStarter(command, database, config, dirs, kindsFile.map(Path::toAbsolutePath),
-        maxLogBytes, jobUser, home, WorkerProcessStarter.findSetsid());
+    this.starter =
+        new WorkerProcessStarter(
+            command,
+            database,
+            config,
+            dirs,
+            kindsFile.map(Path::toAbsolutePath),
+            maxLogBytes,
+            jobUser,
+            home,
+            WorkerProcessStarter.findSetsid());
     this.known = new KnownWorkers(dirs, host, home);
   }
 
@@ -155,7 +194,8 @@ public final class LocalProcessPlatform implements WorkerPlatform, AutoCloseable
       return new LaunchOutcome.Started(launched.get().toString());
     }
     if (!launching) {
-      return new LaunchOutcome.Unknown("the local server is shutting down; its next start launches this worker");
+      return new LaunchOutcome.Unknown(
+          "the local server is shutting down; its next start launches this worker");
     }
     Process process;
     Path log = dirs.workerLogs().resolve("worker-" + launch.workerId() + ".log");
@@ -163,19 +203,31 @@ public final class LocalProcessPlatform implements WorkerPlatform, AutoCloseable
       process = starter.start(launch, log);
     } catch (IOException | RuntimeException e) {
       return new LaunchOutcome.NotStarted(
-          "The local worker process could not be started (" + e.getMessage() + "); check that " + command.java()
-              + " runs and that " + dirs.workerLogs() + " is writable, then resubmit.", false);
+          "The local worker process could not be started ("
+              + e.getMessage()
+              + "); check that "
+              + command.java()
+              + " runs and that "
+              + dirs.workerLogs()
+              + " is writable, then resubmit.",
+          false);
     }
     Optional<Instant> start = process.info().startInstant();
     if (start.isEmpty()) {
       // Without a start time a reused pid could pass for this worker later: do not run it.
       process.destroyForcibly();
-      return new LaunchOutcome.NotStarted("could not read the start time of worker process " + process.pid(), true);
+      return new LaunchOutcome.NotStarted(
+          "could not read the start time of worker process " + process.pid(), true);
     }
     LocalTaskId id = LocalTaskId.of(host, process.toHandle(), start.get());
     known.add(id, launch.workerId(), launch.token(), process);
-    LOG.log(Level.INFO, "worker {0} started as process {1} in slot {2}; log {3}",
-        launch.workerId(), Long.toString(process.pid()), launch.slot(), log);
+    LOG.log(
+        Level.INFO,
+        "worker {0} started as process {1} in slot {2}; log {3}",
+        launch.workerId(),
+        Long.toString(process.pid()),
+        launch.slot(),
+        log);
     return new LaunchOutcome.Started(id.toString());
   }
 
@@ -183,13 +235,15 @@ public final class LocalProcessPlatform implements WorkerPlatform, AutoCloseable
   public Map<String, TaskState> check(Collection<String> taskIds) {
     Map<String, TaskState> states = new LinkedHashMap<>();
     for (String taskId : taskIds) {
-      TaskState state = LocalTaskId.parse(taskId)
-          .filter(id -> id.host().equals(host))
-          .map(WorkerProcesses::stateOf)
-          .orElse(new TaskState.Missing());
+      TaskState state =
+          LocalTaskId.parse(taskId)
+              .filter(id -> id.host().equals(host))
+              .map(WorkerProcesses::stateOf)
+              .orElse(new TaskState.Missing());
       Optional<LocalTaskId> id = LocalTaskId.parse(taskId);
       if (state instanceof TaskState.Stopped && id.isPresent() && known.exiting(id.get())) {
-        // Its exit is being handled: its jobs' programs are being killed, then the exit is delivered.
+        // Its exit is being handled: its jobs' programs are being killed, then the exit is
+        // delivered.
         state = new TaskState.Running();
       }
       states.put(taskId, state);
@@ -210,11 +264,14 @@ public final class LocalProcessPlatform implements WorkerPlatform, AutoCloseable
     }
     LOG.log(Level.INFO, "stopping worker process {0}: {1}", Long.toString(id.get().pid()), reason);
     ProcessHandle.of(id.get().pid()).ifPresent(ProcessHandle::destroy);
-    killer.schedule(() -> {
-      if (WorkerProcesses.stateOf(id.get()) instanceof TaskState.Running) {
-        ProcessHandle.of(id.get().pid()).ifPresent(ProcessHandle::destroyForcibly);
-      }
-    }, KILL_AFTER_STOP.toMillis(), TimeUnit.MILLISECONDS);
+    killer.schedule(
+        () -> {
+          if (WorkerProcesses.stateOf(id.get()) instanceof TaskState.Running) {
+            ProcessHandle.of(id.get().pid()).ifPresent(ProcessHandle::destroyForcibly);
+          }
+        },
+        KILL_AFTER_STOP.toMillis(),
+        TimeUnit.MILLISECONDS);
   }
 
   /** The worker processes this platform knows to be running. */
@@ -222,7 +279,10 @@ public final class LocalProcessPlatform implements WorkerPlatform, AutoCloseable
     return known.running();
   }
 
-  /** The ids of the worker processes this platform knows, running or with their exit not yet delivered. */
+  /**
+   * The ids of the worker processes this platform knows, running or with their exit not yet
+   * delivered.
+   */
   public java.util.Set<Long> knownWorkerIds() {
     return known.workerIds();
   }
@@ -236,18 +296,21 @@ public final class LocalProcessPlatform implements WorkerPlatform, AutoCloseable
   }
 
   /**
-   * Stops every known worker process the way the platform's {@link #stop} does, all at once: SIGTERM
-   * (each stops its job within its stop timeout, records an interruption that keeps the job's
-   * progress, takes no next job and exits), up to {@code grace} for them to exit, then SIGKILL to
-   * those left; returns once every exit has been delivered (each after its jobs' leftovers are
-   * killed), or after a bounded wait, false if some were not. For a server that shuts down: call
-   * {@link #stopLaunching} first.
+   * Stops every known worker process the way the platform's {@link #stop} does, all at once:
+   * SIGTERM (each stops its job within its stop timeout, records an interruption that keeps the
+   * job's progress, takes no next job and exits), up to {@code grace} for them to exit, then
+   * SIGKILL to those left; returns once every exit has been delivered (each after its jobs'
+   * leftovers are killed), or after a bounded wait, false if some were not. For a server that shuts
+   * down: call {@link #stopLaunching} first.
    */
   public boolean stopWorkers(Duration grace) throws InterruptedException {
     return known.stopAll(grace);
   }
 
-  /** Stops delivering evidence; worker processes not stopped by {@link #stopWorkers} are left running. */
+  /**
+   * Stops delivering evidence; worker processes not stopped by {@link #stopWorkers} are left
+   * running.
+   */
   @Override
   public void close() {
     stopLaunching();

@@ -43,6 +43,7 @@ import java.util.stream.Stream;
  */
 public final class LocalRuntime implements AutoCloseable {
   private static final System.Logger LOG = System.getLogger(LocalRuntime.class.getName());
+
   /** The workers' copy of the kind catalogue, in the data directory. */
   static final String WORKER_KINDS_FILE = "kinds.json";
 
@@ -59,11 +60,23 @@ public final class LocalRuntime implements AutoCloseable {
   private final DiskSweep disk;
   private final OutboxTransitions outbox;
   private final AtomicBoolean stopped = new AtomicBoolean();
-  /** The first tick sweeps the disk whatever it housekept: files of jobs deleted while no server ran. */
+
+  /**
+   * The first tick sweeps the disk whatever it housekept: files of jobs deleted while no server
+   * ran.
+   */
   private boolean swept;
 
-  private LocalRuntime(LocalSettings settings, KindCatalogue kinds, LocalTokens tokens, LocalDatabase database,
-      Database db, LocalProcessPlatform platform, BuildQueue queue, HttpApi api, LocalHttpServer http,
+  private LocalRuntime(
+      LocalSettings settings,
+      KindCatalogue kinds,
+      LocalTokens tokens,
+      LocalDatabase database,
+      Database db,
+      LocalProcessPlatform platform,
+      BuildQueue queue,
+      HttpApi api,
+      LocalHttpServer http,
       ScheduledExecutorService ticker) {
     this.settings = settings;
     this.kinds = kinds;
@@ -76,7 +89,9 @@ public final class LocalRuntime implements AutoCloseable {
     this.http = http;
     this.ticker = ticker;
     this.outbox = new OutboxTransitions(db, QueueClock.DATABASE);
-    this.disk = new DiskSweep(database.dataSource(), LocalProcessPlatform.Directories.under(settings.dataDir()));
+    this.disk =
+        new DiskSweep(
+            database.dataSource(), LocalProcessPlatform.Directories.under(settings.dataDir()));
   }
 
   public static LocalRuntime start(LocalSettings settings) {
@@ -90,11 +105,15 @@ public final class LocalRuntime implements AutoCloseable {
    */
   public static LocalRuntime start(LocalSettings settings, WorkerCommand workerCommand) {
     KindCatalogue kinds =
-        settings.kindsFile().map(f -> KindCatalogue.load(f, QueueKindLimits.of(settings.queue()))).orElseGet(KindCatalogue::none);
+        settings
+            .kindsFile()
+            .map(f -> KindCatalogue.load(f, QueueKindLimits.of(settings.queue())))
+            .orElseGet(KindCatalogue::none);
     Deque<AutoCloseable> opened = new ArrayDeque<>();
     try {
       Optional<String> jobUser = settings.effectiveJobUser();
-      jobUser.ifPresent(JobUser::lookup); // a user that does not exist fails the start, not every job
+      jobUser.ifPresent(
+          JobUser::lookup); // a user that does not exist fails the start, not every job
       Files.createDirectories(settings.dataDir());
       Optional<Path> workerKinds = workerCopy(kinds, settings.dataDir());
       LocalTokens tokens = LocalTokens.open(settings.dataDir());
@@ -109,26 +128,38 @@ public final class LocalRuntime implements AutoCloseable {
       if (jobUser.isPresent()) {
         closeDataDirectory(settings.dataDir()); // now that all it holds is there
       }
-      LocalProcessPlatform platform = new LocalProcessPlatform(workerCommand,
-          new LocalProcessPlatform.WorkerDatabase(database.workerUrl(), database.workerUser(),
-              database.workerPassword()),
-          settings.queue(), LocalProcessPlatform.Directories.under(settings.dataDir()), LocalProcessPlatform.thisHost(),
-          workerKinds, settings.maxLogBytes(), jobUser);
+      LocalProcessPlatform platform =
+          new LocalProcessPlatform(
+              workerCommand,
+              new LocalProcessPlatform.WorkerDatabase(
+                  database.workerUrl(), database.workerUser(), database.workerPassword()),
+              settings.queue(),
+              LocalProcessPlatform.Directories.under(settings.dataDir()),
+              LocalProcessPlatform.thisHost(),
+              workerKinds,
+              settings.maxLogBytes(),
+              jobUser);
       opened.push(platform);
       BuildQueue queue = new BuildQueue(db, platform, settings.queue(), QueueClock.DATABASE);
       platform.onStopped(queue::taskStopped);
-      HttpApi api = new HttpApi(queue, new JobQueries(db, settings.queue(), QueueClock.DATABASE),
-          kinds.registry());
+      HttpApi api =
+          new HttpApi(
+              queue, new JobQueries(db, settings.queue(), QueueClock.DATABASE), kinds.registry());
       LocalHttpServer http = LocalHttpServer.start(settings.port(), tokens, api::handle);
       opened.push(http);
-      ScheduledExecutorService ticker = Executors.newSingleThreadScheduledExecutor(r -> {
-        Thread t = new Thread(r, "buildqueue-tick");
-        t.setDaemon(true);
-        return t;
-      });
-      LocalRuntime runtime = new LocalRuntime(settings, kinds, tokens, database, db, platform, queue, api, http, ticker);
+      ScheduledExecutorService ticker =
+          Executors.newSingleThreadScheduledExecutor(
+              r -> {
+                Thread t = new Thread(r, "buildqueue-tick");
+                t.setDaemon(true);
+                return t;
+              });
+      LocalRuntime runtime =
+          new LocalRuntime(
+              settings, kinds, tokens, database, db, platform, queue, api, http, ticker);
       // The first tick runs at once: after a restart it re-checks the workers the last server left.
-      ticker.scheduleWithFixedDelay(runtime::tick, 0, settings.tickInterval().toMillis(), TimeUnit.MILLISECONDS);
+      ticker.scheduleWithFixedDelay(
+          runtime::tick, 0, settings.tickInterval().toMillis(), TimeUnit.MILLISECONDS);
       return runtime;
     } catch (IOException e) {
       closeAll(opened);
@@ -146,8 +177,7 @@ public final class LocalRuntime implements AutoCloseable {
    * logs the workers write in them are never reachable whatever their own mode.
    */
   private static void closeDataDirectory(Path dataDir) throws IOException {
-    Set<PosixFilePermission> traverseOnly =
-        PosixFilePermissions.fromString("rwx--x--x");
+    Set<PosixFilePermission> traverseOnly = PosixFilePermissions.fromString("rwx--x--x");
     LocalProcessPlatform.Directories dirs = LocalProcessPlatform.Directories.under(dataDir);
     Files.createDirectories(dirs.work());
     Files.createDirectories(dirs.workerLogs());
@@ -165,8 +195,8 @@ public final class LocalRuntime implements AutoCloseable {
               ownerOnly(file);
             }
           }
-          Files.setPosixFilePermissions(DemoKinds.script(dataDir),
-              PosixFilePermissions.fromString("rw-r--r--"));
+          Files.setPosixFilePermissions(
+              DemoKinds.script(dataDir), PosixFilePermissions.fromString("rw-r--r--"));
         } else {
           ownerOnly(entry);
         }
@@ -227,19 +257,23 @@ public final class LocalRuntime implements AutoCloseable {
     }
   }
 
-  /** Claims per tick at most: a backlog (a first start on an old data directory) is worked off over several ticks. */
+  /**
+   * Claims per tick at most: a backlog (a first start on an old data directory) is worked off over
+   * several ticks.
+   */
   private static final int PUBLISH_BATCHES = 10;
 
   /**
-   * No event bus runs on one machine, so a job's history is published as soon as it is written
-   * (it stays readable in the job's record). Without this no local job would ever be published,
-   * and the retention deletes published jobs only.
+   * No event bus runs on one machine, so a job's history is published as soon as it is written (it
+   * stays readable in the job's record). Without this no local job would ever be published, and the
+   * retention deletes published jobs only.
    */
   private void publishLocally() {
     for (int i = 0; i < PUBLISH_BATCHES; i++) {
-      List<Long> ids = outbox.claimPending(OutboxTransitions.MAX_CLAIM).stream()
-          .map(OutboxTransitions.PendingEvent::id)
-          .toList();
+      List<Long> ids =
+          outbox.claimPending(OutboxTransitions.MAX_CLAIM).stream()
+              .map(OutboxTransitions.PendingEvent::id)
+              .toList();
       if (!ids.isEmpty()) {
         outbox.settle(ids, List.of());
       }
@@ -310,15 +344,25 @@ public final class LocalRuntime implements AutoCloseable {
       ticker.awaitTermination(30, TimeUnit.SECONDS);
       List<LocalTaskId> running = platform.liveWorkers();
       if (database.embedded() && !running.isEmpty()) {
-        LOG.log(Level.INFO, "stopping {0} running worker(s) (their jobs keep their progress and run again at the"
-            + " next start): {1}", running.size(), running);
+        LOG.log(
+            Level.INFO,
+            "stopping {0} running worker(s) (their jobs keep their progress and run again at the"
+                + " next start): {1}",
+            running.size(),
+            running);
         if (!platform.stopWorkers(settings.shutdownGrace())) {
-          LOG.log(Level.WARNING, "workers still running {0}; the database stops now, their jobs are recovered at the"
-              + " next start", platform.liveWorkers());
+          LOG.log(
+              Level.WARNING,
+              "workers still running {0}; the database stops now, their jobs are recovered at the"
+                  + " next start",
+              platform.liveWorkers());
         }
       } else if (!running.isEmpty()) {
-        LOG.log(Level.INFO, "leaving {0} worker(s) running: {1}; their exits are seen after the next start",
-            running.size(), running);
+        LOG.log(
+            Level.INFO,
+            "leaving {0} worker(s) running: {1}; their exits are seen after the next start",
+            running.size(),
+            running);
       }
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();

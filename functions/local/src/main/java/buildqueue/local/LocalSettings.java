@@ -49,16 +49,28 @@ public record LocalSettings(
   /** The user jobs run as when the server runs as root: it exists on Debian and owns nothing. */
   public static final String DEFAULT_JOB_USER = "nobody";
 
-  /** What a {@link #jobUser} may be: a POSIX user name (useradd's rules), checked before any lookup. */
-  static final java.util.regex.Pattern USER_NAME = java.util.regex.Pattern.compile("[A-Za-z0-9_][A-Za-z0-9_.-]{0,31}");
+  /**
+   * What a {@link #jobUser} may be: a POSIX user name (useradd's rules), checked before any lookup.
+   */
+  static final java.util.regex.Pattern USER_NAME =
+      java.util.regex.Pattern.compile("[A-Za-z0-9_][A-Za-z0-9_.-]{0,31}");
 
   public static final int DEFAULT_PORT = 8080;
   public static final Path DEFAULT_DATA_DIR = Path.of(".buildqueue");
 
   public static LocalSettings defaults() {
-    return new LocalSettings(DEFAULT_PORT, DEFAULT_DATA_DIR, null, null, null,
-        Duration.ofSeconds(5), Duration.ofSeconds(30), QueueConfig.defaults(), Optional.empty(),
-        JobLog.DEFAULT_MAX_LOG_BYTES, DEFAULT_JOB_USER);
+    return new LocalSettings(
+        DEFAULT_PORT,
+        DEFAULT_DATA_DIR,
+        null,
+        null,
+        null,
+        Duration.ofSeconds(5),
+        Duration.ofSeconds(30),
+        QueueConfig.defaults(),
+        Optional.empty(),
+        JobLog.DEFAULT_MAX_LOG_BYTES,
+        DEFAULT_JOB_USER);
   }
 
   public LocalSettings {
@@ -69,7 +81,9 @@ public record LocalSettings(
       throw new BuildQueueException("dataDir must be set");
     }
     if (databaseUrl != null && !databaseUrl.startsWith("jdbc:postgresql:")) {
-      throw new BuildQueueException("databaseUrl must start with jdbc:postgresql:, was " + LocalDatabase.redacted(databaseUrl));
+      throw new BuildQueueException(
+          "databaseUrl must start with jdbc:postgresql:, was "
+              + LocalDatabase.redacted(databaseUrl));
     }
     if (tickInterval == null || tickInterval.toMillis() < 10) {
       throw new BuildQueueException("tickInterval must be at least 10 ms, was " + tickInterval);
@@ -87,46 +101,143 @@ public record LocalSettings(
       throw new BuildQueueException("jobUser must be a user name, was " + jobUser);
     }
     dataDir = dataDir.toAbsolutePath().normalize();
-    kindsFile = kindsFile == null ? Optional.empty() : kindsFile.map(f -> f.toAbsolutePath().normalize());
+    kindsFile =
+        kindsFile == null ? Optional.empty() : kindsFile.map(f -> f.toAbsolutePath().normalize());
   }
 
   public LocalSettings withPort(int p) {
-    return new LocalSettings(p, dataDir, databaseUrl, databaseUser, databasePassword, tickInterval, shutdownGrace, queue, kindsFile, maxLogBytes, jobUser);
+    return new LocalSettings(
+        p,
+        dataDir,
+        databaseUrl,
+        databaseUser,
+        databasePassword,
+        tickInterval,
+        shutdownGrace,
+        queue,
+        kindsFile,
+        maxLogBytes,
+        jobUser);
   }
 
   public LocalSettings withDataDir(Path d) {
-    return new LocalSettings(port, d, databaseUrl, databaseUser, databasePassword, tickInterval, shutdownGrace, queue, kindsFile, maxLogBytes, jobUser);
+    return new LocalSettings(
+        port,
+        d,
+        databaseUrl,
+        databaseUser,
+        databasePassword,
+        tickInterval,
+        shutdownGrace,
+        queue,
+        kindsFile,
+        maxLogBytes,
+        jobUser);
   }
 
   public LocalSettings withDatabase(String url, String user, String password) {
-    return new LocalSettings(port, dataDir, url, user, password, tickInterval, shutdownGrace, queue, kindsFile, maxLogBytes, jobUser);
+    return new LocalSettings(
+        port,
+        dataDir,
+        url,
+        user,
+        password,
+        tickInterval,
+        shutdownGrace,
+        queue,
+        kindsFile,
+        maxLogBytes,
+        jobUser);
   }
 
   public LocalSettings withTickInterval(Duration d) {
-    return new LocalSettings(port, dataDir, databaseUrl, databaseUser, databasePassword, d, shutdownGrace, queue, kindsFile, maxLogBytes, jobUser);
+    return new LocalSettings(
+        port,
+        dataDir,
+        databaseUrl,
+        databaseUser,
+        databasePassword,
+        d,
+        shutdownGrace,
+        queue,
+        kindsFile,
+        maxLogBytes,
+        jobUser);
   }
 
   public LocalSettings withShutdownGrace(Duration d) {
-    return new LocalSettings(port, dataDir, databaseUrl, databaseUser, databasePassword, tickInterval, d, queue, kindsFile, maxLogBytes, jobUser);
+    return new LocalSettings(
+        port,
+        dataDir,
+        databaseUrl,
+        databaseUser,
+        databasePassword,
+        tickInterval,
+        d,
+        queue,
+        kindsFile,
+        maxLogBytes,
+        jobUser);
   }
 
   public LocalSettings withQueue(QueueConfig q) {
-    return new LocalSettings(port, dataDir, databaseUrl, databaseUser, databasePassword, tickInterval, shutdownGrace, q, kindsFile, maxLogBytes, jobUser);
+    return new LocalSettings(
+        port,
+        dataDir,
+        databaseUrl,
+        databaseUser,
+        databasePassword,
+        tickInterval,
+        shutdownGrace,
+        q,
+        kindsFile,
+        maxLogBytes,
+        jobUser);
   }
 
   public LocalSettings withKindsFile(Path file) {
-    return new LocalSettings(port, dataDir, databaseUrl, databaseUser, databasePassword, tickInterval, shutdownGrace, queue,
-        Optional.ofNullable(file), maxLogBytes, jobUser);
+    return new LocalSettings(
+        port,
+        dataDir,
+        databaseUrl,
+        databaseUser,
+        databasePassword,
+        tickInterval,
+        shutdownGrace,
+        queue,
+        Optional.ofNullable(file),
+        maxLogBytes,
+        jobUser);
   }
 
   public LocalSettings withMaxLogBytes(long bytes) {
-    return new LocalSettings(port, dataDir, databaseUrl, databaseUser, databasePassword, tickInterval, shutdownGrace, queue,
-        kindsFile, bytes, jobUser);
+    return new LocalSettings(
+        port,
+        dataDir,
+        databaseUrl,
+        databaseUser,
+        databasePassword,
+        tickInterval,
+        shutdownGrace,
+        queue,
+        kindsFile,
+        bytes,
+        jobUser);
   }
 
   public LocalSettings withJobUser(String user) {
-    return new LocalSettings(port, dataDir, databaseUrl, databaseUser, databasePassword, tickInterval, shutdownGrace, queue,
-        kindsFile, maxLogBytes, user);
+    return new LocalSettings(
+        port,
+        dataDir,
+        databaseUrl,
+        databaseUser,
+        databasePassword,
+        tickInterval,
+        shutdownGrace,
+        queue,
+        kindsFile,
+        maxLogBytes,
+        user);
   }
 
   /**
@@ -134,7 +245,8 @@ public record LocalSettings(
    * runs as root and that is not root itself.
    */
   public Optional<String> effectiveJobUser() {
-    if (!buildqueue.worker.exec.JobUser.runningAsRoot() || jobUser.equals(System.getProperty("user.name"))
+    if (!buildqueue.worker.exec.JobUser.runningAsRoot()
+        || jobUser.equals(System.getProperty("user.name"))
         || jobUser.equals("root")) {
       return Optional.empty();
     }
@@ -144,9 +256,24 @@ public record LocalSettings(
   /** Leaves out the password and the URL's parameters. */
   @Override
   public String toString() {
-    return "LocalSettings[port=" + port + ", dataDir=" + dataDir + ", database="
-        + (databaseUrl == null ? "embedded" : LocalDatabase.redacted(databaseUrl)) + ", tickInterval=" + tickInterval
-        + ", shutdownGrace=" + shutdownGrace + ", queue=" + queue + ", kindsFile=" + kindsFile.map(Path::toString).orElse("none")
-        + ", maxLogBytes=" + maxLogBytes + ", jobUser=" + jobUser + "]";
+    return "LocalSettings[port="
+        + port
+        + ", dataDir="
+        + dataDir
+        + ", database="
+        + (databaseUrl == null ? "embedded" : LocalDatabase.redacted(databaseUrl))
+        + ", tickInterval="
+        + tickInterval
+        + ", shutdownGrace="
+        + shutdownGrace
+        + ", queue="
+        + queue
+        + ", kindsFile="
+        + kindsFile.map(Path::toString).orElse("none")
+        + ", maxLogBytes="
+        + maxLogBytes
+        + ", jobUser="
+        + jobUser
+        + "]";
   }
 }

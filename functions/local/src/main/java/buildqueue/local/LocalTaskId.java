@@ -4,8 +4,8 @@ import java.time.Instant;
 import java.util.Optional;
 
 /**
- * A local worker's identity, {@code local:<host>:<pid>:<startMillis>}: a pid alone is reused by
- * the operating system, a pid with its start time is not, and the host says who can check it.
+ * A local worker's identity, {@code local:<host>:<pid>:<startMillis>}: a pid alone is reused by the
+ * operating system, a pid with its start time is not, and the host says who can check it.
  */
 public record LocalTaskId(String host, long pid, long startMillis) {
   static final String PREFIX = "local:";
@@ -30,7 +30,8 @@ public record LocalTaskId(String host, long pid, long startMillis) {
       return Optional.empty();
     }
     try {
-      return Optional.of(new LocalTaskId(parts[0], Long.parseLong(parts[1]), Long.parseLong(parts[2])));
+      return Optional.of(
+          new LocalTaskId(parts[0], Long.parseLong(parts[1]), Long.parseLong(parts[2])));
     } catch (IllegalArgumentException e) {
       return Optional.empty();
     }

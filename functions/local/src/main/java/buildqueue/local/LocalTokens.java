@@ -34,7 +34,8 @@ import java.util.Set;
 public final class LocalTokens {
   static final String SECRET_FILE = "token-secret";
   static final String ISSUER = "buildqueue-local";
-  private static final Set<PosixFilePermission> OWNER_ONLY = PosixFilePermissions.fromString("rw-------");
+  private static final Set<PosixFilePermission> OWNER_ONLY =
+      PosixFilePermissions.fromString("rw-------");
 
   private final Algorithm algorithm;
   private final JWTVerifier verifier;
@@ -61,11 +62,12 @@ public final class LocalTokens {
       throw new BuildQueueException("a token needs a user id");
     }
     Instant now = clock.instant();
-    var builder = JWT.create()
-        .withIssuer(ISSUER)
-        .withSubject(userId)
-        .withIssuedAt(now)
-        .withExpiresAt(now.plus(ttl));
+    var builder =
+        JWT.create()
+            .withIssuer(ISSUER)
+            .withSubject(userId)
+            .withIssuedAt(now)
+            .withExpiresAt(now.plus(ttl));
     if (admin) {
       builder.withClaim("scope", Caller.ADMIN_SCOPE);
     }
@@ -110,16 +112,20 @@ public final class LocalTokens {
         create(file);
       }
       requireOwnerOnly(file);
-      byte[] secret = Base64.getDecoder().decode(Files.readString(file, StandardCharsets.US_ASCII).strip());
+      byte[] secret =
+          Base64.getDecoder().decode(Files.readString(file, StandardCharsets.US_ASCII).strip());
       if (secret.length < 32) {
-        throw new BuildQueueException(file + " holds a secret shorter than 256 bits; delete it to have a new one made"
-            + " (tokens signed with the old one stop working)");
+        throw new BuildQueueException(
+            file
+                + " holds a secret shorter than 256 bits; delete it to have a new one made"
+                + " (tokens signed with the old one stop working)");
       }
       return secret;
     } catch (IOException e) {
       throw new UncheckedIOException("cannot read or create the token secret " + file, e);
     } catch (IllegalArgumentException e) {
-      throw new BuildQueueException(file + " is not a base64 secret; delete it to have a new one made", e);
+      throw new BuildQueueException(
+          file + " is not a base64 secret; delete it to have a new one made", e);
     }
   }
 
@@ -129,9 +135,15 @@ public final class LocalTokens {
     // Written whole under a temporary name with its final mode, then linked into place: link(2)
     // fails if another process got there first, so every process ends up reading the same secret
     // and no one ever sees a partial or world-readable file.
-    Path tmp = Files.createTempFile(file.getParent(), SECRET_FILE, ".tmp", PosixFilePermissions.asFileAttribute(OWNER_ONLY));
+    Path tmp =
+        Files.createTempFile(
+            file.getParent(),
+            SECRET_FILE,
+            ".tmp",
+            PosixFilePermissions.asFileAttribute(OWNER_ONLY));
     try {
-      Files.writeString(tmp, Base64.getEncoder().encodeToString(secret) + "\n", StandardCharsets.US_ASCII);
+      Files.writeString(
+          tmp, Base64.getEncoder().encodeToString(secret) + "\n", StandardCharsets.US_ASCII);
       Files.createLink(file, tmp);
     } catch (FileAlreadyExistsException anotherProcessMadeIt) {
       // keep theirs
@@ -143,8 +155,12 @@ public final class LocalTokens {
   private static void requireOwnerOnly(Path file) throws IOException {
     Set<PosixFilePermission> mode = Files.getPosixFilePermissions(file);
     if (!OWNER_ONLY.containsAll(mode)) {
-      throw new BuildQueueException(file + " is readable by others (mode " + PosixFilePermissions.toString(mode)
-          + "); anyone who reads it can act as any user. Run: chmod 600 " + file);
+      throw new BuildQueueException(
+          file
+              + " is readable by others (mode "
+              + PosixFilePermissions.toString(mode)
+              + "); anyone who reads it can act as any user. Run: chmod 600 "
+              + file);
     }
   }
 }

@@ -6,9 +6,12 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Set;
 
-/** {@code logs}: prints the output the queue keeps of a job, and with {@code --follow} what comes. */
+/**
+ * {@code logs}: prints the output the queue keeps of a job, and with {@code --follow} what comes.
+ */
 record LogsCommand(Cli cli) implements CliCommand {
-  static final String USAGE = """
+  static final String USAGE =
+      """
         logs <job-id> [--follow]
             Prints the output the queue keeps of a job (its last 60 KB); --follow prints new
             output as it comes until the job ends.
@@ -25,15 +28,21 @@ record LogsCommand(Cli cli) implements CliCommand {
     ApiClient api = ApiConnection.open(cli, cl, "cli", true);
     long since = 0;
     while (true) {
-      ApiClient.Reply reply = Cli.accepted(api.get("jobs/" + id + "/log" + (since > 0 ? "?since=" + since : "")));
+      ApiClient.Reply reply =
+          Cli.accepted(api.get("jobs/" + id + "/log" + (since > 0 ? "?since=" + since : "")));
       long total = reply.header(HttpApi.LOG_TOTAL_BYTES).map(Long::parseLong).orElse(0L);
       long skipped = reply.header(HttpApi.LOG_SKIPPED_BYTES).map(Long::parseLong).orElse(0L);
       if (since > total) {
         cli.out.println("[buildqueue] the job started a new attempt; its output starts over");
       }
       if (skipped > 0) {
-        cli.out.println("[buildqueue] " + skipped + " earlier bytes are not kept here; see the job's log location ("
-            + "buildqueue status " + id + ")");
+        cli.out.println(
+            "[buildqueue] "
+                + skipped
+                + " earlier bytes are not kept here; see the job's log location ("
+                + "buildqueue status "
+                + id
+                + ")");
       }
       cli.out.print(reply.text());
       cli.out.flush();

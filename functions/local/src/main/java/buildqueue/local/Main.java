@@ -12,25 +12,33 @@ import java.util.Set;
  * The runnable jar: {@code serve} runs the whole system; {@code try} runs one job on a queue of its
  * own; {@code token}, {@code submit}, {@code status}, {@code dedicated}, {@code quota}, {@code
  * cancel} and {@code logs} talk to a running server over HTTP with a token they mint from the data
- * directory's secret. Each command is a class of its own
- * with its usage beside its code; this one picks the command and turns its failures into exit
- * codes.
+ * directory's secret. Each command is a class of its own with its usage beside its code; this one
+ * picks the command and turns its failures into exit codes.
  */
 public final class Main {
   static final int OK = 0;
   static final int API_ERROR = 1;
   static final int USAGE = 2;
   static final int UNREACHABLE = 3;
+
   /** {@code try} stopped by Ctrl-C (SIGINT), as shells report it. */
   static final int INTERRUPTED = 130;
 
-  static final String USAGE_TEXT = """
+  static final String USAGE_TEXT =
+      """
       usage: java -jar buildqueue-local.jar <command> [options]
 
       """
-      + ServeCommand.USAGE + TryCommand.USAGE + TokenCommand.USAGE + SubmitCommand.USAGE + StatusCommand.USAGE
-      + DedicatedCommand.USAGE + QuotaCommand.USAGE + CancelCommand.USAGE + LogsCommand.USAGE
-      + """
+          + ServeCommand.USAGE
+          + TryCommand.USAGE
+          + TokenCommand.USAGE
+          + SubmitCommand.USAGE
+          + StatusCommand.USAGE
+          + DedicatedCommand.USAGE
+          + QuotaCommand.USAGE
+          + CancelCommand.USAGE
+          + LogsCommand.USAGE
+          + """
 
       Client commands also take --port, --data-dir (where the token secret is) and --json; or
       --api-url <the stack's ApiUrl> with --token <JWT> (or BUILDQUEUE_API_TOKEN) for a deployed API.
@@ -42,6 +50,7 @@ public final class Main {
       """;
 
   private final Cli cli;
+
   /** The commands by name, in the order the usage text lists them. */
   private final Map<String, CliCommand> commands = new LinkedHashMap<>();
 
@@ -75,8 +84,11 @@ public final class Main {
     try {
       CliCommand command = commands.get(args[0]);
       if (command == null) {
-        throw new CommandLine.UsageException("unknown command \"" + args[0]
-            + "\"; the commands are " + String.join(", ", commands.keySet()));
+        throw new CommandLine.UsageException(
+            "unknown command \""
+                + args[0]
+                + "\"; the commands are "
+                + String.join(", ", commands.keySet()));
       }
       return command.run(rest);
     } catch (CommandLine.UsageException e) {

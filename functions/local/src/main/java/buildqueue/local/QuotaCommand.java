@@ -7,7 +7,8 @@ import java.util.Set;
 
 /** {@code quota}: how many queued jobs a user may have at once, or the server's default. */
 record QuotaCommand(Cli cli) implements CliCommand {
-  static final String USAGE = """
+  static final String USAGE =
+      """
         quota <user> <max-queued-jobs>|default
             Sets how many queued jobs a user may have at once, or gives them the server's default.
       """;
@@ -24,12 +25,21 @@ record QuotaCommand(Cli cli) implements CliCommand {
     } else if (value.matches("[0-9]{1,9}")) {
       body.put("maxQueuedJobs", Integer.parseInt(value));
     } else {
-      throw new CommandLine.UsageException("say a whole number or default, not \"" + value
-          + "\": quota <user> <max-queued-jobs>|default");
+      throw new CommandLine.UsageException(
+          "say a whole number or default, not \""
+              + value
+              + "\": quota <user> <max-queued-jobs>|default");
     }
-    ApiClient.Reply reply = Cli.accepted(ApiConnection.open(cli, cl, "cli", true).put(Cli.userPath(user), body));
+    ApiClient.Reply reply =
+        Cli.accepted(ApiConnection.open(cli, cl, "cli", true).put(Cli.userPath(user), body));
     JsonNode r = reply.json();
-    return cli.answer(cl, reply.text(), user + " may have " + r.path("maxQueuedJobs").asLong() + " queued jobs at once"
-        + (r.path("maxQueuedJobsIsDefault").asBoolean() ? " (the server's default)" : ""));
+    return cli.answer(
+        cl,
+        reply.text(),
+        user
+            + " may have "
+            + r.path("maxQueuedJobs").asLong()
+            + " queued jobs at once"
+            + (r.path("maxQueuedJobsIsDefault").asBoolean() ? " (the server's default)" : ""));
   }
 }

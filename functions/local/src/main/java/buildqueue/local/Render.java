@@ -8,7 +8,8 @@ import java.time.format.DateTimeFormatter;
 /** Text a person reads: one line per job, a job's details and history, the lanes. Plain ASCII. */
 final class Render {
   static final int BAR_WIDTH = 20;
-  private static final DateTimeFormatter CLOCK = DateTimeFormatter.ofPattern("HH:mm:ss").withZone(ZoneId.systemDefault());
+  private static final DateTimeFormatter CLOCK =
+      DateTimeFormatter.ofPattern("HH:mm:ss").withZone(ZoneId.systemDefault());
 
   private Render() {}
 
@@ -25,11 +26,13 @@ final class Render {
     if (steps == null || steps <= 0) {
       return "[" + " ".repeat(BAR_WIDTH) + "]";
     }
-    int filled = Math.min(BAR_WIDTH, (int) Math.round((double) BAR_WIDTH * Math.min(progress, steps) / steps));
+    int filled =
+        Math.min(
+            BAR_WIDTH, (int) Math.round((double) BAR_WIDTH * Math.min(progress, steps) / steps));
     return "[" + "#".repeat(filled) + ".".repeat(BAR_WIDTH - filled) + "]";
   }
 
-  /** {@code #12  ada   user:ada  [##########..........]  50%  running    4/8  note} */
+  /** {@code #12 ada user:ada [##########..........] 50% running 4/8 note} */
   static String jobLine(JsonNode job) {
     return jobLine(job, note(job));
   }
@@ -37,11 +40,22 @@ final class Render {
   static String jobLine(JsonNode job, String note) {
     int progress = job.path("progress").asInt();
     Integer steps = steps(job);
-    String pct = steps == null || steps == 0 ? "   " : String.format("%3d%%", Math.min(100, 100 * progress / steps));
+    String pct =
+        steps == null || steps == 0
+            ? "   "
+            : String.format("%3d%%", Math.min(100, 100 * progress / steps));
     String count = steps == null ? "step " + progress : progress + "/" + steps;
-    return String.format("#%-4d %-8s %-12s %s %s  %-10s %-6s %s",
-        job.path("id").asLong(), clip(job.path("userId").asText(), 8), clip(job.path("lane").asText(), 12),
-        bar(progress, steps), pct, job.path("status").asText(), count, note).stripTrailing();
+    return String.format(
+            "#%-4d %-8s %-12s %s %s  %-10s %-6s %s",
+            job.path("id").asLong(),
+            clip(job.path("userId").asText(), 8),
+            clip(job.path("lane").asText(), 12),
+            bar(progress, steps),
+            pct,
+            job.path("status").asText(),
+            count,
+            note)
+        .stripTrailing();
   }
 
   /** Why a job waits, how it ended badly, or how often it was interrupted. */
@@ -55,7 +69,8 @@ final class Render {
     }
     if ("queued".equals(status)) {
       String why = job.path("waitingFor").path("summary").asText("");
-      String position = job.path("position").isNull() ? "" : "position " + job.path("position").asInt();
+      String position =
+          job.path("position").isNull() ? "" : "position " + job.path("position").asInt();
       return (position + (why.isEmpty() ? "" : "; " + why)).strip();
     }
     int attempts = job.path("attempts").asInt();
@@ -64,13 +79,24 @@ final class Render {
 
   static String jobDetail(JsonNode job, JsonNode events) {
     StringBuilder out = new StringBuilder();
-    out.append("job ").append(job.path("id").asLong()).append(" (").append(job.path("kind").asText()).append(") of ")
-        .append(job.path("userId").asText()).append(": ").append(job.path("status").asText())
-        .append(" in lane ").append(job.path("lane").asText()).append('\n');
+    out.append("job ")
+        .append(job.path("id").asLong())
+        .append(" (")
+        .append(job.path("kind").asText())
+        .append(") of ")
+        .append(job.path("userId").asText())
+        .append(": ")
+        .append(job.path("status").asText())
+        .append(" in lane ")
+        .append(job.path("lane").asText())
+        .append('\n');
     int progress = job.path("progress").asInt();
     Integer steps = steps(job);
-    out.append("  progress    ").append(bar(progress, steps)).append(' ')
-        .append(steps == null ? "step " + progress : progress + "/" + steps).append('\n');
+    out.append("  progress    ")
+        .append(bar(progress, steps))
+        .append(' ')
+        .append(steps == null ? "step " + progress : progress + "/" + steps)
+        .append('\n');
     if (!job.path("position").isNull()) {
       out.append("  position    ").append(job.path("position").asInt()).append(" in its lane\n");
     }
@@ -78,8 +104,11 @@ final class Render {
     if (!waiting.isEmpty()) {
       out.append("  waiting     ").append(waiting).append('\n');
     }
-    out.append("  attempts    ").append(job.path("attempts").asInt())
-        .append(", interruptions without progress ").append(job.path("recoveries").asInt()).append('\n');
+    out.append("  attempts    ")
+        .append(job.path("attempts").asInt())
+        .append(", interruptions without progress ")
+        .append(job.path("recoveries").asInt())
+        .append('\n');
     if (!job.path("workerId").isNull()) {
       out.append("  worker      ").append(job.path("workerId").asLong()).append('\n');
     }
@@ -87,24 +116,37 @@ final class Render {
       out.append("  error       ").append(job.path("error").asText()).append('\n');
     }
     if (job.path("supersedeKey").isTextual()) {
-      out.append("  supersedes  earlier jobs with key ").append(job.path("supersedeKey").asText())
-          .append(job.path("supersededBy").isNull() ? "" : "; superseded by job " + job.path("supersededBy").asLong())
+      out.append("  supersedes  earlier jobs with key ")
+          .append(job.path("supersedeKey").asText())
+          .append(
+              job.path("supersededBy").isNull()
+                  ? ""
+                  : "; superseded by job " + job.path("supersededBy").asLong())
           .append('\n');
     }
     out.append("  payload     ").append(job.path("payload")).append('\n');
     JsonNode log = job.path("log");
     if (log.isObject()) {
-      out.append("  log         ").append(log.path("totalBytes").asLong()).append(" bytes: buildqueue logs ")
+      out.append("  log         ")
+          .append(log.path("totalBytes").asLong())
+          .append(" bytes: buildqueue logs ")
           .append(job.path("id").asLong())
-          .append(log.path("location").isTextual() ? "; all of it in " + log.path("location").asText() : "")
+          .append(
+              log.path("location").isTextual()
+                  ? "; all of it in " + log.path("location").asText()
+                  : "")
           .append('\n');
     }
     if (events != null && events.isArray() && !events.isEmpty()) {
       out.append("  history\n");
       for (JsonNode e : events) {
-        out.append("    ").append(time(e.path("at").asText())).append("  ")
-            .append(String.format("%-16s", e.path("type").asText())).append(' ')
-            .append(e.path("message").asText()).append('\n');
+        out.append("    ")
+            .append(time(e.path("at").asText()))
+            .append("  ")
+            .append(String.format("%-16s", e.path("type").asText()))
+            .append(' ')
+            .append(e.path("message").asText())
+            .append('\n');
       }
     }
     return out.toString();
@@ -116,9 +158,13 @@ final class Render {
       return "no lanes in use yet\n";
     }
     for (JsonNode lane : lanes) {
-      out.append("lane ").append(lane.path("lane").asText()).append(": ").append(lane.path("capacity").asInt())
+      out.append("lane ")
+          .append(lane.path("lane").asText())
+          .append(": ")
+          .append(lane.path("capacity").asInt())
           .append(lane.path("capacity").asInt() == 1 ? " slot, " : " slots, ")
-          .append(lane.path("queued").asInt()).append(" queued\n");
+          .append(lane.path("queued").asInt())
+          .append(" queued\n");
       for (JsonNode slot : lane.path("slots")) {
         JsonNode w = slot.path("worker");
         out.append("  ").append(String.format("%-16s", slot.path("slot").asText()));
@@ -126,7 +172,10 @@ final class Render {
           out.append("free\n");
           continue;
         }
-        out.append("worker ").append(w.path("id").asLong()).append(' ').append(w.path("status").asText());
+        out.append("worker ")
+            .append(w.path("id").asLong())
+            .append(' ')
+            .append(w.path("status").asText());
         if (!w.path("taskId").isNull()) {
           out.append(" (").append(w.path("taskId").asText()).append(')');
         }
@@ -134,15 +183,25 @@ final class Render {
         JsonNode job = w.path("job");
         if (!job.isNull() && !job.isMissingNode()) {
           Integer steps = job.path("steps").isInt() ? job.path("steps").asInt() : null;
-          out.append(", job ").append(job.path("id").asLong()).append(" of ").append(job.path("userId").asText())
-              .append(' ').append(bar(job.path("progress").asInt(), steps));
+          out.append(", job ")
+              .append(job.path("id").asLong())
+              .append(" of ")
+              .append(job.path("userId").asText())
+              .append(' ')
+              .append(bar(job.path("progress").asInt(), steps));
         }
         out.append('\n');
       }
       for (JsonNode q : lane.path("queuedJobs")) {
-        out.append("  ").append(String.format("%-16s", "queued " + q.path("position").asInt() + "."))
-            .append("job ").append(q.path("id").asLong()).append(" (").append(q.path("kind").asText())
-            .append(") of ").append(q.path("userId").asText()).append('\n');
+        out.append("  ")
+            .append(String.format("%-16s", "queued " + q.path("position").asInt() + "."))
+            .append("job ")
+            .append(q.path("id").asLong())
+            .append(" (")
+            .append(q.path("kind").asText())
+            .append(") of ")
+            .append(q.path("userId").asText())
+            .append('\n');
       }
     }
     return out.toString();

@@ -17,7 +17,8 @@ import java.util.stream.Collectors;
  * when the shutdown hook runs {@link LocalRuntime#shutdown()}.
  */
 record ServeCommand(Cli cli) implements CliCommand {
-  static final String USAGE = """
+  static final String USAGE =
+      """
         serve [--demo] [--port 8080] [--data-dir .buildqueue] [--database-url jdbc:postgresql://...]
               [--tick-interval 5s] [--shared-slots 1] [--shutdown-grace 30s] [--kinds kinds.json]
               [--worker-lifetime 60m] [--shared-order fair|fifo] [--max-queued-jobs 1000]
@@ -35,51 +36,81 @@ record ServeCommand(Cli cli) implements CliCommand {
 
   @Override
   public int run(List<String> args) {
-    CommandLine cl = CommandLine.parse("serve", args,
-        Set.of("port", "data-dir", "database-url", "tick-interval", "shared-slots", "shutdown-grace", "kinds",
-            "worker-lifetime", "shared-order", "max-queued-jobs", "max-log-bytes", "retention", "job-user"), Set.of("demo"));
-    cl.atMostPositionals(0, "serve [--demo] [--port N] [--data-dir DIR] [--database-url URL] [--kinds FILE]");
+    CommandLine cl =
+        CommandLine.parse(
+            "serve",
+            args,
+            Set.of(
+                "port",
+                "data-dir",
+                "database-url",
+                "tick-interval",
+                "shared-slots",
+                "shutdown-grace",
+                "kinds",
+                "worker-lifetime",
+                "shared-order",
+                "max-queued-jobs",
+                "max-log-bytes",
+                "retention",
+                "job-user"),
+            Set.of("demo"));
+    cl.atMostPositionals(
+        0, "serve [--demo] [--port N] [--data-dir DIR] [--database-url URL] [--kinds FILE]");
     boolean demo = cl.has("demo");
     LocalSettings defaults = LocalSettings.defaults();
     // The demo shows two workers sharing a lane beside a dedicated one, unless told otherwise.
     int sharedSlots = cl.intValue("shared-slots", demo ? 2 : defaults.queue().sharedSlots(), 1, 64);
-    QueueConfig queue = defaults.queue().withSharedSlots(sharedSlots)
-        .withMaxQueuedJobs(cl.intValue("max-queued-jobs", defaults.queue().maxQueuedJobs(), 1, 1_000_000));
+    QueueConfig queue =
+        defaults
+            .queue()
+            .withSharedSlots(sharedSlots)
+            .withMaxQueuedJobs(
+                cl.intValue("max-queued-jobs", defaults.queue().maxQueuedJobs(), 1, 1_000_000));
     String order = cl.get("shared-order", defaults.queue().sharedOrder().label());
     if (QueueConfig.SharedOrder.ofLabel(order) == null) {
-      throw new CommandLine.UsageException("--shared-order must be fair or fifo, was \"" + order + "\"");
+      throw new CommandLine.UsageException(
+          "--shared-order must be fair or fifo, was \"" + order + "\"");
     }
     queue = queue.withSharedOrder(QueueConfig.SharedOrder.ofLabel(order));
     Duration lifetime = cl.duration("worker-lifetime", queue.workerLifetime());
     if (lifetime.compareTo(Duration.ofMinutes(1)) < 0) {
-      throw new CommandLine.UsageException("--worker-lifetime must be at least 1m, was " + cl.get("worker-lifetime", ""));
+      throw new CommandLine.UsageException(
+          "--worker-lifetime must be at least 1m, was " + cl.get("worker-lifetime", ""));
     }
     queue = queue.withLease(lifetime, queue.leaseSlack(), queue.deadlineMargin());
     Duration retention = cl.duration("retention", queue.retention());
     if (retention.compareTo(Duration.ofSeconds(1)) < 0) {
-      throw new CommandLine.UsageException("--retention must be at least 1s, was " + cl.get("retention", ""));
+      throw new CommandLine.UsageException(
+          "--retention must be at least 1s, was " + cl.get("retention", ""));
     }
     queue = queue.withRetention(retention);
-    LocalSettings settings = defaults
-        .withPort(cl.intValue("port", LocalSettings.DEFAULT_PORT, 0, 65535))
-        .withDataDir(Path.of(cl.get("data-dir", LocalSettings.DEFAULT_DATA_DIR.toString())))
-        .withDatabase(cl.get("database-url", null), cli.env.get("BUILDQUEUE_DATABASE_USER"),
-            cli.env.get("BUILDQUEUE_DATABASE_PASSWORD"))
-        .withTickInterval(cl.duration("tick-interval", defaults.tickInterval()))
-        .withShutdownGrace(cl.duration("shutdown-grace", defaults.shutdownGrace()))
-        .withQueue(queue)
-        .withKindsFile(cl.has("kinds") ? Path.of(cl.get("kinds", "")) : null)
-        .withMaxLogBytes(cl.bytes("max-log-bytes", defaults.maxLogBytes()));
+    LocalSettings settings =
+        defaults
+            .withPort(cl.intValue("port", LocalSettings.DEFAULT_PORT, 0, 65535))
+            .withDataDir(Path.of(cl.get("data-dir", LocalSettings.DEFAULT_DATA_DIR.toString())))
+            .withDatabase(
+                cl.get("database-url", null),
+                cli.env.get("BUILDQUEUE_DATABASE_USER"),
+                cli.env.get("BUILDQUEUE_DATABASE_PASSWORD"))
+            .withTickInterval(cl.duration("tick-interval", defaults.tickInterval()))
+            .withShutdownGrace(cl.duration("shutdown-grace", defaults.shutdownGrace()))
+            .withQueue(queue)
+            .withKindsFile(cl.has("kinds") ? Path.of(cl.get("kinds", "")) : null)
+            .withMaxLogBytes(cl.bytes("max-log-bytes", defaults.maxLogBytes()));
     String jobUser = cl.get("job-user", defaults.jobUser());
     if (!LocalSettings.USER_NAME.matcher(jobUser).matches()) {
-      throw new CommandLine.UsageException("--job-user must be a user name, was \"" + jobUser + "\"");
+      throw new CommandLine.UsageException(
+          "--job-user must be a user name, was \"" + jobUser + "\"");
     }
     settings = settings.withJobUser(jobUser);
 
     LocalRuntime runtime;
     try {
       if (demo) {
-        settings = settings.withKindsFile(DemoKinds.prepare(settings.dataDir(), settings.kindsFile(), queue));
+        settings =
+            settings.withKindsFile(
+                DemoKinds.prepare(settings.dataDir(), settings.kindsFile(), queue));
       }
       runtime = LocalRuntime.start(settings);
     } catch (RuntimeException e) {
@@ -87,13 +118,19 @@ record ServeCommand(Cli cli) implements CliCommand {
       return Main.API_ERROR;
     }
     CountDownLatch stopped = new CountDownLatch(1);
-    Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-      cli.err.println("buildqueue: stopping: no new requests, ticks or workers; " + (runtime.settings().databaseUrl() == null
-          ? "running jobs are stopped with their progress and run again from it at the next start"
-          : "running workers go on and the next start adopts them"));
-      runtime.shutdown();
-      stopped.countDown();
-    }, "buildqueue-shutdown"));
+    Runtime.getRuntime()
+        .addShutdownHook(
+            new Thread(
+                () -> {
+                  cli.err.println(
+                      "buildqueue: stopping: no new requests, ticks or workers; "
+                          + (runtime.settings().databaseUrl() == null
+                              ? "running jobs are stopped with their progress and run again from it at the next start"
+                              : "running workers go on and the next start adopts them"));
+                  runtime.shutdown();
+                  stopped.countDown();
+                },
+                "buildqueue-shutdown"));
 
     printBanner(runtime, settings, queue, demo);
     try {
@@ -108,27 +145,60 @@ record ServeCommand(Cli cli) implements CliCommand {
   }
 
   /** What runs where: the API's address, the data, the kinds, the job user, the lanes, the logs. */
-  private void printBanner(LocalRuntime runtime, LocalSettings settings, QueueConfig queue, boolean demo) {
+  private void printBanner(
+      LocalRuntime runtime, LocalSettings settings, QueueConfig queue, boolean demo) {
     PrintStream out = cli.out;
     int sharedSlots = queue.sharedSlots();
     out.println("buildqueue is running: API and dashboard on " + runtime.baseUri());
-    out.println("  data in " + settings.dataDir() + (settings.databaseUrl() == null
-        ? " (embedded PostgreSQL)" : ", database " + LocalDatabase.redacted(settings.databaseUrl())));
-    out.println("  job kinds: demo" + runtime.kinds().kinds().stream().map(k -> ", " + k.name())
-        .collect(Collectors.joining())
-        + runtime.kinds().file().map(f -> " (catalogue " + f + ")").orElse(" (no catalogue: serve --kinds FILE adds one)"));
-    out.println("  jobs run as: " + settings.effectiveJobUser()
-        .map(u -> u + " (the server runs as root; --job-user names another)")
-        .orElse("the server's own user " + System.getProperty("user.name") + " (README: what a job can reach)"));
-    out.println("  shared lane: " + sharedSlots + (sharedSlots == 1 ? " slot" : " slots") + ", "
-        + (queue.sharedOrder() == QueueConfig.SharedOrder.FAIR ? "fair (turns by user)" : "fifo")
-        + ", at most " + queue.maxQueuedJobs() + " queued jobs a user"
-        + "; worker logs in " + settings.dataDir().resolve("workers"));
-    out.println("  job logs in " + settings.dataDir().resolve("jobs") + ", at most " + settings.maxLogBytes()
-        + " bytes an attempt; finished jobs and their logs are deleted after " + describe(queue.retention()));
+    out.println(
+        "  data in "
+            + settings.dataDir()
+            + (settings.databaseUrl() == null
+                ? " (embedded PostgreSQL)"
+                : ", database " + LocalDatabase.redacted(settings.databaseUrl())));
+    out.println(
+        "  job kinds: demo"
+            + runtime.kinds().kinds().stream()
+                .map(k -> ", " + k.name())
+                .collect(Collectors.joining())
+            + runtime
+                .kinds()
+                .file()
+                .map(f -> " (catalogue " + f + ")")
+                .orElse(" (no catalogue: serve --kinds FILE adds one)"));
+    out.println(
+        "  jobs run as: "
+            + settings
+                .effectiveJobUser()
+                .map(u -> u + " (the server runs as root; --job-user names another)")
+                .orElse(
+                    "the server's own user "
+                        + System.getProperty("user.name")
+                        + " (README: what a job can reach)"));
+    out.println(
+        "  shared lane: "
+            + sharedSlots
+            + (sharedSlots == 1 ? " slot" : " slots")
+            + ", "
+            + (queue.sharedOrder() == QueueConfig.SharedOrder.FAIR
+                ? "fair (turns by user)"
+                : "fifo")
+            + ", at most "
+            + queue.maxQueuedJobs()
+            + " queued jobs a user"
+            + "; worker logs in "
+            + settings.dataDir().resolve("workers"));
+    out.println(
+        "  job logs in "
+            + settings.dataDir().resolve("jobs")
+            + ", at most "
+            + settings.maxLogBytes()
+            + " bytes an attempt; finished jobs and their logs are deleted after "
+            + describe(queue.retention()));
     if (demo) {
-      out.println("  dashboard token (admin, valid 12 h): "
-          + runtime.tokens().mint("demo", true, Duration.ofHours(12)));
+      out.println(
+          "  dashboard token (admin, valid 12 h): "
+              + runtime.tokens().mint("demo", true, Duration.ofHours(12)));
     } else {
       out.println("  for a dashboard token: java -jar buildqueue-local.jar token <you> --admin");
     }
@@ -148,22 +218,37 @@ record ServeCommand(Cli cli) implements CliCommand {
     try {
       demo(runtime);
     } catch (RuntimeException e) {
-      cli.err.println("buildqueue: the demo stopped: " + e.getMessage() + "; the server goes on serving");
+      cli.err.println(
+          "buildqueue: the demo stopped: " + e.getMessage() + "; the server goes on serving");
     }
   }
 
   private void demo(LocalRuntime runtime) throws InterruptedException {
     PrintStream out = cli.out;
-    Demo demo = new Demo(runtime.api(), out, System.console() != null && !"dumb".equals(cli.env.get("TERM")));
+    Demo demo =
+        new Demo(
+            runtime.api(), out, System.console() != null && !"dumb".equals(cli.env.get("TERM")));
     out.println();
-    out.println("demo: " + Demo.DEDICATED_USER + " has a dedicated worker; the others share the shared lane");
-    Map<Long, String> jobs = demo.submit(Demo.mix(400), Long.toString(System.currentTimeMillis(), 36));
+    out.println(
+        "demo: "
+            + Demo.DEDICATED_USER
+            + " has a dedicated worker; the others share the shared lane");
+    Map<Long, String> jobs =
+        demo.submit(Demo.mix(400), Long.toString(System.currentTimeMillis(), 36));
     List<JsonNode> done = demo.watch(jobs, Duration.ofMillis(250));
-    long succeeded = done.stream().filter(j -> j.path("status").asText().equals("succeeded")).count();
+    long succeeded =
+        done.stream().filter(j -> j.path("status").asText().equals("succeeded")).count();
     out.println();
-    out.println("demo: all " + done.size() + " jobs finished (" + succeeded + " succeeded, "
-        + (done.size() - succeeded) + " failed as intended). Still serving on " + runtime.baseUri()
-        + "; Ctrl-C to stop.");
+    out.println(
+        "demo: all "
+            + done.size()
+            + " jobs finished ("
+            + succeeded
+            + " succeeded, "
+            + (done.size() - succeeded)
+            + " failed as intended). Still serving on "
+            + runtime.baseUri()
+            + "; Ctrl-C to stop.");
     out.flush();
   }
 }

@@ -9,14 +9,16 @@ import java.util.Set;
 
 /** {@code status}: one job with its history, or the lanes and the most recent jobs. */
 record StatusCommand(Cli cli) implements CliCommand {
-  static final String USAGE = """
+  static final String USAGE =
+      """
         status [job-id] [--user <user>]
             One job with its history, or the lanes and the most recent jobs.
       """;
 
   @Override
   public int run(List<String> args) {
-    CommandLine cl = CommandLine.parse("status", args, Cli.union(ApiConnection.FLAGS, "user"), Set.of("json"));
+    CommandLine cl =
+        CommandLine.parse("status", args, Cli.union(ApiConnection.FLAGS, "user"), Set.of("json"));
     cl.atMostPositionals(1, "status [job-id] [--user U]");
     ApiClient api = ApiConnection.open(cli, cl, "cli", true);
     if (!cl.positionals().isEmpty()) {
@@ -29,15 +31,22 @@ record StatusCommand(Cli cli) implements CliCommand {
       return cli.answer(cl, both.toString(), Render.jobDetail(job, events).stripTrailing());
     }
     JsonNode lanes = Cli.accepted(api.get("lanes")).json().path("lanes");
-    String jobsPath = "jobs?limit=20" + (cl.has("user")
-        ? "&userId=" + URLEncoder.encode(cl.get("user", ""), StandardCharsets.UTF_8) : "");
+    String jobsPath =
+        "jobs?limit=20"
+            + (cl.has("user")
+                ? "&userId=" + URLEncoder.encode(cl.get("user", ""), StandardCharsets.UTF_8)
+                : "");
     JsonNode list = Cli.accepted(api.get(jobsPath)).json().path("jobs");
     ObjectNode both = Cli.JSON.createObjectNode();
     both.set("lanes", lanes);
     both.set("jobs", list);
     StringBuilder text = new StringBuilder(Render.lanes(lanes)).append(System.lineSeparator());
-    text.append(list.isEmpty() ? "no jobs yet" : "recent jobs" + (cl.has("user") ? " of " + cl.get("user", "") : "")
-        + ", newest first:");
+    text.append(
+        list.isEmpty()
+            ? "no jobs yet"
+            : "recent jobs"
+                + (cl.has("user") ? " of " + cl.get("user", "") : "")
+                + ", newest first:");
     list.forEach(j -> text.append(System.lineSeparator()).append("  ").append(Render.jobLine(j)));
     return cli.answer(cl, both.toString(), text.toString());
   }

@@ -4,9 +4,13 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Set;
 
-/** {@code token}: prints a token for the API and the dashboard, minted from the data directory's secret. */
+/**
+ * {@code token}: prints a token for the API and the dashboard, minted from the data directory's
+ * secret.
+ */
 record TokenCommand(Cli cli) implements CliCommand {
-  static final String USAGE = """
+  static final String USAGE =
+      """
         token <user> [--admin] [--hours 24]
             Prints a token for the API and the dashboard (--admin: may see every lane and job).
       """;

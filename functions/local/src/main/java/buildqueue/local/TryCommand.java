@@ -3,9 +3,9 @@ package buildqueue.local;
 import buildqueue.api.HttpApi;
 import buildqueue.core.JobStatus;
 import buildqueue.kinds.KindCatalogue;
+import buildqueue.kinds.KindCatalogueException;
 import buildqueue.kinds.KindRegistry;
 import buildqueue.kinds.PayloadSchema;
-import buildqueue.kinds.KindCatalogueException;
 import buildqueue.worker.QueueKindLimits;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
@@ -28,7 +28,8 @@ import java.util.stream.Stream;
  * works on a server. Refusals exit {@value Main#USAGE} and queue nothing.
  */
 record TryCommand(Cli cli) implements CliCommand {
-  static final String USAGE = """
+  static final String USAGE =
+      """
         try <kind> <payload-json> [--kinds kinds.json]
             Runs one job of a kind through a queue of its own (embedded PostgreSQL in a temporary
             directory, removed after), in the foreground: prints its log as it comes, then its
@@ -36,17 +37,24 @@ record TryCommand(Cli cli) implements CliCommand {
             Kinds: the built-in demo and render-sample, and those of --kinds or BUILDQUEUE_KINDS_FILE.
       """;
 
-  /** The environment variable {@code try} reads its catalogue from when {@code --kinds} is absent. */
+  /**
+   * The environment variable {@code try} reads its catalogue from when {@code --kinds} is absent.
+   */
   static final String KINDS_FILE_ENV = "BUILDQUEUE_KINDS_FILE";
+
   /** How often {@code try} reads the job's new output. */
   static final Duration TRY_POLL = Duration.ofMillis(200);
+
   static final Duration TRY_SHUTDOWN_GRACE = Duration.ofSeconds(5);
 
   @Override
   public int run(List<String> args) {
     CommandLine cl = CommandLine.parse("try", args, Set.of("kinds"), Set.of());
     String kind = cl.positional(0, "a job kind: try <kind> <payload-json>");
-    JsonNode payload = Cli.payload(cl.positional(1, "a payload: try <kind> <payload-json>, e.g. try demo '{\"steps\": 3}'"));
+    JsonNode payload =
+        Cli.payload(
+            cl.positional(
+                1, "a payload: try <kind> <payload-json>, e.g. try demo '{\"steps\": 3}'"));
     cl.atMostPositionals(2, "try <kind> <payload-json> [--kinds FILE]");
     String kindsFile = cl.get("kinds", cli.env.get(KINDS_FILE_ENV));
     Path dataDir;
@@ -58,14 +66,26 @@ record TryCommand(Cli cli) implements CliCommand {
     LocalSettings defaults = LocalSettings.defaults();
     // A short grace: the job has ended (or was interrupted) when the runtime closes, so only its
     // worker's last statements are left to wait for.
-    LocalSettings settings = defaults.withPort(0).withDataDir(dataDir).withTickInterval(Duration.ofSeconds(1))
-        .withShutdownGrace(TRY_SHUTDOWN_GRACE);
+    LocalSettings settings =
+        defaults
+            .withPort(0)
+            .withDataDir(dataDir)
+            .withTickInterval(Duration.ofSeconds(1))
+            .withShutdownGrace(TRY_SHUTDOWN_GRACE);
     AtomicBoolean interrupted = new AtomicBoolean();
     try {
-      Path catalogue = DemoKinds.prepare(dataDir,
-          kindsFile == null || kindsFile.isBlank() ? Optional.empty() : Optional.of(Path.of(kindsFile)), defaults.queue());
-      String refused = refusal(KindCatalogue.load(catalogue, QueueKindLimits.of(defaults.queue())).registry(), kind,
-          payload);
+      Path catalogue =
+          DemoKinds.prepare(
+              dataDir,
+              kindsFile == null || kindsFile.isBlank()
+                  ? Optional.empty()
+                  : Optional.of(Path.of(kindsFile)),
+              defaults.queue());
+      String refused =
+          refusal(
+              KindCatalogue.load(catalogue, QueueKindLimits.of(defaults.queue())).registry(),
+              kind,
+              payload);
       if (refused != null) {
         // Said before a database starts (seconds), as the API would say it.
         cli.err.println("buildqueue: " + refused);
@@ -75,12 +95,19 @@ record TryCommand(Cli cli) implements CliCommand {
         // Ctrl-C stops the job's worker at once (a try is not a server: nothing waits for it), and
         // leaves neither the embedded PostgreSQL running nor the temporary directory behind. The
         // hook alone cleans up then: the directory goes only once the database has stopped.
-        Thread hook = new Thread(() -> {
-          interrupted.set(true);
-          runtime.platform().liveWorkers().forEach(w -> runtime.platform().stop(w.toString(), "bq try was interrupted"));
-          runtime.close();
-          deleteQuietly(dataDir);
-        }, "buildqueue-try-stop");
+        Thread hook =
+            new Thread(
+                () -> {
+                  interrupted.set(true);
+                  runtime
+                      .platform()
+                      .liveWorkers()
+                      .forEach(
+                          w -> runtime.platform().stop(w.toString(), "bq try was interrupted"));
+                  runtime.close();
+                  deleteQuietly(dataDir);
+                },
+                "buildqueue-try-stop");
         Runtime.getRuntime().addShutdownHook(hook);
         try {
           return tryOn(runtime, kind, payload);
@@ -103,28 +130,44 @@ record TryCommand(Cli cli) implements CliCommand {
     }
   }
 
-  /** Why the API would refuse {@code kind} with {@code payload}, in its words; null if it would take them. */
+  /**
+   * Why the API would refuse {@code kind} with {@code payload}, in its words; null if it would take
+   * them.
+   */
   static String refusal(KindRegistry kinds, String kind, JsonNode payload) {
     Optional<PayloadSchema> schema = kinds.payloadSchema(kind);
     if (schema.isEmpty()) {
-      return "unknown kind \"" + kind + "\"; the known kinds are: "
+      return "unknown kind \""
+          + kind
+          + "\"; the known kinds are: "
           + String.join(", ", new TreeSet<>(kinds.kinds()));
     }
     if (payload != null && !payload.isNull() && !payload.isObject()) {
       return "the payload must be a JSON object, e.g. '{}'";
     }
     try {
-      schema.get().check(payload == null || payload.isNull() ? Cli.JSON.createObjectNode() : payload.deepCopy());
+      schema
+          .get()
+          .check(
+              payload == null || payload.isNull()
+                  ? Cli.JSON.createObjectNode()
+                  : payload.deepCopy());
       return null;
     } catch (IllegalArgumentException e) {
-      return "the payload is not valid for kind \"" + kind + "\": "
-          + (e.getMessage() == null ? "the kind's validation refused it without saying why" : e.getMessage());
+      return "the payload is not valid for kind \""
+          + kind
+          + "\": "
+          + (e.getMessage() == null
+              ? "the kind's validation refused it without saying why"
+              : e.getMessage());
     }
   }
 
   private int tryOn(LocalRuntime runtime, String kind, JsonNode payload) {
-    ApiClient api = new ApiClient(runtime.baseUri(),
-        runtime.tokens().mint(cli.defaultUser(), true, ApiConnection.CLI_TOKEN_TTL));
+    ApiClient api =
+        new ApiClient(
+            runtime.baseUri(),
+            runtime.tokens().mint(cli.defaultUser(), true, ApiConnection.CLI_TOKEN_TTL));
     ObjectNode body = Cli.JSON.createObjectNode().put("kind", kind);
     body.set("payload", payload);
     ApiClient.Reply submitted = api.post("jobs", body);
@@ -133,10 +176,16 @@ record TryCommand(Cli cli) implements CliCommand {
       return Main.USAGE;
     }
     long id = Cli.accepted(submitted).json().path("id").asLong();
-    cli.out.println("[buildqueue] job " + id + " (" + kind + ") queued on a queue of its own; its output follows");
+    cli.out.println(
+        "[buildqueue] job "
+            + id
+            + " ("
+            + kind
+            + ") queued on a queue of its own; its output follows");
     long since = 0;
     while (true) {
-      ApiClient.Reply log = Cli.accepted(api.get("jobs/" + id + "/log" + (since > 0 ? "?since=" + since : "")));
+      ApiClient.Reply log =
+          Cli.accepted(api.get("jobs/" + id + "/log" + (since > 0 ? "?since=" + since : "")));
       long total = log.header(HttpApi.LOG_TOTAL_BYTES).map(Long::parseLong).orElse(0L);
       if (since > total) {
         cli.out.println("[buildqueue] the job started a new attempt; its output starts over");
@@ -157,9 +206,18 @@ record TryCommand(Cli cli) implements CliCommand {
     JsonNode job = Cli.accepted(api.get("jobs/" + id)).json();
     String status = job.path("status").asText();
     String error = job.path("error").asText("");
-    cli.out.println("[buildqueue] job " + id + " " + status + " after " + job.path("attempts").asInt() + " attempt"
-        + (job.path("attempts").asInt() == 1 ? "" : "s") + ", progress " + job.path("progress").asInt()
-        + (error.isEmpty() || job.path("error").isNull() ? "" : ": " + error));
+    cli.out.println(
+        "[buildqueue] job "
+            + id
+            + " "
+            + status
+            + " after "
+            + job.path("attempts").asInt()
+            + " attempt"
+            + (job.path("attempts").asInt() == 1 ? "" : "s")
+            + ", progress "
+            + job.path("progress").asInt()
+            + (error.isEmpty() || job.path("error").isNull() ? "" : ": " + error));
     return "succeeded".equals(status) ? Main.OK : Main.API_ERROR;
   }
 

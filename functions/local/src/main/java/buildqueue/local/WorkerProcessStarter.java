@@ -25,37 +25,51 @@ import java.util.stream.Stream;
  * programs need of the server's, then the worker's own settings; never the rest).
  *
  * @param home the label of the server's work directory, on each of its workers' command lines
- * @param setsid util-linux's {@code setsid}, checked to run a program in place ({@link #findSetsid});
- *     none where there is no such thing
+ * @param setsid util-linux's {@code setsid}, checked to run a program in place ({@link
+ *     #findSetsid}); none where there is no such thing
  */
-record WorkerProcessStarter(WorkerCommand command, LocalProcessPlatform.WorkerDatabase database, QueueConfig config,
-    LocalProcessPlatform.Directories dirs, Optional<Path> kindsFile, long maxLogBytes, Optional<String> jobUser,
-    String home, Optional<Path> setsid) {
+record WorkerProcessStarter(
+    WorkerCommand command,
+    LocalProcessPlatform.WorkerDatabase database,
+    QueueConfig config,
+    LocalProcessPlatform.Directories dirs,
+    Optional<Path> kindsFile,
+    long maxLogBytes,
+    Optional<String> jobUser,
+    String home,
+    Optional<Path> setsid) {
   private static final System.Logger LOG = System.getLogger(WorkerProcessStarter.class.getName());
-  /** What a worker gets between SIGTERM and SIGKILL when it is stopped: it stops its job within that. */
+
+  /**
+   * What a worker gets between SIGTERM and SIGKILL when it is stopped: it stops its job within
+   * that.
+   */
   static final Duration KILL_AFTER_STOP = Duration.ofSeconds(10);
 
   /** Starts {@code launch}'s worker, its output appended to {@code log}. */
   Process start(WorkerLaunch launch, Path log) throws IOException {
     if (setsid.isPresent() && !runnable(command.java())) {
       // setsid would start and then fail to exec it: say so now, as starting it directly would.
-      throw new IOException("Cannot run program \"" + command.java() + "\": not an executable file");
+      throw new IOException(
+          "Cannot run program \"" + command.java() + "\": not an executable file");
     }
     Files.createDirectories(dirs.workerLogs());
-    ProcessBuilder builder = new ProcessBuilder(commandLine(launch))
-        .redirectErrorStream(true)
-        .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()))
-        .redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")));
+    ProcessBuilder builder =
+        new ProcessBuilder(commandLine(launch))
+            .redirectErrorStream(true)
+            .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()))
+            .redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")));
     Map<String, String> env = builder.environment();
     // Never the server's whole environment (an operator's AWS keys, PGPASSWORD): what a JVM and
     // its jobs' programs need, then the worker's own settings.
     Map<String, String> inherited = Map.copyOf(env);
     env.clear();
-    inherited.forEach((name, value) -> {
-      if (passedToWorkers(name)) {
-        env.put(name, value);
-      }
-    });
+    inherited.forEach(
+        (name, value) -> {
+          if (passedToWorkers(name)) {
+            env.put(name, value);
+          }
+        });
     jobUser.ifPresent(u -> env.put(JobUser.VARIABLE, u));
     env.put(WorkerEnvironment.WORKER_ID, Long.toString(launch.workerId()));
     env.put(WorkerEnvironment.WORKER_TOKEN, launch.token().toString());
@@ -63,10 +77,13 @@ record WorkerProcessStarter(WorkerCommand command, LocalProcessPlatform.WorkerDa
     putOrRemove(env, WorkerEnvironment.DATABASE_USER, database.user());
     putOrRemove(env, WorkerEnvironment.DATABASE_PASSWORD, database.password());
     env.put(WorkerEnvironment.CHAIN_WINDOW_MS, Long.toString(config.chainWindow().toMillis()));
-    env.put(WorkerEnvironment.DEADLINE_MARGIN_MS, Long.toString(config.deadlineMargin().toMillis()));
-    env.put(WorkerEnvironment.WORKER_LIFETIME_MS, Long.toString(config.workerLifetime().toMillis()));
+    env.put(
+        WorkerEnvironment.DEADLINE_MARGIN_MS, Long.toString(config.deadlineMargin().toMillis()));
+    env.put(
+        WorkerEnvironment.WORKER_LIFETIME_MS, Long.toString(config.workerLifetime().toMillis()));
     env.put(WorkerEnvironment.SHARED_ORDER, config.sharedOrder().label());
-    // Removed when there is none, so a variable the server inherited cannot give workers other kinds than the API's.
+    // Removed when there is none, so a variable the server inherited cannot give workers other
+    // kinds than the API's.
     putOrRemove(env, WorkerEnvironment.KINDS_FILE, kindsFile.map(Path::toString).orElse(null));
     env.put(ProcessRunner.WORK_DIR, dirs.workOf(launch.workerId()).toAbsolutePath().toString());
     // What stop() gives a worker between SIGTERM and SIGKILL: it stops its job within that.
@@ -84,8 +101,13 @@ record WorkerProcessStarter(WorkerCommand command, LocalProcessPlatform.WorkerDa
    * worker reads is set by {@link #start} itself, so none is inherited.
    */
   static boolean passedToWorkers(String name) {
-    return name.equals("PATH") || name.equals("LANG") || name.startsWith("LC_") || name.equals("TZ")
-        || name.equals("JAVA_HOME") || name.equals("HOME") || name.equals("USER");
+    return name.equals("PATH")
+        || name.equals("LANG")
+        || name.startsWith("LC_")
+        || name.equals("TZ")
+        || name.equals("JAVA_HOME")
+        || name.equals("HOME")
+        || name.equals("USER");
   }
 
   private List<String> commandLine(WorkerLaunch launch) {
@@ -121,8 +143,10 @@ record WorkerProcessStarter(WorkerCommand command, LocalProcessPlatform.WorkerDa
     try {
       return Optional.of(SetsidLauncher.find(System.getenv()).setsid());
     } catch (RuntimeException e) {
-      LOG.log(Level.WARNING, "workers start in the server's process group, so a terminal's Ctrl-C reaches them too: "
-          + e.getMessage());
+      LOG.log(
+          Level.WARNING,
+          "workers start in the server's process group, so a terminal's Ctrl-C reaches them too: "
+              + e.getMessage());
       return Optional.empty();
     }
   }

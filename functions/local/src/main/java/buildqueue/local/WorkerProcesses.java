@@ -16,12 +16,13 @@ import java.util.UUID;
 
 /**
  * What this host says about worker processes: whether one still runs (its pid, its start time, not
- * a zombie), its arguments, and the labels on its command line by which a server finds the
- * workers a previous server left running.
+ * a zombie), its arguments, and the labels on its command line by which a server finds the workers
+ * a previous server left running.
  */
 final class WorkerProcesses {
   static final String LABEL_PROPERTY = "-Dbuildqueue.launch=";
   static final String WORKER_PROPERTY = "-Dbuildqueue.worker=";
+
   /**
    * Which server's workers these are (a label of its work directory): a server adopts only its own
    * survivors, never the workers of another server on the same host, whose queue is not its own.
@@ -33,23 +34,30 @@ final class WorkerProcesses {
   /** A worker process a previous server left running, found by its labels. */
   record Survivor(String label, long workerId, ProcessHandle handle, Instant start) {}
 
-  /** The worker processes on this host labelled with {@code home}, the label of a server's work directory. */
+  /**
+   * The worker processes on this host labelled with {@code home}, the label of a server's work
+   * directory.
+   */
   static List<Survivor> survivors(String home) {
     List<Survivor> found = new ArrayList<>();
-    ProcessHandle.allProcesses().forEach(p -> {
-      Optional<String[]> args = arguments(p);
-      Optional<Instant> start = p.info().startInstant();
-      if (args.isEmpty() || start.isEmpty()) {
-        return;
-      }
-      String label = valueOf(args.get(), LABEL_PROPERTY);
-      String worker = valueOf(args.get(), WORKER_PROPERTY);
-      if (label == null || worker == null || !worker.matches("[0-9]{1,18}")
-          || !home.equals(valueOf(args.get(), HOME_PROPERTY))) {
-        return;
-      }
-      found.add(new Survivor(label, Long.parseLong(worker), p, start.get()));
-    });
+    ProcessHandle.allProcesses()
+        .forEach(
+            p -> {
+              Optional<String[]> args = arguments(p);
+              Optional<Instant> start = p.info().startInstant();
+              if (args.isEmpty() || start.isEmpty()) {
+                return;
+              }
+              String label = valueOf(args.get(), LABEL_PROPERTY);
+              String worker = valueOf(args.get(), WORKER_PROPERTY);
+              if (label == null
+                  || worker == null
+                  || !worker.matches("[0-9]{1,18}")
+                  || !home.equals(valueOf(args.get(), HOME_PROPERTY))) {
+                return;
+              }
+              found.add(new Survivor(label, Long.parseLong(worker), p, start.get()));
+            });
     return found;
   }
 
@@ -60,7 +68,8 @@ final class WorkerProcesses {
     }
     Optional<Instant> start = handle.get().info().startInstant();
     if (start.isPresent() && start.get().toEpochMilli() != id.startMillis()) {
-      return new TaskState.Stopped("worker process " + id.pid() + " is gone (its pid now belongs to another process)");
+      return new TaskState.Stopped(
+          "worker process " + id.pid() + " is gone (its pid now belongs to another process)");
     }
     if (isZombie(id.pid())) {
       return new TaskState.Stopped("worker process " + id.pid() + " has exited (not yet reaped)");
@@ -71,7 +80,8 @@ final class WorkerProcesses {
   /** An exited process its parent has not reaped still has a pid: it is not running. */
   private static boolean isZombie(long pid) {
     try {
-      String stat = Files.readString(Path.of("/proc", Long.toString(pid), "stat"), StandardCharsets.US_ASCII);
+      String stat =
+          Files.readString(Path.of("/proc", Long.toString(pid), "stat"), StandardCharsets.US_ASCII);
       int close = stat.lastIndexOf(')');
       char state = close >= 0 && close + 2 < stat.length() ? stat.charAt(close + 2) : '?';
       return state == 'Z' || state == 'X';
@@ -114,7 +124,8 @@ final class WorkerProcesses {
   /** A label of {@code text}: the start of its SHA-256, in hex. */
   static String label(String text) {
     try {
-      byte[] digest = MessageDigest.getInstance("SHA-256").digest(text.getBytes(StandardCharsets.UTF_8));
+      byte[] digest =
+          MessageDigest.getInstance("SHA-256").digest(text.getBytes(StandardCharsets.UTF_8));
       return HexFormat.of().formatHex(digest, 0, 16);
     } catch (NoSuchAlgorithmException e) {
       throw new IllegalStateException("SHA-256 is part of every JDK", e);

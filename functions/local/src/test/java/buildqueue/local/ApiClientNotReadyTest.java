@@ -61,19 +61,29 @@ class ApiClientNotReadyTest {
     assertThat(reply.json().path("id").asLong()).isEqualTo(5);
     assertThat(requests()).containsExactly("GET /jobs/5", "GET /jobs/5");
     assertThat(pauses).containsExactly(Duration.ofSeconds(1));
-    assertThat(notices).singleElement().asString().contains("SnapStart").contains("again in 1000 ms");
+    assertThat(notices)
+        .singleElement()
+        .asString()
+        .contains("SnapStart")
+        .contains("again in 1000 ms");
   }
 
   @Test
   void a_submission_with_an_idempotency_key_and_a_put_are_sent_again() {
     gateway.notReadyFor(2);
-    assertThat(client().postIdempotent("jobs", JSON.createObjectNode().put("idempotencyKey", "k")).status())
+    assertThat(
+            client()
+                .postIdempotent("jobs", JSON.createObjectNode().put("idempotencyKey", "k"))
+                .status())
         .isEqualTo(200);
     gateway.notReadyFor(1);
     assertThat(client().put("users/bob", JSON.createObjectNode()).status()).isEqualTo(200);
 
-    assertThat(requests()).containsExactly("POST /jobs", "POST /jobs", "POST /jobs", "PUT /users/bob", "PUT /users/bob");
-    assertThat(pauses).containsExactly(Duration.ofSeconds(1), Duration.ofSeconds(2), Duration.ofSeconds(1));
+    assertThat(requests())
+        .containsExactly(
+            "POST /jobs", "POST /jobs", "POST /jobs", "PUT /users/bob", "PUT /users/bob");
+    assertThat(pauses)
+        .containsExactly(Duration.ofSeconds(1), Duration.ofSeconds(2), Duration.ofSeconds(1));
   }
 
   @Test
@@ -94,15 +104,23 @@ class ApiClientNotReadyTest {
     gateway.notReadyFor(100);
 
     assertThatThrownBy(() -> client().get("jobs"))
-        .isInstanceOf(ApiClient.NotReadyException.class).hasMessageContaining("after 6 attempts over 23 s");
+        .isInstanceOf(ApiClient.NotReadyException.class)
+        .hasMessageContaining("after 6 attempts over 23 s");
     assertThat(requests()).hasSize(6);
-    assertThat(pauses).containsExactly(Duration.ofSeconds(1), Duration.ofSeconds(2), Duration.ofSeconds(4),
-        Duration.ofSeconds(8), Duration.ofSeconds(8));
+    assertThat(pauses)
+        .containsExactly(
+            Duration.ofSeconds(1),
+            Duration.ofSeconds(2),
+            Duration.ofSeconds(4),
+            Duration.ofSeconds(8),
+            Duration.ofSeconds(8));
   }
 
   @Test
   void the_apis_own_server_error_is_not_taken_for_it() {
-    gateway.answer(500, "{\"type\": \"about:blank\", \"title\": \"Internal Server Error\", \"status\": 500, \"detail\": \"database down\"}");
+    gateway.answer(
+        500,
+        "{\"type\": \"about:blank\", \"title\": \"Internal Server Error\", \"status\": 500, \"detail\": \"database down\"}");
 
     ApiClient.Reply reply = client().get("jobs");
 
@@ -116,8 +134,11 @@ class ApiClientNotReadyTest {
     gateway.answer(200, "{\"jobs\": [], \"lanes\": []}");
     ByteArrayOutputStream out = new ByteArrayOutputStream();
     ByteArrayOutputStream err = new ByteArrayOutputStream();
-    Main main = new Main(new PrintStream(out, true, StandardCharsets.UTF_8), new PrintStream(err, true, StandardCharsets.UTF_8),
-        Map.of("USER", "tester", ApiConnection.API_TOKEN_ENV, "jwt"));
+    Main main =
+        new Main(
+            new PrintStream(out, true, StandardCharsets.UTF_8),
+            new PrintStream(err, true, StandardCharsets.UTF_8),
+            Map.of("USER", "tester", ApiConnection.API_TOKEN_ENV, "jwt"));
 
     int code = main.run(new String[] {"submit", "demo", "--api-url", base().toString()});
 

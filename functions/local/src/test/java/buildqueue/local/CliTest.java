@@ -40,15 +40,21 @@ class CliTest {
   /** Runs a command with this server's port and data directory; keeps what it printed. */
   private int cli(String... args) {
     List<String> all = new ArrayList<>(List.of(args));
-    all.addAll(List.of("--port", Integer.toString(server.runtime.port()), "--data-dir", dataDir.toString()));
+    all.addAll(
+        List.of(
+            "--port", Integer.toString(server.runtime.port()), "--data-dir", dataDir.toString()));
     return raw(all.toArray(String[]::new));
   }
 
   private int raw(String... args) {
     ByteArrayOutputStream o = new ByteArrayOutputStream();
     ByteArrayOutputStream e = new ByteArrayOutputStream();
-    int code = new Main(new PrintStream(o, true, StandardCharsets.UTF_8), new PrintStream(e, true, StandardCharsets.UTF_8),
-        Map.of("USER", "tester")).run(args);
+    int code =
+        new Main(
+                new PrintStream(o, true, StandardCharsets.UTF_8),
+                new PrintStream(e, true, StandardCharsets.UTF_8),
+                Map.of("USER", "tester"))
+            .run(args);
     out = o.toString(StandardCharsets.UTF_8);
     err = e.toString(StandardCharsets.UTF_8);
     return code;
@@ -67,11 +73,30 @@ class CliTest {
   }
 
   @Test
-  void submit_says_what_happened_and_a_second_submit_with_the_key_names_the_same_job() throws Exception {
-    assertThat(cli("submit", "demo", "{\"steps\": 2, \"stepMillis\": 10}", "--user", "bob", "--key", "b-1")).isZero();
+  void submit_says_what_happened_and_a_second_submit_with_the_key_names_the_same_job()
+      throws Exception {
+    assertThat(
+            cli(
+                "submit",
+                "demo",
+                "{\"steps\": 2, \"stepMillis\": 10}",
+                "--user",
+                "bob",
+                "--key",
+                "b-1"))
+        .isZero();
     assertThat(out).startsWith("submitted job ").contains("for bob in lane shared");
 
-    assertThat(cli("submit", "demo", "{\"steps\": 2, \"stepMillis\": 10}", "--user", "bob", "--key", "b-1", "--json"))
+    assertThat(
+            cli(
+                "submit",
+                "demo",
+                "{\"steps\": 2, \"stepMillis\": 10}",
+                "--user",
+                "bob",
+                "--key",
+                "b-1",
+                "--json"))
         .isZero();
     JsonNode job = json(out);
     assertThat(job.path("userId").asText()).isEqualTo("bob");
@@ -88,13 +113,18 @@ class CliTest {
   }
 
   @Test
-  void status_shows_a_job_with_its_history_and_without_an_id_the_lanes_and_recent_jobs() throws Exception {
+  void status_shows_a_job_with_its_history_and_without_an_id_the_lanes_and_recent_jobs()
+      throws Exception {
     long id = server.submitDemo("bob", 2, 10);
     server.awaitStatus(id, "succeeded");
 
     assertThat(cli("status", Long.toString(id))).isZero();
-    assertThat(out).contains("job " + id + " (demo) of bob: succeeded in lane shared")
-        .contains("[####################] 2/2").contains("history").contains("enqueued").contains("succeeded");
+    assertThat(out)
+        .contains("job " + id + " (demo) of bob: succeeded in lane shared")
+        .contains("[####################] 2/2")
+        .contains("history")
+        .contains("enqueued")
+        .contains("succeeded");
 
     assertThat(cli("status")).isZero();
     assertThat(out).contains("lane shared: 1 slot").contains("recent jobs").contains("#" + id);
@@ -120,19 +150,48 @@ class CliTest {
   }
 
   @Test
-  void submit_with_a_supersede_key_says_what_it_replaced_and_status_shows_who_replaced_it() throws Exception {
-    assertThat(cli("submit", "demo", "{\"steps\": 20, \"stepMillis\": 100}", "--user", "bob", "--supersede-key", "doc",
-        "--json")).isZero();
+  void submit_with_a_supersede_key_says_what_it_replaced_and_status_shows_who_replaced_it()
+      throws Exception {
+    assertThat(
+            cli(
+                "submit",
+                "demo",
+                "{\"steps\": 20, \"stepMillis\": 100}",
+                "--user",
+                "bob",
+                "--supersede-key",
+                "doc",
+                "--json"))
+        .isZero();
     long first = json(out).path("id").asLong();
-    assertThat(cli("submit", "demo", "{\"steps\": 1, \"stepMillis\": 1}", "--user", "bob", "--supersede-key", "doc",
-        "--json")).isZero();
+    assertThat(
+            cli(
+                "submit",
+                "demo",
+                "{\"steps\": 1, \"stepMillis\": 1}",
+                "--user",
+                "bob",
+                "--supersede-key",
+                "doc",
+                "--json"))
+        .isZero();
     long second = json(out).path("id").asLong();
-    assertThat(json(out).path("superseded").path("cancelRequested").get(0).asLong()).isEqualTo(first);
+    assertThat(json(out).path("superseded").path("cancelRequested").get(0).asLong())
+        .isEqualTo(first);
 
-    assertThat(cli("submit", "demo", "{\"steps\": 1, \"stepMillis\": 1}", "--user", "bob", "--supersede-key", "doc"))
+    assertThat(
+            cli(
+                "submit",
+                "demo",
+                "{\"steps\": 1, \"stepMillis\": 1}",
+                "--user",
+                "bob",
+                "--supersede-key",
+                "doc"))
         .isZero();
     assertThat(out).contains("superseded: 1 queued job cancelled (" + second + ")");
-    long third = server.db.jdbc().query("select max(id) as id from build_job").get(0).longValue("id");
+    long third =
+        server.db.jdbc().query("select max(id) as id from build_job").get(0).longValue("id");
 
     assertThat(cli("status", Long.toString(second))).isZero();
     assertThat(out).contains("bob: cancelled").contains("superseded by job " + third);
@@ -145,8 +204,14 @@ class CliTest {
   void quota_sets_a_users_limit_on_queued_jobs_and_gives_back_the_default() {
     assertThat(cli("quota", "ada", "2")).isZero();
     assertThat(out).contains("ada may have 2 queued jobs at once");
-    assertThat(server.db.jdbc().query("select max_queued_jobs from build_user where user_id = 'ada'").get(0)
-        .intValue("max_queued_jobs")).isEqualTo(2);
+    assertThat(
+            server
+                .db
+                .jdbc()
+                .query("select max_queued_jobs from build_user where user_id = 'ada'")
+                .get(0)
+                .intValue("max_queued_jobs"))
+        .isEqualTo(2);
 
     assertThat(cli("quota", "ada", "default")).isZero();
     assertThat(out).contains("ada may have 1000 queued jobs at once (the server's default)");
@@ -174,7 +239,8 @@ class CliTest {
     assertThat(cli("logs", Long.toString(id), "--follow")).isZero();
 
     assertThat(server.jobRow(id).string("status")).isEqualTo("succeeded");
-    assertThat(out).isEqualTo("step 1 of 4 done\nstep 2 of 4 done\nstep 3 of 4 done\nstep 4 of 4 done\n");
+    assertThat(out)
+        .isEqualTo("step 1 of 4 done\nstep 2 of 4 done\nstep 3 of 4 done\nstep 4 of 4 done\n");
   }
 
   @Test
@@ -208,7 +274,8 @@ class CliTest {
     assertThat(cli("status", "999999")).isEqualTo(Main.API_ERROR);
     assertThat(err).contains("HTTP 404");
 
-    assertThat(raw("status", "--port", "1", "--data-dir", dataDir.toString())).isEqualTo(Main.UNREACHABLE);
+    assertThat(raw("status", "--port", "1", "--data-dir", dataDir.toString()))
+        .isEqualTo(Main.UNREACHABLE);
     assertThat(err).contains("no buildqueue server answers");
     assertThat(server.db.jdbc().query("select id from build_job")).isEmpty();
   }

@@ -36,23 +36,37 @@ class DashboardBrowserTest {
   private WebDriver browser() {
     boolean present = Files.isExecutable(CHROMIUM) && Files.isExecutable(CHROMEDRIVER);
     if (!present && "true".equals(System.getenv("CI"))) {
-      throw new AssertionError("CI must have " + CHROMIUM + " and " + CHROMEDRIVER + "; .ci/run installs them");
+      throw new AssertionError(
+          "CI must have " + CHROMIUM + " and " + CHROMEDRIVER + "; .ci/run installs them");
     }
-    Assumptions.assumeTrue(present, "needs Debian's chromium and chromium-driver (apt-get install chromium chromium-driver)");
+    Assumptions.assumeTrue(
+        present,
+        "needs Debian's chromium and chromium-driver (apt-get install chromium chromium-driver)");
     ChromeOptions options = new ChromeOptions();
     options.setBinary(CHROMIUM.toFile());
-    options.addArguments("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync",
-        "--disable-dev-shm-usage", "--window-size=1280,900", "--user-data-dir=" + browserProfile);
-    ChromeDriverService service = new ChromeDriverService.Builder()
-        .usingDriverExecutable(new File(CHROMEDRIVER.toString()))
-        .usingAnyFreePort()
-        .build();
+    options.addArguments(
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-dev-shm-usage",
+        "--window-size=1280,900",
+        "--user-data-dir=" + browserProfile);
+    ChromeDriverService service =
+        new ChromeDriverService.Builder()
+            .usingDriverExecutable(new File(CHROMEDRIVER.toString()))
+            .usingAnyFreePort()
+            .build();
     return new ChromeDriver(service, options);
   }
 
   @Test
-  void the_dashboard_shows_a_running_jobs_progress_in_its_lanes_slot_and_its_output(TestDatabase db) {
+  void the_dashboard_shows_a_running_jobs_progress_in_its_lanes_slot_and_its_output(
+      TestDatabase db) {
     try (TestServer server = TestServer.start(db, dataDir)) {
       // 400 steps of 150 ms (a minute): the job must still run when a browser started on a loaded
       // machine shows the page (60 steps, 9 s, ended first under a parallel build's load).
@@ -66,21 +80,36 @@ class DashboardBrowserTest {
         input.sendKeys(server.runtime.tokens().mint("operator", true, Duration.ofMinutes(10)));
         browser.findElement(By.id("token-save")).click();
 
-        WebElement slot = wait.until(d -> visible(d, By.cssSelector(".lane[data-lane='shared'] .slot[data-slot='shared#1']")));
+        WebElement slot =
+            wait.until(
+                d ->
+                    visible(
+                        d,
+                        By.cssSelector(".lane[data-lane='shared'] .slot[data-slot='shared#1']")));
         assertThat(slot.getAttribute("data-state")).isEqualTo("held");
-        By progressBar = By.cssSelector(".slot[data-slot='shared#1'] .job[data-job-id='" + job + "'] progress.progress");
+        By progressBar =
+            By.cssSelector(
+                ".slot[data-slot='shared#1'] .job[data-job-id='" + job + "'] progress.progress");
         WebElement progress = wait.until(d -> visible(d, progressBar));
         assertThat(progress.getAttribute("data-steps")).isEqualTo("400");
         int first = Integer.parseInt(progress.getAttribute("data-progress"));
         assertThat(first).isPositive();
         // Live: a later poll shows the worker further on.
-        wait.until(d -> Integer.parseInt(d.findElement(progressBar).getAttribute("data-progress")) > first);
-        WebElement worker = browser.findElement(By.cssSelector(".slot[data-slot='shared#1'] .worker"));
+        wait.until(
+            d ->
+                Integer.parseInt(d.findElement(progressBar).getAttribute("data-progress")) > first);
+        WebElement worker =
+            browser.findElement(By.cssSelector(".slot[data-slot='shared#1'] .worker"));
         assertThat(worker.getAttribute("data-status")).isEqualTo("running");
-        String pid = Long.toString(LocalTaskId.parse(server.workerOf(job).string("task_id")).orElseThrow().pid());
+        String pid =
+            Long.toString(
+                LocalTaskId.parse(server.workerOf(job).string("task_id")).orElseThrow().pid());
         assertThat(worker.findElement(By.cssSelector(".worker-task")).getText()).contains(pid);
-        assertThat(browser.findElement(By.cssSelector("#jobs tr.job-row[data-job-id='" + job + "']"))
-            .getAttribute("data-status")).isEqualTo("running");
+        assertThat(
+                browser
+                    .findElement(By.cssSelector("#jobs tr.job-row[data-job-id='" + job + "']"))
+                    .getAttribute("data-status"))
+            .isEqualTo("running");
 
         // The job's output, live, in its history: the worker saves the tail every 2 s.
         browser.findElement(By.cssSelector("#jobs tr.job-row[data-job-id='" + job + "']")).click();

@@ -15,26 +15,30 @@ import java.util.Properties;
 import java.util.UUID;
 
 /**
- * A job program that tries every credential it can reach from its worker (see HostileJobTest):
- * its own environment, its worker's through {@code /proc/<pid>/environ}, and with the worker's
- * database login and token, every table and another worker's job. It prints one {@code RESULT}
- * line per attempt: {@code ok}, {@code denied} (PostgreSQL refused) or {@code fenced} (the
- * transition ran and changed nothing).
+ * A job program that tries every credential it can reach from its worker (see HostileJobTest): its
+ * own environment, its worker's through {@code /proc/<pid>/environ}, and with the worker's database
+ * login and token, every table and another worker's job. It prints one {@code RESULT} line per
+ * attempt: {@code ok}, {@code denied} (PostgreSQL refused) or {@code fenced} (the transition ran
+ * and changed nothing).
  */
 public final class HostileJob {
   private HostileJob() {}
 
   public static void main(String[] args) throws Exception {
-    com.fasterxml.jackson.databind.JsonNode payload = new com.fasterxml.jackson.databind.ObjectMapper()
-        .readTree(Path.of(System.getenv("BUILDQUEUE_PAYLOAD")).toFile());
+    com.fasterxml.jackson.databind.JsonNode payload =
+        new com.fasterxml.jackson.databind.ObjectMapper()
+            .readTree(Path.of(System.getenv("BUILDQUEUE_PAYLOAD")).toFile());
     long victimWorker = payload.path("victimWorker").asLong();
     long victimJob = payload.path("victimJob").asLong();
     long ownJob = Long.parseLong(System.getenv("BUILDQUEUE_JOB_ID"));
     Map<String, String> own = System.getenv();
     result("own-env-has-token", own.containsKey("BUILDQUEUE_WORKER_TOKEN") ? "ok" : "absent");
-    result("own-env-has-database-password", own.containsKey("BUILDQUEUE_DATABASE_PASSWORD") ? "ok" : "absent");
+    result(
+        "own-env-has-database-password",
+        own.containsKey("BUILDQUEUE_DATABASE_PASSWORD") ? "ok" : "absent");
 
-    Map<String, String> worker = workerEnvironment().orElseThrow(() -> new IllegalStateException("no worker found"));
+    Map<String, String> worker =
+        workerEnvironment().orElseThrow(() -> new IllegalStateException("no worker found"));
     result("worker-env-through-proc", "ok");
     result("worker-env-names", String.join(",", new java.util.TreeSet<>(worker.keySet())));
     String url = worker.get("BUILDQUEUE_DATABASE_URL");
@@ -44,7 +48,9 @@ public final class HostileJob {
     UUID token = UUID.fromString(worker.get("BUILDQUEUE_WORKER_TOKEN"));
     result("worker-database-user", user);
 
-    result("superuser-with-the-workers-password", attempt(() -> login(url, "postgres", password).close()));
+    result(
+        "superuser-with-the-workers-password",
+        attempt(() -> login(url, "postgres", password).close()));
     result("superuser-without-a-password", attempt(() -> login(url, "postgres", null).close()));
     try (Connection c = login(url, user, password)) {
       result("read-jobs", attempt(() -> query(c, "select payload from build_job")));
@@ -62,7 +68,8 @@ public final class HostileJob {
       Path environ = Path.of("/proc", Long.toString(p.get().pid()), "environ");
       if (Files.isReadable(environ)) {
         Map<String, String> env = new HashMap<>();
-        for (String entry : new String(Files.readAllBytes(environ), StandardCharsets.UTF_8).split("\0")) {
+        for (String entry :
+            new String(Files.readAllBytes(environ), StandardCharsets.UTF_8).split("\0")) {
           int eq = entry.indexOf('=');
           if (eq > 0) {
             env.put(entry.substring(0, eq), entry.substring(eq + 1));
@@ -86,9 +93,11 @@ public final class HostileJob {
   }
 
   /** A check-in that would set the job's progress to 99: true if it was recorded. */
-  private static boolean checkIn(Connection c, long workerId, UUID token, long jobId) throws SQLException {
-    try (PreparedStatement ps = c.prepareStatement(
-        "select * from build_worker_check_in(?, ?, ?, 99, null, 0, null, null)")) {
+  private static boolean checkIn(Connection c, long workerId, UUID token, long jobId)
+      throws SQLException {
+    try (PreparedStatement ps =
+        c.prepareStatement(
+            "select * from build_worker_check_in(?, ?, ?, 99, null, 0, null, null)")) {
       ps.setLong(1, workerId);
       ps.setObject(2, token);
       ps.setLong(3, jobId);
@@ -121,7 +130,8 @@ public final class HostileJob {
   }
 
   private static void query(Connection c, String sql) throws SQLException {
-    try (PreparedStatement ps = c.prepareStatement(sql); ResultSet rs = ps.executeQuery()) {
+    try (PreparedStatement ps = c.prepareStatement(sql);
+        ResultSet rs = ps.executeQuery()) {
       rs.next();
     }
   }

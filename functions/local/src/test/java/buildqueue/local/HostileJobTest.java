@@ -37,7 +37,8 @@ class HostileJobTest {
    * run) that prints one {@code RESULT} line per attempt. A token signed with the secret it read,
    * or with a guess when it read none, asks for an admin-only resource.
    */
-  private static final String AS_NOBODY = """
+  private static final String AS_NOBODY =
+      """
       import base64, hashlib, hmac, json, os, socket, struct, time, urllib.error, urllib.request
       p = json.load(open(os.environ["BUILDQUEUE_PAYLOAD"]))
       def result(k, v):
@@ -87,33 +88,64 @@ class HostileJobTest {
   @TempDir Path programs;
 
   @Test
-  void a_job_with_every_credential_its_worker_has_can_change_its_own_job_and_nothing_else() throws Exception {
+  void a_job_with_every_credential_its_worker_has_can_change_its_own_job_and_nothing_else()
+      throws Exception {
     String java = ProcessHandle.current().info().command().orElseThrow();
-    String catalogue = """
+    String catalogue =
+        """
         {"kinds": {"hostile": {"command": ["%s", "-cp", "%s", "buildqueue.local.HostileJob"], "timeout": "2m"}}}
-        """.formatted(java, System.getProperty("java.class.path"));
+        """
+            .formatted(java, System.getProperty("java.class.path"));
     Path kinds = Files.writeString(programs.resolve("kinds.json"), catalogue);
-    LocalSettings settings = LocalSettings.defaults().withPort(0).withDataDir(dataDir)
-        .withTickInterval(Duration.ofMillis(200)).withShutdownGrace(Duration.ZERO)
-        .withQueue(QueueConfig.defaults().withLivenessInterval(Duration.ofMillis(300)))
-        .withKindsFile(kinds).withJobUser(System.getProperty("user.name"));
+    LocalSettings settings =
+        LocalSettings.defaults()
+            .withPort(0)
+            .withDataDir(dataDir)
+            .withTickInterval(Duration.ofMillis(200))
+            .withShutdownGrace(Duration.ZERO)
+            .withQueue(QueueConfig.defaults().withLivenessInterval(Duration.ofMillis(300)))
+            .withKindsFile(kinds)
+            .withJobUser(System.getProperty("user.name"));
     try (LocalRuntime runtime = LocalRuntime.start(settings)) {
       // The victim: Bob's long job on his own worker.
-      ApiClient admin = new ApiClient(runtime.baseUri(), runtime.tokens().mint("admin", true, Duration.ofMinutes(5)));
-      assertThat(admin.put("users/bob", TestServer.JSON.createObjectNode().put("dedicatedWorker", true)).status())
+      ApiClient admin =
+          new ApiClient(
+              runtime.baseUri(), runtime.tokens().mint("admin", true, Duration.ofMinutes(5)));
+      assertThat(
+              admin
+                  .put("users/bob", TestServer.JSON.createObjectNode().put("dedicatedWorker", true))
+                  .status())
           .isBetween(200, 204);
-      long victim = submit(runtime, "bob", "demo", TestServer.JSON.createObjectNode().put("steps", 600).put("stepMillis", 100));
-      Await.until("bob's job to run", Duration.ofSeconds(60), () -> "running".equals(job(runtime, victim).string("status")));
+      long victim =
+          submit(
+              runtime,
+              "bob",
+              "demo",
+              TestServer.JSON.createObjectNode().put("steps", 600).put("stepMillis", 100));
+      Await.until(
+          "bob's job to run",
+          Duration.ofSeconds(60),
+          () -> "running".equals(job(runtime, victim).string("status")));
       long victimWorker = job(runtime, victim).longValue("worker_id");
       int victimProgress = job(runtime, victim).intValue("progress");
 
-      long hostile = submit(runtime, "mallory", "hostile",
-          TestServer.JSON.createObjectNode().put("victimWorker", victimWorker).put("victimJob", victim));
-      Await.until("the hostile job to end", Duration.ofSeconds(90),
+      long hostile =
+          submit(
+              runtime,
+              "mallory",
+              "hostile",
+              TestServer.JSON
+                  .createObjectNode()
+                  .put("victimWorker", victimWorker)
+                  .put("victimJob", victim));
+      Await.until(
+          "the hostile job to end",
+          Duration.ofSeconds(90),
           () -> job(runtime, hostile).string("status").matches("succeeded|failed"));
 
       Map<String, String> results = results(runtime, hostile);
-      assertThat(results).containsEntry("own-env-has-token", "absent")
+      assertThat(results)
+          .containsEntry("own-env-has-token", "absent")
           .containsEntry("own-env-has-database-password", "absent")
           .containsEntry("worker-env-through-proc", "ok")
           .containsEntry("worker-database-user", "buildqueue_worker")
@@ -125,10 +157,14 @@ class HostileJobTest {
           .containsEntry("own-token-on-another-workers-id", "fenced")
           .containsEntry("own-worker-on-another-workers-job", "fenced")
           .containsEntry("own-worker-own-job", "ok");
-      assertThat(results.get("worker-env-names").split(",")).as("the worker's environment: an allowlist, never the server's")
-          .allMatch(name -> name.startsWith("BUILDQUEUE_") || WorkerProcessStarter.passedToWorkers(name));
+      assertThat(results.get("worker-env-names").split(","))
+          .as("the worker's environment: an allowlist, never the server's")
+          .allMatch(
+              name -> name.startsWith("BUILDQUEUE_") || WorkerProcessStarter.passedToWorkers(name));
       Row after = job(runtime, victim);
-      assertThat(after.intValue("progress")).as("bob's progress moves only by his own worker").isNotEqualTo(99)
+      assertThat(after.intValue("progress"))
+          .as("bob's progress moves only by his own worker")
+          .isNotEqualTo(99)
           .isGreaterThanOrEqualTo(victimProgress);
       assertThat(after.string("status")).isEqualTo("running");
       assertThat(after.longValue("worker_id")).isEqualTo(victimWorker);
@@ -136,32 +172,60 @@ class HostileJobTest {
   }
 
   @Test
-  void run_by_root_a_job_runs_as_nobody_and_reaches_no_secret_of_the_server_or_its_worker() throws Exception {
+  void run_by_root_a_job_runs_as_nobody_and_reaches_no_secret_of_the_server_or_its_worker()
+      throws Exception {
     assumeTrue(JobUser.runningAsRoot(), "only a root server runs jobs as another user");
     // Where nobody can read its program: not in the root-only temporary directories.
     Files.setPosixFilePermissions(programs, PosixFilePermissions.fromString("rwxr-xr-x"));
     Path script = Files.writeString(programs.resolve("hostile.py"), AS_NOBODY);
     Files.setPosixFilePermissions(script, PosixFilePermissions.fromString("rw-r--r--"));
-    Path kinds = Files.writeString(programs.resolve("kinds.json"),
-        "{\"kinds\": {\"hostile\": {\"command\": [\"/usr/bin/python3\", \"" + script + "\"], \"timeout\": \"2m\"}}}");
-    LocalSettings settings = LocalSettings.defaults().withPort(0).withDataDir(dataDir)
-        .withTickInterval(Duration.ofMillis(200)).withShutdownGrace(Duration.ZERO)
-        .withQueue(QueueConfig.defaults().withLivenessInterval(Duration.ofMillis(300)))
-        .withKindsFile(kinds);
+    Path kinds =
+        Files.writeString(
+            programs.resolve("kinds.json"),
+            "{\"kinds\": {\"hostile\": {\"command\": [\"/usr/bin/python3\", \""
+                + script
+                + "\"], \"timeout\": \"2m\"}}}");
+    LocalSettings settings =
+        LocalSettings.defaults()
+            .withPort(0)
+            .withDataDir(dataDir)
+            .withTickInterval(Duration.ofMillis(200))
+            .withShutdownGrace(Duration.ZERO)
+            .withQueue(QueueConfig.defaults().withLivenessInterval(Duration.ofMillis(300)))
+            .withKindsFile(kinds);
     assertThat(settings.jobUser()).as("the default").isEqualTo("nobody");
     try (LocalRuntime runtime = LocalRuntime.start(settings)) {
-      String url = runtime.database().queryOptional("select inet_server_port()::text as port", Params.none()).orElseThrow()
-          .string("port");
-      long hostile = submit(runtime, "mallory", "hostile", TestServer.JSON.createObjectNode()
-          .put("dataDir", dataDir.toString()).put("api", runtime.baseUri().toString().replaceAll("/$", ""))
-          .put("databasePort", Integer.parseInt(url)));
-      Await.until("the hostile job to end", Duration.ofSeconds(90),
+      String url =
+          runtime
+              .database()
+              .queryOptional("select inet_server_port()::text as port", Params.none())
+              .orElseThrow()
+              .string("port");
+      long hostile =
+          submit(
+              runtime,
+              "mallory",
+              "hostile",
+              TestServer.JSON
+                  .createObjectNode()
+                  .put("dataDir", dataDir.toString())
+                  .put("api", runtime.baseUri().toString().replaceAll("/$", ""))
+                  .put("databasePort", Integer.parseInt(url)));
+      Await.until(
+          "the hostile job to end",
+          Duration.ofSeconds(90),
           () -> job(runtime, hostile).string("status").matches("succeeded|failed"));
 
       Map<String, String> results = results(runtime, hostile);
-      String log = runtime.database().queryOptional("select tail from build_job_log where job_id = :id",
-          Params.of("id", hostile)).map(r -> r.string("tail")).orElse("");
-      assertThat(results).as("what the job tried, and got; its log:%n%s", log)
+      String log =
+          runtime
+              .database()
+              .queryOptional(
+                  "select tail from build_job_log where job_id = :id", Params.of("id", hostile))
+              .map(r -> r.string("tail"))
+              .orElse("");
+      assertThat(results)
+          .as("what the job tried, and got; its log:%n%s", log)
           .containsEntry("uid", "65534")
           .containsEntry("own-env-has-token", "absent")
           .containsEntry("read-token-secret", "denied")
@@ -179,8 +243,12 @@ class HostileJobTest {
 
   private static Map<String, String> results(LocalRuntime runtime, long job) {
     Map<String, String> out = new LinkedHashMap<>();
-    Row log = runtime.database().queryOptional("select tail from build_job_log where job_id = :id", Params.of("id", job))
-        .orElseThrow();
+    Row log =
+        runtime
+            .database()
+            .queryOptional(
+                "select tail from build_job_log where job_id = :id", Params.of("id", job))
+            .orElseThrow();
     for (String line : log.string("tail").split("\n")) {
       int at = line.indexOf("RESULT ");
       if (at >= 0) {
@@ -192,12 +260,18 @@ class HostileJobTest {
   }
 
   private static Row job(LocalRuntime runtime, long id) {
-    return runtime.database().queryOptional("select * from build_job where id = :id", Params.of("id", id)).orElseThrow();
+    return runtime
+        .database()
+        .queryOptional("select * from build_job where id = :id", Params.of("id", id))
+        .orElseThrow();
   }
 
   private static long submit(LocalRuntime runtime, String user, String kind, ObjectNode payload) {
-    ApiClient client = new ApiClient(runtime.baseUri(), runtime.tokens().mint(user, false, Duration.ofMinutes(5)));
-    ApiClient.Reply reply = client.post("jobs", TestServer.JSON.createObjectNode().put("kind", kind).set("payload", payload));
+    ApiClient client =
+        new ApiClient(runtime.baseUri(), runtime.tokens().mint(user, false, Duration.ofMinutes(5)));
+    ApiClient.Reply reply =
+        client.post(
+            "jobs", TestServer.JSON.createObjectNode().put("kind", kind).set("payload", payload));
     assertThat(reply.status()).as(reply.text()).isEqualTo(201);
     return reply.json().path("id").asLong();
   }

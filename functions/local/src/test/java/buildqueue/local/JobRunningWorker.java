@@ -11,9 +11,9 @@ import java.util.Map;
 import java.util.Set;
 
 /**
- * A stand-in worker process for platform tests: it runs one job, in the work directory the
- * platform gave it, whose program starts a background child; both write their pids to {@code
- * pids-<worker id>} in the data directory. Then it waits to be killed.
+ * A stand-in worker process for platform tests: it runs one job, in the work directory the platform
+ * gave it, whose program starts a background child; both write their pids to {@code pids-<worker
+ * id>} in the data directory. Then it waits to be killed.
  */
 public final class JobRunningWorker {
   private JobRunningWorker() {}
@@ -22,9 +22,15 @@ public final class JobRunningWorker {
     Map<String, String> env = System.getenv();
     Path work = Path.of(env.get(ProcessRunner.WORK_DIR));
     Path pids = work.getParent().resolveSibling("pids-" + env.get("BUILDQUEUE_WORKER_ID"));
-    CommandKind kind = new CommandKind("shell",
-        List.of("sh", "-c", "sleep 1000 & echo $! >> \"$PIDS\"; echo $$ >> \"$PIDS\"; wait"), Duration.ofMinutes(5),
-        PayloadSchema.ANY_OBJECT, Set.of(), Map.of("PIDS", pids.toString()), Duration.ofSeconds(10));
+    CommandKind kind =
+        new CommandKind(
+            "shell",
+            List.of("sh", "-c", "sleep 1000 & echo $! >> \"$PIDS\"; echo $$ >> \"$PIDS\"; wait"),
+            Duration.ofMinutes(5),
+            PayloadSchema.ANY_OBJECT,
+            Set.of(),
+            Map.of("PIDS", pids.toString()),
+            Duration.ofSeconds(10));
     ProcessRunner.forThisWorker(env).run(kind, RecordingJobContext.of("shell", "{}"));
   }
 }

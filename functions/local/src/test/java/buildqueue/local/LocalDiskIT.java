@@ -29,8 +29,10 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class LocalDiskIT {
   private static final long CAP = 1024 * 1024;
+
   /** 200 MB of output in lines of 1,000 bytes, as fast as the machine can print it. */
-  private static final String KINDS = """
+  private static final String KINDS =
+      """
       {"kinds": {
         "flood": {"command": ["sh", "-c", "yes \\"$(head -c 999 /dev/zero | tr '\\\\0' x)\\" | head -c 200000000; echo flooded >&2"],
                   "timeout": "10m", "payloadSchema": {"type": "object"}},
@@ -48,7 +50,8 @@ class LocalDiskIT {
   }
 
   @Test
-  void a_job_printing_200_mb_keeps_its_cap_on_disk_says_what_it_dropped_and_the_server_stays_flat() throws Exception {
+  void a_job_printing_200_mb_keeps_its_cap_on_disk_says_what_it_dropped_and_the_server_stays_flat()
+      throws Exception {
     int port = freePort();
     Process server = serve(port, "--max-log-bytes", "1m");
     long rssBefore = rss(server.pid());
@@ -57,7 +60,9 @@ class LocalDiskIT {
     long workerPeak = 0;
     String status;
     while (!"succeeded".equals(status = status(port, id))) {
-      assertThat(status).as("job %s: %s", id, cli(port, dir.resolve("data"), "status", Long.toString(id))).isIn("queued", "running", "unknown");
+      assertThat(status)
+          .as("job %s: %s", id, cli(port, dir.resolve("data"), "status", Long.toString(id)))
+          .isIn("queued", "running", "unknown");
       for (ProcessHandle p : server.descendants().toList()) {
         workerPeak = Math.max(workerPeak, peak(p.pid()));
       }
@@ -68,19 +73,25 @@ class LocalDiskIT {
     long jobs = bytesUnder(dir.resolve("data/jobs"));
     long workers = bytesUnder(dir.resolve("data/workers"));
     long work = bytesUnder(dir.resolve("data/work"));
-    System.out.printf("200 MB job: jobs/ %d B, workers/ %d B, work/ %d B; server RSS %d -> %d KiB; worker peak RSS"
-        + " %d KiB%n", jobs, workers, work, rssBefore / 1024, rssAfter / 1024, workerPeak / 1024);
-    assertThat(jobs + workers + work).as("the output is kept once, capped: jobs/ %d, workers/ %d, work/ %d", jobs,
-        workers, work).isLessThan(CAP + 64 * 1024);
+    System.out.printf(
+        "200 MB job: jobs/ %d B, workers/ %d B, work/ %d B; server RSS %d -> %d KiB; worker peak RSS"
+            + " %d KiB%n",
+        jobs, workers, work, rssBefore / 1024, rssAfter / 1024, workerPeak / 1024);
+    assertThat(jobs + workers + work)
+        .as("the output is kept once, capped: jobs/ %d, workers/ %d, work/ %d", jobs, workers, work)
+        .isLessThan(CAP + 64 * 1024);
     assertThat(jobs).as("the kept part").isGreaterThan(CAP - 2000);
     String logs = cli(port, dir.resolve("data"), "logs", Long.toString(id));
-    assertThat(logs).containsPattern("\\[buildqueue] output truncated after [0-9]+ bytes \\(the cap is 1048576\\); "
-        + "[0-9]+ bytes dropped");
+    assertThat(logs)
+        .containsPattern(
+            "\\[buildqueue] output truncated after [0-9]+ bytes \\(the cap is 1048576\\); "
+                + "[0-9]+ bytes dropped");
     long dropped = Long.parseLong(logs.replaceAll("(?s).*; ([0-9]+) bytes dropped.*", "$1"));
     assertThat(dropped).as("what was dropped").isGreaterThan(198_000_000L);
     List<String> file = Files.readAllLines(dir.resolve("data/jobs/job-" + id + ".log"));
     assertThat(file.get(file.size() - 1)).startsWith("[buildqueue] output truncated after");
-    assertThat(rssAfter - rssBefore).as("the server's resident memory grows by less than 64 MiB")
+    assertThat(rssAfter - rssBefore)
+        .as("the server's resident memory grows by less than 64 MiB")
         .isLessThan(64L * 1024 * 1024);
   }
 
@@ -91,12 +102,20 @@ class LocalDiskIT {
     long id = submit(port, "chatty", "{\"sections\": 1}");
     Path log = dir.resolve("data/jobs/job-" + id + ".log");
     Await.until("the job's log to be written", Duration.ofSeconds(60), () -> Files.exists(log));
-    Await.until("the job to finish", Duration.ofSeconds(60), () -> "succeeded".equals(status(port, id)));
+    Await.until(
+        "the job to finish", Duration.ofSeconds(60), () -> "succeeded".equals(status(port, id)));
 
-    Await.until("the job to be deleted by the retention", Duration.ofSeconds(60), () -> "gone".equals(status(port, id)));
-    Await.until("its log and its worker's files to be removed", Duration.ofSeconds(30),
-        () -> !Files.exists(log) && files(dir.resolve("data/workers")).isEmpty()
-            && files(dir.resolve("data/work")).isEmpty());
+    Await.until(
+        "the job to be deleted by the retention",
+        Duration.ofSeconds(60),
+        () -> "gone".equals(status(port, id)));
+    Await.until(
+        "its log and its worker's files to be removed",
+        Duration.ofSeconds(30),
+        () ->
+            !Files.exists(log)
+                && files(dir.resolve("data/workers")).isEmpty()
+                && files(dir.resolve("data/work")).isEmpty());
   }
 
   @Test
@@ -104,9 +123,19 @@ class LocalDiskIT {
     Path tmp = Files.createDirectories(dir.resolve("tmp"));
     Path kinds = Files.writeString(dir.resolve("kinds.json"), KINDS);
     long start = System.nanoTime();
-    Process p = new ProcessBuilder(java(), "-Djava.io.tmpdir=" + tmp, "-jar", JAR, "try", "chatty",
-        "{\"sections\": \"five\"}", "--kinds", kinds.toString())
-        .redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+    Process p =
+        new ProcessBuilder(
+                java(),
+                "-Djava.io.tmpdir=" + tmp,
+                "-jar",
+                JAR,
+                "try",
+                "chatty",
+                "{\"sections\": \"five\"}",
+                "--kinds",
+                kinds.toString())
+            .redirectOutput(ProcessBuilder.Redirect.DISCARD)
+            .start();
     String err = new String(p.getErrorStream().readAllBytes(), StandardCharsets.UTF_8);
     assertThat(p.waitFor(60, TimeUnit.SECONDS)).isTrue();
     long millis = (System.nanoTime() - start) / 1_000_000;
@@ -114,13 +143,16 @@ class LocalDiskIT {
 
     assertThat(p.exitValue()).as("stderr: %s", err).isEqualTo(Main.USAGE);
     assertThat(err).contains("$.sections");
-    assertThat(tmp.resolve("embedded-pg")).as("no PostgreSQL was unpacked, let alone started").doesNotExist();
+    assertThat(tmp.resolve("embedded-pg"))
+        .as("no PostgreSQL was unpacked, let alone started")
+        .doesNotExist();
     assertThat(files(tmp)).as("nothing left in the temporary directory").isEmpty();
   }
 
   private Process serve(int port, String... more) throws IOException {
     Path kinds = Files.writeString(dir.resolve("kinds.json"), KINDS);
-    List<String> args = new ArrayList<>(List.of("--tick-interval", "200ms", "--kinds", kinds.toString()));
+    List<String> args =
+        new ArrayList<>(List.of("--tick-interval", "200ms", "--kinds", kinds.toString()));
     args.addAll(List.of(more));
     return PackagedJar.serve(dir, servers, port, args.toArray(String[]::new));
   }
@@ -130,13 +162,20 @@ class LocalDiskIT {
   }
 
   private long submit(int port, String kind, String payload) throws Exception {
-    return TestServer.JSON.readTree(cli(port, dir.resolve("data"), "submit", kind, payload, "--user", "bob", "--json")).path("id").asLong();
+    return TestServer.JSON
+        .readTree(
+            cli(port, dir.resolve("data"), "submit", kind, payload, "--user", "bob", "--json"))
+        .path("id")
+        .asLong();
   }
 
   /** The job's status, or "gone" once the API no longer knows it. */
   private String status(int port, long id) {
     try {
-      JsonNode job = TestServer.JSON.readTree(cli(port, dir.resolve("data"), "status", Long.toString(id), "--json")).path("job");
+      JsonNode job =
+          TestServer.JSON
+              .readTree(cli(port, dir.resolve("data"), "status", Long.toString(id), "--json"))
+              .path("job");
       return job.path("status").asText();
     } catch (AssertionError e) {
       return e.getMessage().contains("404") ? "gone" : "unknown";
@@ -173,13 +212,17 @@ class LocalDiskIT {
       return 0;
     }
     try (Stream<Path> paths = Files.walk(root)) {
-      return paths.filter(Files::isRegularFile).mapToLong(p -> {
-        try {
-          return Files.size(p);
-        } catch (IOException e) {
-          return 0;
-        }
-      }).sum();
+      return paths
+          .filter(Files::isRegularFile)
+          .mapToLong(
+              p -> {
+                try {
+                  return Files.size(p);
+                } catch (IOException e) {
+                  return 0;
+                }
+              })
+          .sum();
     }
   }
 
@@ -193,5 +236,4 @@ class LocalDiskIT {
       throw new UncheckedIOException(e);
     }
   }
-
 }

@@ -25,13 +25,17 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The packaged jar as a newcomer runs it: {@code java -jar buildqueue-local.jar serve} with the
- * embedded database, the CLI in separate processes, and SIGKILL ({@link LocalShutdownIT}: SIGTERM and Ctrl-C).
+ * embedded database, the CLI in separate processes, and SIGKILL ({@link LocalShutdownIT}: SIGTERM
+ * and Ctrl-C).
  */
 class LocalJarIT {
   @TempDir Path dir;
   private final List<Process> servers = new ArrayList<>();
 
-  /** Servers stop as SIGTERM stops them; anything left (a killed server's PostgreSQL) is stopped too. */
+  /**
+   * Servers stop as SIGTERM stops them; anything left (a killed server's PostgreSQL) is stopped
+   * too.
+   */
   @AfterEach
   void stopServers() throws InterruptedException {
     PackagedJar.stop(servers, dir.resolve("data"));
@@ -50,21 +54,41 @@ class LocalJarIT {
       entries = jar.stream().map(ZipEntry::getName).toList();
     }
     assertThat(entries).as("the runnable jar").contains("buildqueue/local/Main.class");
-    assertThat(TestKitClasses.entries()).as("the test kit as loaded").contains("buildqueue/testing/InProcessPlatform.class");
+    assertThat(TestKitClasses.entries())
+        .as("the test kit as loaded")
+        .contains("buildqueue/testing/InProcessPlatform.class");
     assertThat(TestKitClasses.doublesIn(entries)).isEmpty();
   }
 
   @Test
-  void a_killed_server_loses_nothing_its_database_and_worker_are_adopted_by_the_next_start() throws Exception {
+  void a_killed_server_loses_nothing_its_database_and_worker_are_adopted_by_the_next_start()
+      throws Exception {
     int port = freePort();
     Process server = serve(port);
-    long id = TestServer.JSON.readTree(cli(port, dir.resolve("data"), "submit", "demo", "{\"steps\": 25, \"stepMillis\": 400}",
-        "--user", "bob", "--json")).path("id").asLong();
+    long id =
+        TestServer.JSON
+            .readTree(
+                cli(
+                    port,
+                    dir.resolve("data"),
+                    "submit",
+                    "demo",
+                    "{\"steps\": 25, \"stepMillis\": 400}",
+                    "--user",
+                    "bob",
+                    "--json"))
+            .path("id")
+            .asLong();
     Await.until("the job to make progress", Duration.ofSeconds(60), () -> progress(port, id) >= 1);
-    List<ProcessHandle> workers = server.descendants()
-        .filter(p -> WorkerProcesses.arguments(p).map(a -> String.join(" ", a).contains("buildqueue.launch="))
-            .orElse(false))
-        .toList();
+    List<ProcessHandle> workers =
+        server
+            .descendants()
+            .filter(
+                p ->
+                    WorkerProcesses.arguments(p)
+                        .map(a -> String.join(" ", a).contains("buildqueue.launch="))
+                        .orElse(false))
+            .toList();
     assertThat(workers).hasSize(1);
 
     server.destroyForcibly(); // SIGKILL: no shutdown hook, PostgreSQL and the worker are orphaned
@@ -72,43 +96,80 @@ class LocalJarIT {
     assertThat(workers.get(0).isAlive()).isTrue();
 
     serve(port);
-    Await.until("the job to succeed", Duration.ofSeconds(60), () -> "succeeded".equals(status(port, id)));
-    JsonNode job = TestServer.JSON.readTree(cli(port, dir.resolve("data"), "status", Long.toString(id), "--json")).path("job");
+    Await.until(
+        "the job to succeed", Duration.ofSeconds(60), () -> "succeeded".equals(status(port, id)));
+    JsonNode job =
+        TestServer.JSON
+            .readTree(cli(port, dir.resolve("data"), "status", Long.toString(id), "--json"))
+            .path("job");
     assertThat(job.path("attempts").asInt()).as("its first worker finished it").isEqualTo(1);
-    Await.until("the adopted worker's slot to be freed", Duration.ofSeconds(30), () -> {
-      try {
-        return cli(port, dir.resolve("data"), "status").contains("shared#1        free");
-      } catch (Exception e) {
-        return false;
-      }
-    });
+    Await.until(
+        "the adopted worker's slot to be freed",
+        Duration.ofSeconds(30),
+        () -> {
+          try {
+            return cli(port, dir.resolve("data"), "status").contains("shared#1        free");
+          } catch (Exception e) {
+            return false;
+          }
+        });
   }
 
   @Test
-  void a_process_that_leaves_its_jobs_session_is_gone_one_second_after_the_job_ends() throws Exception {
+  void a_process_that_leaves_its_jobs_session_is_gone_one_second_after_the_job_ends()
+      throws Exception {
     Path programs = Files.createDirectories(dir.resolve("programs"));
-    Files.setPosixFilePermissions(dir, java.nio.file.attribute.PosixFilePermissions.fromString("rwxr-xr-x"));
+    Files.setPosixFilePermissions(
+        dir, java.nio.file.attribute.PosixFilePermissions.fromString("rwxr-xr-x"));
     Path pidFile = programs.resolve("escapee.pid");
     // The escapee must be writable-to by the job's user, whoever that is (nobody under root).
-    Files.setPosixFilePermissions(programs, java.nio.file.attribute.PosixFilePermissions.fromString("rwxrwxrwx"));
-    String escapee = "setsid /usr/bin/python3 -c 'import os, sys, time\\nopen(sys.argv[2], \\\"w\\\").write(str(os.getpid()))"
-        + "\\ntime.sleep(900)' escape-marker-jar " + pidFile + " & while [ ! -s " + pidFile + " ]; do sleep 0.05; done";
-    Path kinds = Files.writeString(programs.resolve("kinds.json"),
-        "{\"kinds\": {\"escapes\": {\"command\": [\"sh\", \"-c\", \"" + escapee + "\"], \"timeout\": \"1m\"}}}");
+    Files.setPosixFilePermissions(
+        programs, java.nio.file.attribute.PosixFilePermissions.fromString("rwxrwxrwx"));
+    String escapee =
+        "setsid /usr/bin/python3 -c 'import os, sys, time\\nopen(sys.argv[2], \\\"w\\\").write(str(os.getpid()))"
+            + "\\ntime.sleep(900)' escape-marker-jar "
+            + pidFile
+            + " & while [ ! -s "
+            + pidFile
+            + " ]; do sleep 0.05; done";
+    Path kinds =
+        Files.writeString(
+            programs.resolve("kinds.json"),
+            "{\"kinds\": {\"escapes\": {\"command\": [\"sh\", \"-c\", \""
+                + escapee
+                + "\"], \"timeout\": \"1m\"}}}");
     int port = freePort();
     serve(port, "--kinds", kinds.toString());
-    long id = TestServer.JSON.readTree(cli(port, dir.resolve("data"), "submit", "escapes", "{}", "--user", "bob", "--json")).path("id").asLong();
-    Await.until("the job to succeed", Duration.ofSeconds(60), () -> "succeeded".equals(status(port, id)));
+    long id =
+        TestServer.JSON
+            .readTree(
+                cli(
+                    port,
+                    dir.resolve("data"),
+                    "submit",
+                    "escapes",
+                    "{}",
+                    "--user",
+                    "bob",
+                    "--json"))
+            .path("id")
+            .asLong();
+    Await.until(
+        "the job to succeed", Duration.ofSeconds(60), () -> "succeeded".equals(status(port, id)));
     String pid = Files.readString(pidFile).strip();
     try {
-      Await.until("the escapee " + pid + " to be gone", Duration.ofSeconds(1), () -> {
-        try {
-          return !new String(Files.readAllBytes(Path.of("/proc", pid, "cmdline")), StandardCharsets.UTF_8)
-              .contains("escape-marker-jar");
-        } catch (IOException gone) {
-          return true;
-        }
-      });
+      Await.until(
+          "the escapee " + pid + " to be gone",
+          Duration.ofSeconds(1),
+          () -> {
+            try {
+              return !new String(
+                      Files.readAllBytes(Path.of("/proc", pid, "cmdline")), StandardCharsets.UTF_8)
+                  .contains("escape-marker-jar");
+            } catch (IOException gone) {
+              return true;
+            }
+          });
     } finally {
       ProcessHandle.of(Long.parseLong(pid)).ifPresent(ProcessHandle::destroyForcibly);
     }
@@ -116,7 +177,11 @@ class LocalJarIT {
 
   private int progress(int port, long id) {
     try {
-      return TestServer.JSON.readTree(cli(port, dir.resolve("data"), "status", Long.toString(id), "--json")).path("job").path("progress").asInt();
+      return TestServer.JSON
+          .readTree(cli(port, dir.resolve("data"), "status", Long.toString(id), "--json"))
+          .path("job")
+          .path("progress")
+          .asInt();
     } catch (Exception e) {
       return -1;
     }
@@ -124,7 +189,11 @@ class LocalJarIT {
 
   private String status(int port, long id) {
     try {
-      return TestServer.JSON.readTree(cli(port, dir.resolve("data"), "status", Long.toString(id), "--json")).path("job").path("status").asText();
+      return TestServer.JSON
+          .readTree(cli(port, dir.resolve("data"), "status", Long.toString(id), "--json"))
+          .path("job")
+          .path("status")
+          .asText();
     } catch (Exception e) {
       return "unknown";
     }

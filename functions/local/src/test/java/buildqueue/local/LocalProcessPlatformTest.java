@@ -9,8 +9,8 @@ import buildqueue.platform.WorkerLaunch;
 import buildqueue.testing.Await;
 import buildqueue.testing.Procs;
 import java.nio.file.Files;
-import java.time.Duration;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
 import java.util.UUID;
@@ -34,18 +34,29 @@ class LocalProcessPlatformTest {
   }
 
   private LocalProcessPlatform platform(Path dataDir, Class<?> standIn) {
-    LocalProcessPlatform p = new LocalProcessPlatform(
-        WorkerCommand.forThisJvm().withMainClass(standIn.getName()),
-        new LocalProcessPlatform.WorkerDatabase("jdbc:postgresql://localhost:1/none", null, null),
-        QueueConfig.defaults(), LocalProcessPlatform.Directories.under(dataDir), HOST, java.util.Optional.empty());
-    p.onStopped((taskId, workerId, token, reason) -> stops.add(taskId + " " + workerId + " " + token + " " + reason));
+    LocalProcessPlatform p =
+        new LocalProcessPlatform(
+            WorkerCommand.forThisJvm().withMainClass(standIn.getName()),
+            new LocalProcessPlatform.WorkerDatabase(
+                "jdbc:postgresql://localhost:1/none", null, null),
+            QueueConfig.defaults(),
+            LocalProcessPlatform.Directories.under(dataDir),
+            HOST,
+            java.util.Optional.empty());
+    p.onStopped(
+        (taskId, workerId, token, reason) ->
+            stops.add(taskId + " " + workerId + " " + token + " " + reason));
     platforms.add(p);
     return p;
   }
 
   @AfterEach
   void killStandIns() {
-    platforms.forEach(p -> p.liveWorkers().forEach(id -> ProcessHandle.of(id.pid()).ifPresent(ProcessHandle::destroyForcibly)));
+    platforms.forEach(
+        p ->
+            p.liveWorkers()
+                .forEach(
+                    id -> ProcessHandle.of(id.pid()).ifPresent(ProcessHandle::destroyForcibly)));
     platforms.forEach(LocalProcessPlatform::close);
   }
 
@@ -57,7 +68,8 @@ class LocalProcessPlatformTest {
   private static long processesLabelled(UUID token) {
     String label = WorkerProcesses.LABEL_PROPERTY + WorkerProcesses.label(token);
     return ProcessHandle.allProcesses()
-        .filter(p -> WorkerProcesses.arguments(p).map(a -> List.of(a).contains(label)).orElse(false))
+        .filter(
+            p -> WorkerProcesses.arguments(p).map(a -> List.of(a).contains(label)).orElse(false))
         .count();
   }
 
@@ -65,7 +77,8 @@ class LocalProcessPlatformTest {
   void a_live_process_with_its_start_time_is_running() {
     ProcessHandle me = ProcessHandle.current();
     LocalTaskId id = LocalTaskId.of(HOST, me, me.info().startInstant().orElseThrow());
-    assertThat(platform().check(List.of(id.toString()))).containsEntry(id.toString(), new TaskState.Running());
+    assertThat(platform().check(List.of(id.toString())))
+        .containsEntry(id.toString(), new TaskState.Running());
   }
 
   @Test
@@ -82,11 +95,13 @@ class LocalProcessPlatformTest {
 
   @Test
   void a_worker_on_another_host_is_left_to_its_lease() {
-    String elsewhere = new LocalTaskId("some-other-host", ProcessHandle.current().pid(), 1L).toString();
+    String elsewhere =
+        new LocalTaskId("some-other-host", ProcessHandle.current().pid(), 1L).toString();
     LocalProcessPlatform platform = platform();
 
     assertThat(platform.canCheck(elsewhere)).isFalse();
-    assertThat(platform.check(List.of(elsewhere))).containsEntry(elsewhere, new TaskState.Missing());
+    assertThat(platform.check(List.of(elsewhere)))
+        .containsEntry(elsewhere, new TaskState.Missing());
     assertThat(platform.canCheck("arn:aws:ecs:eu-west-1:123:task/c/abc")).isFalse();
   }
 
@@ -105,8 +120,11 @@ class LocalProcessPlatformTest {
 
     platform.stop(taskId, "test stops it");
     Await.until("the exit to be delivered", () -> !stops.isEmpty());
-    assertThat(stops).singleElement().asString()
-        .startsWith(taskId + " 7 " + launch.token() + " worker process ended with code 143 (signal 15");
+    assertThat(stops)
+        .singleElement()
+        .asString()
+        .startsWith(
+            taskId + " 7 " + launch.token() + " worker process ended with code 143 (signal 15");
     assertThat(platform.check(List.of(taskId)).get(taskId)).isInstanceOf(TaskState.Stopped.class);
   }
 
@@ -122,8 +140,13 @@ class LocalProcessPlatformTest {
     assertThat(processesLabelled(launch.token())).isEqualTo(1);
     assertThat(restarted.liveWorkers()).extracting(LocalTaskId::toString).contains(taskId);
     ProcessHandle.of(LocalTaskId.parse(taskId).orElseThrow().pid()).orElseThrow().destroyForcibly();
-    Await.until("the adopted worker's exit to be delivered", () -> stops.stream().anyMatch(s -> s.contains("restart")));
-    assertThat(stops).filteredOn(s -> s.contains("restart")).singleElement().asString()
+    Await.until(
+        "the adopted worker's exit to be delivered",
+        () -> stops.stream().anyMatch(s -> s.contains("restart")));
+    assertThat(stops)
+        .filteredOn(s -> s.contains("restart"))
+        .singleElement()
+        .asString()
         .startsWith(taskId + " 9 null ");
   }
 
@@ -148,59 +171,79 @@ class LocalProcessPlatformTest {
   }
 
   @Test
-  void a_worker_leads_a_session_of_its_own_so_a_terminals_ctrl_c_to_the_server_does_not_reach_it() throws Exception {
+  void a_worker_leads_a_session_of_its_own_so_a_terminals_ctrl_c_to_the_server_does_not_reach_it()
+      throws Exception {
     LocalProcessPlatform platform = platform();
-    String taskId = started(platform.launch(new WorkerLaunch(13, UUID.randomUUID(), "shared", "shared#1")));
+    String taskId =
+        started(platform.launch(new WorkerLaunch(13, UUID.randomUUID(), "shared", "shared#1")));
     long pid = LocalTaskId.parse(taskId).orElseThrow().pid();
 
-    // Right after the fork the child is still in ours, until setsid runs in it and execs the JVM in its place.
-    Await.until("the worker, the very process watched, to lead its own process group and session", () -> {
-      try {
-        return java.util.Arrays.equals(groupAndSession(pid), new long[] {pid, pid});
-      } catch (Exception e) {
-        return false;
-      }
-    });
-    assertThat(groupAndSession(pid)[1]).isNotEqualTo(groupAndSession(ProcessHandle.current().pid())[1]);
+    // Right after the fork the child is still in ours, until setsid runs in it and execs the JVM in
+    // its place.
+    Await.until(
+        "the worker, the very process watched, to lead its own process group and session",
+        () -> {
+          try {
+            return java.util.Arrays.equals(groupAndSession(pid), new long[] {pid, pid});
+          } catch (Exception e) {
+            return false;
+          }
+        });
+    assertThat(groupAndSession(pid)[1])
+        .isNotEqualTo(groupAndSession(ProcessHandle.current().pid())[1]);
     assertThat(ProcessHandle.of(pid).flatMap(ProcessHandle::parent).map(ProcessHandle::pid))
-        .as("still the server's child").contains(ProcessHandle.current().pid());
+        .as("still the server's child")
+        .contains(ProcessHandle.current().pid());
     assertThat(platform.check(List.of(taskId))).containsEntry(taskId, new TaskState.Running());
   }
 
   @Test
-  void stopping_the_workers_sends_each_sigterm_and_returns_once_every_exit_is_delivered() throws Exception {
+  void stopping_the_workers_sends_each_sigterm_and_returns_once_every_exit_is_delivered()
+      throws Exception {
     LocalProcessPlatform platform = platform();
-    String first = started(platform.launch(new WorkerLaunch(21, UUID.randomUUID(), "shared", "shared#1")));
-    String second = started(platform.launch(new WorkerLaunch(22, UUID.randomUUID(), "user:ada", "user:ada#1")));
+    String first =
+        started(platform.launch(new WorkerLaunch(21, UUID.randomUUID(), "shared", "shared#1")));
+    String second =
+        started(platform.launch(new WorkerLaunch(22, UUID.randomUUID(), "user:ada", "user:ada#1")));
     platform.stopLaunching();
 
     assertThat(platform.stopWorkers(Duration.ofSeconds(30))).isTrue();
 
     assertThat(platform.liveWorkers()).isEmpty();
     assertThat(stops).hasSize(2).allSatisfy(s -> assertThat(s).contains("code 143 (signal 15"));
-    assertThat(stops).anySatisfy(s -> assertThat(s).startsWith(first + " 21 "))
+    assertThat(stops)
+        .anySatisfy(s -> assertThat(s).startsWith(first + " 21 "))
         .anySatisfy(s -> assertThat(s).startsWith(second + " 22 "));
   }
 
   @Test
-  void a_worker_that_does_not_stop_within_the_grace_is_killed_before_stopping_the_workers_returns() throws Exception {
+  void a_worker_that_does_not_stop_within_the_grace_is_killed_before_stopping_the_workers_returns()
+      throws Exception {
     LocalProcessPlatform platform = platform(data, StubbornWorker.class);
-    String taskId = started(platform.launch(new WorkerLaunch(23, UUID.randomUUID(), "shared", "shared#1")));
+    String taskId =
+        started(platform.launch(new WorkerLaunch(23, UUID.randomUUID(), "shared", "shared#1")));
     long pid = LocalTaskId.parse(taskId).orElseThrow().pid();
     Path log = data.resolve("workers").resolve("worker-23.log");
-    Await.until("the stand-in to ignore SIGTERM", () -> {
-      try {
-        return Files.exists(log) && Files.readString(log).contains(StubbornWorker.READY);
-      } catch (java.io.IOException e) {
-        return false;
-      }
-    });
+    Await.until(
+        "the stand-in to ignore SIGTERM",
+        () -> {
+          try {
+            return Files.exists(log) && Files.readString(log).contains(StubbornWorker.READY);
+          } catch (java.io.IOException e) {
+            return false;
+          }
+        });
     platform.stopLaunching();
 
     assertThat(platform.stopWorkers(Duration.ofSeconds(1))).isTrue();
 
-    assertThat(ProcessHandle.of(pid).map(ProcessHandle::isAlive)).isNotEqualTo(java.util.Optional.of(true));
-    assertThat(stops).singleElement().asString().startsWith(taskId + " 23 ").contains("code 137 (signal 9");
+    assertThat(ProcessHandle.of(pid).map(ProcessHandle::isAlive))
+        .isNotEqualTo(java.util.Optional.of(true));
+    assertThat(stops)
+        .singleElement()
+        .asString()
+        .startsWith(taskId + " 23 ")
+        .contains("code 137 (signal 9");
   }
 
   @Test
@@ -217,33 +260,51 @@ class LocalProcessPlatformTest {
 
   @Test
   void a_worker_that_cannot_be_started_fails_its_launch_with_a_reason() {
-    LocalProcessPlatform platform = new LocalProcessPlatform(
-        new WorkerCommand("/nonexistent/java", "", List.of(), WorkerCommand.WORKER_MAIN),
-        new LocalProcessPlatform.WorkerDatabase("jdbc:postgresql://localhost:1/none", null, null),
-        QueueConfig.defaults(), LocalProcessPlatform.Directories.under(data), HOST, java.util.Optional.empty());
+    LocalProcessPlatform platform =
+        new LocalProcessPlatform(
+            new WorkerCommand("/nonexistent/java", "", List.of(), WorkerCommand.WORKER_MAIN),
+            new LocalProcessPlatform.WorkerDatabase(
+                "jdbc:postgresql://localhost:1/none", null, null),
+            QueueConfig.defaults(),
+            LocalProcessPlatform.Directories.under(data),
+            HOST,
+            java.util.Optional.empty());
     platforms.add(platform);
 
-    LaunchOutcome outcome = platform.launch(new WorkerLaunch(12, UUID.randomUUID(), "shared", "shared#1"));
+    LaunchOutcome outcome =
+        platform.launch(new WorkerLaunch(12, UUID.randomUUID(), "shared", "shared#1"));
 
-    assertThat(outcome).isInstanceOfSatisfying(LaunchOutcome.NotStarted.class, n -> {
-      assertThat(n.retryable()).isFalse();
-      assertThat(n.reason()).contains("/nonexistent/java");
-    });
+    assertThat(outcome)
+        .isInstanceOfSatisfying(
+            LaunchOutcome.NotStarted.class,
+            n -> {
+              assertThat(n.retryable()).isFalse();
+              assertThat(n.reason()).contains("/nonexistent/java");
+            });
   }
 
   @Test
-  void a_dead_workers_leftover_job_processes_are_killed_before_its_exit_is_delivered() throws Exception {
-    LocalProcessPlatform platform = new LocalProcessPlatform(
-        WorkerCommand.forThisJvm().withMainClass(JobRunningWorker.class.getName()),
-        new LocalProcessPlatform.WorkerDatabase("jdbc:postgresql://localhost:1/none", null, null),
-        QueueConfig.defaults(), LocalProcessPlatform.Directories.under(data), HOST, java.util.Optional.empty());
+  void a_dead_workers_leftover_job_processes_are_killed_before_its_exit_is_delivered()
+      throws Exception {
+    LocalProcessPlatform platform =
+        new LocalProcessPlatform(
+            WorkerCommand.forThisJvm().withMainClass(JobRunningWorker.class.getName()),
+            new LocalProcessPlatform.WorkerDatabase(
+                "jdbc:postgresql://localhost:1/none", null, null),
+            QueueConfig.defaults(),
+            LocalProcessPlatform.Directories.under(data),
+            HOST,
+            java.util.Optional.empty());
     platforms.add(platform);
     Path pids = data.resolve("pids-21");
     List<Boolean> jobAliveAtDelivery = new CopyOnWriteArrayList<>();
-    platform.onStopped((taskId, workerId, token, reason) ->
-        jobAliveAtDelivery.add(Procs.pidsIn(pids).stream().anyMatch(Procs::alive)));
-    String taskId = started(platform.launch(new WorkerLaunch(21, UUID.randomUUID(), "shared", "shared#1")));
-    Await.until("the worker's job to start", Duration.ofSeconds(60), () -> Procs.pidsIn(pids).size() == 2);
+    platform.onStopped(
+        (taskId, workerId, token, reason) ->
+            jobAliveAtDelivery.add(Procs.pidsIn(pids).stream().anyMatch(Procs::alive)));
+    String taskId =
+        started(platform.launch(new WorkerLaunch(21, UUID.randomUUID(), "shared", "shared#1")));
+    Await.until(
+        "the worker's job to start", Duration.ofSeconds(60), () -> Procs.pidsIn(pids).size() == 2);
     List<Long> jobPids = Procs.pidsIn(pids);
     try {
       assertThat(jobPids).allMatch(Procs::alive);
@@ -251,7 +312,9 @@ class LocalProcessPlatformTest {
       assertThat(workDir).isDirectory();
 
       // Killed outright: the worker itself can clean nothing up.
-      ProcessHandle.of(LocalTaskId.parse(taskId).orElseThrow().pid()).orElseThrow().destroyForcibly();
+      ProcessHandle.of(LocalTaskId.parse(taskId).orElseThrow().pid())
+          .orElseThrow()
+          .destroyForcibly();
 
       Await.until("the exit to be delivered", () -> !jobAliveAtDelivery.isEmpty());
       assertThat(jobAliveAtDelivery).containsExactly(false);
@@ -265,12 +328,16 @@ class LocalProcessPlatformTest {
   }
 
   @Test
-  void a_new_server_kills_what_the_jobs_of_workers_that_died_unwatched_left_running() throws Exception {
+  void a_new_server_kills_what_the_jobs_of_workers_that_died_unwatched_left_running()
+      throws Exception {
     // What a worker that died while no server ran leaves: a job directory whose session still runs.
-    Path job = Files.createDirectories(data.resolve("work").resolve("worker-33").resolve("job-5-1-abc"));
+    Path job =
+        Files.createDirectories(data.resolve("work").resolve("worker-33").resolve("job-5-1-abc"));
     Process orphan = new ProcessBuilder("setsid", "sleep", "1000").start();
     try {
-      Files.writeString(job.resolve("session"), Files.readString(Path.of("/proc", Long.toString(orphan.pid()), "stat")));
+      Files.writeString(
+          job.resolve("session"),
+          Files.readString(Path.of("/proc", Long.toString(orphan.pid()), "stat")));
 
       platform();
 
@@ -286,7 +353,8 @@ class LocalProcessPlatformTest {
     LocalTaskId id = new LocalTaskId("box-1", 4242, 1_700_000_000_123L);
     assertThat(LocalTaskId.parse(id.toString())).contains(id);
     assertThat(id.toString()).isEqualTo("local:box-1:4242:1700000000123");
-    for (String other : new String[] {null, "inproc-1", "local:h:x:1", "local:h:1", "arn:aws:ecs:task/x"}) {
+    for (String other :
+        new String[] {null, "inproc-1", "local:h:x:1", "local:h:1", "arn:aws:ecs:task/x"}) {
       assertThat(LocalTaskId.parse(other)).as(String.valueOf(other)).isEmpty();
     }
   }

@@ -41,7 +41,8 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class LocalShutdownIT {
   private static final int STEPS = 12;
-  private static final String PROGRAM = """
+  private static final String PROGRAM =
+      """
       i=$(( ${BUILDQUEUE_PROGRESS:-0} + 1 ))
       echo "attempt $BUILDQUEUE_ATTEMPT starts at step $i"
       while [ "$i" -le %d ]; do
@@ -49,7 +50,8 @@ class LocalShutdownIT {
         echo "{\\"progress\\": $i}" >> "$BUILDQUEUE_CONTROL"
         i=$((i + 1))
       done
-      """.formatted(STEPS);
+      """
+          .formatted(STEPS);
   private static final Pattern STARTS = Pattern.compile("attempt (\\d+) starts at step (\\d+)");
 
   @TempDir Path dir;
@@ -62,12 +64,30 @@ class LocalShutdownIT {
   void catalogue() throws IOException {
     // Run as root, the server runs jobs as nobody, who must pass through the data directory's
     // parent to its job's directory (JUnit makes temporary directories 700).
-    Files.setPosixFilePermissions(dir, java.nio.file.attribute.PosixFilePermissions.fromString("rwxr-xr-x"));
+    Files.setPosixFilePermissions(
+        dir, java.nio.file.attribute.PosixFilePermissions.fromString("rwxr-xr-x"));
     port = freePort();
-    String json = TestServer.JSON.writeValueAsString(TestServer.JSON.createObjectNode().set("kinds",
-        TestServer.JSON.createObjectNode().set("long-build", TestServer.JSON.createObjectNode()
-            .put("timeout", "5m")
-            .set("command", TestServer.JSON.createArrayNode().add("sh").add("-c").add(PROGRAM).add(marker)))));
+    String json =
+        TestServer.JSON.writeValueAsString(
+            TestServer.JSON
+                .createObjectNode()
+                .set(
+                    "kinds",
+                    TestServer.JSON
+                        .createObjectNode()
+                        .set(
+                            "long-build",
+                            TestServer.JSON
+                                .createObjectNode()
+                                .put("timeout", "5m")
+                                .set(
+                                    "command",
+                                    TestServer.JSON
+                                        .createArrayNode()
+                                        .add("sh")
+                                        .add("-c")
+                                        .add(PROGRAM)
+                                        .add(marker)))));
     kinds = Files.writeString(dir.resolve("kinds.json"), json);
   }
 
@@ -78,10 +98,13 @@ class LocalShutdownIT {
   }
 
   @Test
-  void ctrl_c_to_the_servers_process_group_stops_the_job_gracefully_and_the_next_start_resumes_it() throws Exception {
+  void ctrl_c_to_the_servers_process_group_stops_the_job_gracefully_and_the_next_start_resumes_it()
+      throws Exception {
     Process server = serve();
     long pgid = processGroupOf(server.pid());
-    assertThat(pgid).as("the server leads a process group of its own, as in a terminal").isEqualTo(server.pid());
+    assertThat(pgid)
+        .as("the server leads a process group of its own, as in a terminal")
+        .isEqualTo(server.pid());
     long id = submitAndAwaitProgress();
 
     long signalled = System.nanoTime();
@@ -92,7 +115,8 @@ class LocalShutdownIT {
   }
 
   @Test
-  void sigterm_to_the_server_alone_stops_the_job_gracefully_and_the_next_start_resumes_it() throws Exception {
+  void sigterm_to_the_server_alone_stops_the_job_gracefully_and_the_next_start_resumes_it()
+      throws Exception {
     Process server = serve();
     long id = submitAndAwaitProgress();
 
@@ -104,8 +128,24 @@ class LocalShutdownIT {
   }
 
   private long submitAndAwaitProgress() throws Exception {
-    long id = TestServer.JSON.readTree(cli(port, dir.resolve("data"), "submit", "long-build", "{}", "--user", "bob", "--json")).path("id").asLong();
-    Await.until("the job to report progress 3", Duration.ofSeconds(90), () -> job(id).path("progress").asInt() >= 3);
+    long id =
+        TestServer.JSON
+            .readTree(
+                cli(
+                    port,
+                    dir.resolve("data"),
+                    "submit",
+                    "long-build",
+                    "{}",
+                    "--user",
+                    "bob",
+                    "--json"))
+            .path("id")
+            .asLong();
+    Await.until(
+        "the job to report progress 3",
+        Duration.ofSeconds(90),
+        () -> job(id).path("progress").asInt() >= 3);
     assertThat(programs()).as("the job's program runs").isNotEmpty();
     return id;
   }
@@ -119,76 +159,119 @@ class LocalShutdownIT {
     List<ProcessHandle> workers = workersOf(server);
     assertThat(workers).as("one worker runs the job").hasSize(1);
     Set<Long> seen = ConcurrentHashMap.newKeySet();
-    Await.until("the server to exit", Duration.ofSeconds(90), () -> {
-      programs().forEach(p -> seen.add(p.pid()));
-      return !server.isAlive();
-    });
-    System.out.printf("server exited %d ms after the signal%n", (System.nanoTime() - signalled) / 1_000_000);
-    assertThat(seen).as("programs of the job seen while the server shut down: none new").isSubsetOf(before);
+    Await.until(
+        "the server to exit",
+        Duration.ofSeconds(90),
+        () -> {
+          programs().forEach(p -> seen.add(p.pid()));
+          return !server.isAlive();
+        });
+    System.out.printf(
+        "server exited %d ms after the signal%n", (System.nanoTime() - signalled) / 1_000_000);
+    assertThat(seen)
+        .as("programs of the job seen while the server shut down: none new")
+        .isSubsetOf(before);
     assertThat(programs()).as("processes of the job after the server is gone").isEmpty();
     assertThat(workers.get(0).isAlive()).as("the worker after the server is gone").isFalse();
     assertThat(LocalDatabase.LeftRunning.find(dir.resolve("data").resolve("postgres")))
-        .as("the embedded PostgreSQL after the server is gone").isEmpty();
+        .as("the embedded PostgreSQL after the server is gone")
+        .isEmpty();
   }
 
-  /** The next start runs the job again from its progress; it succeeds after exactly two attempts. */
+  /**
+   * The next start runs the job again from its progress; it succeeds after exactly two attempts.
+   */
   private void restartedAndResumed(long id) throws Exception {
     serve();
-    Await.until("the job to end", Duration.ofSeconds(120),
+    Await.until(
+        "the job to end",
+        Duration.ofSeconds(120),
         () -> Set.of("succeeded", "failed", "cancelled").contains(job(id).path("status").asText()));
     JsonNode job = job(id);
     assertThat(job.path("status").asText()).isEqualTo("succeeded");
-    assertThat(job.path("attempts").asInt()).as("the interrupted attempt and the one after the restart").isEqualTo(2);
+    assertThat(job.path("attempts").asInt())
+        .as("the interrupted attempt and the one after the restart")
+        .isEqualTo(2);
     List<int[]> starts = new ArrayList<>();
     Matcher m = STARTS.matcher(cli(port, dir.resolve("data"), "logs", Long.toString(id)));
     while (m.find()) {
       starts.add(new int[] {Integer.parseInt(m.group(1)), Integer.parseInt(m.group(2))});
     }
-    assertThat(starts).as("the starts of the job's program in its log").isNotEmpty()
+    assertThat(starts)
+        .as("the starts of the job's program in its log")
+        .isNotEmpty()
         .allSatisfy(start -> assertThat(start[0]).as("attempt").isBetween(1, 2));
     int[] last = starts.get(starts.size() - 1);
     assertThat(last[0]).isEqualTo(2);
-    assertThat(last[1]).as("the second attempt resumes from the progress of the first (3 or more)").isGreaterThan(3);
+    assertThat(last[1])
+        .as("the second attempt resumes from the progress of the first (3 or more)")
+        .isGreaterThan(3);
   }
 
   private Process serve() throws IOException {
     Path log = dir.resolve("server-" + servers.size() + ".log");
     // Through setsid, as a shell starts a foreground job: the server leads its own process group.
-    Process p = new ProcessBuilder("setsid", java(), "-jar", JAR, "serve", "--port", Integer.toString(port),
-        "--data-dir", dir.resolve("data").toString(), "--tick-interval", "500ms", "--kinds", kinds.toString())
-        .redirectErrorStream(true).redirectOutput(log.toFile()).redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null")))
-        .start();
+    Process p =
+        new ProcessBuilder(
+                "setsid",
+                java(),
+                "-jar",
+                JAR,
+                "serve",
+                "--port",
+                Integer.toString(port),
+                "--data-dir",
+                dir.resolve("data").toString(),
+                "--tick-interval",
+                "500ms",
+                "--kinds",
+                kinds.toString())
+            .redirectErrorStream(true)
+            .redirectOutput(log.toFile())
+            .redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null")))
+            .start();
     servers.add(p);
-    Await.until("the server to say it is running", Duration.ofSeconds(90),
+    Await.until(
+        "the server to say it is running",
+        Duration.ofSeconds(90),
         () -> read(log).contains("buildqueue is running") || !p.isAlive());
     assertThat(p.isAlive()).as("the server runs; its log: %s", read(log)).isTrue();
     return p;
   }
 
   private static List<ProcessHandle> workersOf(Process server) {
-    return server.descendants()
-        .filter(p -> WorkerProcesses.arguments(p).map(a -> String.join(" ", a).contains("buildqueue.launch="))
-            .orElse(false))
+    return server
+        .descendants()
+        .filter(
+            p ->
+                WorkerProcesses.arguments(p)
+                    .map(a -> String.join(" ", a).contains("buildqueue.launch="))
+                    .orElse(false))
         .toList();
   }
 
-  /** Every process on this host whose command line carries this test's marker: the job's programs. */
+  /**
+   * Every process on this host whose command line carries this test's marker: the job's programs.
+   */
   private List<ProcessHandle> programs() {
     try (Stream<ProcessHandle> all = ProcessHandle.allProcesses()) {
       return all.filter(p -> p.pid() != ProcessHandle.current().pid())
-          .filter(p -> WorkerProcesses.arguments(p).map(a -> List.of(a).contains(marker)).orElse(false))
+          .filter(
+              p -> WorkerProcesses.arguments(p).map(a -> List.of(a).contains(marker)).orElse(false))
           .filter(ProcessHandle::isAlive)
           .toList();
     }
   }
 
   private static long processGroupOf(long pid) throws IOException {
-    String stat = Files.readString(Path.of("/proc", Long.toString(pid), "stat"), StandardCharsets.US_ASCII);
+    String stat =
+        Files.readString(Path.of("/proc", Long.toString(pid), "stat"), StandardCharsets.US_ASCII);
     return Long.parseLong(stat.substring(stat.lastIndexOf(')') + 2).split(" ")[2]);
   }
 
   private static void signal(String signal, String target) throws Exception {
-    Process kill = new ProcessBuilder("kill", signal, "--", target).redirectErrorStream(true).start();
+    Process kill =
+        new ProcessBuilder("kill", signal, "--", target).redirectErrorStream(true).start();
     String out = new String(kill.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
     assertThat(kill.waitFor(10, TimeUnit.SECONDS)).isTrue();
     assertThat(kill.exitValue()).as("kill %s %s: %s", signal, target, out).isZero();
@@ -196,10 +279,11 @@ class LocalShutdownIT {
 
   private JsonNode job(long id) {
     try {
-      return TestServer.JSON.readTree(cli(port, dir.resolve("data"), "status", Long.toString(id), "--json")).path("job");
+      return TestServer.JSON
+          .readTree(cli(port, dir.resolve("data"), "status", Long.toString(id), "--json"))
+          .path("job");
     } catch (Exception e) {
       return TestServer.JSON.createObjectNode();
     }
   }
-
 }

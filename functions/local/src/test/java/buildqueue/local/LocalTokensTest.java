@@ -25,7 +25,8 @@ class LocalTokensTest {
     String token = LocalTokens.open(dataDir).mint("bob", false, Duration.ofMinutes(5));
     Path secret = dataDir.resolve(LocalTokens.SECRET_FILE);
 
-    assertThat(PosixFilePermissions.toString(Files.getPosixFilePermissions(secret))).isEqualTo("rw-------");
+    assertThat(PosixFilePermissions.toString(Files.getPosixFilePermissions(secret)))
+        .isEqualTo("rw-------");
     assertThat(LocalTokens.open(dataDir).verify(token)).contains(Caller.user("bob"));
     assertThat(Files.list(dataDir)).containsExactly(secret);
   }
@@ -43,16 +44,23 @@ class LocalTokensTest {
   void expired_foreign_unsigned_and_malformed_tokens_name_no_caller() {
     LocalTokens tokens = LocalTokens.open(dataDir);
     Clock anHourAgo = Clock.fixed(Instant.now().minusSeconds(3600), ZoneOffset.UTC);
-    byte[] secret = Base64.getDecoder().decode(read(dataDir.resolve(LocalTokens.SECRET_FILE)).strip());
-    String expired = LocalTokens.withSecret(secret, anHourAgo).mint("bob", false, Duration.ofMinutes(5));
-    String foreign = LocalTokens.withSecret(new byte[32], Clock.systemUTC()).mint("bob", true, Duration.ofMinutes(5));
+    byte[] secret =
+        Base64.getDecoder().decode(read(dataDir.resolve(LocalTokens.SECRET_FILE)).strip());
+    String expired =
+        LocalTokens.withSecret(secret, anHourAgo).mint("bob", false, Duration.ofMinutes(5));
+    String foreign =
+        LocalTokens.withSecret(new byte[32], Clock.systemUTC())
+            .mint("bob", true, Duration.ofMinutes(5));
     String valid = tokens.mint("bob", true, Duration.ofMinutes(5));
     String[] parts = valid.split("\\.");
-    String header = Base64.getUrlEncoder().withoutPadding()
-        .encodeToString("{\"alg\":\"none\",\"typ\":\"JWT\"}".getBytes(StandardCharsets.UTF_8));
+    String header =
+        Base64.getUrlEncoder()
+            .withoutPadding()
+            .encodeToString("{\"alg\":\"none\",\"typ\":\"JWT\"}".getBytes(StandardCharsets.UTF_8));
     String unsigned = header + "." + parts[1] + ".";
 
-    for (String bad : new String[] {expired, foreign, unsigned, "garbage", parts[0] + "." + parts[1] + ".AAAA"}) {
+    for (String bad :
+        new String[] {expired, foreign, unsigned, "garbage", parts[0] + "." + parts[1] + ".AAAA"}) {
       assertThat(tokens.verify(bad)).as(bad).isEmpty();
     }
     assertThat(tokens.callerOf(null)).isEmpty();

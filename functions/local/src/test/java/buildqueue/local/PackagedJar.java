@@ -14,12 +14,13 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 
 /**
- * What the tests that run the packaged jar as a user would ({@link LocalJarIT}, {@link LocalDiskIT},
- * {@link LocalShutdownIT}) share: the jar, a port, the JVM to run it with, the CLI in a JVM of its
- * own, and stopping the servers they started.
+ * What the tests that run the packaged jar as a user would ({@link LocalJarIT}, {@link
+ * LocalDiskIT}, {@link LocalShutdownIT}) share: the jar, a port, the JVM to run it with, the CLI in
+ * a JVM of its own, and stopping the servers they started.
  */
 final class PackagedJar {
-  static final String JAR = System.getProperty("buildqueue.local.jar", "target/buildqueue-local.jar");
+  static final String JAR =
+      System.getProperty("buildqueue.local.jar", "target/buildqueue-local.jar");
 
   private PackagedJar() {}
 
@@ -68,19 +69,35 @@ final class PackagedJar {
    * of its own there, adds it to {@code servers} (for {@link #stop}) and returns it once it says it
    * is running. {@code args} are serve's further options (the tick interval, a kinds file, …).
    */
-  static Process serve(Path dir, List<Process> servers, int port, String... args) throws IOException {
+  static Process serve(Path dir, List<Process> servers, int port, String... args)
+      throws IOException {
     Path log = dir.resolve("server-" + servers.size() + ".log");
-    List<String> cmd = new ArrayList<>(List.of(java(), "-jar", JAR, "serve", "--port", Integer.toString(port),
-        "--data-dir", dir.resolve("data").toString()));
+    List<String> cmd =
+        new ArrayList<>(
+            List.of(
+                java(),
+                "-jar",
+                JAR,
+                "serve",
+                "--port",
+                Integer.toString(port),
+                "--data-dir",
+                dir.resolve("data").toString()));
     cmd.addAll(List.of(args));
-    Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+    Process p =
+        new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();
     servers.add(p);
-    Await.until("the server to say it is running", Duration.ofSeconds(90),
+    Await.until(
+        "the server to say it is running",
+        Duration.ofSeconds(90),
         () -> read(log).contains("buildqueue is running"));
     return p;
   }
 
-  /** Servers stop as SIGTERM stops them; anything left (a killed server's PostgreSQL) is stopped too. */
+  /**
+   * Servers stop as SIGTERM stops them; anything left (a killed server's PostgreSQL) is stopped
+   * too.
+   */
   static void stop(List<Process> servers, Path dataDir) throws InterruptedException {
     for (Process p : servers) {
       p.destroy();
@@ -89,6 +106,7 @@ final class PackagedJar {
         p.destroyForcibly();
       }
     }
-    LocalDatabase.LeftRunning.find(dataDir.resolve("postgres")).ifPresent(LocalDatabase.LeftRunning::stop);
+    LocalDatabase.LeftRunning.find(dataDir.resolve("postgres"))
+        .ifPresent(LocalDatabase.LeftRunning::stop);
   }
 }

@@ -22,9 +22,9 @@ import org.junit.jupiter.params.provider.ValueSource;
 /**
  * Real builds through the whole local runtime: the operator's kind catalogue, the HTTP API, worker
  * processes, and the job programs they start — a shell script and a Python script that do the same
- * things — reporting progress, writing logs, submitting a follow-up, failing with their own message,
- * asking to be retried, timing out, being cancelled without ever reporting progress, and resuming
- * in a new worker after their worker was SIGKILLed.
+ * things — reporting progress, writing logs, submitting a follow-up, failing with their own
+ * message, asking to be retried, timing out, being cancelled without ever reporting progress, and
+ * resuming in a new worker after their worker was SIGKILLed.
  */
 @ExtendWith(PostgresExtension.class)
 class ProgramJobsEndToEndTest {
@@ -34,7 +34,8 @@ class ProgramJobsEndToEndTest {
    * The shell build: payload keys are read with sed, the way a script without jq would. Steps are
    * numbered from where the last attempt got to.
    */
-  private static final String SHELL = """
+  private static final String SHELL =
+      """
       #!/bin/sh
       set -eu
       get() { sed -n "s/.*\\"$1\\": *\\"\\{0,1\\}\\([^,\\"}]*\\).*/\\1/p" "$BUILDQUEUE_PAYLOAD"; }
@@ -58,7 +59,8 @@ class ProgramJobsEndToEndTest {
       echo "done"
       """;
 
-  private static final String PYTHON = """
+  private static final String PYTHON =
+      """
       import json, os, sys, time
       payload = json.load(open(os.environ["BUILDQUEUE_PAYLOAD"]))
       control = open(os.environ["BUILDQUEUE_CONTROL"], "a", buffering=1)
@@ -94,8 +96,10 @@ class ProgramJobsEndToEndTest {
   void start(TestDatabase db) throws Exception {
     Path sh = Files.writeString(programs.resolve("build.sh"), SHELL);
     Path py = Files.writeString(programs.resolve("build.py"), PYTHON);
-    String schema = "{\"type\": \"object\", \"properties\": {\"steps\": {\"type\": \"integer\", \"minimum\": 0}}}";
-    String catalogue = """
+    String schema =
+        "{\"type\": \"object\", \"properties\": {\"steps\": {\"type\": \"integer\", \"minimum\": 0}}}";
+    String catalogue =
+        """
         {"kinds": {
           "sh-build": {"command": ["sh", "%1$s"], "timeout": "2m", "retryExitCodes": [75],
                        "cancelGracePeriod": "2s", "payloadSchema": %3$s},
@@ -104,7 +108,8 @@ class ProgramJobsEndToEndTest {
                        "cancelGracePeriod": "2s", "payloadSchema": %3$s},
           "py-quick": {"command": ["python3", "%2$s"], "timeout": "2s", "cancelGracePeriod": "1s"}
         }}
-        """.formatted(sh, py, schema);
+        """
+            .formatted(sh, py, schema);
     Path kinds = Files.writeString(programs.resolve("kinds.json"), catalogue);
     server = TestServer.start(db, TestServer.settings(db, dataDir).withKindsFile(kinds));
   }
@@ -138,7 +143,10 @@ class ProgramJobsEndToEndTest {
 
   /** The program's own pid, from the line it prints first. */
   private long programPid(long job) {
-    Await.until("job " + job + " to print its pid", TestServer.JOB_TIMEOUT, () -> PID.matcher(log(job)).find());
+    Await.until(
+        "job " + job + " to print its pid",
+        TestServer.JOB_TIMEOUT,
+        () -> PID.matcher(log(job)).find());
     Matcher m = PID.matcher(log(job));
     assertThat(m.find()).isTrue();
     return Long.parseLong(m.group(1));
@@ -152,20 +160,23 @@ class ProgramJobsEndToEndTest {
     server.awaitStatus(job, "succeeded");
 
     assertThat(server.jobRow(job).intValue("progress")).isEqualTo(3);
-    assertThat(log(job)).contains("step 1 of 3", "step 3 of 3", "done")
+    assertThat(log(job))
+        .contains("step 1 of 3", "step 3 of 3", "done")
         .contains("[buildqueue] started: " + (language.equals("sh") ? "sh " : "python3 "));
     JsonNode followUp = server.client("ada", false).get("jobs?limit=5").json().path("jobs").get(0);
     assertThat(followUp.path("id").asLong()).isGreaterThan(job);
     assertThat(followUp.path("kind").asText()).isEqualTo(kind(language, "build"));
     server.awaitStatus(followUp.path("id").asLong(), "succeeded");
     assertThat(server.job(job).path("log").path("location").asText())
-        .isEqualTo(dataDir.resolve("jobs").resolve("job-" + job + ".log").toAbsolutePath().toString());
+        .isEqualTo(
+            dataDir.resolve("jobs").resolve("job-" + job + ".log").toAbsolutePath().toString());
   }
 
   @ParameterizedTest(name = "{0}")
   @ValueSource(strings = {"sh", "py"})
   void a_build_fails_with_its_own_message(String language) {
-    long job = submit(kind(language, "build"), "{\"steps\": 1, \"fail\": \"the article has no title\"}");
+    long job =
+        submit(kind(language, "build"), "{\"steps\": 1, \"fail\": \"the article has no title\"}");
 
     server.awaitStatus(job, "failed");
 
@@ -202,11 +213,14 @@ class ProgramJobsEndToEndTest {
   void a_build_that_never_reports_progress_is_cancelled_within_seconds(String language) {
     long job = submit(kind(language, "build"), "{\"hang\": true}");
     long pid = programPid(job);
-    Await.until("the program to be waiting", TestServer.JOB_TIMEOUT, () -> log(job).contains("hanging"));
+    Await.until(
+        "the program to be waiting", TestServer.JOB_TIMEOUT, () -> log(job).contains("hanging"));
 
     long asked = System.nanoTime();
-    ApiClient.Reply cancel = server.client("ada", false).post("jobs/" + job + "/cancel",
-        TestServer.JSON.createObjectNode());
+    ApiClient.Reply cancel =
+        server
+            .client("ada", false)
+            .post("jobs/" + job + "/cancel", TestServer.JSON.createObjectNode());
     assertThat(cancel.status()).as(cancel.text()).isEqualTo(200);
     server.awaitStatus(job, "cancelled");
 
@@ -231,7 +245,9 @@ class ProgramJobsEndToEndTest {
     assertThat(ProcessHandle.of(firstPid).filter(ProcessHandle::isAlive)).isEmpty();
     assertThat(server.jobRow(job).intValue("attempts")).isEqualTo(2);
     assertThat(server.jobRow(job).intValue("recoveries")).isZero();
-    assertThat(log(job)).contains("attempt 2 of job " + job).containsPattern("resuming after step (\\d+)")
+    assertThat(log(job))
+        .contains("attempt 2 of job " + job)
+        .containsPattern("resuming after step (\\d+)")
         .contains("step 12 of 12");
     Matcher resumed = Pattern.compile("resuming after step (\\d+)").matcher(log(job));
     assertThat(resumed.find()).isTrue();

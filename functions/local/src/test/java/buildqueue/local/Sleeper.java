@@ -1,6 +1,8 @@
 package buildqueue.local;
 
-/** A stand-in worker process for platform tests: it only lives until it is killed (or 2 minutes). */
+/**
+ * A stand-in worker process for platform tests: it only lives until it is killed (or 2 minutes).
+ */
 public final class Sleeper {
   private Sleeper() {}
 

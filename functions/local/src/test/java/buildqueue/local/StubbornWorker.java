@@ -10,13 +10,16 @@ public final class StubbornWorker {
   private StubbornWorker() {}
 
   public static void main(String[] args) throws InterruptedException {
-    Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-      try {
-        Thread.sleep(120_000);
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-      }
-    }));
+    Runtime.getRuntime()
+        .addShutdownHook(
+            new Thread(
+                () -> {
+                  try {
+                    Thread.sleep(120_000);
+                  } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                  }
+                }));
     System.out.println(READY);
     Thread.sleep(120_000);
   }

@@ -16,8 +16,8 @@ import java.util.List;
 import java.util.Optional;
 
 /**
- * A local server for one test: the real runtime (HTTP on a free port, child-process workers,
- * tick) on the test's own database, with helpers to call it as a user and read its rows.
+ * A local server for one test: the real runtime (HTTP on a free port, child-process workers, tick)
+ * on the test's own database, with helpers to call it as a user and read its rows.
  */
 final class TestServer implements AutoCloseable {
   static final ObjectMapper JSON = new ObjectMapper();
@@ -40,7 +40,8 @@ final class TestServer implements AutoCloseable {
         .withTickInterval(Duration.ofMillis(200))
         .withShutdownGrace(Duration.ZERO)
         .withQueue(QueueConfig.defaults().withLivenessInterval(Duration.ofMillis(300)))
-        // The tests' programs live in root-only temporary directories; HostileJobTest runs them as nobody.
+        // The tests' programs live in root-only temporary directories; HostileJobTest runs them as
+        // nobody.
         .withJobUser(System.getProperty("user.name"));
   }
 
@@ -53,7 +54,8 @@ final class TestServer implements AutoCloseable {
   }
 
   ApiClient client(String user, boolean admin) {
-    return new ApiClient(runtime.baseUri(), runtime.tokens().mint(user, admin, Duration.ofMinutes(10)));
+    return new ApiClient(
+        runtime.baseUri(), runtime.tokens().mint(user, admin, Duration.ofMinutes(10)));
   }
 
   /** Submits a demo job over HTTP and returns its id. */
@@ -67,7 +69,8 @@ final class TestServer implements AutoCloseable {
 
   void setDedicated(String user, boolean dedicated) {
     ApiClient.Reply reply =
-        client("operator", true).put("users/" + user, JSON.createObjectNode().put("dedicatedWorker", dedicated));
+        client("operator", true)
+            .put("users/" + user, JSON.createObjectNode().put("dedicatedWorker", dedicated));
     assertThat(reply.status()).as(reply.text()).isEqualTo(200);
   }
 
@@ -79,11 +82,16 @@ final class TestServer implements AutoCloseable {
   }
 
   void awaitStatus(long id, String status) {
-    Await.until("job " + id + " to be " + status, JOB_TIMEOUT, () -> status.equals(jobRow(id).string("status")));
+    Await.until(
+        "job " + id + " to be " + status,
+        JOB_TIMEOUT,
+        () -> status.equals(jobRow(id).string("status")));
   }
 
   void awaitProgress(long id, int atLeast) {
-    Await.until("job " + id + " to reach progress " + atLeast, JOB_TIMEOUT,
+    Await.until(
+        "job " + id + " to reach progress " + atLeast,
+        JOB_TIMEOUT,
         () -> jobRow(id).longValue("progress") >= atLeast);
   }
 
@@ -93,7 +101,9 @@ final class TestServer implements AutoCloseable {
   }
 
   Row jobRow(long id) {
-    return db.jdbc().queryOptional("select * from build_job where id = :id", Params.of("id", id)).orElseThrow();
+    return db.jdbc()
+        .queryOptional("select * from build_job where id = :id", Params.of("id", id))
+        .orElseThrow();
   }
 
   List<Row> workerRows() {
@@ -105,19 +115,30 @@ final class TestServer implements AutoCloseable {
   }
 
   Row workerOf(long jobId) {
-    return db.jdbc().queryOptional(
-        "select w.* from build_worker w join build_job j on j.worker_id = w.id where j.id = :id",
-        Params.of("id", jobId)).orElseThrow();
+    return db.jdbc()
+        .queryOptional(
+            "select w.* from build_worker w join build_job j on j.worker_id = w.id where j.id = :id",
+            Params.of("id", jobId))
+        .orElseThrow();
   }
 
   List<String> eventTypes(long jobId) {
-    return db.jdbc().query("select type from build_job_event where job_id = :id order by id", Params.of("id", jobId))
-        .stream().map(r -> r.string("type")).toList();
+    return db
+        .jdbc()
+        .query(
+            "select type from build_job_event where job_id = :id order by id",
+            Params.of("id", jobId))
+        .stream()
+        .map(r -> r.string("type"))
+        .toList();
   }
 
   List<Row> events(long jobId) {
-    return db.jdbc().query("select type, detail ->> 'message' as message from build_job_event where job_id = :id"
-        + " order by id", Params.of("id", jobId));
+    return db.jdbc()
+        .query(
+            "select type, detail ->> 'message' as message from build_job_event where job_id = :id"
+                + " order by id",
+            Params.of("id", jobId));
   }
 
   /** The worker process a task id names, while it runs. */

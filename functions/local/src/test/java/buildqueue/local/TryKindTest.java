@@ -19,7 +19,8 @@ import org.junit.jupiter.api.io.TempDir;
  * directory, a worker as a child process), its log and outcome printed, its outcome the exit code.
  */
 class TryKindTest {
-  private static final String REPORT = """
+  private static final String REPORT =
+      """
       {"kinds": {"report": {"command": ["sh", "-c", "echo writing report; echo '{\\"progress\\": 1}' >> \\"$BUILDQUEUE_CONTROL\\""],
         "timeout": "5m",
         "payloadSchema": {"type": "object", "required": ["sections"],
@@ -34,8 +35,11 @@ class TryKindTest {
   private int run(String... args) {
     ByteArrayOutputStream o = new ByteArrayOutputStream();
     ByteArrayOutputStream e = new ByteArrayOutputStream();
-    Main main = new Main(new PrintStream(o, true, StandardCharsets.UTF_8), new PrintStream(e, true, StandardCharsets.UTF_8),
-        env);
+    Main main =
+        new Main(
+            new PrintStream(o, true, StandardCharsets.UTF_8),
+            new PrintStream(e, true, StandardCharsets.UTF_8),
+            env);
     int code = assertTimeoutPreemptively(Duration.ofSeconds(180), () -> main.run(args));
     out = o.toString(StandardCharsets.UTF_8);
     err = e.toString(StandardCharsets.UTF_8);
@@ -53,7 +57,9 @@ class TryKindTest {
     int code = run("try", "demo", "{\"steps\": 2, \"stepMillis\": 1}");
 
     assertThat(code).as("out: %s%nerr: %s", out, err).isEqualTo(Main.OK);
-    assertThat(out).contains("step 1 of 2 done", "step 2 of 2 done").contains("succeeded after 1 attempt, progress 2");
+    assertThat(out)
+        .contains("step 1 of 2 done", "step 2 of 2 done")
+        .contains("succeeded after 1 attempt, progress 2");
   }
 
   @Test
@@ -61,7 +67,9 @@ class TryKindTest {
     int code = run("try", "demo", "{\"steps\": 3, \"stepMillis\": 1, \"failAtStep\": 2}");
 
     assertThat(code).as("out: %s%nerr: %s", out, err).isEqualTo(Main.API_ERROR);
-    assertThat(out).contains("step 1 of 3 done").doesNotContain("step 2 of 3 done")
+    assertThat(out)
+        .contains("step 1 of 3 done")
+        .doesNotContain("step 2 of 3 done")
         .contains("failed after 1 attempt, progress 1: demo job failed on purpose at step 2 of 3");
   }
 
@@ -76,8 +84,10 @@ class TryKindTest {
   }
 
   @Test
-  void try_refuses_a_payload_its_kind_rejects_with_exit_2_naming_the_path_and_runs_nothing() throws Exception {
-    int code = run("try", "report", "{\"sections\": \"five\"}", "--kinds", catalogue(REPORT).toString());
+  void try_refuses_a_payload_its_kind_rejects_with_exit_2_naming_the_path_and_runs_nothing()
+      throws Exception {
+    int code =
+        run("try", "report", "{\"sections\": \"five\"}", "--kinds", catalogue(REPORT).toString());
 
     assertThat(code).isEqualTo(Main.USAGE);
     assertThat(err).contains("$.sections");
@@ -86,7 +96,9 @@ class TryKindTest {
 
   @Test
   void try_with_a_bad_catalogue_exits_2_naming_the_file_and_the_key() throws Exception {
-    Path bad = catalogue("{\"kinds\": {\"report\": {\"command\": [\"sh\", \"r.sh\"], \"timeout\": \"ten minutes\"}}}");
+    Path bad =
+        catalogue(
+            "{\"kinds\": {\"report\": {\"command\": [\"sh\", \"r.sh\"], \"timeout\": \"ten minutes\"}}}");
 
     int code = run("try", "report", "{}", "--kinds", bad.toString());
 

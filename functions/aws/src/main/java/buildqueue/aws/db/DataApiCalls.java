@@ -29,7 +29,11 @@ final class DataApiCalls {
     this(client, settings, retry, false);
   }
 
-  private DataApiCalls(RdsDataClient client, DataApiSettings settings, ResumeRetry retry, boolean continueAfterTimeout) {
+  private DataApiCalls(
+      RdsDataClient client,
+      DataApiSettings settings,
+      ResumeRetry retry,
+      boolean continueAfterTimeout) {
     this.client = client;
     this.settings = settings;
     this.retry = retry;
@@ -41,7 +45,8 @@ final class DataApiCalls {
     return new DataApiCalls(client, settings, retry, true);
   }
 
-  ExecuteStatementResponse execute(String sql, List<SqlParameter> parameters, String transactionId, boolean withMetadata) {
+  ExecuteStatementResponse execute(
+      String sql, List<SqlParameter> parameters, String transactionId, boolean withMetadata) {
     String statement = firstLine(sql);
     return call(
         "statement " + statement,
@@ -65,7 +70,10 @@ final class DataApiCalls {
             "begin",
             () ->
                 client.beginTransaction(
-                    r -> r.resourceArn(settings.resourceArn()).secretArn(settings.secretArn()).database(settings.database())))
+                    r ->
+                        r.resourceArn(settings.resourceArn())
+                            .secretArn(settings.secretArn())
+                            .database(settings.database())))
         .transactionId();
   }
 
@@ -75,7 +83,10 @@ final class DataApiCalls {
         "commit",
         () ->
             client.commitTransaction(
-                r -> r.resourceArn(settings.resourceArn()).secretArn(settings.secretArn()).transactionId(transactionId)));
+                r ->
+                    r.resourceArn(settings.resourceArn())
+                        .secretArn(settings.secretArn())
+                        .transactionId(transactionId)));
   }
 
   /**
@@ -90,9 +101,13 @@ final class DataApiCalls {
           "rollback",
           () ->
               client.rollbackTransaction(
-                  r -> r.resourceArn(settings.resourceArn()).secretArn(settings.secretArn()).transactionId(transactionId)));
+                  r ->
+                      r.resourceArn(settings.resourceArn())
+                          .secretArn(settings.secretArn())
+                          .transactionId(transactionId)));
     } catch (DatabaseException e) {
-      if (!(e.getCause() instanceof TransactionNotFoundException || e.getCause() instanceof NotFoundException)) {
+      if (!(e.getCause() instanceof TransactionNotFoundException
+          || e.getCause() instanceof NotFoundException)) {
         cause.addSuppressed(e);
       }
     }
@@ -105,7 +120,9 @@ final class DataApiCalls {
       if (continueAfterTimeout && e instanceof StatementTimeoutException) {
         throw new DatabaseException(
             "the statement ran past the Data API's 45 s limit; it was sent with continueAfterTimeout, so it runs on"
-                + " in the database, but this call cannot learn its outcome (in statement starting: " + statement + ")",
+                + " in the database, but this call cannot learn its outcome (in statement starting: "
+                + statement
+                + ")",
             e);
       }
       throw translate(e, statement);
@@ -133,7 +150,8 @@ final class DataApiCalls {
           "the statement ran past the Data API's 45 s limit and was cancelled" + where, e);
     }
     if (e instanceof DatabaseResumingException) {
-      return new DatabaseException("the Aurora cluster is resuming from auto-pause; nothing was run" + where, e);
+      return new DatabaseException(
+          "the Aurora cluster is resuming from auto-pause; nothing was run" + where, e);
     }
     if (e instanceof AwsServiceException service) {
       return new DatabaseException(

@@ -15,20 +15,20 @@ import software.amazon.awssdk.services.rdsdata.RdsDataClientBuilder;
  *
  * <ul>
  *   <li><b>HTTP client: {@code url-connection-client}</b> ({@link UrlConnectionHttpClient}). It
- *       rides on the JDK's {@code HttpURLConnection}, so it adds almost nothing to the jar and loads
- *       few classes, which is what a Lambda cold start (and a SnapStart restore) pays for; the
- *       Apache and Netty clients are excluded in the pom. We make one call at a time per thread, so
- *       its lack of async and of a tunable pool costs nothing.
- *   <li><b>Timeouts ≥ 60 s.</b> The Data API cancels a statement only after 45 s. A client that gives
- *       up sooner (the SDK's default socket and API-call timeouts are 30 s) can time out on a
+ *       rides on the JDK's {@code HttpURLConnection}, so it adds almost nothing to the jar and
+ *       loads few classes, which is what a Lambda cold start (and a SnapStart restore) pays for;
+ *       the Apache and Netty clients are excluded in the pom. We make one call at a time per
+ *       thread, so its lack of async and of a tunable pool costs nothing.
+ *   <li><b>Timeouts ≥ 60 s.</b> The Data API cancels a statement only after 45 s. A client that
+ *       gives up sooner (the SDK's default socket and API-call timeouts are 30 s) can time out on a
  *       statement that then completes, and whoever retries it applies the write twice. So the read
  *       timeout and the whole-call timeout are above 60 s, as AWS recommends; only the TCP connect
  *       timeout is short, because a connection that was never made cannot have run anything.
- *   <li><b>No SDK retries.</b> The SDK's default policy retries 5xx answers, I/O errors and
- *       attempt timeouts. For an {@code ExecuteStatement} each of those can come after the statement
- *       ran (a 504 from a writer that committed, a response lost on the way back), and the SDK cannot
- *       tell an {@code UPDATE} from a {@code SELECT}, so a blind retry could apply a write twice or
- *       run a statement in a transaction the first attempt already moved on. We retry only where the
+ *   <li><b>No SDK retries.</b> The SDK's default policy retries 5xx answers, I/O errors and attempt
+ *       timeouts. For an {@code ExecuteStatement} each of those can come after the statement ran (a
+ *       504 from a writer that committed, a response lost on the way back), and the SDK cannot tell
+ *       an {@code UPDATE} from a {@code SELECT}, so a blind retry could apply a write twice or run
+ *       a statement in a transaction the first attempt already moved on. We retry only where the
  *       Data API says the statement did not run ({@code DatabaseResumingException}, see {@link
  *       ResumeRetry}); any other failure reaches the caller, whose transitions are guarded and
  *       idempotent and are re-driven by Lambda retries and the tick.
@@ -65,7 +65,9 @@ public final class DataApiClients {
             .region(Region.of(settings.region()))
             .credentialsProvider(credentials)
             .httpClientBuilder(
-                UrlConnectionHttpClient.builder().connectionTimeout(connectTimeout).socketTimeout(readTimeout))
+                UrlConnectionHttpClient.builder()
+                    .connectionTimeout(connectTimeout)
+                    .socketTimeout(readTimeout))
             .overrideConfiguration(
                 ClientOverrideConfiguration.builder()
                     .apiCallTimeout(apiCallTimeout)

@@ -14,7 +14,6 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Function;
 import software.amazon.awssdk.services.rdsdata.RdsDataClient;
 import software.amazon.awssdk.services.rdsdata.model.ColumnMetadata;
-import software.amazon.awssdk.services.rdsdata.model.ExecuteStatementRequest;
 import software.amazon.awssdk.services.rdsdata.model.ExecuteStatementResponse;
 import software.amazon.awssdk.services.rdsdata.model.Field;
 import software.amazon.awssdk.services.rdsdata.model.SqlParameter;
@@ -25,12 +24,13 @@ import software.amazon.awssdk.services.rdsdata.model.SqlParameter;
  *
  * <p>Guarantees: parameters are sent as typed fields (see {@link DataApiValues}), results come back
  * normalised like {@code JdbcDatabase}'s; a unique violation is a {@link
- * buildqueue.db.UniqueViolationException}; every other failure is a {@link DatabaseException} naming
- * the statement's first line, never its parameter values. A statement that fails inside a
+ * buildqueue.db.UniqueViolationException}; every other failure is a {@link DatabaseException}
+ * naming the statement's first line, never its parameter values. A statement that fails inside a
  * transaction ends it (the Data API drops a transaction on any SQL error): later statements in it
  * fail at once and the transaction is rolled back. Calls answered with {@code
  * DatabaseResumingException} are repeated within the {@link ResumeRetry} budget; nothing else is
- * retried. Thread-safe outside transactions; a transaction's {@link Database} belongs to one thread.
+ * retried. Thread-safe outside transactions; a transaction's {@link Database} belongs to one
+ * thread.
  */
 public final class DataApiDatabase implements Database {
   private static final Map<String, List<String>> NAMES = new ConcurrentHashMap<>();
@@ -91,7 +91,9 @@ public final class DataApiDatabase implements Database {
 
   /** One parameter per distinct name the statement uses, as the Data API wants them. */
   private static List<SqlParameter> parameters(String sql, Params params) {
-    List<String> names = NAMES.computeIfAbsent(sql, s -> List.copyOf(new LinkedHashSet<>(NamedSql.parse(s).names())));
+    List<String> names =
+        NAMES.computeIfAbsent(
+            sql, s -> List.copyOf(new LinkedHashSet<>(NamedSql.parse(s).names())));
     List<SqlParameter> out = new ArrayList<>(names.size());
     for (String name : names) {
       out.add(DataApiValues.parameter(name, params.get(name)));
@@ -108,11 +110,16 @@ public final class DataApiDatabase implements Database {
     for (List<Field> record : response.records()) {
       if (record.size() != columns.size()) {
         throw new DatabaseException(
-            "the Data API returned a record of " + record.size() + " fields for " + columns.size() + " columns");
+            "the Data API returned a record of "
+                + record.size()
+                + " fields for "
+                + columns.size()
+                + " columns");
       }
       Map<String, Object> values = new LinkedHashMap<>();
       for (int i = 0; i < columns.size(); i++) {
-        values.put(DataApiValues.label(columns.get(i)), DataApiValues.read(record.get(i), columns.get(i)));
+        values.put(
+            DataApiValues.label(columns.get(i)), DataApiValues.read(record.get(i), columns.get(i)));
       }
       rows.add(new Row(values));
     }
@@ -163,7 +170,9 @@ public final class DataApiDatabase implements Database {
     void failIfAborted() {
       if (abortedBy != null) {
         throw new DatabaseException(
-            "the transaction was aborted by an earlier failed statement (" + abortedBy + "); nothing in it is committed");
+            "the transaction was aborted by an earlier failed statement ("
+                + abortedBy
+                + "); nothing in it is committed");
       }
     }
   }

@@ -17,7 +17,11 @@ import java.util.Optional;
  *     default database, which is easy to get wrong)
  */
 public record DataApiSettings(
-    String region, Optional<URI> endpointOverride, String resourceArn, String secretArn, String database) {
+    String region,
+    Optional<URI> endpointOverride,
+    String resourceArn,
+    String secretArn,
+    String database) {
 
   /** Environment variables read by {@link #fromEnvironment}. */
   public static final String ENV_REGION = "AWS_REGION";
@@ -25,6 +29,7 @@ public record DataApiSettings(
   public static final String ENV_CLUSTER_ARN = "DB_CLUSTER_ARN";
   public static final String ENV_SECRET_ARN = "DB_SECRET_ARN";
   public static final String ENV_DATABASE = "DB_NAME";
+
   /** Optional; for tests and local emulators only. */
   public static final String ENV_ENDPOINT = "DB_DATA_API_ENDPOINT";
 
@@ -32,7 +37,8 @@ public record DataApiSettings(
     endpointOverride = endpointOverride == null ? Optional.empty() : endpointOverride;
   }
 
-  public static DataApiSettings of(String region, String resourceArn, String secretArn, String database) {
+  public static DataApiSettings of(
+      String region, String resourceArn, String secretArn, String database) {
     return new DataApiSettings(region, Optional.empty(), resourceArn, secretArn, database);
   }
 
@@ -49,7 +55,11 @@ public record DataApiSettings(
     Optional<URI> endpoint =
         Optional.ofNullable(env.get(ENV_ENDPOINT)).filter(s -> !s.isBlank()).map(URI::create);
     return new DataApiSettings(
-            env.get(ENV_REGION), endpoint, env.get(ENV_CLUSTER_ARN), env.get(ENV_SECRET_ARN), env.get(ENV_DATABASE))
+            env.get(ENV_REGION),
+            endpoint,
+            env.get(ENV_CLUSTER_ARN),
+            env.get(ENV_SECRET_ARN),
+            env.get(ENV_DATABASE))
         .validate();
   }
 
@@ -61,7 +71,8 @@ public record DataApiSettings(
     require("database", database);
     if (!resourceArn.startsWith("arn:") || !resourceArn.contains(":cluster:")) {
       throw new IllegalArgumentException(
-          "resourceArn must be an Aurora cluster ARN (arn:aws:rds:<region>:<account>:cluster:<name>), got " + resourceArn);
+          "resourceArn must be an Aurora cluster ARN (arn:aws:rds:<region>:<account>:cluster:<name>), got "
+              + resourceArn);
     }
     if (!secretArn.startsWith("arn:") || !secretArn.contains(":secret:")) {
       // Not echoed: a value put here by mistake may be the password itself.

@@ -64,7 +64,10 @@ final class DataApiValues {
     } else {
       // Params rejects other types when they are added; this guards a new type added there only.
       throw new IllegalArgumentException(
-          "parameter :" + name + " has a type the Data API adapter cannot send: " + value.getClass().getName());
+          "parameter :"
+              + name
+              + " has a type the Data API adapter cannot send: "
+              + value.getClass().getName());
     }
     return p.build();
   }
@@ -86,16 +89,25 @@ final class DataApiValues {
         case LONG_VALUE -> f.longValue();
         case BOOLEAN_VALUE -> f.booleanValue();
         // JDBC hands out float4 as Float and float8 as Double; keep the two adapters alike.
-        case DOUBLE_VALUE -> typeName.equals("float4") ? (Object) f.doubleValue().floatValue() : f.doubleValue();
+        case DOUBLE_VALUE ->
+            typeName.equals("float4") ? (Object) f.doubleValue().floatValue() : f.doubleValue();
         case STRING_VALUE -> fromString(f.stringValue(), typeName);
         // JDBC's getString of a bytea is its hex text form.
         case BLOB_VALUE -> "\\x" + HexFormat.of().formatHex(f.blobValue().asByteArray());
-        case ARRAY_VALUE -> throw unsupported(column, "arrays (select array_to_json(...) or a text cast instead)");
-        case UNKNOWN_TO_SDK_VERSION -> throw unsupported(column, "a value kind this SDK version does not know");
+        case ARRAY_VALUE ->
+            throw unsupported(column, "arrays (select array_to_json(...) or a text cast instead)");
+        case UNKNOWN_TO_SDK_VERSION ->
+            throw unsupported(column, "a value kind this SDK version does not know");
       };
     } catch (DateTimeParseException | IllegalArgumentException e) {
       throw new DatabaseException(
-          "column " + label(column) + " (" + typeName + ") holds a value the adapter cannot read: " + e.getMessage(), e);
+          "column "
+              + label(column)
+              + " ("
+              + typeName
+              + ") holds a value the adapter cannot read: "
+              + e.getMessage(),
+          e);
     }
   }
 
@@ -117,6 +129,11 @@ final class DataApiValues {
 
   private static DatabaseException unsupported(ColumnMetadata column, String what) {
     return new DatabaseException(
-        "column " + label(column) + " (" + column.typeName() + "): the Data API adapter does not read " + what);
+        "column "
+            + label(column)
+            + " ("
+            + column.typeName()
+            + "): the Data API adapter does not read "
+            + what);
   }
 }

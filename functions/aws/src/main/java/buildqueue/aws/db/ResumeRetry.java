@@ -21,7 +21,11 @@ public final class ResumeRetry {
   public static final Duration DEFAULT_BUDGET = Duration.ofSeconds(30);
 
   private static final List<Duration> BACKOFF =
-      List.of(Duration.ofMillis(500), Duration.ofSeconds(1), Duration.ofSeconds(2), Duration.ofSeconds(4));
+      List.of(
+          Duration.ofMillis(500),
+          Duration.ofSeconds(1),
+          Duration.ofSeconds(2),
+          Duration.ofSeconds(4));
   private static final Duration MAX_PAUSE = Duration.ofSeconds(5);
 
   /** Waits; tests pass one that records the pauses and moves a fake clock. */
@@ -92,7 +96,10 @@ public final class ResumeRetry {
     } catch (InterruptedException interrupted) {
       Thread.currentThread().interrupt();
       DatabaseException e =
-          new DatabaseException("interrupted while waiting for the Aurora cluster to resume; nothing was run: " + what, cause);
+          new DatabaseException(
+              "interrupted while waiting for the Aurora cluster to resume; nothing was run: "
+                  + what,
+              cause);
       e.addSuppressed(interrupted);
       throw e;
     }

@@ -19,8 +19,8 @@ import software.amazon.awssdk.services.secretsmanager.model.ResourceNotFoundExce
 
 /**
  * Rotates the worker role's secret by Secrets Manager's protocol for a rotation function (four
- * steps, each invoked with the secret and the new version's {@code ClientRequestToken}, each safe to
- * run again, as Secrets Manager retries a failed one):
+ * steps, each invoked with the secret and the new version's {@code ClientRequestToken}, each safe
+ * to run again, as Secrets Manager retries a failed one):
  *
  * <ol>
  *   <li>{@link Step#CREATE_SECRET}: a new random password, in a copy of the current JSON, as the
@@ -28,8 +28,9 @@ import software.amazon.awssdk.services.secretsmanager.model.ResourceNotFoundExce
  *   <li>{@link Step#SET_SECRET}: the role's password becomes the pending one, through the master
  *       credentials ({@link WorkerRole#allowLogin}).
  *   <li>{@link Step#TEST_SECRET}: the pending version names the worker role and holds a password,
- *       and the role may log in. The Data API takes a secret, not a version, so nothing here can log
- *       in with the pending password before it is current; the login itself is proven by the tests.
+ *       and the role may log in. The Data API takes a secret, not a version, so nothing here can
+ *       log in with the pending password before it is current; the login itself is proven by the
+ *       tests.
  *   <li>{@link Step#FINISH_SECRET}: {@code AWSCURRENT} moves to the token (Secrets Manager moves
  *       {@code AWSPREVIOUS}), the role's password is set from it once more, and {@code AWSPENDING}
  *       is taken off.
@@ -39,18 +40,20 @@ import software.amazon.awssdk.services.secretsmanager.model.ResourceNotFoundExce
  * the role from {@code AWSCURRENT} and reads it again afterwards, so whichever runs last, the role
  * ends on the secret's current password. Between {@code setSecret} and {@code finishSecret} (a few
  * seconds) the role has the new password and {@code AWSCURRENT} the old: a worker's statement that
- * needs a new database connection then fails to log in (one user, one password: PostgreSQL keeps
- * no second). Passwords are never logged or put in a message.
+ * needs a new database connection then fails to log in (one user, one password: PostgreSQL keeps no
+ * second). Passwords are never logged or put in a message.
  */
 public final class WorkerSecretRotation {
   public static final String CURRENT = "AWSCURRENT";
   public static final String PENDING = "AWSPENDING";
+
   /**
    * As the stack's GenerateSecretString: 32 printable ASCII characters without those that break
    * connection strings or shells. Made here rather than by GetRandomPassword, which takes no
    * resource and so would need an IAM statement on every resource.
    */
   static final int PASSWORD_LENGTH = 32;
+
   static final String EXCLUDED = "\"@/\\'";
   private static final SecureRandom RANDOM = new SecureRandom();
 
@@ -80,8 +83,10 @@ public final class WorkerSecretRotation {
           return s;
         }
       }
-      throw new BuildQueueException("unknown rotation step \"" + name
-          + "\": Secrets Manager sends createSecret, setSecret, testSecret or finishSecret");
+      throw new BuildQueueException(
+          "unknown rotation step \""
+              + name
+              + "\": Secrets Manager sends createSecret, setSecret, testSecret or finishSecret");
     }
   }
 
@@ -93,7 +98,8 @@ public final class WorkerSecretRotation {
    * @param admin the database as the master user (who may set the role's password)
    * @param secretArn the worker role's secret: the only one this rotates
    */
-  public WorkerSecretRotation(SecretsManagerClient secrets, Supplier<Database> admin, String secretArn) {
+  public WorkerSecretRotation(
+      SecretsManagerClient secrets, Supplier<Database> admin, String secretArn) {
     this.secrets = secrets;
     this.admin = admin;
     this.secretArn = secretArn;
@@ -102,8 +108,8 @@ public final class WorkerSecretRotation {
   /** Runs one step for the version {@code token} of {@code secretId}; returns what it did. */
   public String run(Step step, String secretId, String token) {
     if (!secretArn.equals(secretId)) {
-      throw new BuildQueueException("this function rotates the worker role's secret " + secretArn
-          + " only, not " + secretId);
+      throw new BuildQueueException(
+          "this function rotates the worker role's secret " + secretArn + " only, not " + secretId);
     }
     if (token == null || token.isBlank()) {
       throw new BuildQueueException("the rotation event has no ClientRequestToken");
@@ -116,8 +122,14 @@ public final class WorkerSecretRotation {
       return "version " + token + " is already AWSCURRENT: nothing to do";
     }
     if (!stages.contains(PENDING)) {
-      throw new BuildQueueException("version " + token + " of " + secretArn + " is not AWSPENDING (its labels: "
-          + stages + "); start a new rotation");
+      throw new BuildQueueException(
+          "version "
+              + token
+              + " of "
+              + secretArn
+              + " is not AWSPENDING (its labels: "
+              + stages
+              + "); start a new rotation");
     }
     return switch (step) {
       case CREATE_SECRET -> create(token);
@@ -134,21 +146,30 @@ public final class WorkerSecretRotation {
     }
     Map<String, List<String>> versions = d.versionIdsToStages();
     if (!versions.containsKey(token)) {
-      throw new BuildQueueException("version " + token + " of " + secretArn + " has no label for rotation");
+      throw new BuildQueueException(
+          "version " + token + " of " + secretArn + " has no label for rotation");
     }
     return versions.get(token);
   }
 
   private String create(String token) {
-    ObjectNode current = json(secrets.getSecretValue(r -> r.secretId(secretArn).versionStage(CURRENT)).secretString());
+    ObjectNode current =
+        json(
+            secrets
+                .getSecretValue(r -> r.secretId(secretArn).versionStage(CURRENT))
+                .secretString());
     try {
       secrets.getSecretValue(r -> r.secretId(secretArn).versionId(token).versionStage(PENDING));
       return "version " + token + " already holds the pending password";
     } catch (ResourceNotFoundException notYet) {
       current.put("password", newPassword());
       String pending = current.toString();
-      secrets.putSecretValue(r -> r.secretId(secretArn).clientRequestToken(token).secretString(pending)
-          .versionStages(PENDING));
+      secrets.putSecretValue(
+          r ->
+              r.secretId(secretArn)
+                  .clientRequestToken(token)
+                  .secretString(pending)
+                  .versionStages(PENDING));
       return "version " + token + " created with a new password, labelled AWSPENDING";
     }
   }
@@ -162,16 +183,23 @@ public final class WorkerSecretRotation {
     password(token, PENDING);
     List<Row> role = admin.get().query(CAN_LOG_IN, Params.of("name", WorkerRole.NAME));
     if (role.isEmpty() || !Boolean.TRUE.equals(role.get(0).bool("rolcanlogin"))) {
-      throw new BuildQueueException("the worker role " + WorkerRole.NAME + " cannot log in; deploy the stack"
-          + " (its migration makes the role) before rotating its secret");
+      throw new BuildQueueException(
+          "the worker role "
+              + WorkerRole.NAME
+              + " cannot log in; deploy the stack"
+              + " (its migration makes the role) before rotating its secret");
     }
     return "version " + token + " names the worker role, which may log in";
   }
 
   private String finish(String token) {
     String current = versionLabelled(CURRENT);
-    secrets.updateSecretVersionStage(r -> r.secretId(secretArn).versionStage(CURRENT).moveToVersionId(token)
-        .removeFromVersionId(current));
+    secrets.updateSecretVersionStage(
+        r ->
+            r.secretId(secretArn)
+                .versionStage(CURRENT)
+                .moveToVersionId(token)
+                .removeFromVersionId(current));
     return finishedAlready(token, List.of(CURRENT, PENDING));
   }
 
@@ -179,7 +207,8 @@ public final class WorkerSecretRotation {
   private String finishedAlready(String token, List<String> stages) {
     WorkerRole.allowLogin(admin.get(), password(token, null));
     if (stages.contains(PENDING)) {
-      secrets.updateSecretVersionStage(r -> r.secretId(secretArn).versionStage(PENDING).removeFromVersionId(token));
+      secrets.updateSecretVersionStage(
+          r -> r.secretId(secretArn).versionStage(PENDING).removeFromVersionId(token));
     }
     return "version " + token + " is AWSCURRENT and the worker role's password";
   }
@@ -209,20 +238,31 @@ public final class WorkerSecretRotation {
 
   /** The password of version {@code token} (which must carry {@code stage}, if given). */
   private String password(String token, String stage) {
-    String text = secrets.getSecretValue(r -> {
-      r.secretId(secretArn).versionId(token);
-      if (stage != null) {
-        r.versionStage(stage);
-      }
-    }).secretString();
+    String text =
+        secrets
+            .getSecretValue(
+                r -> {
+                  r.secretId(secretArn).versionId(token);
+                  if (stage != null) {
+                    r.versionStage(stage);
+                  }
+                })
+            .secretString();
     ObjectNode value = json(text);
     if (!WorkerRole.NAME.equals(value.path("username").asText())) {
-      throw new BuildQueueException("version " + token + " of " + secretArn + " does not name the worker role "
-          + WorkerRole.NAME + " as its \"username\"");
+      throw new BuildQueueException(
+          "version "
+              + token
+              + " of "
+              + secretArn
+              + " does not name the worker role "
+              + WorkerRole.NAME
+              + " as its \"username\"");
     }
     JsonNode password = value.get("password");
     if (password == null || !password.isTextual() || password.asText().isEmpty()) {
-      throw new BuildQueueException("version " + token + " of " + secretArn + " has no \"password\" field");
+      throw new BuildQueueException(
+          "version " + token + " of " + secretArn + " has no \"password\" field");
     }
     return password.asText();
   }

@@ -15,10 +15,10 @@ import software.amazon.awssdk.services.ecs.EcsClientBuilder;
  * pool or thread to start, so the smallest cold start of the SDK's sync clients; ECS calls are few
  * and short), bounded timeouts and the SDK's standard retries.
  *
- * <p>Retrying RunTask is safe because every call carries the worker's token as {@code
- * clientToken}: a repeated call returns the first call's task. The whole call, retries included,
- * must end well inside {@code QueueConfig#launchGrace} (default 60 s), after which the tick may
- * retry a launch whose outcome was never recorded.
+ * <p>Retrying RunTask is safe because every call carries the worker's token as {@code clientToken}:
+ * a repeated call returns the first call's task. The whole call, retries included, must end well
+ * inside {@code QueueConfig#launchGrace} (default 60 s), after which the tick may retry a launch
+ * whose outcome was never recorded.
  */
 public final class EcsClients {
   private EcsClients() {}
@@ -42,8 +42,14 @@ public final class EcsClients {
       int maxAttempts) {
 
     public static Settings defaults(String region) {
-      return new Settings(region, null, Duration.ofSeconds(2), Duration.ofSeconds(10),
-          Duration.ofSeconds(10), Duration.ofSeconds(25), 3);
+      return new Settings(
+          region,
+          null,
+          Duration.ofSeconds(2),
+          Duration.ofSeconds(10),
+          Duration.ofSeconds(10),
+          Duration.ofSeconds(25),
+          3);
     }
 
     public Settings {
@@ -55,12 +61,20 @@ public final class EcsClients {
       positive("attemptTimeout", attemptTimeout);
       positive("callTimeout", callTimeout);
       if (maxAttempts < 1) {
-        throw new BuildQueueException("ECS client settings: maxAttempts must be at least 1, was " + maxAttempts);
+        throw new BuildQueueException(
+            "ECS client settings: maxAttempts must be at least 1, was " + maxAttempts);
       }
     }
 
     public Settings withEndpoint(URI endpoint) {
-      return new Settings(region, endpoint, connectTimeout, socketTimeout, attemptTimeout, callTimeout, maxAttempts);
+      return new Settings(
+          region,
+          endpoint,
+          connectTimeout,
+          socketTimeout,
+          attemptTimeout,
+          callTimeout,
+          maxAttempts);
     }
 
     public Settings withTimeouts(Duration socket, Duration attempt, Duration call) {
@@ -68,12 +82,14 @@ public final class EcsClients {
     }
 
     public Settings withMaxAttempts(int n) {
-      return new Settings(region, endpoint, connectTimeout, socketTimeout, attemptTimeout, callTimeout, n);
+      return new Settings(
+          region, endpoint, connectTimeout, socketTimeout, attemptTimeout, callTimeout, n);
     }
 
     private static void positive(String name, Duration d) {
       if (d == null || d.isZero() || d.isNegative()) {
-        throw new BuildQueueException("ECS client settings: " + name + " must be a positive duration, was " + d);
+        throw new BuildQueueException(
+            "ECS client settings: " + name + " must be a positive duration, was " + d);
       }
     }
   }
@@ -93,9 +109,10 @@ public final class EcsClients {
                     .connectionTimeout(settings.connectTimeout())
                     .socketTimeout(settings.socketTimeout()))
             .overrideConfiguration(
-                o -> o.apiCallAttemptTimeout(settings.attemptTimeout())
-                    .apiCallTimeout(settings.callTimeout())
-                    .retryStrategy(r -> r.maxAttempts(settings.maxAttempts())));
+                o ->
+                    o.apiCallAttemptTimeout(settings.attemptTimeout())
+                        .apiCallTimeout(settings.callTimeout())
+                        .retryStrategy(r -> r.maxAttempts(settings.maxAttempts())));
     if (settings.endpoint() != null) {
       builder.endpointOverride(settings.endpoint());
     }

@@ -34,9 +34,14 @@ public record EcsSettings(
   private static final int MAX_SUBNETS = 16;
   private static final int MAX_SECURITY_GROUPS = 5;
   private static final Pattern CLUSTER_NAME = Pattern.compile("[A-Za-z0-9_-]{1,255}");
-  /** ECS's rule for a family: up to 255 letters, digits, hyphens and underscores; a revision from 1. */
-  private static final Pattern TASK_DEFINITION = Pattern.compile(
-      "(arn:[a-z0-9-]+:ecs:[a-z0-9-]+:\\d{12}:task-definition/)?[A-Za-z0-9_-]{1,255}(:[1-9]\\d{0,9})?");
+
+  /**
+   * ECS's rule for a family: up to 255 letters, digits, hyphens and underscores; a revision from 1.
+   */
+  private static final Pattern TASK_DEFINITION =
+      Pattern.compile(
+          "(arn:[a-z0-9-]+:ecs:[a-z0-9-]+:\\d{12}:task-definition/)?[A-Za-z0-9_-]{1,255}(:[1-9]\\d{0,9})?");
+
   private static final Pattern CLUSTER_ARN =
       Pattern.compile("arn:[a-z0-9-]+:ecs:[a-z0-9-]+:\\d{12}:cluster/([A-Za-z0-9_-]{1,255})");
 
@@ -45,15 +50,22 @@ public record EcsSettings(
       throw invalid("cluster", "is required (the cluster's name or ARN)");
     }
     if (!CLUSTER_NAME.matcher(cluster).matches() && !CLUSTER_ARN.matcher(cluster).matches()) {
-      throw invalid("cluster", "must be a cluster name (letters, digits, - and _) or a cluster ARN, was '"
-          + cluster + "'");
+      throw invalid(
+          "cluster",
+          "must be a cluster name (letters, digits, - and _) or a cluster ARN, was '"
+              + cluster
+              + "'");
     }
     if (blank(taskDefinition)) {
       throw invalid("taskDefinition", "is required (family, family:revision or ARN)");
     }
     if (!TASK_DEFINITION.matcher(taskDefinition).matches()) {
-      throw invalid("taskDefinition", "must be a family (letters, digits, - and _), family:revision or a task"
-          + " definition ARN, was '" + taskDefinition + "'");
+      throw invalid(
+          "taskDefinition",
+          "must be a family (letters, digits, - and _), family:revision or a task"
+              + " definition ARN, was '"
+              + taskDefinition
+              + "'");
     }
     subnets = copyOf("subnets", subnets);
     if (subnets.isEmpty() || subnets.size() > MAX_SUBNETS) {
@@ -61,8 +73,12 @@ public record EcsSettings(
     }
     securityGroups = copyOf("securityGroups", securityGroups);
     if (securityGroups.size() > MAX_SECURITY_GROUPS) {
-      throw invalid("securityGroups",
-          "may name at most " + MAX_SECURITY_GROUPS + " security groups, was " + securityGroups.size());
+      throw invalid(
+          "securityGroups",
+          "may name at most "
+              + MAX_SECURITY_GROUPS
+              + " security groups, was "
+              + securityGroups.size());
     }
     if (blank(containerName)) {
       throw invalid("containerName", "is required (the worker container in the task definition)");

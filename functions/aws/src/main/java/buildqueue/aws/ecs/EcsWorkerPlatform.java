@@ -30,26 +30,30 @@ import software.amazon.awssdk.services.ecs.model.Task;
  *
  * <p>Guarantees: {@link #launch} is idempotent per worker token (it is RunTask's {@code
  * clientToken}), so calling it again for the same worker resolves an unknown outcome and never
- * starts a second task while ECS keeps the token: the lesser of 24 hours from its first use and
- * the task's lifetime plus one hour (ECS API Reference, Ensuring idempotency). Every RunTask for a
+ * starts a second task while ECS keeps the token: the lesser of 24 hours from its first use and the
+ * task's lifetime plus one hour (ECS API Reference, Ensuring idempotency). Every RunTask for a
  * worker falls between its dispatch and its lease's end ({@code claimUnresolvedLaunches} takes only
  * unexpired leases), so the token outlives every relaunch while its task may live as long as the
  * lease is shorter than 24 hours, which {@link buildqueue.aws.AwsSettings} enforces; a token
- * forgotten an hour after its task stopped starts a new task only when the first is gone. {@link #launch}, {@link #check} and {@link #stop}
- * never throw: every failure becomes an outcome, a state or a log line. The task's environment
- * overrides carry the worker id and token and nothing else; they are visible in events and
- * DescribeTasks, so the database settings live in the task definition.
+ * forgotten an hour after its task stopped starts a new task only when the first is gone. {@link
+ * #launch}, {@link #check} and {@link #stop} never throw: every failure becomes an outcome, a state
+ * or a log line. The task's environment overrides carry the worker id and token and nothing else;
+ * they are visible in events and DescribeTasks, so the database settings live in the task
+ * definition.
  */
 public final class EcsWorkerPlatform implements WorkerPlatform {
   /** Environment variable the worker reads its id from. */
   public static final String WORKER_ID_VARIABLE = "BUILDQUEUE_WORKER_ID";
+
   /** Environment variable the worker reads its token from. */
   public static final String WORKER_TOKEN_VARIABLE = "BUILDQUEUE_WORKER_TOKEN";
 
   /** DescribeTasks takes at most 100 tasks a call. */
   static final int DESCRIBE_BATCH = 100;
+
   /** StopTask's reason is at most 255 characters. */
   static final int STOP_REASON_LIMIT = 255;
+
   /** Stop reasons become the worker's exit reason; containers' reasons can be long. */
   static final int STOPPED_REASON_LIMIT = 1000;
 
@@ -78,7 +82,8 @@ public final class EcsWorkerPlatform implements WorkerPlatform {
       outcome = new LaunchOutcome.Unknown(RunTaskOutcomes.limit("RunTask outcome unknown: " + e));
     }
     if (outcome instanceof LaunchOutcome.Started s) {
-      LOG.log(Level.INFO, "worker {0} in {1}: task {2}", launch.workerId(), launch.slot(), s.taskId());
+      LOG.log(
+          Level.INFO, "worker {0} in {1}: task {2}", launch.workerId(), launch.slot(), s.taskId());
     }
     return outcome;
   }
@@ -93,16 +98,29 @@ public final class EcsWorkerPlatform implements WorkerPlatform {
         .clientToken(launch.token().toString())
         .startedBy(launch.startedBy())
         .networkConfiguration(
-            n -> n.awsvpcConfiguration(
-                v -> v.subnets(settings.subnets())
-                    .securityGroups(settings.securityGroups())
-                    .assignPublicIp(settings.assignPublicIp() ? AssignPublicIp.ENABLED : AssignPublicIp.DISABLED)))
+            n ->
+                n.awsvpcConfiguration(
+                    v ->
+                        v.subnets(settings.subnets())
+                            .securityGroups(settings.securityGroups())
+                            .assignPublicIp(
+                                settings.assignPublicIp()
+                                    ? AssignPublicIp.ENABLED
+                                    : AssignPublicIp.DISABLED)))
         .overrides(
-            o -> o.containerOverrides(
-                c -> c.name(settings.containerName())
-                    .environment(
-                        KeyValuePair.builder().name(WORKER_ID_VARIABLE).value(Long.toString(launch.workerId())).build(),
-                        KeyValuePair.builder().name(WORKER_TOKEN_VARIABLE).value(launch.token().toString()).build())))
+            o ->
+                o.containerOverrides(
+                    c ->
+                        c.name(settings.containerName())
+                            .environment(
+                                KeyValuePair.builder()
+                                    .name(WORKER_ID_VARIABLE)
+                                    .value(Long.toString(launch.workerId()))
+                                    .build(),
+                                KeyValuePair.builder()
+                                    .name(WORKER_TOKEN_VARIABLE)
+                                    .value(launch.token().toString())
+                                    .build())))
         .build();
   }
 
@@ -122,25 +140,33 @@ public final class EcsWorkerPlatform implements WorkerPlatform {
     for (int from = 0; from < ids.size(); from += DESCRIBE_BATCH) {
       List<String> batch = ids.subList(from, Math.min(ids.size(), from + DESCRIBE_BATCH));
       if (throttled) {
-        batch.forEach(id -> states.put(id, new TaskState.Unanswered("DescribeTasks not sent: ECS throttled the call before", true)));
+        batch.forEach(
+            id ->
+                states.put(
+                    id,
+                    new TaskState.Unanswered(
+                        "DescribeTasks not sent: ECS throttled the call before", true)));
         continue;
       }
       Map<String, TaskState> answered = describe(batch);
-      throttled = answered.values().stream().anyMatch(s -> s instanceof TaskState.Unanswered u && u.throttled());
+      throttled =
+          answered.values().stream()
+              .anyMatch(s -> s instanceof TaskState.Unanswered u && u.throttled());
       states.putAll(answered);
     }
     return states;
   }
 
   /**
-   * ECS's default request rates per account and Region, which the tick paces itself by: RunTask
-   * on Fargate 20 calls a second, burst and sustained (StopTask shares RunTask's bucket of 100 at 40
-   * a second, and Fargate launches 100 at 20 a second: 20 a second bounds them all for one task a
+   * ECS's default request rates per account and Region, which the tick paces itself by: RunTask on
+   * Fargate 20 calls a second, burst and sustained (StopTask shares RunTask's bucket of 100 at 40 a
+   * second, and Fargate launches 100 at 20 a second: 20 a second bounds them all for one task a
    * call); DescribeTasks a bucket of 100 at 20 a second (ECS API Reference, Request throttling; ECS
    * Developer Guide, AWS Fargate throttling quotas). The API and the stop handler share them, so a
    * tick can still be throttled: it then stops that part until the next tick.
    */
-  static final CallRates ECS_RATES = new CallRates(new CallRates.Rate(20, 20), new CallRates.Rate(100, 20));
+  static final CallRates ECS_RATES =
+      new CallRates(new CallRates.Rate(20, 20), new CallRates.Rate(100, 20));
 
   @Override
   public CallRates callRates() {
@@ -153,16 +179,25 @@ public final class EcsWorkerPlatform implements WorkerPlatform {
     try {
       response = ecs.describeTasks(b -> b.cluster(settings.cluster()).tasks(batch));
     } catch (ClusterNotFoundException e) {
-      LOG.log(Level.WARNING, "DescribeTasks: cluster {0} not found; its {1} tasks count as missing",
-          settings.cluster(), batch.size());
+      LOG.log(
+          Level.WARNING,
+          "DescribeTasks: cluster {0} not found; its {1} tasks count as missing",
+          settings.cluster(),
+          batch.size());
       batch.forEach(id -> states.put(id, new TaskState.Missing()));
       return states;
     } catch (RuntimeException e) {
-      boolean throttled = e instanceof AwsServiceException s
-          && (s.isThrottlingException() || RunTaskOutcomes.isThrottlingMessage(s.getMessage()));
-      LOG.log(Level.WARNING, "DescribeTasks {0} for {1} tasks; no evidence until the next check: {2}",
-          throttled ? "throttled" : "failed", batch.size(), e.toString());
-      String reason = RunTaskOutcomes.limit("DescribeTasks " + (throttled ? "throttled: " : "failed: ") + e);
+      boolean throttled =
+          e instanceof AwsServiceException s
+              && (s.isThrottlingException() || RunTaskOutcomes.isThrottlingMessage(s.getMessage()));
+      LOG.log(
+          Level.WARNING,
+          "DescribeTasks {0} for {1} tasks; no evidence until the next check: {2}",
+          throttled ? "throttled" : "failed",
+          batch.size(),
+          e.toString());
+      String reason =
+          RunTaskOutcomes.limit("DescribeTasks " + (throttled ? "throttled: " : "failed: ") + e);
       batch.forEach(id -> states.put(id, new TaskState.Unanswered(reason, throttled)));
       return states;
     }
@@ -171,7 +206,12 @@ public final class EcsWorkerPlatform implements WorkerPlatform {
     }
     for (Failure f : response.failures()) {
       if (f.arn() != null && !"MISSING".equals(f.reason())) {
-        LOG.log(Level.WARNING, "DescribeTasks failure for {0}: {1} {2}", f.arn(), f.reason(), f.detail());
+        LOG.log(
+            Level.WARNING,
+            "DescribeTasks failure for {0}: {1} {2}",
+            f.arn(),
+            f.reason(),
+            f.detail());
       }
     }
     // MISSING failures, and anything not answered at all, are the same to the queue.
@@ -180,7 +220,9 @@ public final class EcsWorkerPlatform implements WorkerPlatform {
   }
 
   static TaskState stateOf(Task t) {
-    return "STOPPED".equals(t.lastStatus()) ? new TaskState.Stopped(stoppedReason(t)) : new TaskState.Running();
+    return "STOPPED".equals(t.lastStatus())
+        ? new TaskState.Stopped(stoppedReason(t))
+        : new TaskState.Running();
   }
 
   /**
@@ -210,7 +252,9 @@ public final class EcsWorkerPlatform implements WorkerPlatform {
       parts.add(s.toString());
     }
     String all = parts.isEmpty() ? "stopped" : String.join("; ", parts);
-    return all.length() <= STOPPED_REASON_LIMIT ? all : all.substring(0, STOPPED_REASON_LIMIT - 1) + "…";
+    return all.length() <= STOPPED_REASON_LIMIT
+        ? all
+        : all.substring(0, STOPPED_REASON_LIMIT - 1) + "…";
   }
 
   @Override
@@ -221,14 +265,21 @@ public final class EcsWorkerPlatform implements WorkerPlatform {
   /** StopTask, best effort: the slot is freed by the stop evidence, not by this call. */
   @Override
   public void stop(String taskId, String reason) {
-    String shortReason = reason == null ? null
-        : reason.length() <= STOP_REASON_LIMIT ? reason : reason.substring(0, STOP_REASON_LIMIT);
+    String shortReason =
+        reason == null
+            ? null
+            : reason.length() <= STOP_REASON_LIMIT
+                ? reason
+                : reason.substring(0, STOP_REASON_LIMIT);
     try {
       ecs.stopTask(b -> b.cluster(settings.cluster()).task(taskId).reason(shortReason));
       LOG.log(Level.INFO, "StopTask {0}: {1}", taskId, shortReason);
     } catch (RuntimeException e) {
-      LOG.log(Level.WARNING, "StopTask {0} failed; its slot stays held until stop evidence arrives: {1}",
-          taskId, e.toString());
+      LOG.log(
+          Level.WARNING,
+          "StopTask {0} failed; its slot stays held until stop evidence arrives: {1}",
+          taskId,
+          e.toString());
     }
   }
 }

@@ -19,8 +19,8 @@ import software.amazon.awssdk.services.eventbridge.model.PutEventsResultEntry;
  * #DETAIL_TYPE} events from source {@value #SOURCE}, at least once each: rows are claimed, sent
  * with PutEvents, and marked published only for the entries EventBridge accepted. Entries it
  * refused (a partial failure) and batches whose call failed are claimed again on a later run; rows
- * claimed by a publisher that died are claimed again once its claim runs out. Subscribers dedupe
- * on {@code detail.eventId}.
+ * claimed by a publisher that died are claimed again once its claim runs out. Subscribers dedupe on
+ * {@code detail.eventId}.
  */
 public final class EventBridgePublisher {
   public static final String SOURCE = "buildqueue";
@@ -35,7 +35,9 @@ public final class EventBridgePublisher {
   /** Claim rounds per run: bounds the time one invocation spends publishing a backlog. */
   static final int MAX_ROUNDS = 10;
 
-  /** A message longer than this is cut: the detail stays far below EventBridge's 256 KB entry limit. */
+  /**
+   * A message longer than this is cut: the detail stays far below EventBridge's 256 KB entry limit.
+   */
   static final int MAX_MESSAGE_CHARS = 2000;
 
   private static final System.Logger LOG = System.getLogger(EventBridgePublisher.class.getName());
@@ -59,8 +61,8 @@ public final class EventBridgePublisher {
   }
 
   /**
-   * Sends what is pending now, oldest first. A failed PutEvents call ends the run (the rows wait for
-   * the next one); a database failure propagates.
+   * Sends what is pending now, oldest first. A failed PutEvents call ends the run (the rows wait
+   * for the next one); a database failure propagates.
    */
   public Published publishPending() {
     int published = 0;
@@ -68,7 +70,8 @@ public final class EventBridgePublisher {
     for (int round = 0; round < MAX_ROUNDS; round++) {
       List<PendingEvent> claimed = outbox.claimPending(CLAIM_BATCH);
       for (int from = 0; from < claimed.size(); from += ENTRIES_PER_CALL) {
-        List<PendingEvent> batch = claimed.subList(from, Math.min(from + ENTRIES_PER_CALL, claimed.size()));
+        List<PendingEvent> batch =
+            claimed.subList(from, Math.min(from + ENTRIES_PER_CALL, claimed.size()));
         Sent sent = send(batch);
         outbox.settle(sent.accepted(), sent.refused());
         published += sent.accepted().size();
@@ -103,22 +106,30 @@ public final class EventBridgePublisher {
     try {
       response = client.putEvents(PutEventsRequest.builder().entries(entries).build());
     } catch (SdkException e) {
-      LOG.log(Level.WARNING, "PutEvents of {0} job events failed ({1}); they are retried on a later run",
-          batch.size(), e.getMessage());
+      LOG.log(
+          Level.WARNING,
+          "PutEvents of {0} job events failed ({1}); they are retried on a later run",
+          batch.size(),
+          e.getMessage());
       return new Sent(List.of(), ids(batch), true);
     }
     List<Long> accepted = new ArrayList<>();
     List<Long> refused = new ArrayList<>();
     List<PutEventsResultEntry> results = response.entries();
     for (int i = 0; i < batch.size(); i++) {
-      // Result i answers request entry i; an entry with an error code (or none at all) was not taken.
+      // Result i answers request entry i; an entry with an error code (or none at all) was not
+      // taken.
       PutEventsResultEntry r = i < results.size() ? results.get(i) : null;
       if (r != null && r.errorCode() == null && r.eventId() != null) {
         accepted.add(batch.get(i).id());
       } else {
         refused.add(batch.get(i).id());
-        LOG.log(Level.WARNING, "EventBridge refused job event {0} of job {1}: {2} {3}; retried on a later run",
-            batch.get(i).id(), batch.get(i).jobId(), r == null ? "no result" : r.errorCode(),
+        LOG.log(
+            Level.WARNING,
+            "EventBridge refused job event {0} of job {1}: {2} {3}; retried on a later run",
+            batch.get(i).id(),
+            batch.get(i).jobId(),
+            r == null ? "no result" : r.errorCode(),
             r == null ? "" : r.errorMessage());
       }
     }
@@ -134,7 +145,11 @@ public final class EventBridgePublisher {
     d.put("kind", e.kind());
     d.put("type", e.type());
     String message = e.message() == null ? "" : e.message();
-    d.put("message", message.length() > MAX_MESSAGE_CHARS ? message.substring(0, MAX_MESSAGE_CHARS) + "…" : message);
+    d.put(
+        "message",
+        message.length() > MAX_MESSAGE_CHARS
+            ? message.substring(0, MAX_MESSAGE_CHARS) + "…"
+            : message);
     d.put("at", e.at().toString());
     return d.toString();
   }

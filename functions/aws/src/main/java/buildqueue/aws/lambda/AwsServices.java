@@ -2,18 +2,18 @@ package buildqueue.aws.lambda;
 
 import buildqueue.aws.AwsSettings;
 import buildqueue.aws.AwsSettings.Component;
-import buildqueue.core.QueueClock;
-import buildqueue.kinds.KindRegistry;
 import buildqueue.aws.db.DataApiDatabase;
-import buildqueue.db.Database;
-import buildqueue.db.JdbcDatabase;
-import buildqueue.platform.WorkerPlatform;
 import buildqueue.aws.ecs.EcsClients;
 import buildqueue.aws.ecs.EcsWorkerPlatform;
+import buildqueue.core.QueueClock;
+import buildqueue.db.Database;
+import buildqueue.db.JdbcDatabase;
+import buildqueue.kinds.KindRegistry;
+import buildqueue.platform.WorkerPlatform;
 import java.time.Duration;
 import org.postgresql.ds.PGSimpleDataSource;
-import software.amazon.awssdk.regions.Region;
 import software.amazon.awssdk.http.urlconnection.UrlConnectionHttpClient;
+import software.amazon.awssdk.regions.Region;
 import software.amazon.awssdk.services.eventbridge.EventBridgeClient;
 
 /**
@@ -26,8 +26,10 @@ public final class AwsServices {
 
   public static QueueServices queueServices(Component component) {
     AwsSettings settings = AwsSettings.fromEnvironment(component);
-    // The API checks submissions against the catalogue; the tick and the stop handler never see one.
-    KindRegistry kinds = component.needsKinds() ? settings.kindCatalogue().registry() : KindRegistry.builtIn();
+    // The API checks submissions against the catalogue; the tick and the stop handler never see
+    // one.
+    KindRegistry kinds =
+        component.needsKinds() ? settings.kindCatalogue().registry() : KindRegistry.builtIn();
     return new QueueServices(
         component,
         database(settings),
@@ -57,18 +59,23 @@ public final class AwsServices {
    * continueAfterTimeout} so that a long DDL is never cut off mid-way.
    */
   public static Database forSchemaChanges(Database database) {
-    return database instanceof DataApiDatabase dataApi ? dataApi.continuingAfterTimeout() : database;
+    return database instanceof DataApiDatabase dataApi
+        ? dataApi.continuingAfterTimeout()
+        : database;
   }
 
   static WorkerPlatform platform(AwsSettings settings) {
-    return new EcsWorkerPlatform(EcsClients.create(EcsClients.Settings.defaults(settings.region())), settings.ecs());
+    return new EcsWorkerPlatform(
+        EcsClients.create(EcsClients.Settings.defaults(settings.region())), settings.ecs());
   }
 
   /** For the Migrate function only: the worker role's secret. */
-  static software.amazon.awssdk.services.secretsmanager.SecretsManagerClient secretsManager(String region) {
+  static software.amazon.awssdk.services.secretsmanager.SecretsManagerClient secretsManager(
+      String region) {
     return software.amazon.awssdk.services.secretsmanager.SecretsManagerClient.builder()
         .region(software.amazon.awssdk.regions.Region.of(region))
-        .httpClientBuilder(software.amazon.awssdk.http.urlconnection.UrlConnectionHttpClient.builder())
+        .httpClientBuilder(
+            software.amazon.awssdk.http.urlconnection.UrlConnectionHttpClient.builder())
         .build();
   }
 

@@ -54,11 +54,21 @@ public record EcsTaskStateChange(
   public record EnvironmentVariable(String name, String value) {}
 
   /** What a STOPPED event tells the queue: which task, which worker (if ours), and why. */
-  public record StopEvidence(String taskArn, Optional<Long> workerId, Optional<UUID> token, String reason, Long version) {
+  public record StopEvidence(
+      String taskArn, Optional<Long> workerId, Optional<UUID> token, String reason, Long version) {
     @Override
     public String toString() {
-      return "StopEvidence[task=" + taskArn + ", worker=" + workerId.map(String::valueOf).orElse("?")
-          + ", token " + (token.isPresent() ? "present" : "absent") + ", version=" + version + ", reason=" + reason + "]";
+      return "StopEvidence[task="
+          + taskArn
+          + ", worker="
+          + workerId.map(String::valueOf).orElse("?")
+          + ", token "
+          + (token.isPresent() ? "present" : "absent")
+          + ", version="
+          + version
+          + ", reason="
+          + reason
+          + "]";
     }
   }
 
@@ -78,23 +88,29 @@ public record EcsTaskStateChange(
     try {
       event = JSON.readValue(json, EcsTaskStateChange.class);
     } catch (IOException | RuntimeException e) {
-      throw new UnreadableEventException("not JSON of an ECS task state change: " + e.getMessage(), e);
+      throw new UnreadableEventException(
+          "not JSON of an ECS task state change: " + e.getMessage(), e);
     }
-    if (event == null || !DETAIL_TYPE.equals(event.detailType()) || event.detail() == null
-        || event.detail().taskArn() == null || event.detail().taskArn().isBlank()) {
+    if (event == null
+        || !DETAIL_TYPE.equals(event.detailType())
+        || event.detail() == null
+        || event.detail().taskArn() == null
+        || event.detail().taskArn().isBlank()) {
       throw new UnreadableEventException(
           "not an ECS task state change with a task ARN (detail-type "
-              + (event == null ? null : event.detailType()) + ")", null);
+              + (event == null ? null : event.detailType())
+              + ")",
+          null);
     }
     return event;
   }
 
   /**
    * The stop evidence in this event, or empty when the task has not stopped yet ({@code lastStatus}
-   * other than STOPPED: ECS sends several events per task, and only the last one is evidence).
-   * The worker id comes from {@code startedBy = bq-<id>} and is trusted only together with the
-   * token from the task's environment overrides; without a token only the task ARN identifies the
-   * worker, so an event for a task we never launched matches nothing.
+   * other than STOPPED: ECS sends several events per task, and only the last one is evidence). The
+   * worker id comes from {@code startedBy = bq-<id>} and is trusted only together with the token
+   * from the task's environment overrides; without a token only the task ARN identifies the worker,
+   * so an event for a task we never launched matches nothing.
    */
   public Optional<StopEvidence> stopEvidence() {
     if (!STOPPED.equals(detail.lastStatus())) {
@@ -102,7 +118,8 @@ public record EcsTaskStateChange(
     }
     Optional<UUID> token = token();
     Optional<Long> workerId = token.isPresent() ? workerIdFromStartedBy() : Optional.empty();
-    return Optional.of(new StopEvidence(detail.taskArn(), workerId, token, reason(), detail.version()));
+    return Optional.of(
+        new StopEvidence(detail.taskArn(), workerId, token, reason(), detail.version()));
   }
 
   private Optional<Long> workerIdFromStartedBy() {

@@ -34,21 +34,29 @@ import java.util.function.Supplier;
  * published to EventBridge; if that fails, the tick publishes them.
  *
  * <p>It takes the event as a stream and binds it (and writes its answer) with its own JSON mapper,
- * not the runtime's: the runtime's serializer is built at init but first used on the first event,
- * a cold path in the runtime that priming cannot reach, where this mapper is primed with the rest
+ * not the runtime's: the runtime's serializer is built at init but first used on the first event, a
+ * cold path in the runtime that priming cannot reach, where this mapper is primed with the rest
  * (SnapStart, {@link Priming}). The typed {@link #handleRequest(APIGatewayV2HTTPEvent, Context)}
  * stays for callers holding an event object; given {@code ::handleRequest}, the runtime takes the
  * stream overload (it prefers the longer signature).
  */
 public final class EnqueueFunction implements RequestStreamHandler {
-  private static final Lazy<QueueServices> SERVICES = Lazy.of(() -> AwsServices.queueServices(Component.ENQUEUE));
+  private static final Lazy<QueueServices> SERVICES =
+      Lazy.of(() -> AwsServices.queueServices(Component.ENQUEUE));
 
-  /** Binds API Gateway's payload 2.0 as the runtime does: unknown fields ignored, absent ones left out of the answer. */
-  private static final ObjectMapper EVENTS = new ObjectMapper()
-      .configure(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES, false)
-      .setSerializationInclusion(JsonInclude.Include.NON_NULL);
+  /**
+   * Binds API Gateway's payload 2.0 as the runtime does: unknown fields ignored, absent ones left
+   * out of the answer.
+   */
+  private static final ObjectMapper EVENTS =
+      new ObjectMapper()
+          .configure(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES, false)
+          .setSerializationInclusion(JsonInclude.Include.NON_NULL);
 
-  /** A request priming sends through the whole local path: a kind that does not exist, refused before any statement. */
+  /**
+   * A request priming sends through the whole local path: a kind that does not exist, refused
+   * before any statement.
+   */
   private static final byte[] SAMPLE_REQUEST =
       """
       {"version": "2.0", "routeKey": "POST /jobs", "rawPath": "/jobs", "rawQueryString": "",
@@ -56,7 +64,8 @@ public final class EnqueueFunction implements RequestStreamHandler {
        "isBase64Encoded": false,
        "requestContext": {"http": {"method": "POST", "path": "/jobs"}, "requestId": "priming", "timeEpoch": 0,
          "authorizer": {"jwt": {"claims": {"sub": "priming", "scope": "buildqueue/jobs"}, "scopes": []}}}}
-      """.getBytes(StandardCharsets.UTF_8);
+      """
+          .getBytes(StandardCharsets.UTF_8);
 
   private final Supplier<QueueServices> services;
 
@@ -75,11 +84,13 @@ public final class EnqueueFunction implements RequestStreamHandler {
   static void prime(QueueServices s) {
     Priming.loadClasses();
     s.primeLocally();
-    com.fasterxml.jackson.databind.node.ObjectNode empty = com.fasterxml.jackson.databind.node.JsonNodeFactory.instance.objectNode();
+    com.fasterxml.jackson.databind.node.ObjectNode empty =
+        com.fasterxml.jackson.databind.node.JsonNodeFactory.instance.objectNode();
     for (int round = 0; round < Priming.ROUNDS; round++) {
       ApiResponse refused = s.api().handle(toApiRequest(readEvent(SAMPLE_REQUEST)));
       if (refused.status() != 400) {
-        throw new IllegalStateException("priming expected the unknown kind to be refused, got " + refused.status());
+        throw new IllegalStateException(
+            "priming expected the unknown kind to be refused, got " + refused.status());
       }
       writeResponse(toLambdaResponse(refused), OutputStream.nullOutputStream());
       for (String kind : s.kinds().kinds()) {
@@ -98,7 +109,8 @@ public final class EnqueueFunction implements RequestStreamHandler {
   }
 
   @Override
-  public void handleRequest(InputStream input, OutputStream output, Context context) throws IOException {
+  public void handleRequest(InputStream input, OutputStream output, Context context)
+      throws IOException {
     writeResponse(handleRequest(readEvent(input.readAllBytes()), context), output);
   }
 
@@ -140,11 +152,14 @@ public final class EnqueueFunction implements RequestStreamHandler {
 
   static ApiRequest toApiRequest(APIGatewayV2HTTPEvent event) {
     APIGatewayV2HTTPEvent.RequestContext rc = event.getRequestContext();
-    String method = rc != null && rc.getHttp() != null && rc.getHttp().getMethod() != null
-        ? rc.getHttp().getMethod().toUpperCase(Locale.ROOT)
-        : "GET";
-    String path = event.getRawPath() == null || event.getRawPath().isEmpty() ? "/" : event.getRawPath();
-    return new ApiRequest(method, path, event.getRawQueryString(), event.getHeaders(), body(event), caller(rc));
+    String method =
+        rc != null && rc.getHttp() != null && rc.getHttp().getMethod() != null
+            ? rc.getHttp().getMethod().toUpperCase(Locale.ROOT)
+            : "GET";
+    String path =
+        event.getRawPath() == null || event.getRawPath().isEmpty() ? "/" : event.getRawPath();
+    return new ApiRequest(
+        method, path, event.getRawQueryString(), event.getHeaders(), body(event), caller(rc));
   }
 
   private static byte[] body(APIGatewayV2HTTPEvent event) {
@@ -203,15 +218,24 @@ public final class EnqueueFunction implements RequestStreamHandler {
 
   static APIGatewayV2HTTPResponse toLambdaResponse(ApiResponse response) {
     String type = response.header("Content-Type").orElse("").toLowerCase(Locale.ROOT);
-    boolean text = type.startsWith("text/") || type.contains("json") || type.contains("xml") || type.contains("javascript");
-    APIGatewayV2HTTPResponse.APIGatewayV2HTTPResponseBuilder b = APIGatewayV2HTTPResponse.builder()
-        .withStatusCode(response.status())
-        .withHeaders(Map.copyOf(response.headers()));
+    boolean text =
+        type.startsWith("text/")
+            || type.contains("json")
+            || type.contains("xml")
+            || type.contains("javascript");
+    APIGatewayV2HTTPResponse.APIGatewayV2HTTPResponseBuilder b =
+        APIGatewayV2HTTPResponse.builder()
+            .withStatusCode(response.status())
+            .withHeaders(Map.copyOf(response.headers()));
     if (response.body().length == 0) {
       return b.withBody("").withIsBase64Encoded(false).build();
     }
     return text
-        ? b.withBody(new String(response.body(), StandardCharsets.UTF_8)).withIsBase64Encoded(false).build()
-        : b.withBody(Base64.getEncoder().encodeToString(response.body())).withIsBase64Encoded(true).build();
+        ? b.withBody(new String(response.body(), StandardCharsets.UTF_8))
+            .withIsBase64Encoded(false)
+            .build()
+        : b.withBody(Base64.getEncoder().encodeToString(response.body()))
+            .withIsBase64Encoded(true)
+            .build();
   }
 }

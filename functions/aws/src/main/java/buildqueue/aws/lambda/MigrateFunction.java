@@ -4,8 +4,8 @@ import buildqueue.aws.AwsSettings;
 import buildqueue.aws.AwsSettings.Component;
 import buildqueue.aws.db.WorkerRolePassword;
 import buildqueue.db.Database;
-import buildqueue.db.WorkerRole;
 import buildqueue.db.Migrator;
+import buildqueue.db.WorkerRole;
 import com.amazonaws.services.lambda.runtime.Context;
 import com.amazonaws.services.lambda.runtime.RequestStreamHandler;
 import com.fasterxml.jackson.databind.JsonNode;
@@ -34,10 +34,10 @@ import software.amazon.awssdk.services.secretsmanager.SecretsManagerClient;
 /**
  * A CloudFormation custom resource that applies the schema migrations ({@link Migrator}) over the
  * RDS Data API on every deploy: on Create and Update it migrates, on Delete it does nothing (the
- * data outlives the stack's function). It ALWAYS answers CloudFormation by a PUT to the
- * pre-signed {@code ResponseURL}: on success, on failure, on an unreadable request, and when the
- * migration runs out of time (it stops waiting {@link #RESERVE} before the Lambda deadline, so the
- * answer still goes out). Without an answer a deploy hangs for an hour.
+ * data outlives the stack's function). It ALWAYS answers CloudFormation by a PUT to the pre-signed
+ * {@code ResponseURL}: on success, on failure, on an unreadable request, and when the migration
+ * runs out of time (it stops waiting {@link #RESERVE} before the Lambda deadline, so the answer
+ * still goes out). Without an answer a deploy hangs for an hour.
  */
 public final class MigrateFunction implements RequestStreamHandler {
   /** Kept back from the Lambda deadline for sending the answer. */
@@ -47,7 +47,8 @@ public final class MigrateFunction implements RequestStreamHandler {
   private static final int MAX_REASON_CHARS = 1500;
   private static final System.Logger LOG = System.getLogger(MigrateFunction.class.getName());
   private static final ObjectMapper JSON = new ObjectMapper();
-  private static final Lazy<AwsSettings> SETTINGS = Lazy.of(() -> AwsSettings.fromEnvironment(Component.MIGRATE));
+  private static final Lazy<AwsSettings> SETTINGS =
+      Lazy.of(() -> AwsSettings.fromEnvironment(Component.MIGRATE));
   private static final Lazy<Database> DATABASE =
       Lazy.of(() -> AwsServices.forSchemaChanges(AwsServices.database(SETTINGS.get())));
 
@@ -55,11 +56,13 @@ public final class MigrateFunction implements RequestStreamHandler {
   private final Supplier<String> workerPassword;
 
   public MigrateFunction() {
-    this(DATABASE, () -> {
-      try (SecretsManagerClient client = AwsServices.secretsManager(SETTINGS.get().region())) {
-        return WorkerRolePassword.read(client, SETTINGS.get().workerSecretArn());
-      }
-    });
+    this(
+        DATABASE,
+        () -> {
+          try (SecretsManagerClient client = AwsServices.secretsManager(SETTINGS.get().region())) {
+            return WorkerRolePassword.read(client, SETTINGS.get().workerSecretArn());
+          }
+        });
     LambdaLogging.install(Component.MIGRATE);
     Priming.register("MigrateFunction", () -> prime(DATABASE));
   }
@@ -76,8 +79,12 @@ public final class MigrateFunction implements RequestStreamHandler {
     database.get();
     Priming.loadClasses();
     ObjectNode sample = JSON.createObjectNode();
-    sample.put("RequestType", "Create").put("ResponseURL", "http://127.0.0.1/priming").put("StackId", "priming")
-        .put("RequestId", "priming").put("LogicalResourceId", "Schema");
+    sample
+        .put("RequestType", "Create")
+        .put("ResponseURL", "http://127.0.0.1/priming")
+        .put("StackId", "priming")
+        .put("RequestId", "priming")
+        .put("LogicalResourceId", "Schema");
     byte[] request = sample.toString().getBytes(StandardCharsets.UTF_8);
     byte[] answer = null;
     for (int round = 0; round < Priming.ROUNDS; round++) {
@@ -88,10 +95,14 @@ public final class MigrateFunction implements RequestStreamHandler {
       }
     }
     byte[] primedAnswer = answer;
-    Priming.rehearse(r -> {
-      r.dataApi().secretsManager();
-      put(r.endpoint().resolve("/priming-answer").toString(), primedAnswer, Duration.ofSeconds(10));
-    });
+    Priming.rehearse(
+        r -> {
+          r.dataApi().secretsManager();
+          put(
+              r.endpoint().resolve("/priming-answer").toString(),
+              primedAnswer,
+              Duration.ofSeconds(10));
+        });
   }
 
   /**
@@ -107,7 +118,8 @@ public final class MigrateFunction implements RequestStreamHandler {
   record Answer(boolean success, String reason, int applied) {}
 
   @Override
-  public void handleRequest(InputStream input, OutputStream output, Context context) throws IOException {
+  public void handleRequest(InputStream input, OutputStream output, Context context)
+      throws IOException {
     byte[] body = input.readAllBytes();
     JsonNode request;
     try {
@@ -117,15 +129,22 @@ public final class MigrateFunction implements RequestStreamHandler {
     }
     String responseUrl = request == null ? null : request.path("ResponseURL").asText(null);
     if (responseUrl == null) {
-      // Nothing to answer: not a custom-resource request. Its body may carry anything; log its size.
-      LOG.log(Level.ERROR, "not a CloudFormation custom resource request ({0} bytes); nothing to answer", body.length);
+      // Nothing to answer: not a custom-resource request. Its body may carry anything; log its
+      // size.
+      LOG.log(
+          Level.ERROR,
+          "not a CloudFormation custom resource request ({0} bytes); nothing to answer",
+          body.length);
       return;
     }
     Answer answer = answer(request, context);
     byte[] response = response(request, answer, context);
     boolean sent = put(responseUrl, response, deadlineLeft(context));
-    LOG.log(sent ? Level.INFO : Level.ERROR, "{0} {1}: answered {2}{3}",
-        request.path("RequestType").asText("?"), request.path("LogicalResourceId").asText("?"),
+    LOG.log(
+        sent ? Level.INFO : Level.ERROR,
+        "{0} {1}: answered {2}{3}",
+        request.path("RequestType").asText("?"),
+        request.path("LogicalResourceId").asText("?"),
         answer.success() ? "SUCCESS" : "FAILED (" + answer.reason() + ")",
         sent ? "" : ", but the answer could not be delivered");
     output.write(response);
@@ -145,24 +164,32 @@ public final class MigrateFunction implements RequestStreamHandler {
   }
 
   private Answer migrateWithin(Duration budget) {
-    ExecutorService runner = Executors.newSingleThreadExecutor(r -> {
-      Thread t = new Thread(r, "buildqueue-migrate");
-      t.setDaemon(true);
-      return t;
-    });
+    ExecutorService runner =
+        Executors.newSingleThreadExecutor(
+            r -> {
+              Thread t = new Thread(r, "buildqueue-migrate");
+              t.setDaemon(true);
+              return t;
+            });
     try {
-      Future<List<String>> migration = runner.submit(() -> {
-        List<String> applied = new Migrator(database.get()).migrate();
-        // The role exists once V005 ran; it logs in with the password its own secret holds.
-        allowWorkerLogin();
-        return applied;
-      });
+      Future<List<String>> migration =
+          runner.submit(
+              () -> {
+                List<String> applied = new Migrator(database.get()).migrate();
+                // The role exists once V005 ran; it logs in with the password its own secret holds.
+                allowWorkerLogin();
+                return applied;
+              });
       List<String> applied = migration.get(budget.toMillis(), TimeUnit.MILLISECONDS);
       LOG.log(Level.INFO, "migrations applied: {0}", applied);
       return new Answer(true, "applied " + applied, applied.size());
     } catch (TimeoutException e) {
-      return new Answer(false, "the migration did not finish within " + budget.toSeconds()
-          + " s; each migration is one transaction, so deploy again to finish it", 0);
+      return new Answer(
+          false,
+          "the migration did not finish within "
+              + budget.toSeconds()
+              + " s; each migration is one transaction, so deploy again to finish it",
+          0);
     } catch (ExecutionException e) {
       Throwable cause = e.getCause() == null ? e : e.getCause();
       LOG.log(Level.ERROR, "migration failed", cause);
@@ -200,7 +227,9 @@ public final class MigrateFunction implements RequestStreamHandler {
   }
 
   private static Duration deadlineLeft(Context context) {
-    return context == null ? Duration.ofMinutes(5) : Duration.ofMillis(context.getRemainingTimeInMillis());
+    return context == null
+        ? Duration.ofMinutes(5)
+        : Duration.ofMillis(context.getRemainingTimeInMillis());
   }
 
   private static byte[] response(JsonNode request, Answer answer, Context context) {
@@ -211,7 +240,9 @@ public final class MigrateFunction implements RequestStreamHandler {
       reason = reason + " (log stream " + context.getLogStreamName() + ")";
     }
     // The whole answer must stay under 4096 bytes.
-    r.put("Reason", reason.length() > MAX_REASON_CHARS ? reason.substring(0, MAX_REASON_CHARS) + "…" : reason);
+    r.put(
+        "Reason",
+        reason.length() > MAX_REASON_CHARS ? reason.substring(0, MAX_REASON_CHARS) + "…" : reason);
     String physicalId = request.path("PhysicalResourceId").asText("");
     r.put("PhysicalResourceId", physicalId.isEmpty() ? PHYSICAL_ID : physicalId);
     r.put("StackId", request.path("StackId").asText(""));
@@ -228,24 +259,34 @@ public final class MigrateFunction implements RequestStreamHandler {
   private static boolean put(String url, byte[] body, Duration left) {
     // Built per answer (a deploy makes a handful): nothing network-bound is kept in a snapshot.
     HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
-    long deadline = System.nanoTime() + Math.max(left.toNanos() - Duration.ofSeconds(1).toNanos(), 0);
+    long deadline =
+        System.nanoTime() + Math.max(left.toNanos() - Duration.ofSeconds(1).toNanos(), 0);
     for (int attempt = 1; attempt <= 3; attempt++) {
       long remainingMs = TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime());
       if (attempt > 1 && remainingMs < 1000) {
         return false;
       }
       try {
-        HttpRequest request = HttpRequest.newBuilder(URI.create(url))
-            .timeout(Duration.ofMillis(Math.max(1000, Math.min(10_000, remainingMs))))
-            .PUT(HttpRequest.BodyPublishers.ofByteArray(body))
-            .build();
+        HttpRequest request =
+            HttpRequest.newBuilder(URI.create(url))
+                .timeout(Duration.ofMillis(Math.max(1000, Math.min(10_000, remainingMs))))
+                .PUT(HttpRequest.BodyPublishers.ofByteArray(body))
+                .build();
         HttpResponse<String> response = http.send(request, HttpResponse.BodyHandlers.ofString());
         if (response.statusCode() / 100 == 2) {
           return true;
         }
-        LOG.log(Level.WARNING, "answer to CloudFormation refused with HTTP {0} (attempt {1})", response.statusCode(), attempt);
+        LOG.log(
+            Level.WARNING,
+            "answer to CloudFormation refused with HTTP {0} (attempt {1})",
+            response.statusCode(),
+            attempt);
       } catch (IOException | IllegalArgumentException e) {
-        LOG.log(Level.WARNING, "answer to CloudFormation not delivered (attempt {0}): {1}", attempt, e.toString());
+        LOG.log(
+            Level.WARNING,
+            "answer to CloudFormation not delivered (attempt {0}): {1}",
+            attempt,
+            e.toString());
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
         return false;

@@ -16,37 +16,40 @@ import org.crac.Resource;
 /**
  * SnapStart priming: one CRaC resource per function, registered when Lambda builds the handler
  * (during init), whose {@link #beforeCheckpoint} does before the snapshot what the first event
- * would otherwise pay for after every restore: it builds the function's services (the SDK
- * clients, the queue, the HTTP API and, for the API, the kind catalogue with its schemas), loads
- * the classes a first event loads ({@value #CLASS_LIST}, recorded from real first events by the
- * benchmark), runs the function's own local code on a sample input, and rehearses the SDK calls
- * its first event makes against a loopback server in the JVM ({@link Rehearsal}); the local code
- * and the calls {@link #ROUNDS} times each (25), so that the snapshot holds them compiled.
+ * would otherwise pay for after every restore: it builds the function's services (the SDK clients,
+ * the queue, the HTTP API and, for the API, the kind catalogue with its schemas), loads the classes
+ * a first event loads ({@value #CLASS_LIST}, recorded from real first events by the benchmark),
+ * runs the function's own local code on a sample input, and rehearses the SDK calls its first event
+ * makes against a loopback server in the JVM ({@link Rehearsal}); the local code and the calls
+ * {@link #ROUNDS} times each (25), so that the snapshot holds them compiled.
  *
  * <p>What it never does, as AWS's SnapStart guidance asks: call AWS or the database (the snapshot
  * is taken at deploy time, and a connection in it would be stale after restore); make a worker
  * token or any random value (every dispatch makes its token inside a handler, after restore; the
- * classes whose initialisation seeds a random generator are not loaded, see {@link #SKIPPED}).
- * The one kind of generator priming does make is a TLS context's {@code SecureRandom} (the SDK
+ * classes whose initialisation seeds a random generator are not loaded, see {@link #SKIPPED}). The
+ * one kind of generator priming does make is a TLS context's {@code SecureRandom} (the SDK
  * clients', the JDK HTTP client's): on Linux NativePRNG, which mixes every output with bytes read
  * from {@code /dev/urandom} at the time, so restored copies do not share its output. {@link
  * #afterRestore} has nothing to re-establish: priming opened no connection but to the rehearsal's
  * loopback server, stopped before the snapshot, with clients it then discarded; the function's own
  * clients are unused, and credentials are read on the first call.
  *
- * <p>A failure here is logged and swallowed: a snapshot without priming is slower, not wrong, and
- * a hook that throws would fail the deploy.
+ * <p>A failure here is logged and swallowed: a snapshot without priming is slower, not wrong, and a
+ * hook that throws would fail the deploy.
  */
 public final class Priming implements Resource {
-  /** The classes first events load, one a line, from the shaded jar; regenerate with the benchmark. */
+  /**
+   * The classes first events load, one a line, from the shaded jar; regenerate with the benchmark.
+   */
   static final String CLASS_LIST = "/buildqueue/aws/lambda/primed-classes.txt";
 
   /**
-   * Classes never loaded by priming, although a first event loads them: their static
-   * initialisers make random generators (UUID's holder of a SecureRandom; the SDK's jitter), which
-   * a snapshot would then share between every environment restored from it.
+   * Classes never loaded by priming, although a first event loads them: their static initialisers
+   * make random generators (UUID's holder of a SecureRandom; the SDK's jitter), which a snapshot
+   * would then share between every environment restored from it.
    */
-  static final Pattern SKIPPED = Pattern.compile("(?i).*(random|uuid|seed|prng|drbg|nonce|jitter).*");
+  static final Pattern SKIPPED =
+      Pattern.compile("(?i).*(random|uuid|seed|prng|drbg|nonce|jitter).*");
 
   /**
    * How many times priming runs each path: a path run once stays interpreted in the snapshot, and
@@ -113,7 +116,10 @@ public final class Priming implements Resource {
       primedMillis = (System.nanoTime() - t0) / 1_000_000;
       LOG.log(Level.INFO, "{0} primed for the snapshot in {1} ms", function, primedMillis);
     } catch (RuntimeException | LinkageError e) {
-      LOG.log(Level.WARNING, function + " could not be primed; its first event after a restore pays instead", e);
+      LOG.log(
+          Level.WARNING,
+          function + " could not be primed; its first event after a restore pays instead",
+          e);
     }
   }
 
@@ -131,7 +137,10 @@ public final class Priming implements Resource {
     int loaded = 0;
     try (InputStream in = Priming.class.getResourceAsStream(CLASS_LIST)) {
       if (in == null) {
-        LOG.log(Level.WARNING, "{0} is not in the jar; priming loads no classes from a list", CLASS_LIST);
+        LOG.log(
+            Level.WARNING,
+            "{0} is not in the jar; priming loads no classes from a list",
+            CLASS_LIST);
         return 0;
       }
       BufferedReader lines = new BufferedReader(new InputStreamReader(in, StandardCharsets.UTF_8));
@@ -155,7 +164,8 @@ public final class Priming implements Resource {
 
   /**
    * Runs {@code calls} on a {@link Rehearsal}, whatever fails: a JVM without the JDK's HTTP server,
-   * or an SDK that answers otherwise, leaves the priming without the rehearsal, not without the rest.
+   * or an SDK that answers otherwise, leaves the priming without the rehearsal, not without the
+   * rest.
    */
   static void rehearse(java.util.function.Consumer<Rehearsal> calls) {
     try (Rehearsal r = Rehearsal.start()) {

@@ -13,17 +13,17 @@ import buildqueue.core.OutboxTransitions;
 import buildqueue.core.QueueClock;
 import buildqueue.core.QueueConfig;
 import buildqueue.db.Database;
-import buildqueue.platform.WorkerPlatform;
 import buildqueue.kinds.KindRegistry;
+import buildqueue.platform.WorkerPlatform;
 import java.io.PrintStream;
 import java.lang.System.Logger.Level;
 import software.amazon.awssdk.services.eventbridge.EventBridgeClient;
 
 /**
- * What a queue function holds for the life of its container: the database, the worker platform,
- * the queue, the event publisher and the metric collectors. Built once, on the first invocation
- * ({@link Lazy}); nothing in it depends on the invocation, and nothing random is made at build time
- * (each dispatch makes its own token).
+ * What a queue function holds for the life of its container: the database, the worker platform, the
+ * queue, the event publisher and the metric collectors. Built once, on the first invocation ({@link
+ * Lazy}); nothing in it depends on the invocation, and nothing random is made at build time (each
+ * dispatch makes its own token).
  */
 public final class QueueServices {
   private static final System.Logger LOG = System.getLogger(QueueServices.class.getName());
@@ -56,7 +56,8 @@ public final class QueueServices {
     this.platform = new MeteredPlatform(platform);
     this.exits = new ExitMeter();
     this.queue = new BuildQueue(db, this.platform, config, clock, exits);
-    this.publisher = new EventBridgePublisher(eventBridge, eventBus, new OutboxTransitions(db, clock));
+    this.publisher =
+        new EventBridgePublisher(eventBridge, eventBus, new OutboxTransitions(db, clock));
     this.gauges = new QueueGauges(db, clock);
     this.api = new HttpApi(queue, new JobQueries(db, config, clock), kinds);
     this.metricsNamespace = metricsNamespace;
@@ -100,7 +101,11 @@ public final class QueueServices {
    * a metric CloudWatch records.
    */
   void primeLocally() {
-    PrintStream nowhere = new PrintStream(java.io.OutputStream.nullOutputStream(), false, java.nio.charset.StandardCharsets.UTF_8);
+    PrintStream nowhere =
+        new PrintStream(
+            java.io.OutputStream.nullOutputStream(),
+            false,
+            java.nio.charset.StandardCharsets.UTF_8);
     for (int round = 0; round < Priming.ROUNDS; round++) {
       Metrics m = newMetrics().property("primed", true);
       platform.drainInto(m);

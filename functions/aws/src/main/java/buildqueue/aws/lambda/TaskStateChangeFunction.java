@@ -27,7 +27,8 @@ import java.util.function.Supplier;
  * it.
  */
 public final class TaskStateChangeFunction implements RequestStreamHandler {
-  private static final System.Logger LOG = System.getLogger(TaskStateChangeFunction.class.getName());
+  private static final System.Logger LOG =
+      System.getLogger(TaskStateChangeFunction.class.getName());
   private static final Lazy<QueueServices> SERVICES =
       Lazy.of(() -> AwsServices.queueServices(Component.TASK_STATE_CHANGE));
 
@@ -74,7 +75,10 @@ public final class TaskStateChangeFunction implements RequestStreamHandler {
     s.primeLocally();
     try {
       for (int round = 0; round < Priming.ROUNDS; round++) {
-        EcsTaskStateChange.parse(SAMPLE_STOPPED.getBytes(StandardCharsets.UTF_8)).stopEvidence().orElseThrow().toString();
+        EcsTaskStateChange.parse(SAMPLE_STOPPED.getBytes(StandardCharsets.UTF_8))
+            .stopEvidence()
+            .orElseThrow()
+            .toString();
       }
     } catch (UnreadableEventException e) {
       throw new IllegalStateException("priming's sample event no longer reads", e);
@@ -87,7 +91,8 @@ public final class TaskStateChangeFunction implements RequestStreamHandler {
   }
 
   @Override
-  public void handleRequest(InputStream input, OutputStream output, Context context) throws IOException {
+  public void handleRequest(InputStream input, OutputStream output, Context context)
+      throws IOException {
     Outcome outcome = handle(input.readAllBytes());
     output.write(("{\"outcome\":\"" + outcome + "\"}").getBytes(StandardCharsets.UTF_8));
   }
@@ -98,14 +103,21 @@ public final class TaskStateChangeFunction implements RequestStreamHandler {
       event = EcsTaskStateChange.parse(eventJson);
     } catch (UnreadableEventException e) {
       // The body may hold anything, a token included: log its size, not its content.
-      LOG.log(Level.WARNING, "acknowledging an event that cannot be read ({0} bytes): {1}",
-          eventJson.length, e.getMessage());
+      LOG.log(
+          Level.WARNING,
+          "acknowledging an event that cannot be read ({0} bytes): {1}",
+          eventJson.length,
+          e.getMessage());
       return Outcome.UNREADABLE;
     }
     Optional<StopEvidence> evidence = event.stopEvidence();
     if (evidence.isEmpty()) {
-      LOG.log(Level.INFO, "task {0} is {1} (version {2}); not stopped yet, nothing to do",
-          event.detail().taskArn(), event.detail().lastStatus(), event.detail().version());
+      LOG.log(
+          Level.INFO,
+          "task {0} is {1} (version {2}); not stopped yet, nothing to do",
+          event.detail().taskArn(),
+          event.detail().lastStatus(),
+          event.detail().version());
       return Outcome.NOT_STOPPED;
     }
     StopEvidence stop = evidence.get();
@@ -113,14 +125,29 @@ public final class TaskStateChangeFunction implements RequestStreamHandler {
     Metrics metrics = s.newMetrics().property("taskArn", stop.taskArn());
     try {
       Optional<ExitTransitions.Exited> exited =
-          s.queue().taskStopped(stop.taskArn(), stop.workerId().orElse(null), stop.token().orElse(null), stop.reason());
+          s.queue()
+              .taskStopped(
+                  stop.taskArn(),
+                  stop.workerId().orElse(null),
+                  stop.token().orElse(null),
+                  stop.reason());
       if (exited.isEmpty()) {
-        LOG.log(Level.INFO, "{0}: no live worker matched (a duplicate, a late event, or not our task)", stop);
+        LOG.log(
+            Level.INFO,
+            "{0}: no live worker matched (a duplicate, a late event, or not our task)",
+            stop);
         return Outcome.NO_CHANGE;
       }
       ExitTransitions.Exited e = exited.get();
-      LOG.log(Level.INFO, "{0}: worker {1} in lane {2} exited; its job: {3}", stop, e.workerId(), e.lane(),
-          e.jobId().map(id -> id + " now " + e.jobStatus().map(Enum::name).orElse("?")).orElse("none"));
+      LOG.log(
+          Level.INFO,
+          "{0}: worker {1} in lane {2} exited; its job: {3}",
+          stop,
+          e.workerId(),
+          e.lane(),
+          e.jobId()
+              .map(id -> id + " now " + e.jobStatus().map(Enum::name).orElse("?"))
+              .orElse("none"));
       s.publishQuietly(metrics);
       return Outcome.WORKER_EXITED;
     } finally {

@@ -25,12 +25,12 @@ import java.util.function.Supplier;
  * safe (every claim in the tick skips rows another holds), so a slow tick and a retried one never
  * collide. A database failure fails the invocation; the next tick starts over.
  *
- * <p>The event is read as plain JSON, not bound to {@code ScheduledEvent}: an EventBridge rule sends
- * {@code "detail": {}} but EventBridge Scheduler sends {@code "detail": "{}"} (a string), which the
- * runtime cannot bind to {@code ScheduledEvent}'s map and so fails before the handler runs. The
- * tick reads nothing of the event but its id, for the logs. It reads it from the stream with its
- * own JSON mapper rather than have the runtime bind it: the runtime's serializer is first used on
- * the first event, a cold path priming cannot reach ({@link Priming}). Given {@code
+ * <p>The event is read as plain JSON, not bound to {@code ScheduledEvent}: an EventBridge rule
+ * sends {@code "detail": {}} but EventBridge Scheduler sends {@code "detail": "{}"} (a string),
+ * which the runtime cannot bind to {@code ScheduledEvent}'s map and so fails before the handler
+ * runs. The tick reads nothing of the event but its id, for the logs. It reads it from the stream
+ * with its own JSON mapper rather than have the runtime bind it: the runtime's serializer is first
+ * used on the first event, a cold path priming cannot reach ({@link Priming}). Given {@code
  * ::handleRequest}, the runtime takes the stream overload (it prefers the longer signature); the
  * map overload stays for callers holding the event as the runtime would have bound it.
  */
@@ -43,8 +43,11 @@ public final class TickFunction implements RequestStreamHandler {
       """
       {"version": "0", "id": "00000000-0000-0000-0000-000000000000", "detail-type": "Scheduled Event",
        "source": "aws.events", "time": "2026-01-01T00:00:00Z", "detail": {}}
-      """.getBytes(java.nio.charset.StandardCharsets.UTF_8);
-  private static final Lazy<QueueServices> SERVICES = Lazy.of(() -> AwsServices.queueServices(Component.TICK));
+      """
+          .getBytes(java.nio.charset.StandardCharsets.UTF_8);
+
+  private static final Lazy<QueueServices> SERVICES =
+      Lazy.of(() -> AwsServices.queueServices(Component.TICK));
 
   /** Kept back from the function's deadline for publishing job events, gauges and metrics. */
   static final Duration RESERVE = Duration.ofSeconds(10);
@@ -74,7 +77,8 @@ public final class TickFunction implements RequestStreamHandler {
   }
 
   @Override
-  public void handleRequest(InputStream input, OutputStream output, Context context) throws IOException {
+  public void handleRequest(InputStream input, OutputStream output, Context context)
+      throws IOException {
     writeReport(tick(eventId(input.readAllBytes()), context), output);
   }
 
@@ -125,9 +129,10 @@ public final class TickFunction implements RequestStreamHandler {
 
   /** What the function's deadline leaves the tick: its remaining time less {@link #RESERVE}. */
   static Duration budget(Context context) {
-    Duration left = context == null
-        ? Duration.ofSeconds(55)
-        : Duration.ofMillis(context.getRemainingTimeInMillis());
+    Duration left =
+        context == null
+            ? Duration.ofSeconds(55)
+            : Duration.ofMillis(context.getRemainingTimeInMillis());
     Duration budget = left.minus(RESERVE);
     return budget.isNegative() ? Duration.ZERO : budget;
   }

@@ -28,13 +28,20 @@ import java.util.function.Supplier;
  * which the deploy-time function should not hold.
  */
 public final class WorkerSecretRotationFunction implements RequestStreamHandler {
-  private static final System.Logger LOG = System.getLogger(WorkerSecretRotationFunction.class.getName());
+  private static final System.Logger LOG =
+      System.getLogger(WorkerSecretRotationFunction.class.getName());
   private static final ObjectMapper JSON = new ObjectMapper();
   private static final Lazy<AwsSettings> SETTINGS =
       Lazy.of(() -> AwsSettings.fromEnvironment(Component.WORKER_SECRET_ROTATION));
-  private static final Lazy<Database> DATABASE = Lazy.of(() -> AwsServices.database(SETTINGS.get()));
-  private static final Lazy<WorkerSecretRotation> ROTATION = Lazy.of(() -> new WorkerSecretRotation(
-      AwsServices.secretsManager(SETTINGS.get().region()), DATABASE, SETTINGS.get().workerSecretArn()));
+  private static final Lazy<Database> DATABASE =
+      Lazy.of(() -> AwsServices.database(SETTINGS.get()));
+  private static final Lazy<WorkerSecretRotation> ROTATION =
+      Lazy.of(
+          () ->
+              new WorkerSecretRotation(
+                  AwsServices.secretsManager(SETTINGS.get().region()),
+                  DATABASE,
+                  SETTINGS.get().workerSecretArn()));
 
   private final Supplier<WorkerSecretRotation> rotation;
 
@@ -48,7 +55,8 @@ public final class WorkerSecretRotationFunction implements RequestStreamHandler 
   }
 
   @Override
-  public void handleRequest(InputStream input, OutputStream output, Context context) throws IOException {
+  public void handleRequest(InputStream input, OutputStream output, Context context)
+      throws IOException {
     byte[] body = input.readAllBytes();
     JsonNode event;
     try {
@@ -57,23 +65,31 @@ public final class WorkerSecretRotationFunction implements RequestStreamHandler 
       event = null;
     }
     if (event == null || !event.isObject()) {
-      throw new BuildQueueException("not a Secrets Manager rotation event (" + body.length
-          + " bytes, not a JSON object): expected {\"Step\", \"SecretId\", \"ClientRequestToken\"}");
+      throw new BuildQueueException(
+          "not a Secrets Manager rotation event ("
+              + body.length
+              + " bytes, not a JSON object): expected {\"Step\", \"SecretId\", \"ClientRequestToken\"}");
     }
     Step step = Step.of(text(event, "Step"));
     String secretId = text(event, "SecretId");
     String token = text(event, "ClientRequestToken");
     String outcome = rotation.get().run(step, secretId, token);
     LOG.log(Level.INFO, "{0} of {1}: {2}", step.wireName(), secretId, outcome);
-    output.write(JSON.createObjectNode().put("step", step.wireName()).put("outcome", outcome).toString()
-        .getBytes(StandardCharsets.UTF_8));
+    output.write(
+        JSON.createObjectNode()
+            .put("step", step.wireName())
+            .put("outcome", outcome)
+            .toString()
+            .getBytes(StandardCharsets.UTF_8));
   }
 
   private static String text(JsonNode event, String field) {
     JsonNode value = event.get(field);
     if (value == null || !value.isTextual() || value.asText().isBlank()) {
-      throw new BuildQueueException("the rotation event has no \"" + field
-          + "\": expected {\"Step\", \"SecretId\", \"ClientRequestToken\"}");
+      throw new BuildQueueException(
+          "the rotation event has no \""
+              + field
+              + "\": expected {\"Step\", \"SecretId\", \"ClientRequestToken\"}");
     }
     return value.asText();
   }

@@ -28,16 +28,19 @@ public final class CloudWatchJobLogSink implements JobLogSink {
   private final String workerId;
   private final Supplier<Optional<TaskLogLocation>> location;
 
-  public CloudWatchJobLogSink(PrintStream out, String workerId, Supplier<Optional<TaskLogLocation>> location) {
+  public CloudWatchJobLogSink(
+      PrintStream out, String workerId, Supplier<Optional<TaskLogLocation>> location) {
     this.out = out;
     this.workerId = workerId;
     this.location = Lazy.of(location);
   }
 
   /** The sink of this task: lines to {@code out}, the location from the task metadata endpoint. */
-  public static CloudWatchJobLogSink forThisTask(Function<String, String> env, PrintStream out, long workerId) {
+  public static CloudWatchJobLogSink forThisTask(
+      Function<String, String> env, PrintStream out, long workerId) {
     String uri = env.apply(TaskLogLocation.METADATA_URI);
-    return new CloudWatchJobLogSink(out, Long.toString(workerId), () -> TaskLogLocation.lookUp(uri));
+    return new CloudWatchJobLogSink(
+        out, Long.toString(workerId), () -> TaskLogLocation.lookUp(uri));
   }
 
   @Override

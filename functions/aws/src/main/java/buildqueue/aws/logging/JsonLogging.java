@@ -29,7 +29,9 @@ public final class JsonLogging {
       root.removeHandler(h);
     }
     StreamHandler handler =
-        new StreamHandler(out instanceof PrintStream p ? p : new PrintStream(out, true), new JsonLogFormatter(fixedFields)) {
+        new StreamHandler(
+            out instanceof PrintStream p ? p : new PrintStream(out, true),
+            new JsonLogFormatter(fixedFields)) {
           @Override
           public synchronized void publish(LogRecord record) {
             super.publish(record);
@@ -37,9 +39,9 @@ public final class JsonLogging {
           }
 
           /**
-           * Flushes, as the JDK's ConsoleHandler does, and never closes {@code System.out}: the JDK's
-           * logging closes its handlers in a shutdown hook of its own, and a SIGTERM'd worker still
-           * writes its jobs' last lines and its metrics to stdout after that.
+           * Flushes, as the JDK's ConsoleHandler does, and never closes {@code System.out}: the
+           * JDK's logging closes its handlers in a shutdown hook of its own, and a SIGTERM'd worker
+           * still writes its jobs' last lines and its metrics to stdout after that.
            */
           @Override
           public synchronized void close() {

@@ -27,6 +27,7 @@ public record TaskLogLocation(String group, String stream, String region) {
 
   /** The variable ECS sets in every container of a task on Fargate platform 1.4 and later. */
   public static final String METADATA_URI = "ECS_CONTAINER_METADATA_URI_V4";
+
   static final Duration TIMEOUT = Duration.ofSeconds(2);
 
   /**
@@ -39,17 +40,25 @@ public record TaskLogLocation(String group, String stream, String region) {
     }
     try {
       HttpClient client = HttpClient.newBuilder().connectTimeout(TIMEOUT).build();
-      HttpResponse<String> response = client.send(
-          HttpRequest.newBuilder(URI.create(metadataUri.strip())).timeout(TIMEOUT).GET().build(),
-          HttpResponse.BodyHandlers.ofString());
+      HttpResponse<String> response =
+          client.send(
+              HttpRequest.newBuilder(URI.create(metadataUri.strip()))
+                  .timeout(TIMEOUT)
+                  .GET()
+                  .build(),
+              HttpResponse.BodyHandlers.ofString());
       if (response.statusCode() != 200) {
-        LOG.log(Level.WARNING, "task metadata answered {0}; jobs will not say where their log is",
+        LOG.log(
+            Level.WARNING,
+            "task metadata answered {0}; jobs will not say where their log is",
             response.statusCode());
         return Optional.empty();
       }
       return fromContainerMetadata(JSON.readTree(response.body()));
     } catch (IOException | IllegalArgumentException e) {
-      LOG.log(Level.WARNING, "task metadata could not be read ({0}); jobs will not say where their log is",
+      LOG.log(
+          Level.WARNING,
+          "task metadata could not be read ({0}); jobs will not say where their log is",
           e.getMessage());
       return Optional.empty();
     } catch (InterruptedException e) {
@@ -62,15 +71,23 @@ public record TaskLogLocation(String group, String stream, String region) {
     JsonNode options = container.path("LogOptions");
     String group = options.path("awslogs-group").asText(null);
     String stream = options.path("awslogs-stream").asText(null);
-    if (!"awslogs".equals(container.path("LogDriver").asText(null)) || group == null || stream == null) {
+    if (!"awslogs".equals(container.path("LogDriver").asText(null))
+        || group == null
+        || stream == null) {
       return Optional.empty();
     }
-    return Optional.of(new TaskLogLocation(group, stream, options.path("awslogs-region").asText(null)));
+    return Optional.of(
+        new TaskLogLocation(group, stream, options.path("awslogs-region").asText(null)));
   }
 
   /** For a job's record: where its lines are and how to pick them out. */
   public String describe(long jobId) {
-    return "CloudWatch Logs group " + group + ", stream " + stream + (region == null ? "" : " (" + region + ")")
-        + ": the lines with jobId " + jobId;
+    return "CloudWatch Logs group "
+        + group
+        + ", stream "
+        + stream
+        + (region == null ? "" : " (" + region + ")")
+        + ": the lines with jobId "
+        + jobId;
   }
 }

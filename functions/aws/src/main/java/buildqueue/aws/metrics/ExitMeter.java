@@ -29,7 +29,8 @@ public final class ExitMeter implements BuildQueue.ExitListener {
     long failed = 0;
     long neverStarted = 0;
     for (ExitTransitions.Exited e : exits) {
-      metrics.observe(Metrics.SLOT_HELD_SECONDS, e.slotHeld().isNegative() ? Duration.ZERO : e.slotHeld());
+      metrics.observe(
+          Metrics.SLOT_HELD_SECONDS, e.slotHeld().isNegative() ? Duration.ZERO : e.slotHeld());
       JobStatus jobStatus = e.jobStatus().orElse(null);
       if (e.neverStarted()) {
         // A task that failed to start is a launch failure: its job never ran.

@@ -39,7 +39,9 @@ public final class MeteredPlatform extends ForwardingWorkerPlatform {
     return outcome;
   }
 
-  /** Moves the counts so far into {@code metrics} (only those that are not zero) and resets them. */
+  /**
+   * Moves the counts so far into {@code metrics} (only those that are not zero) and resets them.
+   */
   public void drainInto(Metrics metrics) {
     put(metrics, Metrics.LAUNCHES, started.getAndSet(0));
     put(metrics, Metrics.LAUNCH_FAILURES, notStarted.getAndSet(0));

@@ -12,10 +12,10 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * The metrics of one invocation (or one worker run), written as a single CloudWatch embedded
- * metric format (EMF) log line: CloudWatch Logs turns it into metrics, with no API call and no
- * agent. Every metric carries the dimension {@code Function} (which part of the stack measured it)
- * and is also published without dimensions, so totals across functions need no metric math.
+ * The metrics of one invocation (or one worker run), written as a single CloudWatch embedded metric
+ * format (EMF) log line: CloudWatch Logs turns it into metrics, with no API call and no agent.
+ * Every metric carries the dimension {@code Function} (which part of the stack measured it) and is
+ * also published without dimensions, so totals across functions need no metric math.
  *
  * <p>Not thread-safe: one invocation, one instance.
  */
@@ -34,6 +34,7 @@ public final class Metrics {
 
   /** Metric names: one list, so dashboards and alarms have one place to look. */
   public static final String QUEUE_DEPTH = "QueueDepth";
+
   public static final String QUEUE_WAIT_SECONDS = "QueueWaitSeconds";
   public static final String LAUNCHES = "Launches";
   public static final String LAUNCH_FAILURES = "LaunchFailures";
@@ -49,10 +50,12 @@ public final class Metrics {
   public static final String TICK_DISPATCHED = "TickDispatched";
   public static final String LAUNCHES_RETRIED = "LaunchesRetried";
   public static final String LEASES_RECLAIMED = "LeasesReclaimed";
+
   /** Parts of a tick that stopped before all that was due was done (out of time, throttled). */
   public static final String TICK_CUT_SHORT = "TickCutShort";
 
   private static final ObjectMapper JSON = new ObjectMapper();
+
   /** EMF takes at most 100 values per metric in one line. */
   private static final int MAX_VALUES = 100;
 
@@ -78,7 +81,9 @@ public final class Metrics {
     return this;
   }
 
-  /** Records one observation (a gauge reading, or one worker's slot time); several are kept apart. */
+  /**
+   * Records one observation (a gauge reading, or one worker's slot time); several are kept apart.
+   */
   public Metrics observe(String name, double value, Unit unit) {
     List<Double> v = series(name, unit);
     if (v.size() < MAX_VALUES) {

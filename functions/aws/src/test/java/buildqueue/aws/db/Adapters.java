@@ -15,12 +15,16 @@ final class Adapters {
     return dataApi(fake, client, tdb, ResumeRetry.standard());
   }
 
-  static DataApiDatabase dataApi(DataApiFake fake, RdsDataClient client, TestDatabase tdb, ResumeRetry retry) {
+  static DataApiDatabase dataApi(
+      DataApiFake fake, RdsDataClient client, TestDatabase tdb, ResumeRetry retry) {
     fake.serve(tdb.name(), tdb.dataSource());
     return new DataApiDatabase(client, fake.settings(tdb.name()), retry);
   }
 
-  /** The adapter as a worker task has it: the worker role's secret, so its statements run as that role. */
+  /**
+   * The adapter as a worker task has it: the worker role's secret, so its statements run as that
+   * role.
+   */
   static DataApiDatabase dataApiAsWorker(DataApiFake fake, RdsDataClient client, TestDatabase tdb) {
     fake.serve(tdb.name(), DataApiFake.WORKER_SECRET_ARN, tdb.workerDataSource());
     return new DataApiDatabase(client, fake.workerSettings(tdb.name()), ResumeRetry.standard());

@@ -22,9 +22,13 @@ class DataApiDatabaseErrorsTest extends DataApiAdapterTest {
   @Test
   void a_unique_violation_is_a_unique_violation_exception_naming_the_statement() {
     db.update("insert into build_user (user_id) values (:u)", Params.of("u", "alice"));
-    assertThatThrownBy(() -> db.update("""
+    assertThatThrownBy(
+            () ->
+                db.update(
+                    """
             insert into build_user (user_id)
-            values (:u)""", Params.of("u", "alice")))
+            values (:u)""",
+                    Params.of("u", "alice")))
         .isInstanceOf(UniqueViolationException.class)
         .hasMessageContaining("duplicate key value violates unique constraint \"build_user_pkey\"")
         .hasMessageContaining("(in statement starting: insert into build_user (user_id))")
@@ -33,15 +37,24 @@ class DataApiDatabaseErrorsTest extends DataApiAdapterTest {
 
   @Test
   void a_unique_violation_is_recognised_by_its_sqlstate_or_its_text_alone() {
-    fake.inject(Fault.error(400, "DatabaseErrorException", "ERROR: conflict on insert; SQLState: 23505"));
-    assertThatThrownBy(() -> db.query("select 1 as one")).isInstanceOf(UniqueViolationException.class);
-    fake.inject(Fault.error(400, "DatabaseErrorException", "ERROR: duplicate key value violates unique constraint \"x\""));
-    assertThatThrownBy(() -> db.query("select 1 as one")).isInstanceOf(UniqueViolationException.class);
+    fake.inject(
+        Fault.error(400, "DatabaseErrorException", "ERROR: conflict on insert; SQLState: 23505"));
+    assertThatThrownBy(() -> db.query("select 1 as one"))
+        .isInstanceOf(UniqueViolationException.class);
+    fake.inject(
+        Fault.error(
+            400,
+            "DatabaseErrorException",
+            "ERROR: duplicate key value violates unique constraint \"x\""));
+    assertThatThrownBy(() -> db.query("select 1 as one"))
+        .isInstanceOf(UniqueViolationException.class);
   }
 
   @Test
   void another_sql_error_is_a_database_exception_without_parameter_values() {
-    assertThatThrownBy(() -> db.query("select :dividend::int / 0 as quotient", Params.of("dividend", 987654321)))
+    assertThatThrownBy(
+            () ->
+                db.query("select :dividend::int / 0 as quotient", Params.of("dividend", 987654321)))
         .isExactlyInstanceOf(DatabaseException.class)
         .hasMessageContaining("division by zero")
         .hasMessageContaining("SQLState: 22012")
@@ -62,7 +75,8 @@ class DataApiDatabaseErrorsTest extends DataApiAdapterTest {
 
   @Test
   void a_write_whose_answer_is_lost_is_not_repeated() {
-    fake.inject(Fault.error(504, "DatabaseUnavailableException", "writer unavailable").afterApplying());
+    fake.inject(
+        Fault.error(504, "DatabaseUnavailableException", "writer unavailable").afterApplying());
     assertThatThrownBy(() -> db.update("insert into build_user (user_id) values ('carol')"))
         .isInstanceOf(DatabaseException.class)
         .hasMessageContaining("DatabaseUnavailableException (HTTP 504)");
@@ -72,15 +86,21 @@ class DataApiDatabaseErrorsTest extends DataApiAdapterTest {
 
   @Test
   void a_read_timeout_is_not_retried_and_says_the_write_may_have_been_applied() {
-    try (RdsDataClient impatient = DataApiClients.create(
-        fake.settings(tdb.name()), StaticCredentialsProvider.create(AwsBasicCredentials.create("AKIDFAKE", "fake")),
-        Duration.ofSeconds(1), Duration.ofMillis(500), Duration.ofSeconds(5))) {
+    try (RdsDataClient impatient =
+        DataApiClients.create(
+            fake.settings(tdb.name()),
+            StaticCredentialsProvider.create(AwsBasicCredentials.create("AKIDFAKE", "fake")),
+            Duration.ofSeconds(1),
+            Duration.ofMillis(500),
+            Duration.ofSeconds(5))) {
       Database slow = new DataApiDatabase(impatient, fake.settings(tdb.name()));
       fake.inject(Fault.delay(Duration.ofMillis(1500)).whereSql(sql -> sql.contains("build_user")));
       assertThatThrownBy(() -> slow.update("insert into build_user (user_id) values ('dave')"))
           .isExactlyInstanceOf(DatabaseException.class)
           .hasMessageContaining("may or may not have been applied");
-      Await.until("the slow insert to land", () -> !tdb.jdbc().query("select user_id from build_user").isEmpty());
+      Await.until(
+          "the slow insert to land",
+          () -> !tdb.jdbc().query("select user_id from build_user").isEmpty());
       assertThat(fake.calls(Operation.EXECUTE)).isEqualTo(1);
       assertThat(tdb.jdbc().query("select user_id from build_user")).hasSize(1);
     }

@@ -24,9 +24,14 @@ import software.amazon.awssdk.services.rdsdata.RdsDataClient;
 class DataApiStatementCountTest {
 
   @Test
-  void a_jobs_life_makes_one_data_api_call_per_statement(TestDatabase tdb, DataApiFake fake, RdsDataClient client) {
-    try (QueueHarness h = new QueueHarness(tdb, Adapters.dataApi(fake, client, tdb),
-        Adapters.dataApiAsWorker(fake, client, tdb), QueueHarness.testConfig())) {
+  void a_jobs_life_makes_one_data_api_call_per_statement(
+      TestDatabase tdb, DataApiFake fake, RdsDataClient client) {
+    try (QueueHarness h =
+        new QueueHarness(
+            tdb,
+            Adapters.dataApi(fake, client, tdb),
+            Adapters.dataApiAsWorker(fake, client, tdb),
+            QueueHarness.testConfig())) {
       long job = h.submit("alice", "noop", "{}");
       h.awaitStatus(job, "succeeded");
       h.awaitQuiet();
@@ -41,9 +46,12 @@ class DataApiStatementCountTest {
     try (TestDatabase empty = TestDatabases.createEmpty()) {
       CountingDatabase db = new CountingDatabase(Adapters.dataApi(fake, client, empty));
       assertThat(new Migrator(db).migrate()).containsExactlyElementsOf(Migrator.MIGRATIONS);
-      assertThat(empty.jdbc().query("select version from build_schema_migration")).hasSize(Migrator.MIGRATIONS.size());
+      assertThat(empty.jdbc().query("select version from build_schema_migration"))
+          .hasSize(Migrator.MIGRATIONS.size());
       assertThat(fake.calls(Operation.EXECUTE)).isEqualTo(db.statements());
-      assertThat(fake.calls(Operation.BEGIN)).isEqualTo(db.transactions()).isEqualTo(Migrator.MIGRATIONS.size());
+      assertThat(fake.calls(Operation.BEGIN))
+          .isEqualTo(db.transactions())
+          .isEqualTo(Migrator.MIGRATIONS.size());
       assertThat(fake.calls(Operation.COMMIT)).isEqualTo(db.transactions());
       assertThat(fake.calls(Operation.ROLLBACK)).isZero();
     }

@@ -50,7 +50,10 @@ class DataApiStatementLimitTest {
   }
 
   boolean tableExists(String name) {
-    return tdb.jdbc().query("select to_regclass(:name) is not null as there", Params.of("name", name)).get(0).bool("there");
+    return tdb.jdbc()
+        .query("select to_regclass(:name) is not null as there", Params.of("name", name))
+        .get(0)
+        .bool("there");
   }
 
   @Test
@@ -70,10 +73,15 @@ class DataApiStatementLimitTest {
   void in_a_transaction_a_statement_past_the_limit_ends_the_transaction_and_nothing_commits() {
     Database db = Adapters.dataApi(fake, client, tdb);
 
-    assertThatThrownBy(() -> db.transaction(tx -> {
-      tx.update("insert into build_user (user_id) values ('ada')");
-      return tx.query("select 1 as one from pg_sleep(1.2)");
-    })).isInstanceOf(DatabaseException.class).hasCauseInstanceOf(StatementTimeoutException.class);
+    assertThatThrownBy(
+            () ->
+                db.transaction(
+                    tx -> {
+                      tx.update("insert into build_user (user_id) values ('ada')");
+                      return tx.query("select 1 as one from pg_sleep(1.2)");
+                    }))
+        .isInstanceOf(DatabaseException.class)
+        .hasCauseInstanceOf(StatementTimeoutException.class);
 
     assertThat(tdb.jdbc().query("select * from build_user where user_id = 'ada'")).isEmpty();
     assertThat(fake.openTransactions()).isZero();

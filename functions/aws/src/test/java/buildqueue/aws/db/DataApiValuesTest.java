@@ -22,18 +22,26 @@ class DataApiValuesTest {
 
   @Test
   void timestamps_are_read_as_utc_with_any_number_of_fraction_digits() {
-    assertThat(DataApiValues.parseTimestamp("2026-12-01 10:00:00")).isEqualTo(Instant.parse("2026-12-01T10:00:00Z"));
-    assertThat(DataApiValues.parseTimestamp("2026-12-01 10:00:00.0")).isEqualTo(Instant.parse("2026-12-01T10:00:00Z"));
-    assertThat(DataApiValues.parseTimestamp("2026-12-01 10:00:00.5")).isEqualTo(Instant.parse("2026-12-01T10:00:00.5Z"));
-    assertThat(DataApiValues.parseTimestamp("2026-12-01 10:00:00.123456")).isEqualTo(Instant.parse("2026-12-01T10:00:00.123456Z"));
-    assertThat(DataApiValues.parseTimestamp("2026-12-01 10:00:00.123456789")).isEqualTo(Instant.parse("2026-12-01T10:00:00.123456789Z"));
+    assertThat(DataApiValues.parseTimestamp("2026-12-01 10:00:00"))
+        .isEqualTo(Instant.parse("2026-12-01T10:00:00Z"));
+    assertThat(DataApiValues.parseTimestamp("2026-12-01 10:00:00.0"))
+        .isEqualTo(Instant.parse("2026-12-01T10:00:00Z"));
+    assertThat(DataApiValues.parseTimestamp("2026-12-01 10:00:00.5"))
+        .isEqualTo(Instant.parse("2026-12-01T10:00:00.5Z"));
+    assertThat(DataApiValues.parseTimestamp("2026-12-01 10:00:00.123456"))
+        .isEqualTo(Instant.parse("2026-12-01T10:00:00.123456Z"));
+    assertThat(DataApiValues.parseTimestamp("2026-12-01 10:00:00.123456789"))
+        .isEqualTo(Instant.parse("2026-12-01T10:00:00.123456789Z"));
   }
 
   @Test
   void instants_are_written_in_the_documented_timestamp_format() {
-    assertThat(DataApiValues.formatTimestamp(Instant.parse("2026-12-01T10:00:00Z"))).isEqualTo("2026-12-01 10:00:00.000");
-    assertThat(DataApiValues.formatTimestamp(Instant.parse("2026-12-01T10:00:00.123999Z"))).isEqualTo("2026-12-01 10:00:00.123");
-    assertThat(DataApiValues.formatTimestamp(Instant.parse("1969-12-31T23:59:59.999999Z"))).isEqualTo("1969-12-31 23:59:59.999");
+    assertThat(DataApiValues.formatTimestamp(Instant.parse("2026-12-01T10:00:00Z")))
+        .isEqualTo("2026-12-01 10:00:00.000");
+    assertThat(DataApiValues.formatTimestamp(Instant.parse("2026-12-01T10:00:00.123999Z")))
+        .isEqualTo("2026-12-01 10:00:00.123");
+    assertThat(DataApiValues.formatTimestamp(Instant.parse("1969-12-31T23:59:59.999999Z")))
+        .isEqualTo("1969-12-31 23:59:59.999");
   }
 
   @Test
@@ -58,18 +66,24 @@ class DataApiValuesTest {
 
   @Test
   void integers_sent_as_strings_are_still_longs() {
-    assertThat(DataApiValues.read(Field.fromStringValue("9223372036854775807"), column("int8"))).isEqualTo(Long.MAX_VALUE);
+    assertThat(DataApiValues.read(Field.fromStringValue("9223372036854775807"), column("int8")))
+        .isEqualTo(Long.MAX_VALUE);
   }
 
   @Test
   void an_unknown_type_is_read_as_its_text() {
-    assertThat(DataApiValues.read(Field.fromStringValue("01:00:00"), column("interval"))).isEqualTo("01:00:00");
-    assertThat(DataApiValues.read(Field.fromStringValue("x"), ColumnMetadata.builder().name("c").build())).isEqualTo("x");
+    assertThat(DataApiValues.read(Field.fromStringValue("01:00:00"), column("interval")))
+        .isEqualTo("01:00:00");
+    assertThat(
+            DataApiValues.read(
+                Field.fromStringValue("x"), ColumnMetadata.builder().name("c").build()))
+        .isEqualTo("x");
   }
 
   @Test
   void an_unreadable_value_names_its_column() {
-    assertThatThrownBy(() -> DataApiValues.read(Field.fromStringValue("infinity"), column("timestamptz")))
+    assertThatThrownBy(
+            () -> DataApiValues.read(Field.fromStringValue("infinity"), column("timestamptz")))
         .isInstanceOf(DatabaseException.class)
         .hasMessageContaining("column c (timestamptz)");
   }

@@ -30,20 +30,25 @@ import org.junit.jupiter.api.Test;
  * final String} of the core and aws main classes that reads as SQL, and each statement of every
  * migration as the migrator's own splitter cuts it. AWS documents that the Data API refuses more
  * than one statement and binds {@code :name} parameters, but not how it reads comments and string
- * literals (Aurora User Guide, data-api.differences), so no text may depend on it: a {@code ;} only at a
- * statement's end, and no {@code :word} inside a literal or a comment.
+ * literals (Aurora User Guide, data-api.differences), so no text may depend on it: a {@code ;} only
+ * at a statement's end, and no {@code :word} inside a literal or a comment.
  */
 class StatementTextTest {
   /** How a statement constant starts; other string constants (messages, names) are not SQL. */
-  private static final Pattern SQL_START = Pattern.compile(
-      "(?is)^\\s*(--|/\\*|with\\b|select\\b|insert\\b|update\\b|delete\\b|create\\b|alter\\b|drop\\b|set\\b|lock\\b|truncate\\b|comment\\b|grant\\b|vacuum\\b|analyze\\b)");
+  private static final Pattern SQL_START =
+      Pattern.compile(
+          "(?is)^\\s*(--|/\\*|with\\b|select\\b|insert\\b|update\\b|delete\\b|create\\b|alter\\b|drop\\b|set\\b|lock\\b|truncate\\b|comment\\b|grant\\b|vacuum\\b|analyze\\b)");
 
   @Test
-  void every_statement_the_code_can_send_has_semicolons_only_at_its_end_and_no_parameter_lookalikes_in_literals_or_comments() {
+  void
+      every_statement_the_code_can_send_has_semicolons_only_at_its_end_and_no_parameter_lookalikes_in_literals_or_comments() {
     Map<String, String> statements = allStatements();
 
     List<String> problems = new ArrayList<>();
-    statements.forEach((where, sql) -> problems.addAll(AmbiguousSql.problems(sql).stream().map(p -> where + ": " + p).toList()));
+    statements.forEach(
+        (where, sql) ->
+            problems.addAll(
+                AmbiguousSql.problems(sql).stream().map(p -> where + ": " + p).toList()));
 
     assertThat(problems).isEmpty();
   }
@@ -65,7 +70,8 @@ class StatementTextTest {
     for (String migration : Migrator.MIGRATIONS) {
       assertThat(statements.keySet()).anyMatch(k -> k.startsWith(migration + "#"));
     }
-    assertThat(statements).doesNotContainKey("buildqueue.aws.ecs.EcsWorkerPlatform.WORKER_ID_VARIABLE");
+    assertThat(statements)
+        .doesNotContainKey("buildqueue.aws.ecs.EcsWorkerPlatform.WORKER_ID_VARIABLE");
   }
 
   @Test
@@ -77,9 +83,14 @@ class StatementTextTest {
     assertThat(AmbiguousSql.problems("select to_char(now(), 'HH24:MI:SS')")).isNotEmpty();
     assertThat(AmbiguousSql.problems("select 1 -- see :name\n")).isNotEmpty();
     assertThat(AmbiguousSql.problems("select \"a:b\" from t")).isNotEmpty();
-    assertThat(AmbiguousSql.problems("create function f() returns int language sql as $$ select :x $$")).isNotEmpty();
+    assertThat(
+            AmbiguousSql.problems(
+                "create function f() returns int language sql as $$ select :x $$"))
+        .isNotEmpty();
 
-    assertThat(AmbiguousSql.problems("select :a::int, 'user:' || :b, 'it''s' -- a comment: fine\n;")).isEmpty();
+    assertThat(
+            AmbiguousSql.problems("select :a::int, 'user:' || :b, 'it''s' -- a comment: fine\n;"))
+        .isEmpty();
     assertThat(AmbiguousSql.problems("select 1;  \n")).isEmpty();
   }
 
@@ -126,7 +137,8 @@ class StatementTextTest {
   @SuppressWarnings("unchecked")
   private static List<String> splitLikeTheMigrator(String script) {
     try {
-      Method statements = Class.forName("buildqueue.db.SqlScript").getDeclaredMethod("sendable", String.class);
+      Method statements =
+          Class.forName("buildqueue.db.SqlScript").getDeclaredMethod("sendable", String.class);
       statements.setAccessible(true);
       return (List<String>) statements.invoke(null, script);
     } catch (ReflectiveOperationException e) {
@@ -141,8 +153,10 @@ class StatementTextTest {
       Path location = Path.of(anchor.getProtectionDomain().getCodeSource().getLocation().toURI());
       if (Files.isDirectory(location)) {
         try (Stream<Path> files = Files.walk(location)) {
-          files.filter(p -> p.toString().endsWith(".class"))
-              .forEach(p -> names.add(className(location.relativize(p).toString().replace('\\', '/'))));
+          files
+              .filter(p -> p.toString().endsWith(".class"))
+              .forEach(
+                  p -> names.add(className(location.relativize(p).toString().replace('\\', '/'))));
         }
       } else {
         try (JarFile jar = new JarFile(location.toFile())) {

@@ -1,6 +1,5 @@
 package buildqueue.aws.ecs;
 
-import buildqueue.core.MonotonicClock;
 import static buildqueue.aws.fake.FakeEcs.Operation.DESCRIBE_TASKS;
 import static buildqueue.aws.fake.FakeEcs.Operation.RUN_TASK;
 import static buildqueue.aws.fake.FakeEcs.Operation.STOP_TASK;
@@ -29,7 +28,8 @@ import software.amazon.awssdk.services.ecs.EcsClient;
 /** The queue on real PostgreSQL launching and checking workers on ECS through the fake. */
 @ExtendWith(PostgresExtension.class)
 class EcsQueueTest {
-  static final String CAPACITY = "Capacity is unavailable at this time. Please try again later or in a different availability zone";
+  static final String CAPACITY =
+      "Capacity is unavailable at this time. Please try again later or in a different availability zone";
 
   TestDatabase db;
   FakeEcs fake;
@@ -45,7 +45,12 @@ class EcsQueueTest {
     client = fake.newClient();
     clock = new QueueClock.Settable(Instant.parse("2026-12-01T10:00:00Z"));
     config = QueueConfig.defaults();
-    queue = new BuildQueue(db.jdbc(), new EcsWorkerPlatform(client, EcsWorkerPlatformTest.SETTINGS), config, clock);
+    queue =
+        new BuildQueue(
+            db.jdbc(),
+            new EcsWorkerPlatform(client, EcsWorkerPlatformTest.SETTINGS),
+            config,
+            clock);
   }
 
   @AfterEach
@@ -59,7 +64,9 @@ class EcsQueueTest {
   }
 
   Row job(long id) {
-    return db.jdbc().queryOptional("select * from build_job where id = :id", Params.of("id", id)).orElseThrow();
+    return db.jdbc()
+        .queryOptional("select * from build_job where id = :id", Params.of("id", id))
+        .orElseThrow();
   }
 
   List<Row> workers() {
@@ -77,9 +84,11 @@ class EcsQueueTest {
     Row worker = workers().get(0);
     FakeEcs.TaskView task = fake.tasks().get(0);
     assertThat(fake.tasks()).hasSize(1);
-    assertThat(fake.last(RUN_TASK).path("clientToken").asText()).isEqualTo(worker.uuid("token").toString());
+    assertThat(fake.last(RUN_TASK).path("clientToken").asText())
+        .isEqualTo(worker.uuid("token").toString());
     assertThat(task.startedBy()).isEqualTo("bq-" + worker.longValue("id"));
-    assertThat(task.environment("worker")).containsEntry("BUILDQUEUE_WORKER_ID", worker.longValue("id").toString())
+    assertThat(task.environment("worker"))
+        .containsEntry("BUILDQUEUE_WORKER_ID", worker.longValue("id").toString())
         .containsEntry("BUILDQUEUE_WORKER_TOKEN", worker.uuid("token").toString());
     assertThat(worker.string("task_id")).isEqualTo(task.arn());
     assertThat(worker.string("status")).isEqualTo("launching");
@@ -108,8 +117,12 @@ class EcsQueueTest {
     assertThat(fake.tasks()).hasSize(1);
     assertThat(liveWorkers()).hasSize(1);
     assertThat(liveWorkers().get(0).string("task_id")).isEqualTo(fake.tasks().get(0).arn());
-    assertThat(fake.requests(RUN_TASK)).hasSize(3)
-        .allSatisfy(r -> assertThat(r.body().path("clientToken").asText()).isEqualTo(worker.uuid("token").toString()));
+    assertThat(fake.requests(RUN_TASK))
+        .hasSize(3)
+        .allSatisfy(
+            r ->
+                assertThat(r.body().path("clientToken").asText())
+                    .isEqualTo(worker.uuid("token").toString()));
     assertThat(job(second).string("status")).isEqualTo("queued");
   }
 
@@ -127,7 +140,8 @@ class EcsQueueTest {
     assertThat(queue.tick().relaunched()).isEqualTo(1);
 
     assertThat(fake.tasks()).hasSize(1);
-    assertThat(liveWorkers()).singleElement()
+    assertThat(liveWorkers())
+        .singleElement()
         .satisfies(w -> assertThat(w.string("task_id")).isEqualTo(fake.tasks().get(0).arn()));
     assertThat(job(jobId).string("status")).isEqualTo("dispatched");
   }
@@ -148,20 +162,28 @@ class EcsQueueTest {
     assertThat(job(jobId).string("status")).isEqualTo("dispatched");
     assertThat(liveWorkers()).hasSize(1);
     assertThat(liveWorkers().get(0).string("task_id")).isEqualTo(fake.tasks().get(0).arn());
-    assertThat(fake.requests(RUN_TASK)).extracting(r -> r.body().path("clientToken").asText()).doesNotHaveDuplicates();
+    assertThat(fake.requests(RUN_TASK))
+        .extracting(r -> r.body().path("clientToken").asText())
+        .doesNotHaveDuplicates();
   }
 
   @Test
   void a_configuration_error_frees_the_slot_and_fails_the_job_with_the_reason() {
-    fake.answer(RUN_TASK, Answer.error(400, "InvalidParameterException",
-        "Error retrieving subnet information for [subnet-0aaa]: The subnet ID 'subnet-0aaa' does not exist"
-            + " (ErrorCode: InvalidSubnetID.NotFound)"));
+    fake.answer(
+        RUN_TASK,
+        Answer.error(
+            400,
+            "InvalidParameterException",
+            "Error retrieving subnet information for [subnet-0aaa]: The subnet ID 'subnet-0aaa' does not exist"
+                + " (ErrorCode: InvalidSubnetID.NotFound)"));
     long jobId = enqueue("alice");
 
     assertThat(liveWorkers()).isEmpty();
     assertThat(job(jobId).string("status")).isEqualTo("failed");
-    assertThat(job(jobId).string("error")).startsWith("Could not start a build worker: ECS refused RunTask: ")
-        .contains("InvalidSubnetID.NotFound").endsWith("Check the worker configuration and retry.");
+    assertThat(job(jobId).string("error"))
+        .startsWith("Could not start a build worker: ECS refused RunTask: ")
+        .contains("InvalidSubnetID.NotFound")
+        .endsWith("Check the worker configuration and retry.");
     assertThat(fake.tasks()).isEmpty();
   }
 
@@ -171,8 +193,13 @@ class EcsQueueTest {
     String arn = fake.tasks().get(0).arn();
     Row worker = workers().get(0);
     new buildqueue.core.WorkerTransitions(db.jdbc(), config, clock)
-        .start(worker.longValue("id"), worker.uuid("token")).orElseThrow(); // it ran, then died
-    fake.stopTask(arn, "EssentialContainerExited", "Essential container in task exited", 137,
+        .start(worker.longValue("id"), worker.uuid("token"))
+        .orElseThrow(); // it ran, then died
+    fake.stopTask(
+        arn,
+        "EssentialContainerExited",
+        "Essential container in task exited",
+        137,
         "OutOfMemoryError: Container killed due to memory usage");
 
     clock.advance(config.livenessInterval());
@@ -209,7 +236,8 @@ class EcsQueueTest {
     queue.cancel(jobId, "alice");
 
     assertThat(fake.last(STOP_TASK).path("task").asText()).isEqualTo(arn);
-    assertThat(fake.last(STOP_TASK).path("reason").asText()).contains("job " + jobId + " cancelled");
+    assertThat(fake.last(STOP_TASK).path("reason").asText())
+        .contains("job " + jobId + " cancelled");
     assertThat(liveWorkers()).as("the slot waits for the stop evidence").hasSize(1);
 
     clock.advance(config.livenessInterval());
@@ -235,15 +263,17 @@ class EcsQueueTest {
     clock.advance(config.livenessInterval());
     queue.tick();
     assertThat(workers().get(0).string("status")).isEqualTo("exited");
-    assertThat(workers().get(0).string("exit_reason")).contains("UserInitiated").contains("outlived its lease");
+    assertThat(workers().get(0).string("exit_reason"))
+        .contains("UserInitiated")
+        .contains("outlived its lease");
   }
 
   // ---- deploys: refusals a deploy window causes back off, never fail a job at first sight -----
 
   /**
    * IAM denies RunTask for good (a policy that never allows the launch): each refusal puts the job
-   * back with a doubling backoff, and at the launch-failure limit it fails with an error naming
-   * the refusal and the fix, not at first sight.
+   * back with a doubling backoff, and at the launch-failure limit it fails with an error naming the
+   * refusal and the fix, not at first sight.
    */
   @Test
   void a_denied_launch_backs_off_under_the_limit_and_then_fails_naming_iam() {
@@ -268,12 +298,17 @@ class EcsQueueTest {
     assertThat(job(jobId).intValue("launch_failures")).isEqualTo(config.maxLaunchFailures());
     assertThat(refusedAt).hasSize(config.maxLaunchFailures());
     for (int n = 1; n < refusedAt.size(); n++) {
-      assertThat(Duration.between(refusedAt.get(n - 1), refusedAt.get(n))).as("backoff before attempt %d", n + 1)
+      assertThat(Duration.between(refusedAt.get(n - 1), refusedAt.get(n)))
+          .as("backoff before attempt %d", n + 1)
           .isGreaterThanOrEqualTo(config.launchBackoff().multipliedBy(1L << (n - 1)));
     }
     assertThat(job(jobId).string("error"))
-        .startsWith("Could not start a build worker after " + config.maxLaunchFailures() + " attempts: ECS refused RunTask (IAM denied the call")
-        .contains("ecs:RunTask on task-definition/<family>:*").contains("AccessDeniedException: User: ")
+        .startsWith(
+            "Could not start a build worker after "
+                + config.maxLaunchFailures()
+                + " attempts: ECS refused RunTask (IAM denied the call")
+        .contains("ecs:RunTask on task-definition/<family>:*")
+        .contains("AccessDeniedException: User: ")
         .endsWith("Retry later.");
     assertThat(fake.tasks()).isEmpty();
   }
@@ -289,11 +324,18 @@ class EcsQueueTest {
   void a_deploy_that_deregisters_the_revision_in_use_mid_run_strands_no_job_and_runs_each_once() {
     fake.useClock(clock::now);
     config = QueueConfig.defaults().withSharedSlots(2).withChainWindow(Duration.ZERO);
-    EcsSettings oldVersion = new EcsSettings(EcsWorkerPlatformTest.CLUSTER, FakeEcs.TASK_DEFINITION + ":1",
-        EcsWorkerPlatformTest.SETTINGS.subnets(), EcsWorkerPlatformTest.SETTINGS.securityGroups(), false, "worker");
+    EcsSettings oldVersion =
+        new EcsSettings(
+            EcsWorkerPlatformTest.CLUSTER,
+            FakeEcs.TASK_DEFINITION + ":1",
+            EcsWorkerPlatformTest.SETTINGS.subnets(),
+            EcsWorkerPlatformTest.SETTINGS.securityGroups(),
+            false,
+            "worker");
     LiveAlias alias = new LiveAlias(new EcsWorkerPlatform(client, oldVersion));
     queue = new BuildQueue(db.jdbc(), alias, config, clock);
-    buildqueue.core.WorkerTransitions workers = new buildqueue.core.WorkerTransitions(db.jdbc(), config, clock);
+    buildqueue.core.WorkerTransitions workers =
+        new buildqueue.core.WorkerTransitions(db.jdbc(), config, clock);
     List<Long> jobs = new java.util.ArrayList<>();
     for (String user : List.of("alice", "bob", "carol", "alice", "bob", "carol")) {
       jobs.add(enqueue(user));
@@ -301,32 +343,48 @@ class EcsQueueTest {
     java.util.Map<Long, Integer> runs = new java.util.HashMap<>();
     playWorkers(workers, runs, false);
     assertThat(db.jdbc().query("select * from build_job where status = 'running'")).hasSize(2);
-    assertThat(fake.tasks()).extracting(FakeEcs.TaskView::taskDefinitionArn)
+    assertThat(fake.tasks())
+        .extracting(FakeEcs.TaskView::taskDefinitionArn)
         .containsOnly(FakeEcs.taskDefinitionArn(FakeEcs.TASK_DEFINITION, 1));
 
     int revision = fake.registerRevision(FakeEcs.TASK_DEFINITION);
     fake.deregister(FakeEcs.TASK_DEFINITION, 1);
     Instant deployed = clock.now();
     fake.denyRunTaskUntil(deployed.plusSeconds(40));
-    for (int i = 0; i < 120 && !jobs.stream().allMatch(id -> job(id).string("status").equals("succeeded")); i++) {
+    for (int i = 0;
+        i < 120 && !jobs.stream().allMatch(id -> job(id).string("status").equals("succeeded"));
+        i++) {
       if (alias.old() && !clock.now().isBefore(deployed.plusSeconds(100))) {
         alias.moveTo(new EcsWorkerPlatform(client, EcsWorkerPlatformTest.SETTINGS));
       }
       playWorkers(workers, runs, true);
       assertNoSlotRunsTwoTasks();
-      assertThat(jobs).allSatisfy(id -> assertThat(job(id).string("status")).isNotIn("failed", "cancelled"));
+      assertThat(jobs)
+          .allSatisfy(id -> assertThat(job(id).string("status")).isNotIn("failed", "cancelled"));
       clock.advance(Duration.ofSeconds(5));
       queue.tick();
     }
 
     assertThat(jobs).allSatisfy(id -> assertThat(job(id).string("status")).isEqualTo("succeeded"));
-    assertThat(runs).as("each job ran exactly once").hasSize(jobs.size()).allSatisfy((id, n) -> assertThat(n).isOne());
-    assertThat(fake.replies(RUN_TASK)).extracting(FakeEcs.Reply::errorType)
-        .as("the deploy's windows were met").contains("AccessDeniedException", "InvalidParameterException");
-    assertThat(fake.replies(RUN_TASK)).filteredOn(r -> "InvalidParameterException".equals(r.errorType()))
-        .allSatisfy(r -> assertThat(r.body().path("message").asText()).isEqualTo("TaskDefinition is inactive"));
-    assertThat(db.jdbc().query("select * from build_job where launch_failures > 0")).as("jobs that backed off").isNotEmpty();
-    assertThat(fake.tasks()).hasSize(jobs.size())
+    assertThat(runs)
+        .as("each job ran exactly once")
+        .hasSize(jobs.size())
+        .allSatisfy((id, n) -> assertThat(n).isOne());
+    assertThat(fake.replies(RUN_TASK))
+        .extracting(FakeEcs.Reply::errorType)
+        .as("the deploy's windows were met")
+        .contains("AccessDeniedException", "InvalidParameterException");
+    assertThat(fake.replies(RUN_TASK))
+        .filteredOn(r -> "InvalidParameterException".equals(r.errorType()))
+        .allSatisfy(
+            r ->
+                assertThat(r.body().path("message").asText())
+                    .isEqualTo("TaskDefinition is inactive"));
+    assertThat(db.jdbc().query("select * from build_job where launch_failures > 0"))
+        .as("jobs that backed off")
+        .isNotEmpty();
+    assertThat(fake.tasks())
+        .hasSize(jobs.size())
         .filteredOn(t -> !t.taskDefinitionArn().endsWith(":1"))
         .extracting(FakeEcs.TaskView::taskDefinitionArn)
         .hasSize(jobs.size() - 2)
@@ -351,11 +409,15 @@ class EcsQueueTest {
     clock.advance(config.launchGrace().plusSeconds(1));
     assertThat(queue.tick().relaunched()).isEqualTo(1);
 
-    assertThat(fake.replies(RUN_TASK).get(fake.replies(RUN_TASK).size() - 1).errorType()).isEqualTo("AccessDeniedException");
-    assertThat(liveWorkers()).singleElement().satisfies(w -> {
-      assertThat(w.longValue("id")).isEqualTo(worker.longValue("id"));
-      assertThat(w.string("task_id")).isNull();
-    });
+    assertThat(fake.replies(RUN_TASK).get(fake.replies(RUN_TASK).size() - 1).errorType())
+        .isEqualTo("AccessDeniedException");
+    assertThat(liveWorkers())
+        .singleElement()
+        .satisfies(
+            w -> {
+              assertThat(w.longValue("id")).isEqualTo(worker.longValue("id"));
+              assertThat(w.string("task_id")).isNull();
+            });
     assertThat(job(jobId).string("status")).isEqualTo("dispatched");
     assertThat(job(jobId).intValue("launch_failures")).isZero();
 
@@ -363,7 +425,9 @@ class EcsQueueTest {
     assertThat(queue.tick().relaunched()).isEqualTo(1);
 
     assertThat(fake.tasks()).singleElement().satisfies(t -> assertThat(t.arn()).isEqualTo(first));
-    assertThat(liveWorkers()).singleElement().satisfies(w -> assertThat(w.string("task_id")).isEqualTo(first));
+    assertThat(liveWorkers())
+        .singleElement()
+        .satisfies(w -> assertThat(w.string("task_id")).isEqualTo(first));
     assertThat(job(jobId).string("status")).isEqualTo("dispatched");
   }
 
@@ -371,7 +435,10 @@ class EcsQueueTest {
    * Plays the workers: a launched task starts running and its worker takes its job; with {@code
    * finish}, a running worker ends its job, and its task stops as a worker process exits.
    */
-  private void playWorkers(buildqueue.core.WorkerTransitions workers, java.util.Map<Long, Integer> runs, boolean finish) {
+  private void playWorkers(
+      buildqueue.core.WorkerTransitions workers,
+      java.util.Map<Long, Integer> runs,
+      boolean finish) {
     for (Row w : liveWorkers()) {
       String task = w.string("task_id");
       if (task == null || fake.task(task).lastStatus().equals("STOPPED")) {
@@ -380,14 +447,24 @@ class EcsQueueTest {
       long id = w.longValue("id");
       if (w.string("status").equals("launching")) {
         fake.setLastStatus(task, "RUNNING");
-        workers.start(id, w.uuid("token")).orElseThrow().job()
+        workers
+            .start(id, w.uuid("token"))
+            .orElseThrow()
+            .job()
             .ifPresent(j -> runs.merge(j.id(), 1, Integer::sum));
       } else if (finish && w.string("status").equals("running")) {
-        long jobId = db.jdbc().query("select id from build_job where worker_id = :w and status = 'running'",
-            Params.of("w", id)).get(0).longValue("id");
-        assertThat(workers.end(id, w.uuid("token"), jobId, buildqueue.core.JobStatus.SUCCEEDED, null))
+        long jobId =
+            db.jdbc()
+                .query(
+                    "select id from build_job where worker_id = :w and status = 'running'",
+                    Params.of("w", id))
+                .get(0)
+                .longValue("id");
+        assertThat(
+                workers.end(id, w.uuid("token"), jobId, buildqueue.core.JobStatus.SUCCEEDED, null))
             .isInstanceOf(buildqueue.core.WorkerTransitions.Ended.Drained.class);
-        fake.stopTask(task, "EssentialContainerExited", "Essential container in task exited", 0, null);
+        fake.stopTask(
+            task, "EssentialContainerExited", "Essential container in task exited", 0, null);
       }
     }
   }
@@ -416,7 +493,8 @@ class EcsQueueTest {
     }
 
     @Override
-    public java.util.Map<String, buildqueue.platform.TaskState> check(java.util.Collection<String> taskIds) {
+    public java.util.Map<String, buildqueue.platform.TaskState> check(
+        java.util.Collection<String> taskIds) {
       return version.check(taskIds);
     }
 
@@ -439,9 +517,9 @@ class EcsQueueTest {
   // ---- client token lifetime on the relaunch path ------------------------------------------
 
   /**
-   * The first RunTask started a task but its answer was lost, and relaunches keep failing until
-   * the last moment the lease allows one. ECS keeps the token while the task runs (up to 24 h), so
-   * that last relaunch still learns the first task instead of starting a second.
+   * The first RunTask started a task but its answer was lost, and relaunches keep failing until the
+   * last moment the lease allows one. ECS keeps the token while the task runs (up to 24 h), so that
+   * last relaunch still learns the first task instead of starting a second.
    */
   @Test
   void a_relaunch_at_the_end_of_the_lease_still_finds_the_first_task_and_starts_no_second() {
@@ -461,7 +539,9 @@ class EcsQueueTest {
     assertThat(queue.tick().relaunched()).isEqualTo(1);
 
     assertThat(fake.tasks()).hasSize(1);
-    assertThat(liveWorkers()).singleElement().satisfies(w -> assertThat(w.string("task_id")).isEqualTo(first));
+    assertThat(liveWorkers())
+        .singleElement()
+        .satisfies(w -> assertThat(w.string("task_id")).isEqualTo(first));
     assertThat(job(jobId).string("status")).isEqualTo("dispatched");
   }
 
@@ -471,8 +551,15 @@ class EcsQueueTest {
    */
   @Test
   void with_a_lease_past_the_client_tokens_24_hours_a_late_relaunch_would_start_a_second_task() {
-    config = QueueConfig.defaults().withLease(Duration.ofHours(30), Duration.ofMinutes(5), Duration.ofSeconds(60));
-    queue = new BuildQueue(db.jdbc(), new EcsWorkerPlatform(client, EcsWorkerPlatformTest.SETTINGS), config, clock);
+    config =
+        QueueConfig.defaults()
+            .withLease(Duration.ofHours(30), Duration.ofMinutes(5), Duration.ofSeconds(60));
+    queue =
+        new BuildQueue(
+            db.jdbc(),
+            new EcsWorkerPlatform(client, EcsWorkerPlatformTest.SETTINGS),
+            config,
+            clock);
     fake.useClock(clock::now);
     fake.answer(RUN_TASK, Answer.serverError().afterWork());
     fake.answerAlways(RUN_TASK, Answer.serverError());
@@ -485,32 +572,41 @@ class EcsQueueTest {
     queue.tick();
 
     assertThat(config.lease()).isGreaterThan(buildqueue.aws.AwsSettings.MAX_LEASE);
-    assertThat(fake.tasks()).extracting(FakeEcs.TaskView::lastStatus).containsExactly("RUNNING", "PROVISIONING");
-    assertThat(liveWorkers()).singleElement()
+    assertThat(fake.tasks())
+        .extracting(FakeEcs.TaskView::lastStatus)
+        .containsExactly("RUNNING", "PROVISIONING");
+    assertThat(liveWorkers())
+        .singleElement()
         .satisfies(w -> assertThat(w.string("task_id")).isEqualTo(fake.tasks().get(1).arn()));
   }
 
   // ---- request rates ------------------------------------------------------------------------
 
   /**
-   * 60 launches at once meet ECS's documented rates (Fargate RunTask: 20 calls a second): the
-   * first 20 start, the rest are throttled and hold their slots as unknown launches, and each tick
+   * 60 launches at once meet ECS's documented rates (Fargate RunTask: 20 calls a second): the first
+   * 20 start, the rest are throttled and hold their slots as unknown launches, and each tick
    * relaunches them with their own tokens as the buckets refill, until every launch has its task.
    * No slot ever has a second task, on ECS or in the database.
    */
   @Test
-  void a_burst_of_launches_meets_ecs_throttling_yet_every_launch_resolves_and_no_slot_runs_two_tasks() {
+  void
+      a_burst_of_launches_meets_ecs_throttling_yet_every_launch_resolves_and_no_slot_runs_two_tasks() {
     int jobs = 60;
     QueueConfig burst = QueueConfig.defaults().withSharedSlots(jobs);
-    // The SDK's own retries would wait in real time; the fake's buckets refill on the queue's clock.
+    // The SDK's own retries would wait in real time; the fake's buckets refill on the queue's
+    // clock.
     EcsClient once = fake.newClient(fake.clientSettings().withMaxAttempts(1));
-    BuildQueue burstQueue = new BuildQueue(db.jdbc(), new EcsWorkerPlatform(once, EcsWorkerPlatformTest.SETTINGS), burst, clock);
+    BuildQueue burstQueue =
+        new BuildQueue(
+            db.jdbc(), new EcsWorkerPlatform(once, EcsWorkerPlatformTest.SETTINGS), burst, clock);
     fake.useClock(clock::now);
 
     for (int i = 0; i < jobs; i++) {
       burstQueue.enqueue("user-" + i, "demo", new Json("{}"), null);
     }
-    assertThat(fake.replies(RUN_TASK)).extracting(FakeEcs.Reply::errorType).contains("ThrottlingException");
+    assertThat(fake.replies(RUN_TASK))
+        .extracting(FakeEcs.Reply::errorType)
+        .contains("ThrottlingException");
     int ticks = 0;
     while (!unresolved().isEmpty() && ticks < 20) {
       assertNoSlotRunsTwoTasks();
@@ -525,9 +621,15 @@ class EcsQueueTest {
     assertThat(fake.tasks()).hasSize(jobs);
     assertThat(fake.tasks()).extracting(FakeEcs.TaskView::clientToken).doesNotHaveDuplicates();
     assertNoSlotRunsTwoTasks();
-    assertThat(db.jdbc().query("select count(*) as n from build_job where status = 'dispatched'").get(0).longValue("n"))
+    assertThat(
+            db.jdbc()
+                .query("select count(*) as n from build_job where status = 'dispatched'")
+                .get(0)
+                .longValue("n"))
         .isEqualTo(jobs);
-    assertThat(ticks).as("ticks to resolve %d launches at 20 RunTask calls a second", jobs).isBetween(2, 10);
+    assertThat(ticks)
+        .as("ticks to resolve %d launches at 20 RunTask calls a second", jobs)
+        .isBetween(2, 10);
   }
 
   /**
@@ -540,7 +642,9 @@ class EcsQueueTest {
     int jobs = 200;
     QueueConfig burst = QueueConfig.defaults().withSharedSlots(100);
     EcsClient once = fake.newClient(fake.clientSettings().withMaxAttempts(1));
-    BuildQueue burstQueue = new BuildQueue(db.jdbc(), new EcsWorkerPlatform(once, EcsWorkerPlatformTest.SETTINGS), burst, clock);
+    BuildQueue burstQueue =
+        new BuildQueue(
+            db.jdbc(), new EcsWorkerPlatform(once, EcsWorkerPlatformTest.SETTINGS), burst, clock);
     fake.useClock(clock::now);
     for (int i = 0; i < jobs; i++) {
       burstQueue.setDedicated("user-" + i, true);
@@ -559,20 +663,23 @@ class EcsQueueTest {
     assertThat(report.cutShort()).isEmpty();
     assertThat(report.relaunched()).isEqualTo(unresolvedByTheBurst);
     assertThat(unresolved()).isEmpty();
-    assertThat(throttledRunTasks()).as("throttled answers: only the burst's").isEqualTo(throttledByTheBurst);
+    assertThat(throttledRunTasks())
+        .as("throttled answers: only the burst's")
+        .isEqualTo(throttledByTheBurst);
     assertThat(fake.tasks()).hasSize(jobs);
     assertThat(fake.tasks()).extracting(FakeEcs.TaskView::clientToken).doesNotHaveDuplicates();
     assertNoSlotRunsTwoTasks();
   }
 
   /**
-   * A thousand live workers in a thousand lanes, one in ten of whose tasks stopped with its
-   * event lost, and the account's DescribeTasks bucket nearly spent by other callers: one tick
-   * checks them all in batches of 100, waiting for the bucket to refill rather than running into
-   * it, and finds every stopped task, over the real SDK client and the fake's throttling.
+   * A thousand live workers in a thousand lanes, one in ten of whose tasks stopped with its event
+   * lost, and the account's DescribeTasks bucket nearly spent by other callers: one tick checks
+   * them all in batches of 100, waiting for the bucket to refill rather than running into it, and
+   * finds every stopped task, over the real SDK client and the fake's throttling.
    */
   @Test
-  void a_tick_paced_to_ecs_rates_checks_a_thousand_workers_and_finds_every_lost_stop_without_being_throttled() {
+  void
+      a_tick_paced_to_ecs_rates_checks_a_thousand_workers_and_finds_every_lost_stop_without_being_throttled() {
     int lanes = 1_000;
     fake.useClock(clock::now);
     EcsClient once = fake.newClient(fake.clientSettings().withMaxAttempts(1));
@@ -581,10 +688,15 @@ class EcsQueueTest {
     int lost = 0;
     for (int i = 0; i < lanes; i++) {
       String arn = fake.addTask(EcsWorkerPlatformTest.CLUSTER, "RUNNING");
-      Rows.worker().lane("user:u" + i).runningSince(clock.now()).task(arn)
-          .expiresAt(clock.now().plus(Duration.ofMinutes(65))).insert(db.jdbc());
+      Rows.worker()
+          .lane("user:u" + i)
+          .runningSince(clock.now())
+          .task(arn)
+          .expiresAt(clock.now().plus(Duration.ofMinutes(65)))
+          .insert(db.jdbc());
       if (i % 10 == 7) {
-        fake.stopTask(arn, "EssentialContainerExited", "Essential container in task exited", 0, null);
+        fake.stopTask(
+            arn, "EssentialContainerExited", "Essential container in task exited", 0, null);
         lost++;
       }
     }
@@ -603,8 +715,13 @@ class EcsQueueTest {
     assertThat(report.exited()).isEqualTo(lost);
     assertThat(fake.requests(DESCRIBE_TASKS).subList(before, fake.requests(DESCRIBE_TASKS).size()))
         .hasSize(lanes / EcsWorkerPlatform.DESCRIBE_BATCH)
-        .allSatisfy(r -> assertThat(r.body().path("tasks").size()).isEqualTo(EcsWorkerPlatform.DESCRIBE_BATCH));
-    assertThat(fake.replies(DESCRIBE_TASKS)).extracting(FakeEcs.Reply::errorType).containsOnlyNulls();
+        .allSatisfy(
+            r ->
+                assertThat(r.body().path("tasks").size())
+                    .isEqualTo(EcsWorkerPlatform.DESCRIBE_BATCH));
+    assertThat(fake.replies(DESCRIBE_TASKS))
+        .extracting(FakeEcs.Reply::errorType)
+        .containsOnlyNulls();
     assertThat(liveWorkers()).hasSize(lanes - lost);
   }
 
@@ -613,35 +730,42 @@ class EcsQueueTest {
    * clock, as real waits move real time, and so refill the fake's buckets.
    */
   private buildqueue.core.TickBudget lambdaBudgetOnTheClock() {
-    return new buildqueue.core.TickBudget(Duration.ofSeconds(45), new buildqueue.core.MonotonicClock() {
-      @Override
-      public long nanoTime() {
-        return clock.now().getEpochSecond() * 1_000_000_000L + clock.now().getNano();
-      }
+    return new buildqueue.core.TickBudget(
+        Duration.ofSeconds(45),
+        new buildqueue.core.MonotonicClock() {
+          @Override
+          public long nanoTime() {
+            return clock.now().getEpochSecond() * 1_000_000_000L + clock.now().getNano();
+          }
 
-      @Override
-      public void sleep(Duration d) {
-        clock.advance(d);
-      }
-    });
+          @Override
+          public void sleep(Duration d) {
+            clock.advance(d);
+          }
+        });
   }
 
   private long throttledRunTasks() {
-    return fake.replies(RUN_TASK).stream().filter(r -> "ThrottlingException".equals(r.errorType())).count();
+    return fake.replies(RUN_TASK).stream()
+        .filter(r -> "ThrottlingException".equals(r.errorType()))
+        .count();
   }
 
   private List<Row> unresolved() {
-    return db.jdbc().query("select * from build_worker where status <> 'exited' and task_id is null");
+    return db.jdbc()
+        .query("select * from build_worker where status <> 'exited' and task_id is null");
   }
 
   /** Tasks not yet stopped, by the slot of the worker each was started for; at most one each. */
   private void assertNoSlotRunsTwoTasks() {
     java.util.Map<String, String> slotOfWorker = new java.util.HashMap<>();
     workers().forEach(w -> slotOfWorker.put("bq-" + w.longValue("id"), w.string("slot")));
-    java.util.Map<String, Long> liveTasksBySlot = fake.tasks().stream()
-        .filter(t -> !"STOPPED".equals(t.lastStatus()))
-        .collect(java.util.stream.Collectors.groupingBy(t -> slotOfWorker.get(t.startedBy()),
-            java.util.stream.Collectors.counting()));
+    java.util.Map<String, Long> liveTasksBySlot =
+        fake.tasks().stream()
+            .filter(t -> !"STOPPED".equals(t.lastStatus()))
+            .collect(
+                java.util.stream.Collectors.groupingBy(
+                    t -> slotOfWorker.get(t.startedBy()), java.util.stream.Collectors.counting()));
     assertThat(liveTasksBySlot.values()).allMatch(n -> n == 1);
     assertThat(liveWorkers()).extracting(w -> w.string("slot")).doesNotHaveDuplicates();
   }

@@ -6,7 +6,6 @@ import buildqueue.aws.AwsSettings.Component;
 import buildqueue.aws.lambda.TickFunction;
 import buildqueue.aws.lambda.TickFunctionTest;
 import buildqueue.aws.testing.QueueWorld;
-import buildqueue.aws.testing.SampleEvents;
 import buildqueue.aws.testing.TestContext;
 import buildqueue.core.OutboxTransitions;
 import buildqueue.core.OutboxTransitions.PendingEvent;
@@ -22,10 +21,9 @@ import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
-import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 @ExtendWith(PostgresExtension.class)
 class EventBridgePublisherTest {
@@ -40,7 +38,8 @@ class EventBridgePublisherTest {
 
   @ParameterizedTest(name = "on {0}")
   @ValueSource(strings = {"jdbc", "dataapi"})
-  void pending_events_go_out_at_most_ten_a_call_and_are_marked_published(String adapter, TestDatabase tdb) {
+  void pending_events_go_out_at_most_ten_a_call_and_are_marked_published(
+      String adapter, TestDatabase tdb) {
     try (QueueWorld w = new QueueWorld(adapter, tdb, Component.TICK)) {
       for (int i = 0; i < 24; i++) {
         w.submit("user-" + i);
@@ -51,23 +50,29 @@ class EventBridgePublisherTest {
 
       assertThat(p.published()).isEqualTo((int) rows);
       assertThat(w.eventBridge.callSizes()).allSatisfy(n -> assertThat(n).isBetween(1, 10));
-      assertThat(w.eventBridge.callSizes().stream().mapToInt(Integer::intValue).sum()).isEqualTo((int) rows);
+      assertThat(w.eventBridge.callSizes().stream().mapToInt(Integer::intValue).sum())
+          .isEqualTo((int) rows);
       assertThat(w.unpublishedEvents()).isZero();
-      assertThat(w.eventBridge.received()).allSatisfy(e -> {
-        assertThat(e.source()).isEqualTo("buildqueue");
-        assertThat(e.detailType()).isEqualTo("Build Job State Change");
-        assertThat(e.detail().fieldNames()).toIterable()
-            .containsExactly("eventId", "jobId", "userId", "kind", "type", "message", "at");
-      });
+      assertThat(w.eventBridge.received())
+          .allSatisfy(
+              e -> {
+                assertThat(e.source()).isEqualTo("buildqueue");
+                assertThat(e.detailType()).isEqualTo("Build Job State Change");
+                assertThat(e.detail().fieldNames())
+                    .toIterable()
+                    .containsExactly("eventId", "jobId", "userId", "kind", "type", "message", "at");
+              });
       // Oldest first, each once.
-      List<Long> ids = w.eventBridge.received().stream().map(e -> e.detail().get("eventId").asLong()).toList();
+      List<Long> ids =
+          w.eventBridge.received().stream().map(e -> e.detail().get("eventId").asLong()).toList();
       assertThat(ids).isSorted().doesNotHaveDuplicates();
     }
   }
 
   @ParameterizedTest(name = "on {0}")
   @ValueSource(strings = {"jdbc", "dataapi"})
-  void entries_eventbridge_refuses_stay_unpublished_and_go_out_on_a_later_run(String adapter, TestDatabase tdb) {
+  void entries_eventbridge_refuses_stay_unpublished_and_go_out_on_a_later_run(
+      String adapter, TestDatabase tdb) {
     try (QueueWorld w = new QueueWorld(adapter, tdb, Component.TICK)) {
       w.submit("alice");
       long bobsJob = w.submit("bob");
@@ -88,8 +93,10 @@ class EventBridgePublisherTest {
 
       assertThat(later.published()).isEqualTo(1);
       assertThat(w.unpublishedEvents()).isZero();
-      assertThat(w.eventBridge.accepted()).extracting(e -> e.detail().get("eventId").asLong())
-          .doesNotHaveDuplicates().hasSize((int) eventRows(w));
+      assertThat(w.eventBridge.accepted())
+          .extracting(e -> e.detail().get("eventId").asLong())
+          .doesNotHaveDuplicates()
+          .hasSize((int) eventRows(w));
     }
   }
 
@@ -117,7 +124,8 @@ class EventBridgePublisherTest {
 
   @ParameterizedTest(name = "on {0}")
   @ValueSource(strings = {"jdbc", "dataapi"})
-  void concurrent_publishers_never_claim_the_same_rows(String adapter, TestDatabase tdb) throws Exception {
+  void concurrent_publishers_never_claim_the_same_rows(String adapter, TestDatabase tdb)
+      throws Exception {
     try (QueueWorld w = new QueueWorld(adapter, tdb, Component.TICK)) {
       for (int i = 0; i < 60; i++) {
         w.submit("user-" + i);
@@ -128,15 +136,17 @@ class EventBridgePublisherTest {
       ExecutorService pool = Executors.newFixedThreadPool(publishers);
       List<Future<List<Long>>> claims = new ArrayList<>();
       for (int i = 0; i < publishers; i++) {
-        claims.add(pool.submit(() -> {
-          start.await();
-          List<Long> mine = new ArrayList<>();
-          List<PendingEvent> batch;
-          while (!(batch = outbox.claimPending(7)).isEmpty()) {
-            batch.forEach(e -> mine.add(e.id()));
-          }
-          return mine;
-        }));
+        claims.add(
+            pool.submit(
+                () -> {
+                  start.await();
+                  List<Long> mine = new ArrayList<>();
+                  List<PendingEvent> batch;
+                  while (!(batch = outbox.claimPending(7)).isEmpty()) {
+                    batch.forEach(e -> mine.add(e.id()));
+                  }
+                  return mine;
+                }));
       }
       Set<Long> all = new HashSet<>();
       int total = 0;
@@ -153,11 +163,13 @@ class EventBridgePublisherTest {
 
   @ParameterizedTest(name = "on {0}")
   @ValueSource(strings = {"jdbc", "dataapi"})
-  void a_lambda_killed_after_a_transition_but_before_put_events_loses_no_event(String adapter, TestDatabase tdb) {
+  void a_lambda_killed_after_a_transition_but_before_put_events_loses_no_event(
+      String adapter, TestDatabase tdb) {
     try (QueueWorld w = new QueueWorld(adapter, tdb, Component.TICK)) {
       // One invocation died between claiming its rows and PutEvents.
       long diedAfterClaim = w.submit("bob");
-      List<PendingEvent> orphaned = new OutboxTransitions(QueueWorld.adapter(adapter, tdb), w.clock).claimPending(50);
+      List<PendingEvent> orphaned =
+          new OutboxTransitions(QueueWorld.adapter(adapter, tdb), w.clock).claimPending(50);
       assertThat(orphaned).extracting(PendingEvent::jobId).containsOnly(diedAfterClaim);
       // Another died right after its transition committed: nothing was claimed or sent.
       long diedBeforeClaim = w.submit("alice");
@@ -166,16 +178,21 @@ class EventBridgePublisherTest {
 
       tick.handleRequest(schedule, TestContext.withTimeLeft(Duration.ofSeconds(60)));
 
-      assertThat(w.eventBridge.accepted()).extracting(e -> e.detail().get("jobId").asLong())
-          .contains(diedBeforeClaim).doesNotContain(diedAfterClaim);
+      assertThat(w.eventBridge.accepted())
+          .extracting(e -> e.detail().get("jobId").asLong())
+          .contains(diedBeforeClaim)
+          .doesNotContain(diedAfterClaim);
       // The claimed rows wait for their claim to run out; the first tick after that sends them.
       w.clock.advance(OutboxTransitions.CLAIM);
       tick.handleRequest(schedule, TestContext.withTimeLeft(Duration.ofSeconds(60)));
 
       assertThat(w.unpublishedEvents()).isZero();
-      assertThat(w.eventBridge.accepted()).extracting(e -> e.detail().get("jobId").asLong())
+      assertThat(w.eventBridge.accepted())
+          .extracting(e -> e.detail().get("jobId").asLong())
           .contains(diedBeforeClaim, diedAfterClaim);
-      assertThat(w.eventBridge.accepted()).extracting(e -> e.detail().get("eventId").asLong()).doesNotHaveDuplicates();
+      assertThat(w.eventBridge.accepted())
+          .extracting(e -> e.detail().get("eventId").asLong())
+          .doesNotHaveDuplicates();
     }
   }
 }

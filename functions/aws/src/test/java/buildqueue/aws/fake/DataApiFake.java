@@ -4,7 +4,6 @@ import buildqueue.aws.db.DataApiClients;
 import buildqueue.aws.db.DataApiSettings;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
@@ -14,7 +13,6 @@ import java.math.BigDecimal;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.URI;
-import java.nio.charset.StandardCharsets;
 import java.security.SecureRandom;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -30,8 +28,8 @@ import java.time.LocalDateTime;
 import java.time.LocalTime;
 import java.time.format.DateTimeFormatter;
 import java.time.format.DateTimeFormatterBuilder;
-import java.time.temporal.ChronoField;
 import java.time.format.DateTimeParseException;
+import java.time.temporal.ChronoField;
 import java.util.Base64;
 import java.util.EnumMap;
 import java.util.HashMap;
@@ -47,10 +45,10 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
-import java.util.concurrent.atomic.AtomicReference;
-import java.util.function.Supplier;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Supplier;
 import java.util.regex.Pattern;
 import javax.sql.DataSource;
 import org.postgresql.PGConnection;
@@ -72,11 +70,11 @@ import software.amazon.awssdk.services.rdsdata.RdsDataClient;
  * timestamps returned as strings without offset, in UTC; uuid and json as strings; one statement
  * per call; transactions held open by id on their own connection, dropped on the first SQL error
  * (later calls get {@code TransactionNotFoundException}) and refused a second concurrent call; SQL
- * errors as {@code DatabaseErrorException} with the PostgreSQL message and {@code SQLState}; the
- * 45 s statement limit and {@code continueAfterTimeout} ({@link #statementLimit}); the 64 KB row
- * and 1 MiB answer limits ({@link ResultSizeLimits}), always on. What it does not: the 3-minute
- * idle timeout, {@code formatRecordsAs}, {@code BatchExecuteStatement}, AWS authentication (only
- * that a SigV4 header is there).
+ * errors as {@code DatabaseErrorException} with the PostgreSQL message and {@code SQLState}; the 45
+ * s statement limit and {@code continueAfterTimeout} ({@link #statementLimit}); the 64 KB row and 1
+ * MiB answer limits ({@link ResultSizeLimits}), always on. What it does not: the 3-minute idle
+ * timeout, {@code formatRecordsAs}, {@code BatchExecuteStatement}, AWS authentication (only that a
+ * SigV4 header is there).
  *
  * <p>The database login: a secret served with a {@link DataSource} logs in as that pool does (the
  * pool's fixed user and password); a secret served with {@link #serve(String, String,
@@ -84,13 +82,16 @@ import software.amazon.awssdk.services.rdsdata.RdsDataClient;
  * each connection, as the Data API reads the secret, and a refused login is {@code
  * BadRequestException} with PostgreSQL's message.
  *
- * <p>For fault tests: {@link #inject} a {@link Fault} (or use {@link #resumingForNextCalls} / {@link
- * #resumingFor}); {@link #calls} counts every call received, faulted or not.
+ * <p>For fault tests: {@link #inject} a {@link Fault} (or use {@link #resumingForNextCalls} /
+ * {@link #resumingFor}); {@link #calls} counts every call received, faulted or not.
  */
 public final class DataApiFake implements AutoCloseable {
   public static final String REGION = "eu-west-1";
-  public static final String RESOURCE_ARN = "arn:aws:rds:eu-west-1:111122223333:cluster:buildqueue-test";
-  public static final String SECRET_ARN = "arn:aws:secretsmanager:eu-west-1:111122223333:secret:buildqueue-test-AbCdEf";
+  public static final String RESOURCE_ARN =
+      "arn:aws:rds:eu-west-1:111122223333:cluster:buildqueue-test";
+  public static final String SECRET_ARN =
+      "arn:aws:secretsmanager:eu-west-1:111122223333:secret:buildqueue-test-AbCdEf";
+
   /** The worker role's secret: statements sent with it run as that role, as on AWS. */
   public static final String WORKER_SECRET_ARN =
       "arn:aws:secretsmanager:eu-west-1:111122223333:secret:buildqueue-test-worker-GhIjKl";
@@ -119,7 +120,8 @@ public final class DataApiFake implements AutoCloseable {
   }
 
   private static final ObjectMapper JSON = new ObjectMapper();
-  private static final Pattern TIMESTAMP = Pattern.compile("\\d{4}-\\d{2}-\\d{2} \\d{2}:\\d{2}:\\d{2}(\\.\\d{1,3})?");
+  private static final Pattern TIMESTAMP =
+      Pattern.compile("\\d{4}-\\d{2}-\\d{2} \\d{2}:\\d{2}:\\d{2}(\\.\\d{1,3})?");
   private static final DateTimeFormatter TIMESTAMP_IN =
       new DateTimeFormatterBuilder()
           .appendPattern("uuuu-MM-dd HH:mm:ss")
@@ -132,22 +134,28 @@ public final class DataApiFake implements AutoCloseable {
   private final HttpServer server;
   private final ExecutorService executor;
   private final Clock clock;
+
   /**
    * By secret ARN, then database name: the Data API connects with the credentials the request's
    * secret holds, so each secret is served by a pool that logs in as the secret's user.
    */
   private final Map<String, Map<String, DataSource>> databases = new ConcurrentHashMap<>();
+
   private final Map<String, Tx> transactions = new ConcurrentHashMap<>();
   private final Map<Operation, AtomicLong> counts = new EnumMap<>(Operation.class);
   private final List<Fault> faults = new CopyOnWriteArrayList<>();
+
   /** The Data API's statement limit (data-api-timeouts). */
   public static final Duration STATEMENT_LIMIT = Duration.ofSeconds(45);
+
   private volatile Duration statementLimit = STATEMENT_LIMIT;
-  private final ExecutorService statements = Executors.newCachedThreadPool(r -> {
-    Thread t = new Thread(r, "data-api-fake-statement");
-    t.setDaemon(true);
-    return t;
-  });
+  private final ExecutorService statements =
+      Executors.newCachedThreadPool(
+          r -> {
+            Thread t = new Thread(r, "data-api-fake-statement");
+            t.setDaemon(true);
+            return t;
+          });
   private final Map<String, Future<JsonNode>> continuing = new ConcurrentHashMap<>();
   private final AtomicLong continuedPastLimit = new AtomicLong();
   private final AtomicLong continueAfterTimeoutCalls = new AtomicLong();
@@ -164,11 +172,14 @@ public final class DataApiFake implements AutoCloseable {
   /** Starts on a free loopback port. */
   public static DataApiFake start() {
     // Headers and body leave in separate writes; without TCP_NODELAY the client's delayed ACK
-    // adds ~40 ms to every call. Read once, when the JVM's first server is made, so this counts only
-    // if the fake is the first: the aws tests set it for the whole JVM (pom), the benchmark in BenchMain.
+    // adds ~40 ms to every call. Read once, when the JVM's first server is made, so this counts
+    // only
+    // if the fake is the first: the aws tests set it for the whole JVM (pom), the benchmark in
+    // BenchMain.
     System.setProperty("sun.net.httpserver.nodelay", "true");
     try {
-      HttpServer server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 0);
+      HttpServer server =
+          HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 0);
       ExecutorService executor =
           Executors.newCachedThreadPool(
               r -> {
@@ -208,31 +219,39 @@ public final class DataApiFake implements AutoCloseable {
    * {@code secretArn} with the login that secret's {@code AWSCURRENT} version holds in {@code
    * secrets}, read at every new connection as the Data API reads the secret: rotate the secret
    * without changing the role's password and the next statement fails to log in ({@code
-   * BadRequestException} "FATAL: password authentication failed ...", as Aurora's Data API answers).
-   * Unpooled: each statement outside a transaction logs in anew.
+   * BadRequestException} "FATAL: password authentication failed ...", as Aurora's Data API
+   * answers). Unpooled: each statement outside a transaction logs in anew.
    */
-  public DataApiFake serve(String database, String secretArn, SecretsManagerFake secrets, String jdbcUrl) {
-    return serve(database, secretArn, new SecretLoginDataSource(jdbcUrl, () -> secrets.currentLogin(secretArn)));
+  public DataApiFake serve(
+      String database, String secretArn, SecretsManagerFake secrets, String jdbcUrl) {
+    return serve(
+        database,
+        secretArn,
+        new SecretLoginDataSource(jdbcUrl, () -> secrets.currentLogin(secretArn)));
   }
 
   public URI endpoint() {
-    return URI.create("http://" + server.getAddress().getHostString() + ":" + server.getAddress().getPort());
+    return URI.create(
+        "http://" + server.getAddress().getHostString() + ":" + server.getAddress().getPort());
   }
 
   /** Settings that point the adapter at this fake and {@code database}. */
   public DataApiSettings settings(String database) {
-    return DataApiSettings.of(REGION, RESOURCE_ARN, SECRET_ARN, database).withEndpointOverride(endpoint());
+    return DataApiSettings.of(REGION, RESOURCE_ARN, SECRET_ARN, database)
+        .withEndpointOverride(endpoint());
   }
 
   /** As {@link #settings}, with the worker role's secret, as a worker task has. */
   public DataApiSettings workerSettings(String database) {
-    return DataApiSettings.of(REGION, RESOURCE_ARN, WORKER_SECRET_ARN, database).withEndpointOverride(endpoint());
+    return DataApiSettings.of(REGION, RESOURCE_ARN, WORKER_SECRET_ARN, database)
+        .withEndpointOverride(endpoint());
   }
 
   /** A real SDK client, built by the production factory, pointed at this fake. Close it. */
   public RdsDataClient newClient() {
     return DataApiClients.create(
-        settings("unused"), StaticCredentialsProvider.create(AwsBasicCredentials.create("AKIDFAKE", "fake-secret")));
+        settings("unused"),
+        StaticCredentialsProvider.create(AwsBasicCredentials.create("AKIDFAKE", "fake-secret")));
   }
 
   /**
@@ -313,7 +332,8 @@ public final class DataApiFake implements AutoCloseable {
       } catch (ApiError e) {
         reply = Reply.error(e);
       } catch (RuntimeException e) {
-        reply = Reply.error(new ApiError(500, "InternalServerErrorException", "fake failure: " + e));
+        reply =
+            Reply.error(new ApiError(500, "InternalServerErrorException", "fake failure: " + e));
       }
       send(exchange, reply);
     } catch (IOException clientWentAway) {
@@ -324,7 +344,12 @@ public final class DataApiFake implements AutoCloseable {
   private Reply answer(HttpExchange exchange) throws IOException {
     Operation op =
         Operation.ofPath(exchange.getRequestURI().getPath())
-            .orElseThrow(() -> new ApiError(404, "UnknownOperationException", "no operation at " + exchange.getRequestURI()));
+            .orElseThrow(
+                () ->
+                    new ApiError(
+                        404,
+                        "UnknownOperationException",
+                        "no operation at " + exchange.getRequestURI()));
     if (!"POST".equals(exchange.getRequestMethod())) {
       throw new ApiError(405, "MethodNotAllowedException", op.path + " takes POST");
     }
@@ -375,8 +400,11 @@ public final class DataApiFake implements AutoCloseable {
     exchange.getResponseHeaders().set("x-amzn-RequestId", UUID.randomUUID().toString());
     if (reply.errorType != null) {
       // The shape AWS rest-json services answer with; the SDK reads the code from this header.
-      exchange.getResponseHeaders()
-          .set("x-amzn-ErrorType", reply.errorType + ":http://internal.amazon.com/coral/com.amazon.rdsdataservice/");
+      exchange
+          .getResponseHeaders()
+          .set(
+              "x-amzn-ErrorType",
+              reply.errorType + ":http://internal.amazon.com/coral/com.amazon.rdsdataservice/");
     }
     exchange.sendResponseHeaders(reply.status, reply.body.length);
     exchange.getResponseBody().write(reply.body);
@@ -409,7 +437,10 @@ public final class DataApiFake implements AutoCloseable {
 
   private void checkTarget(JsonNode request) {
     if (!RESOURCE_ARN.equals(request.path("resourceArn").asText(null))) {
-      throw new ApiError(400, "BadRequestException", "Invalid resourceArn: " + request.path("resourceArn").asText(""));
+      throw new ApiError(
+          400,
+          "BadRequestException",
+          "Invalid resourceArn: " + request.path("resourceArn").asText(""));
     }
     String secretArn = request.path("secretArn").asText("");
     if (!SECRET_ARN.equals(secretArn) && !databases.containsKey(secretArn)) {
@@ -467,7 +498,8 @@ public final class DataApiFake implements AutoCloseable {
     if (sql == null || sql.isBlank()) {
       throw new ApiError(400, "BadRequestException", "sql is required");
     }
-    if (request.hasNonNull("formatRecordsAs") && !"NONE".equals(request.get("formatRecordsAs").asText())) {
+    if (request.hasNonNull("formatRecordsAs")
+        && !"NONE".equals(request.get("formatRecordsAs").asText())) {
       throw new ApiError(400, "BadRequestException", "the fake does not implement formatRecordsAs");
     }
     boolean withMetadata = request.path("includeResultMetadata").asBoolean(false);
@@ -478,7 +510,8 @@ public final class DataApiFake implements AutoCloseable {
       continueAfterTimeoutCalls.incrementAndGet();
     }
     if (transactionId == null) {
-      return autocommitWithinLimit(dataSource(request), sql, parameters, withMetadata, continueAfterTimeout);
+      return autocommitWithinLimit(
+          dataSource(request), sql, parameters, withMetadata, continueAfterTimeout);
     }
     Tx tx = liveTransaction(transactionId);
     refuseWhileContinuing(tx);
@@ -512,15 +545,21 @@ public final class DataApiFake implements AutoCloseable {
    * statement ends, then usable, or ended if the statement failed.
    */
   private JsonNode autocommitWithinLimit(
-      DataSource ds, String sql, Map<String, JsonNode> parameters, boolean withMetadata, boolean continueAfterTimeout) {
+      DataSource ds,
+      String sql,
+      Map<String, JsonNode> parameters,
+      boolean withMetadata,
+      boolean continueAfterTimeout) {
     AtomicReference<Connection> running = new AtomicReference<>();
-    Future<JsonNode> result = statements.submit(() -> {
-      try (Connection c = ds.getConnection()) {
-        utcSession(c);
-        running.set(c);
-        return run(c, sql, parameters, withMetadata);
-      }
-    });
+    Future<JsonNode> result =
+        statements.submit(
+            () -> {
+              try (Connection c = ds.getConnection()) {
+                utcSession(c);
+                running.set(c);
+                return run(c, sql, parameters, withMetadata);
+              }
+            });
     try {
       return withinLimit(result, running::get, continueAfterTimeout);
     } catch (SQLException e) {
@@ -529,9 +568,14 @@ public final class DataApiFake implements AutoCloseable {
   }
 
   private JsonNode inTransactionWithinLimit(
-      Tx tx, String sql, Map<String, JsonNode> parameters, boolean withMetadata, boolean continueAfterTimeout)
+      Tx tx,
+      String sql,
+      Map<String, JsonNode> parameters,
+      boolean withMetadata,
+      boolean continueAfterTimeout)
       throws SQLException {
-    Future<JsonNode> result = statements.submit(() -> run(tx.connection, sql, parameters, withMetadata));
+    Future<JsonNode> result =
+        statements.submit(() -> run(tx.connection, sql, parameters, withMetadata));
     try {
       return withinLimit(result, () -> tx.connection, continueAfterTimeout);
     } catch (ApiError e) {
@@ -546,7 +590,8 @@ public final class DataApiFake implements AutoCloseable {
     }
   }
 
-  private JsonNode withinLimit(Future<JsonNode> result, Supplier<Connection> connection, boolean continueAfterTimeout)
+  private JsonNode withinLimit(
+      Future<JsonNode> result, Supplier<Connection> connection, boolean continueAfterTimeout)
       throws SQLException {
     try {
       return result.get(statementLimit.toNanos(), TimeUnit.NANOSECONDS);
@@ -603,7 +648,8 @@ public final class DataApiFake implements AutoCloseable {
       statement.get();
     } catch (ExecutionException | InterruptedException | RuntimeException failed) {
       endOnError(tx);
-      throw new ApiError(404, "TransactionNotFoundException", "Transaction " + tx.id + " is not found");
+      throw new ApiError(
+          404, "TransactionNotFoundException", "Transaction " + tx.id + " is not found");
     }
   }
 
@@ -617,11 +663,13 @@ public final class DataApiFake implements AutoCloseable {
     drop(tx);
   }
 
-  private JsonNode run(Connection c, String sql, Map<String, JsonNode> parameters, boolean withMetadata)
+  private JsonNode run(
+      Connection c, String sql, Map<String, JsonNode> parameters, boolean withMetadata)
       throws SQLException {
     FakeSql parsed = FakeSql.parse(sql);
     if (parsed.multipleStatements()) {
-      throw new ApiError(400, "DatabaseErrorException", "Multistatement transactions are not supported");
+      throw new ApiError(
+          400, "DatabaseErrorException", "Multistatement transactions are not supported");
     }
     refuseAmbiguousText(sql);
     try (PreparedStatement ps = c.prepareStatement(parsed.jdbcSql())) {
@@ -629,7 +677,8 @@ public final class DataApiFake implements AutoCloseable {
         String name = parsed.names().get(i);
         JsonNode p = parameters.get(name);
         if (p == null) {
-          throw new ApiError(400, "DatabaseErrorException", "No value specified for parameter: " + name);
+          throw new ApiError(
+              400, "DatabaseErrorException", "No value specified for parameter: " + name);
         }
         bind(ps, i + 1, name, p);
       }
@@ -657,7 +706,9 @@ public final class DataApiFake implements AutoCloseable {
   private static void refuseAmbiguousText(String sql) {
     List<String> problems = AmbiguousSql.problems(sql);
     if (!problems.isEmpty()) {
-      throw new ApiError(400, "BadRequestException",
+      throw new ApiError(
+          400,
+          "BadRequestException",
           "the fake refuses text the Data API's reading of is undocumented: " + problems.get(0));
     }
   }
@@ -673,49 +724,68 @@ public final class DataApiFake implements AutoCloseable {
     for (JsonNode p : list) {
       String name = p.path("name").asText(null);
       if (name == null || byName.put(name, p) != null) {
-        throw new ApiError(400, "BadRequestException", "each parameter needs a name, given once: " + name);
+        throw new ApiError(
+            400, "BadRequestException", "each parameter needs a name, given once: " + name);
       }
     }
     return byName;
   }
 
   /** Binds one parameter the way the Data API types it: by the field's member and its typeHint. */
-  private static void bind(PreparedStatement ps, int index, String name, JsonNode parameter) throws SQLException {
+  private static void bind(PreparedStatement ps, int index, String name, JsonNode parameter)
+      throws SQLException {
     JsonNode value = parameter.path("value");
     if (!value.isObject() || value.size() != 1) {
-      throw new ApiError(400, "BadRequestException", "parameter " + name + ": a Field has exactly one member set");
+      throw new ApiError(
+          400, "BadRequestException", "parameter " + name + ": a Field has exactly one member set");
     }
     String member = value.fieldNames().next();
     JsonNode v = value.get(member);
     String hint = parameter.path("typeHint").asText(null);
     if (hint != null && !member.equals("stringValue")) {
-      throw new ApiError(400, "BadRequestException", "parameter " + name + ": typeHint applies to stringValue only");
+      throw new ApiError(
+          400,
+          "BadRequestException",
+          "parameter " + name + ": typeHint applies to stringValue only");
     }
     switch (member) {
       case "isNull" -> {
         if (!v.asBoolean()) {
-          throw new ApiError(400, "BadRequestException", "parameter " + name + ": isNull must be true");
+          throw new ApiError(
+              400, "BadRequestException", "parameter " + name + ": isNull must be true");
         }
         ps.setNull(index, Types.NULL);
       }
-      case "booleanValue" -> ps.setBoolean(index, requireType(name, v, v.isBoolean()).booleanValue());
-      case "longValue" -> ps.setLong(index, requireType(name, v, v.isIntegralNumber() && v.canConvertToLong()).longValue());
+      case "booleanValue" ->
+          ps.setBoolean(index, requireType(name, v, v.isBoolean()).booleanValue());
+      case "longValue" ->
+          ps.setLong(
+              index,
+              requireType(name, v, v.isIntegralNumber() && v.canConvertToLong()).longValue());
       case "doubleValue" -> ps.setDouble(index, requireType(name, v, v.isNumber()).doubleValue());
-      case "stringValue" -> bindString(ps, index, name, requireType(name, v, v.isTextual()).textValue(), hint);
-      case "blobValue" -> ps.setBytes(index, Base64.getDecoder().decode(requireType(name, v, v.isTextual()).textValue()));
-      case "arrayValue" -> throw new ApiError(400, "BadRequestException", "Array parameters are not supported.");
-      default -> throw new ApiError(400, "BadRequestException", "parameter " + name + ": unknown Field member " + member);
+      case "stringValue" ->
+          bindString(ps, index, name, requireType(name, v, v.isTextual()).textValue(), hint);
+      case "blobValue" ->
+          ps.setBytes(
+              index, Base64.getDecoder().decode(requireType(name, v, v.isTextual()).textValue()));
+      case "arrayValue" ->
+          throw new ApiError(400, "BadRequestException", "Array parameters are not supported.");
+      default ->
+          throw new ApiError(
+              400, "BadRequestException", "parameter " + name + ": unknown Field member " + member);
     }
   }
 
   private static JsonNode requireType(String name, JsonNode v, boolean ok) {
     if (!ok) {
-      throw new ApiError(400, "BadRequestException", "parameter " + name + ": wrong JSON type " + v.getNodeType());
+      throw new ApiError(
+          400, "BadRequestException", "parameter " + name + ": wrong JSON type " + v.getNodeType());
     }
     return v;
   }
 
-  private static void bindString(PreparedStatement ps, int index, String name, String s, String hint) throws SQLException {
+  private static void bindString(
+      PreparedStatement ps, int index, String name, String s, String hint) throws SQLException {
     try {
       if (hint == null) {
         ps.setString(index, s); // a varchar, as the Data API sends an untyped string
@@ -725,7 +795,12 @@ public final class DataApiFake implements AutoCloseable {
         case "TIMESTAMP" -> {
           if (!TIMESTAMP.matcher(s).matches()) {
             throw new ApiError(
-                400, "DatabaseErrorException", "parameter " + name + ": TIMESTAMP must look like YYYY-MM-DD HH:MM:SS[.FFF], got " + s);
+                400,
+                "DatabaseErrorException",
+                "parameter "
+                    + name
+                    + ": TIMESTAMP must look like YYYY-MM-DD HH:MM:SS[.FFF], got "
+                    + s);
           }
           ps.setObject(index, LocalDateTime.parse(s, TIMESTAMP_IN));
         }
@@ -739,10 +814,15 @@ public final class DataApiFake implements AutoCloseable {
           json.setValue(s);
           ps.setObject(index, json);
         }
-        default -> throw new ApiError(400, "BadRequestException", "parameter " + name + ": unknown typeHint " + hint);
+        default ->
+            throw new ApiError(
+                400, "BadRequestException", "parameter " + name + ": unknown typeHint " + hint);
       }
     } catch (DateTimeParseException | IllegalArgumentException e) {
-      throw new ApiError(400, "DatabaseErrorException", "parameter " + name + " is not a valid " + hint + ": " + e.getMessage());
+      throw new ApiError(
+          400,
+          "DatabaseErrorException",
+          "parameter " + name + " is not a valid " + hint + ": " + e.getMessage());
     }
   }
 
@@ -751,12 +831,14 @@ public final class DataApiFake implements AutoCloseable {
       // invalid_authorization_specification / invalid_password: the secret's login was refused.
       return new ApiError(400, "BadRequestException", e.getMessage());
     }
-    return new ApiError(400, "DatabaseErrorException", e.getMessage() + "; SQLState: " + e.getSQLState());
+    return new ApiError(
+        400, "DatabaseErrorException", e.getMessage() + "; SQLState: " + e.getSQLState());
   }
 
   private DataSource dataSource(JsonNode request) {
     String name = request.path("database").asText(null);
-    Map<String, DataSource> ofSecret = databases.getOrDefault(request.path("secretArn").asText(""), Map.of());
+    Map<String, DataSource> ofSecret =
+        databases.getOrDefault(request.path("secretArn").asText(""), Map.of());
     if (name == null && ofSecret.size() == 1) {
       return ofSecret.values().iterator().next();
     }
@@ -770,7 +852,8 @@ public final class DataApiFake implements AutoCloseable {
   private Tx liveTransaction(String id) {
     Tx tx = id == null ? null : transactions.get(id);
     if (tx == null) {
-      throw new ApiError(404, "TransactionNotFoundException", "Transaction " + id + " is not found");
+      throw new ApiError(
+          404, "TransactionNotFoundException", "Transaction " + id + " is not found");
     }
     return tx;
   }
@@ -798,7 +881,10 @@ public final class DataApiFake implements AutoCloseable {
     }
   }
 
-  /** Aurora sessions run in UTC; the driver tracks the server's TimeZone, so this rarely costs a trip. */
+  /**
+   * Aurora sessions run in UTC; the driver tracks the server's TimeZone, so this rarely costs a
+   * trip.
+   */
   private static void utcSession(Connection c) throws SQLException {
     if ("UTC".equals(c.unwrap(PGConnection.class).getParameterStatus("TimeZone"))) {
       return;

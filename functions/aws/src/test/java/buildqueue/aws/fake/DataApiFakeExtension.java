@@ -13,8 +13,10 @@ import software.amazon.awssdk.services.rdsdata.RdsDataClient;
  * Hands tests a {@link DataApiFake} and a real SDK client pointed at it, one pair per test class.
  * Each test starts with no faults and zeroed counters, and fails if it left a transaction open.
  */
-public final class DataApiFakeExtension implements ParameterResolver, BeforeEachCallback, AfterEachCallback {
-  private static final ExtensionContext.Namespace NS = ExtensionContext.Namespace.create(DataApiFakeExtension.class);
+public final class DataApiFakeExtension
+    implements ParameterResolver, BeforeEachCallback, AfterEachCallback {
+  private static final ExtensionContext.Namespace NS =
+      ExtensionContext.Namespace.create(DataApiFakeExtension.class);
 
   @Override
   public boolean supportsParameter(ParameterContext p, ExtensionContext e) {
@@ -38,13 +40,20 @@ public final class DataApiFakeExtension implements ParameterResolver, BeforeEach
   @Override
   public void afterEach(ExtensionContext e) {
     if (e.getExecutionException().isEmpty()) {
-      assertThat(fixture(e).fake.openTransactions()).as("transactions left open on the Data API fake").isZero();
+      assertThat(fixture(e).fake.openTransactions())
+          .as("transactions left open on the Data API fake")
+          .isZero();
     }
   }
 
   private static Fixture fixture(ExtensionContext e) {
-    ExtensionContext classContext = e.getTestClass().isPresent() && e.getTestMethod().isPresent() ? e.getParent().orElseThrow() : e;
-    return classContext.getStore(NS).getOrComputeIfAbsent("fixture", k -> new Fixture(), Fixture.class);
+    ExtensionContext classContext =
+        e.getTestClass().isPresent() && e.getTestMethod().isPresent()
+            ? e.getParent().orElseThrow()
+            : e;
+    return classContext
+        .getStore(NS)
+        .getOrComputeIfAbsent("fixture", k -> new Fixture(), Fixture.class);
   }
 
   /** Closed by JUnit with the class's store. */

@@ -44,10 +44,13 @@ public final class DataApiTestAdapter implements TestAdapter {
     final RdsDataClient client = fake.newClient();
 
     private Shared() {
-      Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-        client.close();
-        fake.close();
-      }));
+      Runtime.getRuntime()
+          .addShutdownHook(
+              new Thread(
+                  () -> {
+                    client.close();
+                    fake.close();
+                  }));
     }
   }
 }

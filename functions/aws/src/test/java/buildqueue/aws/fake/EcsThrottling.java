@@ -13,8 +13,8 @@ import java.util.List;
  * ThrottlingException} "Rate exceeded" (HTTP 400) and the request does nothing. A bucket refills
  * continuously at its sustained rate up to its burst size.
  *
- * <p>The rates, from the Amazon ECS API Reference, "Request throttling for the Amazon ECS API"
- * (per account, per Region), and the Amazon ECS Developer Guide, "AWS Fargate throttling quotas":
+ * <p>The rates, from the Amazon ECS API Reference, "Request throttling for the Amazon ECS API" (per
+ * account, per Region), and the Amazon ECS Developer Guide, "AWS Fargate throttling quotas":
  *
  * <ul>
  *   <li>Cluster resource modify actions ({@code RunTask}, {@code StartTask}, {@code StopTask}, …):
@@ -22,8 +22,8 @@ import java.util.List;
  *   <li>Cluster resource read actions ({@code DescribeTasks}, {@code ListTasks}, …): burst 100,
  *       sustained 20 a second.
  *   <li>Fargate additionally throttles {@code RunTask} calls: 20 a second, "burst and sustained".
- *   <li>Fargate task launches (each task a call starts, up to 10 a call): burst 100, sustained 20
- *       a second (the On-Demand resource rate quota).
+ *   <li>Fargate task launches (each task a call starts, up to 10 a call): burst 100, sustained 20 a
+ *       second (the On-Demand resource rate quota).
  * </ul>
  *
  * What AWS does not document, and the fake chooses: that refill is continuous rather than once a
@@ -44,9 +44,11 @@ final class EcsThrottling {
    * the read bucket.
    */
   static CallRates paced() {
-    List<Bucket.Rate> changes = List.of(CLUSTER_RESOURCE_MODIFY, FARGATE_RUN_TASK, FARGATE_LAUNCHES);
+    List<Bucket.Rate> changes =
+        List.of(CLUSTER_RESOURCE_MODIFY, FARGATE_RUN_TASK, FARGATE_LAUNCHES);
     return new CallRates(
-        new CallRates.Rate(changes.stream().mapToInt(Bucket.Rate::burst).min().orElseThrow(),
+        new CallRates.Rate(
+            changes.stream().mapToInt(Bucket.Rate::burst).min().orElseThrow(),
             changes.stream().mapToInt(Bucket.Rate::perSecond).min().orElseThrow()),
         new CallRates.Rate(CLUSTER_RESOURCE_READ.burst(), CLUSTER_RESOURCE_READ.perSecond()));
   }

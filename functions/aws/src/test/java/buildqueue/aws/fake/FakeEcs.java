@@ -51,26 +51,27 @@ import software.amazon.awssdk.services.ecs.EcsClient;
  * {@code MISSING} for unknown ones, 255 characters of StopTask reason.
  *
  * <p>RunTask's {@code clientToken} lives as long as ECS keeps it: the lesser of 24 hours and the
- * task's lifetime plus one hour, and a repeat within it replays the first answer, {@code failures[]}
- * included ({@link #tokenExpiresAt}). Requests are throttled by ECS's documented token buckets
- * ({@link EcsThrottling}). Both run on the fake's clock ({@link #useClock}), so tests can move time
- * instead of waiting for it.
+ * task's lifetime plus one hour, and a repeat within it replays the first answer, {@code
+ * failures[]} included ({@link #tokenExpiresAt}). Requests are throttled by ECS's documented token
+ * buckets ({@link EcsThrottling}). Both run on the fake's clock ({@link #useClock}), so tests can
+ * move time instead of waiting for it.
  *
  * <p>Tests can read every request as received ({@link #requests(Operation)}), move tasks between
  * statuses ({@link #setLastStatus}, {@link #stopTask}, {@link #forget}), and script answers per
  * operation ({@link #answer}, {@link #answerAlways}): a {@code failures[]} entry, an error with a
  * status, a late answer, a dropped connection, either before or after the operation took effect.
  *
- * <p>Task definitions have revisions, as in ECS: {@value #TASK_DEFINITION} revision 1 with container
- * {@value #CONTAINER} is registered; {@link #registerTaskDefinition} adds families and {@link
- * #registerRevision} revisions, {@link #deregister} makes one INACTIVE. RunTask takes a family (its
- * latest ACTIVE revision), {@code family:revision} or the full ARN, and refuses an INACTIVE revision
- * with {@code InvalidParameterException} "TaskDefinition is inactive", the answer RunTask gave after
- * a deploy replaced a revision (DefangLabs/defang#775); an unknown one with {@code ClientException}
- * "TaskDefinition not found.". A deploy's other windows: {@link #denyRunTaskUntil} answers every
- * RunTask with IAM's {@code AccessDeniedException} until a time on the fake's clock (IAM decides
- * before ECS looks at anything, client token included), and {@link #withoutServiceLinkedRole} answers
- * as an account whose ECS service-linked role does not exist yet.
+ * <p>Task definitions have revisions, as in ECS: {@value #TASK_DEFINITION} revision 1 with
+ * container {@value #CONTAINER} is registered; {@link #registerTaskDefinition} adds families and
+ * {@link #registerRevision} revisions, {@link #deregister} makes one INACTIVE. RunTask takes a
+ * family (its latest ACTIVE revision), {@code family:revision} or the full ARN, and refuses an
+ * INACTIVE revision with {@code InvalidParameterException} "TaskDefinition is inactive", the answer
+ * RunTask gave after a deploy replaced a revision (DefangLabs/defang#775); an unknown one with
+ * {@code ClientException} "TaskDefinition not found.". A deploy's other windows: {@link
+ * #denyRunTaskUntil} answers every RunTask with IAM's {@code AccessDeniedException} until a time on
+ * the fake's clock (IAM decides before ECS looks at anything, client token included), and {@link
+ * #withoutServiceLinkedRole} answers as an account whose ECS service-linked role does not exist
+ * yet.
  */
 public final class FakeEcs implements AutoCloseable {
   public static final String REGION = "eu-west-1";
@@ -110,7 +111,8 @@ public final class FakeEcs implements AutoCloseable {
   }
 
   /** One request as received: target header, all headers (lower-case names) and parsed body. */
-  public record Request(String target, Operation operation, Map<String, List<String>> headers, JsonNode body) {
+  public record Request(
+      String target, Operation operation, Map<String, List<String>> headers, JsonNode body) {
     public String header(String name) {
       List<String> v = headers.get(name.toLowerCase(Locale.ROOT));
       return v == null || v.isEmpty() ? null : v.get(0);
@@ -127,7 +129,13 @@ public final class FakeEcs implements AutoCloseable {
 
   /** How the fake answers one request. */
   public static final class Answer {
-    enum Kind { NORMAL, FAILURE, ERROR, DELAY, DROP }
+    enum Kind {
+      NORMAL,
+      FAILURE,
+      ERROR,
+      DELAY,
+      DROP
+    }
 
     final Kind kind;
     final String failureReason;
@@ -138,8 +146,15 @@ public final class FakeEcs implements AutoCloseable {
     final Duration delay;
     final boolean afterWork;
 
-    private Answer(Kind kind, String failureReason, String failureDetail, int status, String errorType,
-        String errorMessage, Duration delay, boolean afterWork) {
+    private Answer(
+        Kind kind,
+        String failureReason,
+        String failureDetail,
+        int status,
+        String errorType,
+        String errorMessage,
+        Duration delay,
+        boolean afterWork) {
       this.kind = kind;
       this.failureReason = failureReason;
       this.failureDetail = failureDetail;
@@ -155,7 +170,10 @@ public final class FakeEcs implements AutoCloseable {
       return new Answer(Kind.NORMAL, null, null, 200, null, null, null, false);
     }
 
-    /** RunTask only: HTTP 200 with no task and one {@code failures[]} entry (no arn, as Fargate sends). */
+    /**
+     * RunTask only: HTTP 200 with no task and one {@code failures[]} entry (no arn, as Fargate
+     * sends).
+     */
     public static Answer failure(String reason) {
       return failure(reason, null);
     }
@@ -164,7 +182,9 @@ public final class FakeEcs implements AutoCloseable {
       return new Answer(Kind.FAILURE, reason, detail, 200, null, null, null, false);
     }
 
-    /** An error answer, e.g. {@code error(400, "ClientException", "...")}; nothing happens first. */
+    /**
+     * An error answer, e.g. {@code error(400, "ClientException", "...")}; nothing happens first.
+     */
     public static Answer error(int status, String type, String message) {
       return new Answer(Kind.ERROR, null, null, status, type, message, null, false);
     }
@@ -186,7 +206,9 @@ public final class FakeEcs implements AutoCloseable {
      * AllenInstitute/neuron_morphology#155); nothing is created.
      */
     public static Answer requestLimitExceeded() {
-      return error(400, "InvalidParameterException",
+      return error(
+          400,
+          "InvalidParameterException",
           "Error retrieving security group information for [sg-0ccc]: Request limit exceeded. (ErrorCode: RequestLimitExceeded)");
     }
 
@@ -202,14 +224,23 @@ public final class FakeEcs implements AutoCloseable {
 
     /** The same answer, given after the operation took effect (a task started, a task stopped). */
     public Answer afterWork() {
-      return new Answer(kind, failureReason, failureDetail, status, errorType, errorMessage, delay, true);
+      return new Answer(
+          kind, failureReason, failureDetail, status, errorType, errorMessage, delay, true);
     }
   }
 
   /** A task as the fake holds it, copied out for assertions. */
   public record TaskView(
-      String arn, String cluster, String taskDefinitionArn, String lastStatus, String desiredStatus,
-      String startedBy, String clientToken, JsonNode overrides, String stopCode, String stoppedReason,
+      String arn,
+      String cluster,
+      String taskDefinitionArn,
+      String lastStatus,
+      String desiredStatus,
+      String startedBy,
+      String clientToken,
+      JsonNode overrides,
+      String stopCode,
+      String stoppedReason,
       long version) {
 
     /** The environment overrides of one container, in order. */
@@ -217,7 +248,8 @@ public final class FakeEcs implements AutoCloseable {
       Map<String, String> env = new LinkedHashMap<>();
       for (JsonNode c : overrides.path("containerOverrides")) {
         if (container.equals(c.path("name").asText())) {
-          c.path("environment").forEach(e -> env.put(e.path("name").asText(), e.path("value").asText()));
+          c.path("environment")
+              .forEach(e -> env.put(e.path("name").asText(), e.path("value").asText()));
         }
       }
       return env;
@@ -234,8 +266,10 @@ public final class FakeEcs implements AutoCloseable {
   private final Map<String, FakeTask> tasks = new LinkedHashMap<>();
   private final Map<String, TokenUse> tokens = new HashMap<>();
   private final Map<String, String> containerByFamily = new HashMap<>();
+
   /** Each family's revisions in order (revision n at index n - 1): true while ACTIVE. */
   private final Map<String, List<Boolean>> revisions = new HashMap<>();
+
   private Instant deniedUntil;
   private boolean serviceLinkedRole = true;
   private final AtomicLong taskCounter = new AtomicLong();
@@ -244,8 +278,8 @@ public final class FakeEcs implements AutoCloseable {
   private final EcsThrottling throttling = new EcsThrottling();
 
   /**
-   * The request rates this fake enforces ({@link EcsThrottling}), as a client that starts one
-   * task a call must pace itself to stay under them: what the queue's tick should be told.
+   * The request rates this fake enforces ({@link EcsThrottling}), as a client that starts one task
+   * a call must pace itself to stay under them: what the queue's tick should be told.
    */
   public static buildqueue.platform.CallRates enforcedRates() {
     return EcsThrottling.paced();
@@ -253,11 +287,13 @@ public final class FakeEcs implements AutoCloseable {
 
   private FakeEcs() throws IOException {
     server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 0);
-    executor = Executors.newCachedThreadPool(r -> {
-      Thread t = new Thread(r, "fake-ecs");
-      t.setDaemon(true);
-      return t;
-    });
+    executor =
+        Executors.newCachedThreadPool(
+            r -> {
+              Thread t = new Thread(r, "fake-ecs");
+              t.setDaemon(true);
+              return t;
+            });
     server.setExecutor(executor);
     server.createContext("/", this::handle);
     containerByFamily.put(TASK_DEFINITION, CONTAINER);
@@ -275,7 +311,8 @@ public final class FakeEcs implements AutoCloseable {
 
   /** Where the SDK client should send its requests ({@code endpointOverride}). */
   public URI endpoint() {
-    return URI.create("http://" + server.getAddress().getHostString() + ":" + server.getAddress().getPort());
+    return URI.create(
+        "http://" + server.getAddress().getHostString() + ":" + server.getAddress().getPort());
   }
 
   /**
@@ -295,8 +332,10 @@ public final class FakeEcs implements AutoCloseable {
   }
 
   public EcsClient newClient(EcsClients.Settings settings) {
-    return EcsClients.create(settings,
-        StaticCredentialsProvider.create(AwsBasicCredentials.create("AKIAFAKEFAKEFAKE", "fake-secret-key")));
+    return EcsClients.create(
+        settings,
+        StaticCredentialsProvider.create(
+            AwsBasicCredentials.create("AKIAFAKEFAKEFAKE", "fake-secret-key")));
   }
 
   /** A cluster's ARN in the fake's account and region. */
@@ -306,13 +345,18 @@ public final class FakeEcs implements AutoCloseable {
 
   // ---- scripting --------------------------------------------------------------------------
 
-  /** The next requests of {@code operation} get these answers, one each, in order; then normal ones. */
+  /**
+   * The next requests of {@code operation} get these answers, one each, in order; then normal ones.
+   */
   public synchronized FakeEcs answer(Operation operation, Answer... next) {
     scripted.computeIfAbsent(operation, o -> new ArrayDeque<>()).addAll(List.of(next));
     return this;
   }
 
-  /** Every request of {@code operation} gets this answer (after scripted ones) until {@link #answerNormally}. */
+  /**
+   * Every request of {@code operation} gets this answer (after scripted ones) until {@link
+   * #answerNormally}.
+   */
   public synchronized FakeEcs answerAlways(Operation operation, Answer answer) {
     always.put(operation, answer);
     return this;
@@ -327,21 +371,30 @@ public final class FakeEcs implements AutoCloseable {
     return this;
   }
 
-  /** Adds a task definition family (revision 1, ACTIVE) and its container (the default one is always there). */
+  /**
+   * Adds a task definition family (revision 1, ACTIVE) and its container (the default one is always
+   * there).
+   */
   public synchronized FakeEcs registerTaskDefinition(String family, String container) {
     containerByFamily.put(family, container);
     revisions.computeIfAbsent(family, f -> new ArrayList<>(List.of(true)));
     return this;
   }
 
-  /** Registers the family's next revision, ACTIVE, as a deploy that changes the task definition does; its number. */
+  /**
+   * Registers the family's next revision, ACTIVE, as a deploy that changes the task definition
+   * does; its number.
+   */
   public synchronized int registerRevision(String family) {
     List<Boolean> of = revisionsOrFail(family);
     of.add(true);
     return of.size();
   }
 
-  /** Deregisters a revision: it is INACTIVE from now on (ECS may take up to 10 minutes; the fake does it at once). */
+  /**
+   * Deregisters a revision: it is INACTIVE from now on (ECS may take up to 10 minutes; the fake
+   * does it at once).
+   */
   public synchronized FakeEcs deregister(String family, int revision) {
     List<Boolean> of = revisionsOrFail(family);
     if (revision < 1 || revision > of.size()) {
@@ -368,8 +421,8 @@ public final class FakeEcs implements AutoCloseable {
    * IAM denies every RunTask until {@code until} on the fake's clock (exclusive), as while a
    * deploy's rewritten policy has not yet reached the caller: {@code AccessDeniedException}, HTTP
    * 400, worded as IAM words it, naming the revision the request resolved to (ECS resolves the
-   * revision before authorizing, since March 2024). Nothing else happens: no task, the client
-   * token not even looked at. Null ends the window.
+   * revision before authorizing, since March 2024). Nothing else happens: no task, the client token
+   * not even looked at. Null ends the window.
    */
   public synchronized FakeEcs denyRunTaskUntil(Instant until) {
     deniedUntil = until;
@@ -378,8 +431,8 @@ public final class FakeEcs implements AutoCloseable {
 
   /**
    * The account has no ECS service-linked role (a fresh account): RunTask answers {@code
-   * InvalidParameterException} "Unable to assume the service linked role. Please verify that the ECS
-   * service linked role exists." until {@link #createServiceLinkedRole}.
+   * InvalidParameterException} "Unable to assume the service linked role. Please verify that the
+   * ECS service linked role exists." until {@link #createServiceLinkedRole}.
    */
   public synchronized FakeEcs withoutServiceLinkedRole() {
     serviceLinkedRole = false;
@@ -463,8 +516,12 @@ public final class FakeEcs implements AutoCloseable {
     t.version++;
   }
 
-  /** The task stops as ECS reports it: stop code, stopped reason, the container's exit code and reason. */
-  public synchronized void stopTask(String arn, String stopCode, String stoppedReason, Integer exitCode, String containerReason) {
+  /**
+   * The task stops as ECS reports it: stop code, stopped reason, the container's exit code and
+   * reason.
+   */
+  public synchronized void stopTask(
+      String arn, String stopCode, String stoppedReason, Integer exitCode, String containerReason) {
     FakeTask t = taskOrFail(arn);
     t.lastStatus = "STOPPED";
     t.desiredStatus = "STOPPED";
@@ -476,7 +533,9 @@ public final class FakeEcs implements AutoCloseable {
     t.version++;
   }
 
-  /** ECS forgets the task (as it does about an hour after it stopped): DescribeTasks says MISSING. */
+  /**
+   * ECS forgets the task (as it does about an hour after it stopped): DescribeTasks says MISSING.
+   */
   public synchronized void forget(String arn) {
     taskOrFail(arn).forgotten = true;
   }
@@ -504,7 +563,9 @@ public final class FakeEcs implements AutoCloseable {
         raw = in.readAllBytes();
       }
       Map<String, List<String>> headers = new LinkedHashMap<>();
-      exchange.getRequestHeaders().forEach((k, v) -> headers.put(k.toLowerCase(Locale.ROOT), List.copyOf(v)));
+      exchange
+          .getRequestHeaders()
+          .forEach((k, v) -> headers.put(k.toLowerCase(Locale.ROOT), List.copyOf(v)));
       String target = exchange.getRequestHeaders().getFirst("X-Amz-Target");
       Operation op = Operation.ofTarget(target);
       JsonNode body;
@@ -522,7 +583,11 @@ public final class FakeEcs implements AutoCloseable {
       }
       String contentType = exchange.getRequestHeaders().getFirst("Content-Type");
       if (contentType == null || !contentType.startsWith(CONTENT_TYPE)) {
-        send(exchange, op, 400, error("SerializationException", "expected content type " + CONTENT_TYPE));
+        send(
+            exchange,
+            op,
+            400,
+            error("SerializationException", "expected content type " + CONTENT_TYPE));
         return;
       }
       if (!throttling.admit(op, body, now())) {
@@ -541,7 +606,8 @@ public final class FakeEcs implements AutoCloseable {
     return always.getOrDefault(op, Answer.normal());
   }
 
-  private void answer(HttpExchange exchange, Operation op, JsonNode body, Answer answer) throws IOException {
+  private void answer(HttpExchange exchange, Operation op, JsonNode body, Answer answer)
+      throws IOException {
     if (!answer.afterWork) {
       switch (answer.kind) {
         case ERROR:
@@ -585,7 +651,8 @@ public final class FakeEcs implements AutoCloseable {
     }
   }
 
-  private void send(HttpExchange exchange, Operation op, int status, ObjectNode body) throws IOException {
+  private void send(HttpExchange exchange, Operation op, int status, ObjectNode body)
+      throws IOException {
     replies.add(new Reply(op, status, body.deepCopy()));
     byte[] bytes = json.writeValueAsBytes(body);
     exchange.getResponseHeaders().set("Content-Type", CONTENT_TYPE);
@@ -647,20 +714,24 @@ public final class FakeEcs implements AutoCloseable {
 
   // ---- operations -------------------------------------------------------------------------
 
-  /** A client token's first answer: the tasks it started, or the {@code failures[]} answer it got. */
-  private record TokenUse(JsonNode parameters, List<String> taskArns, ObjectNode failures, Instant firstUse) {}
+  /**
+   * A client token's first answer: the tasks it started, or the {@code failures[]} answer it got.
+   */
+  private record TokenUse(
+      JsonNode parameters, List<String> taskArns, ObjectNode failures, Instant firstUse) {}
 
   /** How long ECS keeps a RunTask client token at most, whatever its task does. */
   static final Duration TOKEN_MAX_LIFETIME = Duration.ofHours(24);
+
   /** How long ECS keeps a client token after its task's lifetime ended. */
   static final Duration TOKEN_AFTER_TASK = Duration.ofHours(1);
 
   /**
-   * When ECS forgets a client token: "the lesser of 24 hours and the task's lifetime plus one
-   * hour" (ECS API Reference, Ensuring idempotency, RunTask), read here as: 24 h
-   * after its first use, or one hour after the last of its tasks stopped, whichever comes first.
-   * A token whose answer was {@code failures[]} started no task; AWS does not say how long such a
-   * token lives, and the fake gives it one hour (a task lifetime of zero plus one hour).
+   * When ECS forgets a client token: "the lesser of 24 hours and the task's lifetime plus one hour"
+   * (ECS API Reference, Ensuring idempotency, RunTask), read here as: 24 h after its first use, or
+   * one hour after the last of its tasks stopped, whichever comes first. A token whose answer was
+   * {@code failures[]} started no task; AWS does not say how long such a token lives, and the fake
+   * gives it one hour (a task lifetime of zero plus one hour).
    */
   private Instant tokenExpiresAt(TokenUse use) {
     Instant cap = use.firstUse().plus(TOKEN_MAX_LIFETIME);
@@ -699,7 +770,9 @@ public final class FakeEcs implements AutoCloseable {
   private synchronized ObjectNode rememberFailures(JsonNode body, ObjectNode answer) {
     String token = body.path("clientToken").asText(null);
     if (token != null && liveToken(tokenKey(body, token)) == null) {
-      tokens.put(tokenKey(body, token), new TokenUse(parametersOf(body), List.of(), answer.deepCopy(), now()));
+      tokens.put(
+          tokenKey(body, token),
+          new TokenUse(parametersOf(body), List.of(), answer.deepCopy(), now()));
     }
     return answer;
   }
@@ -727,59 +800,82 @@ public final class FakeEcs implements AutoCloseable {
       throw refuse("ClientException", "TaskDefinition not found.");
     }
     if (deniedUntil != null && now().isBefore(deniedUntil)) {
-      throw new Refusal(400, error("AccessDeniedException",
-          "User: arn:aws:sts::" + ACCOUNT + ":assumed-role/buildqueue-tick-role/buildqueue-tick is not authorized to"
-              + " perform: ecs:RunTask on resource: " + taskDefinitionArn(family, revision)
-              + " because no identity-based policy allows the ecs:RunTask action"));
+      throw new Refusal(
+          400,
+          error(
+              "AccessDeniedException",
+              "User: arn:aws:sts::"
+                  + ACCOUNT
+                  + ":assumed-role/buildqueue-tick-role/buildqueue-tick is not authorized to"
+                  + " perform: ecs:RunTask on resource: "
+                  + taskDefinitionArn(family, revision)
+                  + " because no identity-based policy allows the ecs:RunTask action"));
     }
     if (!revisions.get(family).get(revision - 1)) {
       throw refuse("InvalidParameterException", "TaskDefinition is inactive");
     }
     if (!serviceLinkedRole) {
-      throw refuse("InvalidParameterException",
+      throw refuse(
+          "InvalidParameterException",
           "Unable to assume the service linked role. Please verify that the ECS service linked role exists.");
     }
     int count = body.path("count").asInt(1);
     if (count < 1 || count > MAX_COUNT) {
       throw refuse("InvalidParameterException", "count must be between 1 and " + MAX_COUNT + ".");
     }
-    JsonNode subnets = body.path("networkConfiguration").path("awsvpcConfiguration").path("subnets");
+    JsonNode subnets =
+        body.path("networkConfiguration").path("awsvpcConfiguration").path("subnets");
     if (!subnets.isArray() || subnets.isEmpty()) {
-      throw refuse("InvalidParameterException",
+      throw refuse(
+          "InvalidParameterException",
           "Network Configuration must be provided when networkMode 'awsvpc' is specified.");
     }
     String token = body.path("clientToken").asText(null);
-    if (token != null && (token.isEmpty() || token.length() > MAX_TOKEN
-        || !token.chars().allMatch(ch -> ch >= 33 && ch <= 126))) {
-      throw refuse("InvalidParameterException",
+    if (token != null
+        && (token.isEmpty()
+            || token.length() > MAX_TOKEN
+            || !token.chars().allMatch(ch -> ch >= 33 && ch <= 126))) {
+      throw refuse(
+          "InvalidParameterException",
           "clientToken must be 1 to " + MAX_TOKEN + " ASCII characters in the range 33-126.");
     }
     String startedBy = body.path("startedBy").asText(null);
     if (startedBy != null && !STARTED_BY.matcher(startedBy).matches()) {
-      throw refuse("InvalidParameterException", "startedBy must be up to 128 letters, numbers, hyphens, slashes and underscores.");
+      throw refuse(
+          "InvalidParameterException",
+          "startedBy must be up to 128 letters, numbers, hyphens, slashes and underscores.");
     }
     JsonNode overrides = body.path("overrides");
     if (overrides.isMissingNode()) {
       overrides = json.createObjectNode();
     }
     if (overrides.toString().length() > MAX_OVERRIDES) {
-      throw refuse("InvalidParameterException", "Container Overrides length must be at most " + MAX_OVERRIDES);
+      throw refuse(
+          "InvalidParameterException",
+          "Container Overrides length must be at most " + MAX_OVERRIDES);
     }
     for (JsonNode c : overrides.path("containerOverrides")) {
       if (!container.equals(c.path("name").asText())) {
-        throw refuse("InvalidParameterException",
-            "Override for container named " + c.path("name").asText() + " is not a container in the TaskDefinition.");
+        throw refuse(
+            "InvalidParameterException",
+            "Override for container named "
+                + c.path("name").asText()
+                + " is not a container in the TaskDefinition.");
       }
     }
     ObjectNode parameters = parametersOf(body);
     if (token != null) {
       TokenUse used = liveToken(tokenKey(body, token));
       if (used != null && used.parameters().equals(parameters)) {
-        return used.failures() != null ? used.failures().deepCopy() : tasksResponse(used.taskArns());
+        return used.failures() != null
+            ? used.failures().deepCopy()
+            : tasksResponse(used.taskArns());
       }
       if (used != null) {
-        ObjectNode conflict = error("ConflictException",
-            "The specified client token has already been used in a request with different parameters.");
+        ObjectNode conflict =
+            error(
+                "ConflictException",
+                "The specified client token has already been used in a request with different parameters.");
         ArrayNode ids = conflict.putArray("resourceIds");
         used.taskArns().forEach(ids::add);
         throw new Refusal(400, conflict);
@@ -813,7 +909,9 @@ public final class FakeEcs implements AutoCloseable {
       throw refuse("InvalidParameterException", "Tasks cannot be empty.");
     }
     if (ids.size() > MAX_DESCRIBE) {
-      throw refuse("InvalidParameterException", "Tasks cannot have more than " + MAX_DESCRIBE + " elements.");
+      throw refuse(
+          "InvalidParameterException",
+          "Tasks cannot have more than " + MAX_DESCRIBE + " elements.");
     }
     ObjectNode r = json.createObjectNode();
     ArrayNode found = r.putArray("tasks");
@@ -837,7 +935,9 @@ public final class FakeEcs implements AutoCloseable {
     }
     String reason = body.path("reason").asText(null);
     if (reason != null && reason.length() > MAX_STOP_REASON) {
-      throw refuse("InvalidParameterException", "reason must be at most " + MAX_STOP_REASON + " characters.");
+      throw refuse(
+          "InvalidParameterException",
+          "reason must be at most " + MAX_STOP_REASON + " characters.");
     }
     if (!"STOPPED".equals(t.lastStatus)) {
       stopTask(t.arn, "UserInitiated", reason == null ? "Task stopped by user" : reason, 143, null);
@@ -849,19 +949,32 @@ public final class FakeEcs implements AutoCloseable {
 
   private FakeTask find(String cluster, String id) {
     for (FakeTask t : tasks.values()) {
-      if (!t.forgotten && t.cluster.equals(cluster) && (t.arn.equals(id) || t.arn.endsWith("/" + id))) {
+      if (!t.forgotten
+          && t.cluster.equals(cluster)
+          && (t.arn.equals(id) || t.arn.endsWith("/" + id))) {
         return t;
       }
     }
     return null;
   }
 
-  private FakeTask newTask(String cluster, String family, int revision, String token, String startedBy,
+  private FakeTask newTask(
+      String cluster,
+      String family,
+      int revision,
+      String token,
+      String startedBy,
       JsonNode overrides) {
     String id = String.format("%032x", taskCounter.incrementAndGet());
-    FakeTask t = new FakeTask(
-        "arn:aws:ecs:" + REGION + ":" + ACCOUNT + ":task/" + cluster + "/" + id, cluster, family, revision, token,
-        startedBy, overrides.deepCopy());
+    FakeTask t =
+        new FakeTask(
+            "arn:aws:ecs:" + REGION + ":" + ACCOUNT + ":task/" + cluster + "/" + id,
+            cluster,
+            family,
+            revision,
+            token,
+            startedBy,
+            overrides.deepCopy());
     t.lastStatus = initialStatus;
     tasks.put(t.arn, t);
     return t;
@@ -926,7 +1039,13 @@ public final class FakeEcs implements AutoCloseable {
     long version = 1;
     boolean forgotten;
 
-    FakeTask(String arn, String cluster, String family, int revision, String clientToken, String startedBy,
+    FakeTask(
+        String arn,
+        String cluster,
+        String family,
+        int revision,
+        String clientToken,
+        String startedBy,
         JsonNode overrides) {
       this.arn = arn;
       this.cluster = cluster;
@@ -942,8 +1061,18 @@ public final class FakeEcs implements AutoCloseable {
     }
 
     TaskView view() {
-      return new TaskView(arn, cluster, taskDefinitionArn(), lastStatus, desiredStatus, startedBy, clientToken,
-          overrides.deepCopy(), stopCode, stoppedReason, version);
+      return new TaskView(
+          arn,
+          cluster,
+          taskDefinitionArn(),
+          lastStatus,
+          desiredStatus,
+          startedBy,
+          clientToken,
+          overrides.deepCopy(),
+          stopCode,
+          stoppedReason,
+          version);
     }
 
     ObjectNode toJson() {
@@ -978,11 +1107,25 @@ public final class FakeEcs implements AutoCloseable {
       boolean failedToStart = "TaskFailedToStart".equals(stopCode);
       if (!failedToStart) {
         ObjectNode c = containers.addObject();
-        c.put("containerArn", "arn:aws:ecs:" + REGION + ":" + ACCOUNT + ":container/" + cluster + "/"
-            + arn.substring(arn.lastIndexOf('/') + 1) + "/" + UUID.nameUUIDFromBytes(arn.getBytes(StandardCharsets.UTF_8)));
+        c.put(
+            "containerArn",
+            "arn:aws:ecs:"
+                + REGION
+                + ":"
+                + ACCOUNT
+                + ":container/"
+                + cluster
+                + "/"
+                + arn.substring(arn.lastIndexOf('/') + 1)
+                + "/"
+                + UUID.nameUUIDFromBytes(arn.getBytes(StandardCharsets.UTF_8)));
         c.put("taskArn", arn);
         c.put("name", containerByFamily.getOrDefault(family, CONTAINER));
-        c.put("lastStatus", "STOPPED".equals(lastStatus) ? "STOPPED" : "RUNNING".equals(lastStatus) ? "RUNNING" : "PENDING");
+        c.put(
+            "lastStatus",
+            "STOPPED".equals(lastStatus)
+                ? "STOPPED"
+                : "RUNNING".equals(lastStatus) ? "RUNNING" : "PENDING");
         if (exitCode != null) {
           c.put("exitCode", exitCode);
         }

@@ -61,7 +61,8 @@ class FakeEcsTest {
     FakeEcs.Request r = fake.requests(RUN_TASK).get(0);
     assertThat(r.header("X-Amz-Target")).isEqualTo(FakeEcs.TARGET_PREFIX + "RunTask");
     assertThat(r.header("Content-Type")).isEqualTo(FakeEcs.CONTENT_TYPE);
-    assertThat(r.header("Authorization")).startsWith("AWS4-HMAC-SHA256 Credential=AKIAFAKEFAKEFAKE/")
+    assertThat(r.header("Authorization"))
+        .startsWith("AWS4-HMAC-SHA256 Credential=AKIAFAKEFAKEFAKE/")
         .contains("/eu-west-1/ecs/aws4_request");
   }
 
@@ -83,10 +84,12 @@ class FakeEcsTest {
     String arn = ecs.runTask(runTask("t1").build()).tasks().get(0).taskArn();
 
     assertThatThrownBy(() -> ecs.runTask(runTask("t1").startedBy("someone-else").build()))
-        .isInstanceOfSatisfying(ConflictException.class, e -> {
-          assertThat(e.statusCode()).isEqualTo(400);
-          assertThat(e.resourceIds()).containsExactly(arn);
-        });
+        .isInstanceOfSatisfying(
+            ConflictException.class,
+            e -> {
+              assertThat(e.statusCode()).isEqualTo(400);
+              assertThat(e.resourceIds()).containsExactly(arn);
+            });
     assertThat(ecs.runTask(runTask("t1").build()).tasks().get(0).taskArn()).isEqualTo(arn);
     assertThat(fake.tasks()).hasSize(1);
   }
@@ -114,7 +117,8 @@ class FakeEcsTest {
     var response = ecs.describeTasks(b -> b.cluster("other").tasks(arn));
 
     assertThat(response.tasks()).isEmpty();
-    assertThat(response.failures()).singleElement()
+    assertThat(response.failures())
+        .singleElement()
         .satisfies(f -> assertThat(f.reason()).isEqualTo("MISSING"))
         .satisfies(f -> assertThat(f.arn()).isEqualTo(arn));
   }
@@ -128,7 +132,8 @@ class FakeEcsTest {
     assertThat(task.lastStatus()).isEqualTo("STOPPED");
     assertThat(task.stopCode()).isEqualTo(TaskStopCode.USER_INITIATED);
     assertThat(task.stoppedReason()).isEqualTo("enough");
-    assertThat(ecs.describeTasks(b -> b.cluster("c").tasks(arn)).tasks().get(0).lastStatus()).isEqualTo("STOPPED");
+    assertThat(ecs.describeTasks(b -> b.cluster("c").tasks(arn)).tasks().get(0).lastStatus())
+        .isEqualTo("STOPPED");
   }
 
   @Test
@@ -141,8 +146,15 @@ class FakeEcsTest {
         .isInstanceOf(InvalidParameterException.class);
     assertThatThrownBy(() -> ecs.runTask(runTask("t2").startedBy("has spaces").build()))
         .isInstanceOf(InvalidParameterException.class);
-    assertThatThrownBy(() -> ecs.runTask(runTask("t3").overrides(o -> o.containerOverrides(
-        c -> c.name(FakeEcs.CONTAINER).command("x".repeat(9000)))).build()))
+    assertThatThrownBy(
+            () ->
+                ecs.runTask(
+                    runTask("t3")
+                        .overrides(
+                            o ->
+                                o.containerOverrides(
+                                    c -> c.name(FakeEcs.CONTAINER).command("x".repeat(9000))))
+                        .build()))
         .isInstanceOf(InvalidParameterException.class)
         .hasMessageContaining("8192");
     assertThat(fake.tasks()).hasSize(1);
@@ -154,9 +166,13 @@ class FakeEcsTest {
     String arn = fake.addTask("c", "RUNNING");
 
     assertThatThrownBy(() -> ecs.describeTasks(b -> b.cluster("c").tasks(arn)))
-        .isInstanceOfSatisfying(EcsException.class, e -> assertThat(e.awsErrorDetails().errorCode()).isEqualTo("AccessDeniedException"));
+        .isInstanceOfSatisfying(
+            EcsException.class,
+            e -> assertThat(e.awsErrorDetails().errorCode()).isEqualTo("AccessDeniedException"));
     assertThat(ecs.describeTasks(b -> b.cluster("c").tasks(arn)).tasks()).hasSize(1);
-    assertThat(fake.replies(DESCRIBE_TASKS)).extracting(FakeEcs.Reply::status).containsExactly(400, 200);
+    assertThat(fake.replies(DESCRIBE_TASKS))
+        .extracting(FakeEcs.Reply::status)
+        .containsExactly(400, 200);
   }
 
   // ---- task definition revisions, and a deploy's windows -------------------------------------
@@ -168,17 +184,32 @@ class FakeEcsTest {
     fake.deregister(FakeEcs.TASK_DEFINITION, three);
 
     String byFamily = ecs.runTask(runTask("t1").build()).tasks().get(0).taskDefinitionArn();
-    String byNumber = ecs.runTask(runTask("t2").taskDefinition(FakeEcs.TASK_DEFINITION + ":1").build())
-        .tasks().get(0).taskDefinitionArn();
-    String byArn = ecs.runTask(runTask("t3").taskDefinition(FakeEcs.taskDefinitionArn(FakeEcs.TASK_DEFINITION, two)).build())
-        .tasks().get(0).taskDefinitionArn();
+    String byNumber =
+        ecs.runTask(runTask("t2").taskDefinition(FakeEcs.TASK_DEFINITION + ":1").build())
+            .tasks()
+            .get(0)
+            .taskDefinitionArn();
+    String byArn =
+        ecs.runTask(
+                runTask("t3")
+                    .taskDefinition(FakeEcs.taskDefinitionArn(FakeEcs.TASK_DEFINITION, two))
+                    .build())
+            .tasks()
+            .get(0)
+            .taskDefinitionArn();
 
-    assertThat(byFamily).as("latest ACTIVE, not the INACTIVE third").isEqualTo(FakeEcs.taskDefinitionArn(FakeEcs.TASK_DEFINITION, two));
+    assertThat(byFamily)
+        .as("latest ACTIVE, not the INACTIVE third")
+        .isEqualTo(FakeEcs.taskDefinitionArn(FakeEcs.TASK_DEFINITION, two));
     assertThat(byNumber).isEqualTo(FakeEcs.taskDefinitionArn(FakeEcs.TASK_DEFINITION, 1));
     assertThat(byArn).isEqualTo(FakeEcs.taskDefinitionArn(FakeEcs.TASK_DEFINITION, two));
-    assertThatThrownBy(() -> ecs.runTask(runTask("t4").taskDefinition(FakeEcs.TASK_DEFINITION + ":9").build()))
-        .isInstanceOfSatisfying(ClientException.class,
-            e -> assertThat(e.awsErrorDetails().errorMessage()).isEqualTo("TaskDefinition not found."));
+    assertThatThrownBy(
+            () -> ecs.runTask(runTask("t4").taskDefinition(FakeEcs.TASK_DEFINITION + ":9").build()))
+        .isInstanceOfSatisfying(
+            ClientException.class,
+            e ->
+                assertThat(e.awsErrorDetails().errorMessage())
+                    .isEqualTo("TaskDefinition not found."));
   }
 
   @Test
@@ -186,16 +217,23 @@ class FakeEcsTest {
     fake.registerRevision(FakeEcs.TASK_DEFINITION);
     fake.deregister(FakeEcs.TASK_DEFINITION, 1);
 
-    assertThatThrownBy(() -> ecs.runTask(runTask("t1").taskDefinition(FakeEcs.TASK_DEFINITION + ":1").build()))
-        .isInstanceOfSatisfying(InvalidParameterException.class, e -> {
-          assertThat(e.statusCode()).isEqualTo(400);
-          assertThat(e.awsErrorDetails().errorCode()).isEqualTo("InvalidParameterException");
-          assertThat(e.awsErrorDetails().errorMessage()).isEqualTo("TaskDefinition is inactive");
-        });
-    assertThat(fake.replies(RUN_TASK)).singleElement().satisfies(r -> {
-      assertThat(r.body().path("__type").asText()).isEqualTo("InvalidParameterException");
-      assertThat(r.body().path("message").asText()).isEqualTo("TaskDefinition is inactive");
-    });
+    assertThatThrownBy(
+            () -> ecs.runTask(runTask("t1").taskDefinition(FakeEcs.TASK_DEFINITION + ":1").build()))
+        .isInstanceOfSatisfying(
+            InvalidParameterException.class,
+            e -> {
+              assertThat(e.statusCode()).isEqualTo(400);
+              assertThat(e.awsErrorDetails().errorCode()).isEqualTo("InvalidParameterException");
+              assertThat(e.awsErrorDetails().errorMessage())
+                  .isEqualTo("TaskDefinition is inactive");
+            });
+    assertThat(fake.replies(RUN_TASK))
+        .singleElement()
+        .satisfies(
+            r -> {
+              assertThat(r.body().path("__type").asText()).isEqualTo("InvalidParameterException");
+              assertThat(r.body().path("message").asText()).isEqualTo("TaskDefinition is inactive");
+            });
     assertThat(fake.tasks()).isEmpty();
   }
 
@@ -203,7 +241,8 @@ class FakeEcsTest {
   void a_family_with_no_active_revision_left_is_not_found() {
     fake.deregister(FakeEcs.TASK_DEFINITION, 1);
 
-    assertThatThrownBy(() -> ecs.runTask(runTask("t1").build())).isInstanceOf(ClientException.class);
+    assertThatThrownBy(() -> ecs.runTask(runTask("t1").build()))
+        .isInstanceOf(ClientException.class);
   }
 
   @Test
@@ -213,15 +252,20 @@ class FakeEcsTest {
     fake.denyRunTaskUntil(now.get().plusSeconds(30));
 
     assertThatThrownBy(() -> ecs.runTask(runTask("t2").build()))
-        .isInstanceOfSatisfying(AccessDeniedException.class, e -> {
-          assertThat(e.statusCode()).isEqualTo(400);
-          assertThat(e.awsErrorDetails().errorCode()).isEqualTo("AccessDeniedException");
-          assertThat(e.awsErrorDetails().errorMessage()).isEqualTo("User: arn:aws:sts::111122223333:assumed-role/"
-              + "buildqueue-tick-role/buildqueue-tick is not authorized to perform: ecs:RunTask on resource: "
-              + FakeEcs.taskDefinitionArn(FakeEcs.TASK_DEFINITION, 1)
-              + " because no identity-based policy allows the ecs:RunTask action");
-        });
-    assertThatThrownBy(() -> ecs.runTask(runTask("t1").build())).as("IAM decides before the token is looked at")
+        .isInstanceOfSatisfying(
+            AccessDeniedException.class,
+            e -> {
+              assertThat(e.statusCode()).isEqualTo(400);
+              assertThat(e.awsErrorDetails().errorCode()).isEqualTo("AccessDeniedException");
+              assertThat(e.awsErrorDetails().errorMessage())
+                  .isEqualTo(
+                      "User: arn:aws:sts::111122223333:assumed-role/"
+                          + "buildqueue-tick-role/buildqueue-tick is not authorized to perform: ecs:RunTask on resource: "
+                          + FakeEcs.taskDefinitionArn(FakeEcs.TASK_DEFINITION, 1)
+                          + " because no identity-based policy allows the ecs:RunTask action");
+            });
+    assertThatThrownBy(() -> ecs.runTask(runTask("t1").build()))
+        .as("IAM decides before the token is looked at")
         .isInstanceOf(AccessDeniedException.class);
     now.set(now.get().plusSeconds(30));
 
@@ -235,8 +279,12 @@ class FakeEcsTest {
     fake.withoutServiceLinkedRole();
 
     assertThatThrownBy(() -> ecs.runTask(runTask("t1").build()))
-        .isInstanceOfSatisfying(InvalidParameterException.class, e -> assertThat(e.awsErrorDetails().errorMessage())
-            .isEqualTo("Unable to assume the service linked role. Please verify that the ECS service linked role exists."));
+        .isInstanceOfSatisfying(
+            InvalidParameterException.class,
+            e ->
+                assertThat(e.awsErrorDetails().errorMessage())
+                    .isEqualTo(
+                        "Unable to assume the service linked role. Please verify that the ECS service linked role exists."));
     assertThat(fake.tasks()).isEmpty();
     fake.createServiceLinkedRole();
     assertThat(ecs.runTask(runTask("t1").build()).tasks()).hasSize(1);
@@ -272,7 +320,9 @@ class FakeEcsTest {
     String after = ecs.runTask(runTask("t1").build()).tasks().get(0).taskArn();
 
     assertThat(after).as("a second task beside a first that still runs").isNotEqualTo(arn);
-    assertThat(fake.tasks()).extracting(FakeEcs.TaskView::lastStatus).containsExactly("RUNNING", "PROVISIONING");
+    assertThat(fake.tasks())
+        .extracting(FakeEcs.TaskView::lastStatus)
+        .containsExactly("RUNNING", "PROVISIONING");
   }
 
   @Test
@@ -284,7 +334,9 @@ class FakeEcsTest {
     RunTaskResponse repeat = ecs.runTask(runTask("t1").build());
 
     assertThat(repeat.tasks()).isEmpty();
-    assertThat(repeat.failures()).singleElement().satisfies(f -> assertThat(f.reason()).isEqualTo("RESOURCE:MEMORY"));
+    assertThat(repeat.failures())
+        .singleElement()
+        .satisfies(f -> assertThat(f.reason()).isEqualTo("RESOURCE:MEMORY"));
     assertThat(fake.tasks()).isEmpty();
     now.set(now.get().plus(Duration.ofHours(1)));
     assertThat(ecs.runTask(runTask("t1").build()).tasks()).hasSize(1);
@@ -300,12 +352,14 @@ class FakeEcsTest {
       once.runTask(runTask("burst-" + i).build());
     }
 
-    assertThatThrownBy(() -> once.runTask(runTask("burst-20").build())).satisfies(FakeEcsTest::isThrottling);
+    assertThatThrownBy(() -> once.runTask(runTask("burst-20").build()))
+        .satisfies(FakeEcsTest::isThrottling);
     now.set(now.get().plusMillis(500));
     for (int i = 21; i < 31; i++) {
       once.runTask(runTask("burst-" + i).build());
     }
-    assertThatThrownBy(() -> once.runTask(runTask("burst-31").build())).satisfies(FakeEcsTest::isThrottling);
+    assertThatThrownBy(() -> once.runTask(runTask("burst-31").build()))
+        .satisfies(FakeEcsTest::isThrottling);
     assertThat(fake.tasks()).hasSize(30);
     once.close();
   }
@@ -319,12 +373,17 @@ class FakeEcsTest {
       once.stopTask(b -> b.cluster("c").task(arn));
     }
 
-    assertThatThrownBy(() -> once.stopTask(b -> b.cluster("c").task(arn))).satisfies(FakeEcsTest::isThrottling);
-    assertThatThrownBy(() -> once.runTask(runTask("t1").build())).satisfies(FakeEcsTest::isThrottling);
-    assertThat(once.describeTasks(b -> b.cluster("c").tasks(arn)).tasks()).as("reads have their own bucket").hasSize(1);
+    assertThatThrownBy(() -> once.stopTask(b -> b.cluster("c").task(arn)))
+        .satisfies(FakeEcsTest::isThrottling);
+    assertThatThrownBy(() -> once.runTask(runTask("t1").build()))
+        .satisfies(FakeEcsTest::isThrottling);
+    assertThat(once.describeTasks(b -> b.cluster("c").tasks(arn)).tasks())
+        .as("reads have their own bucket")
+        .hasSize(1);
     now.set(now.get().plusMillis(30));
     once.runTask(runTask("t1").build());
-    assertThatThrownBy(() -> once.runTask(runTask("t2").build())).satisfies(FakeEcsTest::isThrottling);
+    assertThatThrownBy(() -> once.runTask(runTask("t2").build()))
+        .satisfies(FakeEcsTest::isThrottling);
     once.close();
   }
 
@@ -337,12 +396,14 @@ class FakeEcsTest {
       once.describeTasks(b -> b.cluster("c").tasks(arn));
     }
 
-    assertThatThrownBy(() -> once.describeTasks(b -> b.cluster("c").tasks(arn))).satisfies(FakeEcsTest::isThrottling);
+    assertThatThrownBy(() -> once.describeTasks(b -> b.cluster("c").tasks(arn)))
+        .satisfies(FakeEcsTest::isThrottling);
     once.runTask(runTask("t1").build());
     now.set(now.get().plusMillis(100));
     once.describeTasks(b -> b.cluster("c").tasks(arn));
     once.describeTasks(b -> b.cluster("c").tasks(arn));
-    assertThatThrownBy(() -> once.describeTasks(b -> b.cluster("c").tasks(arn))).satisfies(FakeEcsTest::isThrottling);
+    assertThatThrownBy(() -> once.describeTasks(b -> b.cluster("c").tasks(arn)))
+        .satisfies(FakeEcsTest::isThrottling);
     once.close();
   }
 
@@ -354,8 +415,11 @@ class FakeEcsTest {
       once.runTask(runTask("ten-" + i).count(10).build());
     }
 
-    assertThatThrownBy(() -> once.runTask(runTask("ten-10").count(1).build())).satisfies(FakeEcsTest::isThrottling);
-    assertThat(once.runTask(runTask("ten-0").count(10).build()).tasks()).as("a repeat launches nothing").hasSize(10);
+    assertThatThrownBy(() -> once.runTask(runTask("ten-10").count(1).build()))
+        .satisfies(FakeEcsTest::isThrottling);
+    assertThat(once.runTask(runTask("ten-0").count(10).build()).tasks())
+        .as("a repeat launches nothing")
+        .hasSize(10);
     now.set(now.get().plusMillis(250));
     once.runTask(runTask("five").count(5).build());
     assertThat(fake.tasks()).hasSize(105);
@@ -375,19 +439,24 @@ class FakeEcsTest {
   }
 
   static void isThrottling(Throwable e) {
-    assertThat(e).isInstanceOfSatisfying(EcsException.class, x -> {
-      assertThat(x.statusCode()).isEqualTo(400);
-      assertThat(x.awsErrorDetails().errorCode()).isEqualTo("ThrottlingException");
-      assertThat(x.awsErrorDetails().errorMessage()).isEqualTo("Rate exceeded");
-    });
+    assertThat(e)
+        .isInstanceOfSatisfying(
+            EcsException.class,
+            x -> {
+              assertThat(x.statusCode()).isEqualTo(400);
+              assertThat(x.awsErrorDetails().errorCode()).isEqualTo("ThrottlingException");
+              assertThat(x.awsErrorDetails().errorMessage()).isEqualTo("Rate exceeded");
+            });
   }
 
   @Test
   void an_operation_the_fake_does_not_speak_is_refused() {
     assertThatThrownBy(() -> ecs.listTasks(b -> b.cluster("c")))
-        .isInstanceOfSatisfying(EcsException.class, e -> {
-          assertThat(e.statusCode()).isEqualTo(400);
-          assertThat(e.awsErrorDetails().errorCode()).isEqualTo("UnknownOperationException");
-        });
+        .isInstanceOfSatisfying(
+            EcsException.class,
+            e -> {
+              assertThat(e.statusCode()).isEqualTo(400);
+              assertThat(e.awsErrorDetails().errorCode()).isEqualTo("UnknownOperationException");
+            });
   }
 }

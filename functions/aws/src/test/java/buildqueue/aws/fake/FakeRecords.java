@@ -23,7 +23,8 @@ import java.util.Base64;
  */
 final class FakeRecords {
   private static final JsonNodeFactory NODES = JsonNodeFactory.instance;
-  private static final DateTimeFormatter SECONDS = DateTimeFormatter.ofPattern("uuuu-MM-dd HH:mm:ss");
+  private static final DateTimeFormatter SECONDS =
+      DateTimeFormatter.ofPattern("uuuu-MM-dd HH:mm:ss");
 
   private FakeRecords() {}
 
@@ -41,16 +42,19 @@ final class FakeRecords {
     return records;
   }
 
-  private static JsonNode field(ResultSet rs, int i, int type, String typeName) throws SQLException {
+  private static JsonNode field(ResultSet rs, int i, int type, String typeName)
+      throws SQLException {
     ObjectNode f = NODES.objectNode();
     if (rs.getObject(i) == null) {
       return f.put("isNull", true);
     }
     switch (type) {
       case Types.BIT, Types.BOOLEAN -> f.put("booleanValue", rs.getBoolean(i));
-      case Types.TINYINT, Types.SMALLINT, Types.INTEGER, Types.BIGINT -> f.put("longValue", rs.getLong(i));
+      case Types.TINYINT, Types.SMALLINT, Types.INTEGER, Types.BIGINT ->
+          f.put("longValue", rs.getLong(i));
       case Types.REAL, Types.FLOAT, Types.DOUBLE -> f.put("doubleValue", rs.getDouble(i));
-      case Types.TIMESTAMP, Types.TIMESTAMP_WITH_TIMEZONE -> f.put("stringValue", timestamp(rs, i, typeName));
+      case Types.TIMESTAMP, Types.TIMESTAMP_WITH_TIMEZONE ->
+          f.put("stringValue", timestamp(rs, i, typeName));
       case Types.BINARY, Types.VARBINARY, Types.LONGVARBINARY ->
           f.put("blobValue", Base64.getEncoder().encodeToString(rs.getBytes(i)));
       case Types.ARRAY -> f.set("arrayValue", array(rs.getArray(i)));
@@ -62,7 +66,9 @@ final class FakeRecords {
   private static String timestamp(ResultSet rs, int i, String typeName) throws SQLException {
     LocalDateTime t =
         typeName.equals("timestamptz")
-            ? rs.getObject(i, OffsetDateTime.class).withOffsetSameInstant(ZoneOffset.UTC).toLocalDateTime()
+            ? rs.getObject(i, OffsetDateTime.class)
+                .withOffsetSameInstant(ZoneOffset.UTC)
+                .toLocalDateTime()
             : rs.getObject(i, LocalDateTime.class);
     String seconds = SECONDS.format(t);
     if (t.getNano() == 0) {
@@ -79,7 +85,9 @@ final class FakeRecords {
             ? "stringValues"
             : elements[0] instanceof Number n && !(n instanceof Double || n instanceof Float)
                 ? "longValues"
-                : elements[0] instanceof Boolean ? "booleanValues" : elements[0] instanceof Number ? "doubleValues" : "stringValues";
+                : elements[0] instanceof Boolean
+                    ? "booleanValues"
+                    : elements[0] instanceof Number ? "doubleValues" : "stringValues";
     ArrayNode values = value.putArray(member);
     for (Object e : elements) {
       switch (member) {
@@ -95,7 +103,8 @@ final class FakeRecords {
   static ArrayNode columnMetadata(ResultSetMetaData md) throws SQLException {
     ArrayNode columns = NODES.arrayNode();
     for (int i = 1; i <= md.getColumnCount(); i++) {
-      columns.addObject()
+      columns
+          .addObject()
           .put("name", md.getColumnName(i))
           .put("label", md.getColumnLabel(i))
           .put("typeName", md.getColumnTypeName(i))

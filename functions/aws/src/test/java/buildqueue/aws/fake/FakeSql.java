@@ -7,8 +7,8 @@ import java.util.List;
  * The fake's own reading of a Data API statement: {@code :name} placeholders become JDBC's {@code
  * ?} (a name may repeat), quoted text, comments, dollar-quoted bodies and {@code ::} casts are left
  * alone, and a second statement after a {@code ;} is refused as the Data API refuses it. Written
- * apart from the production code on purpose, so the fake checks the adapter instead of agreeing with
- * it.
+ * apart from the production code on purpose, so the fake checks the adapter instead of agreeing
+ * with it.
  */
 record FakeSql(String jdbcSql, List<String> names, boolean multipleStatements) {
 
@@ -41,9 +41,12 @@ record FakeSql(String jdbcSql, List<String> names, boolean multipleStatements) {
           end = close < 0 ? n : close + tag.length();
         } else if (c == ':' && i + 1 < n && sql.charAt(i + 1) == ':') {
           end = i + 2;
-        } else if (c == ':' && i + 1 < n && (Character.isLetter(sql.charAt(i + 1)) || sql.charAt(i + 1) == '_')) {
+        } else if (c == ':'
+            && i + 1 < n
+            && (Character.isLetter(sql.charAt(i + 1)) || sql.charAt(i + 1) == '_')) {
           end = i + 1;
-          while (end < n && (Character.isLetterOrDigit(sql.charAt(end)) || sql.charAt(end) == '_')) {
+          while (end < n
+              && (Character.isLetterOrDigit(sql.charAt(end)) || sql.charAt(end) == '_')) {
             end++;
           }
           names.add(sql.substring(i + 1, end));

@@ -52,7 +52,10 @@ public final class Fault {
     return new Fault(400, "DatabaseResumingException", RESUMING_MESSAGE, null);
   }
 
-  /** Any Data API error, e.g. 503 {@code ServiceUnavailableError}, 504 {@code DatabaseUnavailableException}. */
+  /**
+   * Any Data API error, e.g. 503 {@code ServiceUnavailableError}, 504 {@code
+   * DatabaseUnavailableException}.
+   */
   public static Fault error(int status, String errorType, String message) {
     return new Fault(status, errorType, message, null);
   }
@@ -104,7 +107,8 @@ public final class Fault {
 
   /** Whether this fault fires on the call; consumes one use when it does. */
   boolean fire(Operation op, String statement, Instant now) {
-    if (!operations.contains(op) || (op == Operation.EXECUTE && !sql.test(statement == null ? "" : statement))) {
+    if (!operations.contains(op)
+        || (op == Operation.EXECUTE && !sql.test(statement == null ? "" : statement))) {
       return false;
     }
     if (until != null && now.isAfter(until)) {

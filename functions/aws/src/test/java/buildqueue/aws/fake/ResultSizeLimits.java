@@ -6,8 +6,8 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 
 /**
- * The Data API's two limits on what a statement returns, applied to one result as the fake reads
- * it row by row. AWS documents both (Aurora User Guide, data-api.limitations): "The Data API size
+ * The Data API's two limits on what a statement returns, applied to one result as the fake reads it
+ * row by row. AWS documents both (Aurora User Guide, data-api.limitations): "The Data API size
  * limit is 64 KB per row in the result set returned by the database" and "The response size limit
  * is 1 MiB. If the call returns more than 1 MiB of response data, the call is terminated."
  *
@@ -19,8 +19,8 @@ import java.sql.SQLException;
  * PostgreSQL driver reads, so a jsonb counts as {@code octet_length(value::text)}.
  *
  * <p>What AWS answers: over 1 MiB, {@code UnsupportedResultException} (HTTP 400) "The result
- * exceeds the size limit 1 MB." on Aurora PostgreSQL Serverless v2 (observed live by that suite
- * and by a Data API psql proxy's compatibility page, Aurora PostgreSQL 17.9; the v1-era answer was
+ * exceeds the size limit 1 MB." on Aurora PostgreSQL Serverless v2 (observed live by that suite and
+ * by a Data API psql proxy's compatibility page, Aurora PostgreSQL 17.9; the v1-era answer was
  * {@code BadRequestException} "Database returned more than the allowed response size limit"). For a
  * row over 64 KB the v2 answer is not documented, and a community test read a 100 KB row without
  * error: the fake refuses it all the same, with the same exception type and the name AWS's

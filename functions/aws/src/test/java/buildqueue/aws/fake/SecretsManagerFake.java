@@ -80,7 +80,10 @@ public final class SecretsManagerFake implements AutoCloseable {
     }
 
     Version carrying(String stage) {
-      return versions.values().stream().filter(v -> v.stages.contains(stage)).findFirst().orElse(null);
+      return versions.values().stream()
+          .filter(v -> v.stages.contains(stage))
+          .findFirst()
+          .orElse(null);
     }
 
     /** Puts {@code stage} on {@code to} alone; moving AWSCURRENT moves AWSPREVIOUS where it was. */
@@ -126,7 +129,8 @@ public final class SecretsManagerFake implements AutoCloseable {
 
   public static SecretsManagerFake start() {
     try {
-      HttpServer server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 0);
+      HttpServer server =
+          HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 0);
       SecretsManagerFake fake = new SecretsManagerFake(server);
       server.createContext("/", fake::handle);
       server.start();
@@ -172,7 +176,9 @@ public final class SecretsManagerFake implements AutoCloseable {
     Secret s = secret(arn);
     synchronized (s) {
       Map<String, Set<String>> out = new TreeMap<>();
-      s.versions.values().stream().filter(v -> !v.stages.isEmpty()).forEach(v -> out.put(v.id, new TreeSet<>(v.stages)));
+      s.versions.values().stream()
+          .filter(v -> !v.stages.isEmpty())
+          .forEach(v -> out.put(v.id, new TreeSet<>(v.stages)));
       return out;
     }
   }
@@ -210,7 +216,9 @@ public final class SecretsManagerFake implements AutoCloseable {
     String value = value(arn, CURRENT);
     try {
       JsonNode json = value == null ? null : JSON.readTree(value);
-      if (json == null || !json.path("username").isTextual() || !json.path("password").isTextual()) {
+      if (json == null
+          || !json.path("username").isTextual()
+          || !json.path("password").isTextual()) {
         throw new IllegalStateException("secret " + arn + " holds no username and password");
       }
       return new Login(json.get("username").asText(), json.get("password").asText());
@@ -220,7 +228,8 @@ public final class SecretsManagerFake implements AutoCloseable {
   }
 
   public URI endpoint() {
-    return URI.create("http://" + server.getAddress().getHostString() + ":" + server.getAddress().getPort());
+    return URI.create(
+        "http://" + server.getAddress().getHostString() + ":" + server.getAddress().getPort());
   }
 
   /** A real SDK client pointed at this fake. Close it. */
@@ -229,14 +238,16 @@ public final class SecretsManagerFake implements AutoCloseable {
         .region(Region.of(DataApiFake.REGION))
         .endpointOverride(endpoint())
         .httpClientBuilder(UrlConnectionHttpClient.builder())
-        .credentialsProvider(StaticCredentialsProvider.create(AwsBasicCredentials.create("AKIDFAKE", "fake-secret")))
+        .credentialsProvider(
+            StaticCredentialsProvider.create(AwsBasicCredentials.create("AKIDFAKE", "fake-secret")))
         .build();
   }
 
   private Secret secret(String arn) {
     Secret s = secrets.get(arn);
     if (s == null) {
-      throw new ApiError("ResourceNotFoundException", "Secrets Manager can't find the specified secret.");
+      throw new ApiError(
+          "ResourceNotFoundException", "Secrets Manager can't find the specified secret.");
     }
     return s;
   }
@@ -246,20 +257,28 @@ public final class SecretsManagerFake implements AutoCloseable {
       String target = exchange.getRequestHeaders().getFirst("X-Amz-Target");
       JsonNode request = JSON.readTree(exchange.getRequestBody().readAllBytes());
       try {
-        if (!"POST".equals(exchange.getRequestMethod()) || target == null || !target.startsWith("secretsmanager.")) {
+        if (!"POST".equals(exchange.getRequestMethod())
+            || target == null
+            || !target.startsWith("secretsmanager.")) {
           throw new ApiError("UnknownOperationException", "not a Secrets Manager call: " + target);
         }
         String operation = target.substring("secretsmanager.".length());
-        JsonNode answer = switch (operation) {
-          case "GetSecretValue" -> getSecretValue(request);
-          case "DescribeSecret" -> describeSecret(request);
-          case "PutSecretValue" -> putSecretValue(request);
-          case "UpdateSecretVersionStage" -> updateSecretVersionStage(request);
-          default -> throw new ApiError("UnknownOperationException", "the fake does not answer " + operation);
-        };
+        JsonNode answer =
+            switch (operation) {
+              case "GetSecretValue" -> getSecretValue(request);
+              case "DescribeSecret" -> describeSecret(request);
+              case "PutSecretValue" -> putSecretValue(request);
+              case "UpdateSecretVersionStage" -> updateSecretVersionStage(request);
+              default ->
+                  throw new ApiError(
+                      "UnknownOperationException", "the fake does not answer " + operation);
+            };
         send(exchange, 200, answer);
       } catch (ApiError e) {
-        send(exchange, 400, JSON.createObjectNode().put("__type", e.type).put("Message", e.getMessage()));
+        send(
+            exchange,
+            400,
+            JSON.createObjectNode().put("__type", e.type).put("Message", e.getMessage()));
       }
     }
   }
@@ -271,15 +290,18 @@ public final class SecretsManagerFake implements AutoCloseable {
     synchronized (s) {
       Version v = id != null ? s.versions.get(id) : s.carrying(stage);
       if (v == null || v.value == null || (stage != null && !v.stages.contains(stage))) {
-        throw new ApiError("ResourceNotFoundException", "Secrets Manager can't find the specified secret value for "
-            + (id != null ? "VersionId: " + id : "staging label: " + stage));
+        throw new ApiError(
+            "ResourceNotFoundException",
+            "Secrets Manager can't find the specified secret value for "
+                + (id != null ? "VersionId: " + id : "staging label: " + stage));
       }
-      ObjectNode answer = JSON.createObjectNode()
-          .put("ARN", s.arn)
-          .put("Name", s.name())
-          .put("SecretString", v.value)
-          .put("VersionId", v.id)
-          .put("CreatedDate", 1.7e9);
+      ObjectNode answer =
+          JSON.createObjectNode()
+              .put("ARN", s.arn)
+              .put("Name", s.name())
+              .put("SecretString", v.value)
+              .put("VersionId", v.id)
+              .put("CreatedDate", 1.7e9);
       ArrayNode stages = answer.putArray("VersionStages");
       v.stages.forEach(stages::add);
       return answer;
@@ -289,10 +311,11 @@ public final class SecretsManagerFake implements AutoCloseable {
   private JsonNode describeSecret(JsonNode request) {
     Secret s = secret(request.path("SecretId").asText(""));
     synchronized (s) {
-      ObjectNode answer = JSON.createObjectNode()
-          .put("ARN", s.arn)
-          .put("Name", s.name())
-          .put("RotationEnabled", s.rotationEnabled);
+      ObjectNode answer =
+          JSON.createObjectNode()
+              .put("ARN", s.arn)
+              .put("Name", s.name())
+              .put("RotationEnabled", s.rotationEnabled);
       ObjectNode stages = answer.putObject("VersionIdsToStages");
       for (Version v : s.versions.values()) {
         if (!v.stages.isEmpty()) {
@@ -309,7 +332,9 @@ public final class SecretsManagerFake implements AutoCloseable {
     String token = request.path("ClientRequestToken").asText("");
     String value = request.path("SecretString").asText(null);
     if (token.length() < 32 || value == null) {
-      throw new ApiError("InvalidParameterException", "ClientRequestToken (32 to 64 characters) and SecretString are required");
+      throw new ApiError(
+          "InvalidParameterException",
+          "ClientRequestToken (32 to 64 characters) and SecretString are required");
     }
     List<String> labels = new ArrayList<>();
     request.path("VersionStages").forEach(l -> labels.add(l.asText()));
@@ -319,7 +344,9 @@ public final class SecretsManagerFake implements AutoCloseable {
     synchronized (s) {
       Version v = s.versions.get(token);
       if (v != null && v.value != null && !v.value.equals(value)) {
-        throw new ApiError("ResourceExistsException", "You can't modify an existing version, you can only create a new version.");
+        throw new ApiError(
+            "ResourceExistsException",
+            "You can't modify an existing version, you can only create a new version.");
       }
       if (v == null) {
         v = new Version(token, value);
@@ -329,7 +356,8 @@ public final class SecretsManagerFake implements AutoCloseable {
       for (String label : labels) {
         s.move(label, v);
       }
-      ObjectNode answer = JSON.createObjectNode().put("ARN", s.arn).put("Name", s.name()).put("VersionId", v.id);
+      ObjectNode answer =
+          JSON.createObjectNode().put("ARN", s.arn).put("Name", s.name()).put("VersionId", v.id);
       ArrayNode stages = answer.putArray("VersionStages");
       v.stages.forEach(stages::add);
       return answer;
@@ -347,22 +375,31 @@ public final class SecretsManagerFake implements AutoCloseable {
     synchronized (s) {
       Version carrier = s.carrying(stage);
       if (removeFrom != null && (carrier == null || !carrier.id.equals(removeFrom))) {
-        throw new ApiError("InvalidParameterException",
+        throw new ApiError(
+            "InvalidParameterException",
             "The staging label " + stage + " is not attached to version " + removeFrom + ".");
       }
       if (moveTo == null) {
         if (removeFrom == null) {
-          throw new ApiError("InvalidParameterException", "Specify MoveToVersionId, RemoveFromVersionId or both.");
+          throw new ApiError(
+              "InvalidParameterException", "Specify MoveToVersionId, RemoveFromVersionId or both.");
         }
         carrier.stages.remove(stage);
       } else {
         Version to = s.versions.get(moveTo);
         if (to == null) {
-          throw new ApiError("ResourceNotFoundException", "Secrets Manager can't find the specified secret value for VersionId: " + moveTo);
+          throw new ApiError(
+              "ResourceNotFoundException",
+              "Secrets Manager can't find the specified secret value for VersionId: " + moveTo);
         }
         if (carrier != null && carrier != to && removeFrom == null) {
-          throw new ApiError("InvalidParameterException", "The staging label " + stage
-              + " is attached to version " + carrier.id + "; name it in RemoveFromVersionId to move the label.");
+          throw new ApiError(
+              "InvalidParameterException",
+              "The staging label "
+                  + stage
+                  + " is attached to version "
+                  + carrier.id
+                  + "; name it in RemoveFromVersionId to move the label.");
         }
         s.move(stage, to);
       }

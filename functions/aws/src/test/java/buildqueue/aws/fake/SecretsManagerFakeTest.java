@@ -23,9 +23,12 @@ class SecretsManagerFakeTest {
   void the_worker_role_password_is_read_from_its_secrets_json() {
     try (SecretsManagerFake fake = SecretsManagerFake.start();
         SecretsManagerClient client = fake.newClient()) {
-      fake.put(DataApiFake.WORKER_SECRET_ARN, "{\"username\": \"buildqueue_worker\", \"password\": \"s3cret\"}");
+      fake.put(
+          DataApiFake.WORKER_SECRET_ARN,
+          "{\"username\": \"buildqueue_worker\", \"password\": \"s3cret\"}");
 
-      assertThat(WorkerRolePassword.read(client, DataApiFake.WORKER_SECRET_ARN)).isEqualTo("s3cret");
+      assertThat(WorkerRolePassword.read(client, DataApiFake.WORKER_SECRET_ARN))
+          .isEqualTo("s3cret");
     }
   }
 
@@ -37,7 +40,8 @@ class SecretsManagerFakeTest {
           .isInstanceOf(ResourceNotFoundException.class)
           .hasMessageContaining("can't find the specified secret");
       assertThatThrownBy(() -> WorkerRolePassword.read(client, DataApiFake.SECRET_ARN))
-          .isInstanceOf(BuildQueueException.class).hasMessageContaining(DataApiFake.SECRET_ARN)
+          .isInstanceOf(BuildQueueException.class)
+          .hasMessageContaining(DataApiFake.SECRET_ARN)
           .hasCauseInstanceOf(ResourceNotFoundException.class);
     }
   }
@@ -46,10 +50,13 @@ class SecretsManagerFakeTest {
   void a_secret_without_a_password_field_is_refused_without_echoing_it() {
     try (SecretsManagerFake fake = SecretsManagerFake.start();
         SecretsManagerClient client = fake.newClient()) {
-      fake.put(DataApiFake.WORKER_SECRET_ARN, "{\"username\": \"buildqueue_worker\", \"pass\": \"hunter2\"}");
+      fake.put(
+          DataApiFake.WORKER_SECRET_ARN,
+          "{\"username\": \"buildqueue_worker\", \"pass\": \"hunter2\"}");
 
       assertThatThrownBy(() -> WorkerRolePassword.read(client, DataApiFake.WORKER_SECRET_ARN))
-          .isInstanceOf(BuildQueueException.class).hasMessageContaining("no \"password\" field")
+          .isInstanceOf(BuildQueueException.class)
+          .hasMessageContaining("no \"password\" field")
           .hasMessageNotContaining("hunter2");
     }
   }
@@ -66,19 +73,36 @@ class SecretsManagerFakeTest {
       var described = client.describeSecret(r -> r.secretId(ARN));
       assertThat(described.rotationEnabled()).isTrue();
       assertThat(described.versionIdsToStages()).containsEntry(token, List.of("AWSPENDING"));
-      assertThatThrownBy(() -> client.getSecretValue(r -> r.secretId(ARN).versionId(token).versionStage("AWSPENDING")))
-          .isInstanceOf(ResourceNotFoundException.class).hasMessageContaining("VersionId: " + token);
-      assertThatThrownBy(() -> client.getSecretValue(r -> r.secretId(ARN).versionStage("AWSPENDING")))
-          .isInstanceOf(ResourceNotFoundException.class).hasMessageContaining("staging label: AWSPENDING");
+      assertThatThrownBy(
+              () ->
+                  client.getSecretValue(
+                      r -> r.secretId(ARN).versionId(token).versionStage("AWSPENDING")))
+          .isInstanceOf(ResourceNotFoundException.class)
+          .hasMessageContaining("VersionId: " + token);
+      assertThatThrownBy(
+              () -> client.getSecretValue(r -> r.secretId(ARN).versionStage("AWSPENDING")))
+          .isInstanceOf(ResourceNotFoundException.class)
+          .hasMessageContaining("staging label: AWSPENDING");
 
-      client.putSecretValue(r -> r.secretId(ARN).clientRequestToken(token).secretString("{\"password\": \"two\"}")
-          .versionStages("AWSPENDING"));
+      client.putSecretValue(
+          r ->
+              r.secretId(ARN)
+                  .clientRequestToken(token)
+                  .secretString("{\"password\": \"two\"}")
+                  .versionStages("AWSPENDING"));
 
-      assertThat(client.getSecretValue(r -> r.secretId(ARN).versionId(token).versionStage("AWSPENDING")).secretString())
+      assertThat(
+              client
+                  .getSecretValue(r -> r.secretId(ARN).versionId(token).versionStage("AWSPENDING"))
+                  .secretString())
           .contains("two");
-      assertThat(client.getSecretValue(r -> r.secretId(ARN)).secretString()).contains("one"); // AWSCURRENT by default
+      assertThat(client.getSecretValue(r -> r.secretId(ARN)).secretString())
+          .contains("one"); // AWSCURRENT by default
       // An id and a label that name different versions: not found.
-      assertThatThrownBy(() -> client.getSecretValue(r -> r.secretId(ARN).versionId(token).versionStage("AWSCURRENT")))
+      assertThatThrownBy(
+              () ->
+                  client.getSecretValue(
+                      r -> r.secretId(ARN).versionId(token).versionStage("AWSCURRENT")))
           .isInstanceOf(ResourceNotFoundException.class);
     }
   }
@@ -89,14 +113,27 @@ class SecretsManagerFakeTest {
         SecretsManagerClient client = fake.newClient()) {
       fake.put(ARN, "{\"password\": \"one\"}");
       String token = "00000000-0000-0000-0000-000000000042";
-      client.putSecretValue(r -> r.secretId(ARN).clientRequestToken(token).secretString("two").versionStages("AWSPENDING"));
+      client.putSecretValue(
+          r ->
+              r.secretId(ARN)
+                  .clientRequestToken(token)
+                  .secretString("two")
+                  .versionStages("AWSPENDING"));
       Map<String, Set<String>> stages = fake.stages(ARN);
 
-      client.putSecretValue(r -> r.secretId(ARN).clientRequestToken(token).secretString("two").versionStages("AWSPENDING"));
+      client.putSecretValue(
+          r ->
+              r.secretId(ARN)
+                  .clientRequestToken(token)
+                  .secretString("two")
+                  .versionStages("AWSPENDING"));
       assertThat(fake.stages(ARN)).isEqualTo(stages);
       assertThat(fake.versionCount(ARN)).isEqualTo(2);
 
-      assertThatThrownBy(() -> client.putSecretValue(r -> r.secretId(ARN).clientRequestToken(token).secretString("three")))
+      assertThatThrownBy(
+              () ->
+                  client.putSecretValue(
+                      r -> r.secretId(ARN).clientRequestToken(token).secretString("three")))
           .isInstanceOf(ResourceExistsException.class);
       assertThat(fake.value(ARN, "AWSPENDING")).isEqualTo("two");
     }
@@ -109,23 +146,54 @@ class SecretsManagerFakeTest {
       fake.put(ARN, "one");
       String first = fake.stages(ARN).keySet().iterator().next();
       String token = fake.startRotation(ARN);
-      client.putSecretValue(r -> r.secretId(ARN).clientRequestToken(token).secretString("two").versionStages("AWSPENDING"));
+      client.putSecretValue(
+          r ->
+              r.secretId(ARN)
+                  .clientRequestToken(token)
+                  .secretString("two")
+                  .versionStages("AWSPENDING"));
 
-      assertThatThrownBy(() -> client.updateSecretVersionStage(r -> r.secretId(ARN).versionStage("AWSCURRENT")
-          .moveToVersionId(token))).isInstanceOf(InvalidParameterException.class).hasMessageContaining(first);
-      assertThatThrownBy(() -> client.updateSecretVersionStage(r -> r.secretId(ARN).versionStage("AWSCURRENT")
-          .moveToVersionId(token).removeFromVersionId(token))).isInstanceOf(InvalidParameterException.class);
-      assertThatThrownBy(() -> client.updateSecretVersionStage(r -> r.secretId(ARN).versionStage("AWSCURRENT")
-          .moveToVersionId("00000000-0000-0000-0000-00000000dead").removeFromVersionId(first)))
+      assertThatThrownBy(
+              () ->
+                  client.updateSecretVersionStage(
+                      r -> r.secretId(ARN).versionStage("AWSCURRENT").moveToVersionId(token)))
+          .isInstanceOf(InvalidParameterException.class)
+          .hasMessageContaining(first);
+      assertThatThrownBy(
+              () ->
+                  client.updateSecretVersionStage(
+                      r ->
+                          r.secretId(ARN)
+                              .versionStage("AWSCURRENT")
+                              .moveToVersionId(token)
+                              .removeFromVersionId(token)))
+          .isInstanceOf(InvalidParameterException.class);
+      assertThatThrownBy(
+              () ->
+                  client.updateSecretVersionStage(
+                      r ->
+                          r.secretId(ARN)
+                              .versionStage("AWSCURRENT")
+                              .moveToVersionId("00000000-0000-0000-0000-00000000dead")
+                              .removeFromVersionId(first)))
           .isInstanceOf(ResourceNotFoundException.class);
-      assertThat(fake.stages(ARN)).isEqualTo(Map.of(first, Set.of("AWSCURRENT"), token, Set.of("AWSPENDING")));
+      assertThat(fake.stages(ARN))
+          .isEqualTo(Map.of(first, Set.of("AWSCURRENT"), token, Set.of("AWSPENDING")));
 
-      client.updateSecretVersionStage(r -> r.secretId(ARN).versionStage("AWSCURRENT").moveToVersionId(token)
-          .removeFromVersionId(first));
-      assertThat(fake.stages(ARN)).isEqualTo(Map.of(first, Set.of("AWSPREVIOUS"), token, Set.of("AWSCURRENT", "AWSPENDING")));
+      client.updateSecretVersionStage(
+          r ->
+              r.secretId(ARN)
+                  .versionStage("AWSCURRENT")
+                  .moveToVersionId(token)
+                  .removeFromVersionId(first));
+      assertThat(fake.stages(ARN))
+          .isEqualTo(
+              Map.of(first, Set.of("AWSPREVIOUS"), token, Set.of("AWSCURRENT", "AWSPENDING")));
 
-      client.updateSecretVersionStage(r -> r.secretId(ARN).versionStage("AWSPENDING").removeFromVersionId(token));
-      assertThat(fake.stages(ARN)).isEqualTo(Map.of(first, Set.of("AWSPREVIOUS"), token, Set.of("AWSCURRENT")));
+      client.updateSecretVersionStage(
+          r -> r.secretId(ARN).versionStage("AWSPENDING").removeFromVersionId(token));
+      assertThat(fake.stages(ARN))
+          .isEqualTo(Map.of(first, Set.of("AWSPREVIOUS"), token, Set.of("AWSCURRENT")));
       assertThat(client.getSecretValue(r -> r.secretId(ARN)).secretString()).isEqualTo("two");
     }
   }

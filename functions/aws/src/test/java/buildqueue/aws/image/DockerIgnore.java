@@ -14,8 +14,8 @@ import java.util.regex.Pattern;
  * <ul>
  *   <li>A line starting with {@code #} is a comment; blank lines are skipped; whitespace around a
  *       pattern is trimmed; a UTF-8 byte order mark on the first line is dropped.
- *   <li>A pattern is cleaned like Go's {@code filepath.Clean}, and one leading {@code /} is
- *       dropped ({@code /a/b} is {@code a/b}: paths are relative to the context).
+ *   <li>A pattern is cleaned like Go's {@code filepath.Clean}, and one leading {@code /} is dropped
+ *       ({@code /a/b} is {@code a/b}: paths are relative to the context).
  *   <li>{@code *} is any run of characters but {@code /}, {@code ?} one character but {@code /},
  *       {@code [...]} a class, {@code \} escapes the next character; {@code **} is any number of
  *       directories, none included ({@code **}{@code /x} matches {@code x}; {@code a/**} matches
@@ -53,8 +53,8 @@ final class DockerIgnore {
   }
 
   /**
-   * Reads the file's text. A pattern Go's {@code filepath.Match} refuses (an unclosed {@code [},
-   * a trailing {@code \}) or a lone {@code !} fails here, as Docker fails the build.
+   * Reads the file's text. A pattern Go's {@code filepath.Match} refuses (an unclosed {@code [}, a
+   * trailing {@code \}) or a lone {@code !} fails here, as Docker fails the build.
    */
   static DockerIgnore parse(String text) {
     List<Line> lines = new ArrayList<>();
@@ -179,7 +179,8 @@ final class DockerIgnore {
       @Override
       public boolean matches(String path) {
         // **/foo also matches "foo" itself.
-        return path.endsWith(suffix) || !suffix.isEmpty() && suffix.charAt(0) == '/' && path.equals(suffix.substring(1));
+        return path.endsWith(suffix)
+            || !suffix.isEmpty() && suffix.charAt(0) == '/' && path.equals(suffix.substring(1));
       }
     }
 
@@ -194,7 +195,12 @@ final class DockerIgnore {
     String ESCAPED = ".+()|{}$";
 
     static Matcher of(String pattern) {
-      enum Type { EXACT, PREFIX, SUFFIX, REGEX }
+      enum Type {
+        EXACT,
+        PREFIX,
+        SUFFIX,
+        REGEX
+      }
       StringBuilder re = new StringBuilder("^");
       Type type = Type.EXACT;
       int[] cps = pattern.codePoints().toArray();

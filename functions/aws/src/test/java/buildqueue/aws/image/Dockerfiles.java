@@ -9,12 +9,11 @@ import java.util.regex.Pattern;
 /**
  * What a Dockerfile takes from the build context: the sources of its {@code COPY} and {@code ADD}
  * instructions. Read as BuildKit's parser reads the file: parser directives ({@code # escape=`}),
- * comment and blank lines dropped (also inside a continued instruction), lines joined at the
- * escape character, keywords in any case, options before the arguments ({@code --chown=},
- * {@code --chmod=}, {@code --link}, ...), the JSON-array form, here-documents. A {@code
- * --from=} copy reads a stage or an image, and an {@code ADD} of a URL the network, so neither
- * reads the context; nor does a here-document source or an {@code ONBUILD} instruction (it runs in
- * another build).
+ * comment and blank lines dropped (also inside a continued instruction), lines joined at the escape
+ * character, keywords in any case, options before the arguments ({@code --chown=}, {@code
+ * --chmod=}, {@code --link}, ...), the JSON-array form, here-documents. A {@code --from=} copy
+ * reads a stage or an image, and an {@code ADD} of a URL the network, so neither reads the context;
+ * nor does a here-document source or an {@code ONBUILD} instruction (it runs in another build).
  */
 final class Dockerfiles {
   private Dockerfiles() {}
@@ -30,7 +29,8 @@ final class Dockerfiles {
     }
   }
 
-  private static final Pattern DIRECTIVE = Pattern.compile("#\\s*([A-Za-z][A-Za-z0-9]*)\\s*=\\s*(.*?)\\s*");
+  private static final Pattern DIRECTIVE =
+      Pattern.compile("#\\s*([A-Za-z][A-Za-z0-9]*)\\s*=\\s*(.*?)\\s*");
   private static final Pattern HEREDOC = Pattern.compile("<<(-?)([\"']?)([A-Za-z0-9_.]+)\\2");
 
   static List<Instruction> instructions(String text) {
@@ -93,7 +93,8 @@ final class Dockerfiles {
       boolean stripTabs = !m.group(1).isEmpty();
       String word = m.group(3);
       i++;
-      while (i < lines.length && !(stripTabs ? lines[i].replaceFirst("^\t+", "") : lines[i]).equals(word)) {
+      while (i < lines.length
+          && !(stripTabs ? lines[i].replaceFirst("^\t+", "") : lines[i]).equals(word)) {
         i++;
       }
     }
@@ -134,7 +135,10 @@ final class Dockerfiles {
 
   private static boolean isRemote(String src) {
     String s = src.toLowerCase(Locale.ROOT);
-    return s.startsWith("http://") || s.startsWith("https://") || s.startsWith("git@") || s.startsWith("git://");
+    return s.startsWith("http://")
+        || s.startsWith("https://")
+        || s.startsWith("git@")
+        || s.startsWith("git://");
   }
 
   /** A JSON array of strings, or null if the text is not one (Docker then reads it as words). */

@@ -12,7 +12,8 @@ class DockerfilesTest {
 
   @Test
   void copy_and_add_sources_are_read_with_their_options_skipped() {
-    String text = """
+    String text =
+        """
         FROM debian AS build
         COPY --chown=10001:10001 --chmod=644 a.txt /x/
         copy --link b c /y/
@@ -28,7 +29,8 @@ class DockerfilesTest {
 
   @Test
   void the_json_form_continuations_and_comments_are_read_as_buildkit_reads_them() {
-    String text = """
+    String text =
+        """
         FROM debian
         COPY ["with space/file.json", "other", "/dest/"]
         COPY --chown=1:1 [ "x.json" , "/d" ]
@@ -40,9 +42,12 @@ class DockerfilesTest {
         RUN echo done
         """;
     List<Dockerfiles.Source> s = Dockerfiles.contextSources(text);
-    assertThat(s).extracting(Dockerfiles.Source::path).containsExactly("with space/file.json", "other", "x.json", "first", "second");
+    assertThat(s)
+        .extracting(Dockerfiles.Source::path)
+        .containsExactly("with space/file.json", "other", "x.json", "first", "second");
     assertThat(s.get(3).line()).isEqualTo(4);
-    assertThat(Dockerfiles.instructions(text)).extracting(Dockerfiles.Instruction::keyword)
+    assertThat(Dockerfiles.instructions(text))
+        .extracting(Dockerfiles.Instruction::keyword)
         .containsExactly("FROM", "COPY", "COPY", "COPY", "RUN");
   }
 
@@ -54,7 +59,8 @@ class DockerfilesTest {
 
   @Test
   void here_documents_are_inline_and_their_bodies_are_not_instructions() {
-    String text = """
+    String text =
+        """
         FROM debian
         COPY <<EOF /etc/conf
         COPY not-an-instruction /x
@@ -78,8 +84,10 @@ class DockerfilesTest {
 
   @Test
   void the_repositorys_dockerfile_reads_the_jar_the_catalogue_and_the_programs() {
-    String dockerfile = ImageContextCheck.read(buildqueue.aws.testing.SampleEvents.repoFile("infra/Dockerfile"));
-    assertThat(sources(dockerfile)).containsExactly(
-        "functions/aws/target/buildqueue-aws.jar", "infra/kinds/kinds.json", "infra/programs/");
+    String dockerfile =
+        ImageContextCheck.read(buildqueue.aws.testing.SampleEvents.repoFile("infra/Dockerfile"));
+    assertThat(sources(dockerfile))
+        .containsExactly(
+            "functions/aws/target/buildqueue-aws.jar", "infra/kinds/kinds.json", "infra/programs/");
   }
 }

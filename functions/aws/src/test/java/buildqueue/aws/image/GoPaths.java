@@ -2,8 +2,8 @@ package buildqueue.aws.image;
 
 /**
  * The two pieces of Go's path handling Docker's build context rules are written in: {@code
- * filepath.Clean} (on a Unix-like platform, where the separator is {@code /}) and the syntax
- * {@code filepath.Match} accepts. JDK only, so the image check runs from the test classes alone.
+ * filepath.Clean} (on a Unix-like platform, where the separator is {@code /}) and the syntax {@code
+ * filepath.Match} accepts. JDK only, so the image check runs from the test classes alone.
  */
 final class GoPaths {
   private GoPaths() {}
@@ -34,7 +34,9 @@ final class GoPaths {
         r++;
       } else if (c == '.' && (r + 1 == n || path.charAt(r + 1) == '/')) {
         r++;
-      } else if (c == '.' && path.charAt(r + 1) == '.' && (r + 2 == n || path.charAt(r + 2) == '/')) {
+      } else if (c == '.'
+          && path.charAt(r + 1) == '.'
+          && (r + 2 == n || path.charAt(r + 2) == '/')) {
         r += 2;
         if (out.length() > dotdot) {
           int w = out.length() - 1;
@@ -69,10 +71,10 @@ final class GoPaths {
   }
 
   /**
-   * Checks a pattern the way {@code filepath.Match} does before it matches anything: a class
-   * {@code [...]} must close, must hold at least one character or range ({@code []a]} and {@code
-   * [-]} are errors), a range has both ends and no third ({@code [a-b-c]}), and {@code \} escapes
-   * one character, so a trailing {@code \} is an error.
+   * Checks a pattern the way {@code filepath.Match} does before it matches anything: a class {@code
+   * [...]} must close, must hold at least one character or range ({@code []a]} and {@code [-]} are
+   * errors), a range has both ends and no third ({@code [a-b-c]}), and {@code \} escapes one
+   * character, so a trailing {@code \} is an error.
    */
   static void checkSyntax(String pattern) {
     int i = 0;

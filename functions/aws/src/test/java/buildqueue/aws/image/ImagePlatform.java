@@ -8,8 +8,8 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
- * The platform the worker image must be built for: the task definition's {@code RuntimePlatform}
- * in {@code template.yaml} (Fargate pulls the image manifest for that operating system and CPU
+ * The platform the worker image must be built for: the task definition's {@code RuntimePlatform} in
+ * {@code template.yaml} (Fargate pulls the image manifest for that operating system and CPU
  * architecture, and a task whose image has none fails to start), and the {@code --platform} every
  * documented {@code docker build} command passes. Read as text, so the check needs no YAML library.
  */
@@ -18,7 +18,9 @@ final class ImagePlatform {
 
   private static final Map<String, String> OS = Map.of("LINUX", "linux");
   private static final Map<String, String> ARCH = Map.of("X86_64", "amd64", "ARM64", "arm64");
-  private static final Pattern KEY = Pattern.compile("^(\\s*)(?:-\\s+)?([A-Za-z]+)\\s*:\\s*[\"']?([^\"'#\\s]*)[\"']?\\s*(?:#.*)?$");
+  private static final Pattern KEY =
+      Pattern.compile(
+          "^(\\s*)(?:-\\s+)?([A-Za-z]+)\\s*:\\s*[\"']?([^\"'#\\s]*)[\"']?\\s*(?:#.*)?$");
   private static final Pattern PLATFORM = Pattern.compile("--platform(?:=|\\s+)(\\S+)");
 
   /** A RuntimePlatform block of the template, and the Docker platform it means. */
@@ -57,10 +59,11 @@ final class ImagePlatform {
         switch (k.group(2)) {
           case "OperatingSystemFamily" -> os = k.group(3);
           case "CpuArchitecture" -> arch = k.group(3);
-          default -> { }
+          default -> {}
         }
       }
-      out.add(new RuntimePlatform(i + 1, os.toUpperCase(Locale.ROOT), arch.toUpperCase(Locale.ROOT)));
+      out.add(
+          new RuntimePlatform(i + 1, os.toUpperCase(Locale.ROOT), arch.toUpperCase(Locale.ROOT)));
     }
     return out;
   }
@@ -114,7 +117,8 @@ final class ImagePlatform {
     command.append(line);
     String text = command.toString().replaceAll("\\s+", " ").strip();
     Matcher p = PLATFORM.matcher(text);
-    out.add(new BuildCommand(start + 1, text, p.find() ? p.group(1).replaceAll("[\"']", "") : null));
+    out.add(
+        new BuildCommand(start + 1, text, p.find() ? p.group(1).replaceAll("[\"']", "") : null));
     return i;
   }
 

@@ -21,15 +21,18 @@ import java.time.Duration;
 import java.util.Base64;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 @ExtendWith(PostgresExtension.class)
 class EnqueueFunctionTest {
   private static final ObjectMapper JSON = new ObjectMapper();
 
-  /** The sample API Gateway event, with another method, path, body or claims where a test needs them. */
+  /**
+   * The sample API Gateway event, with another method, path, body or claims where a test needs
+   * them.
+   */
   private static ObjectNode sample() {
     return SampleEvents.tree("api-gateway-post-jobs.json");
   }
@@ -51,24 +54,40 @@ class EnqueueFunctionTest {
 
   /**
    * Invokes the function as Lambda does (the event's bytes in, the answer's out, read back by the
-   * runtime's own serializer); every answer is held to openapi.json, as the core route tests hold theirs.
+   * runtime's own serializer); every answer is held to openapi.json, as the core route tests hold
+   * theirs.
    */
   private static APIGatewayV2HTTPResponse invoke(QueueWorld w, ObjectNode event) {
-    APIGatewayV2HTTPEvent lambdaEvent = SampleEvents.asLambdaEvent(SampleEvents.bytes(event), APIGatewayV2HTTPEvent.class);
+    APIGatewayV2HTTPEvent lambdaEvent =
+        SampleEvents.asLambdaEvent(SampleEvents.bytes(event), APIGatewayV2HTTPEvent.class);
     java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
     try {
-      new EnqueueFunction(() -> w.services).handleRequest(new java.io.ByteArrayInputStream(SampleEvents.bytes(event)), out,
-          TestContext.withTimeLeft(Duration.ofSeconds(30)));
+      new EnqueueFunction(() -> w.services)
+          .handleRequest(
+              new java.io.ByteArrayInputStream(SampleEvents.bytes(event)),
+              out,
+              TestContext.withTimeLeft(Duration.ofSeconds(30)));
     } catch (java.io.IOException e) {
       throw new java.io.UncheckedIOException(e);
     }
-    APIGatewayV2HTTPResponse r = SampleEvents.asLambdaEvent(out.toByteArray(), APIGatewayV2HTTPResponse.class);
-    byte[] body = r.getBody() == null ? new byte[0]
-        : r.getIsBase64Encoded() ? Base64.getDecoder().decode(r.getBody()) : r.getBody().getBytes(StandardCharsets.UTF_8);
-    OpenApiContract.shipped().check(
-        new ApiRequest(lambdaEvent.getRequestContext().getHttp().getMethod(), lambdaEvent.getRawPath(), "", Map.of(),
-            new byte[0], null),
-        new ApiResponse(r.getStatusCode(), r.getHeaders(), body));
+    APIGatewayV2HTTPResponse r =
+        SampleEvents.asLambdaEvent(out.toByteArray(), APIGatewayV2HTTPResponse.class);
+    byte[] body =
+        r.getBody() == null
+            ? new byte[0]
+            : r.getIsBase64Encoded()
+                ? Base64.getDecoder().decode(r.getBody())
+                : r.getBody().getBytes(StandardCharsets.UTF_8);
+    OpenApiContract.shipped()
+        .check(
+            new ApiRequest(
+                lambdaEvent.getRequestContext().getHttp().getMethod(),
+                lambdaEvent.getRawPath(),
+                "",
+                Map.of(),
+                new byte[0],
+                null),
+            new ApiResponse(r.getStatusCode(), r.getHeaders(), body));
     return r;
   }
 
@@ -79,13 +98,21 @@ class EnqueueFunctionTest {
   @Test
   void the_function_reads_an_event_as_the_runtime_binds_it() {
     ObjectNode base64 = sample();
-    base64.put("body", Base64.getEncoder().encodeToString(base64.get("body").asText().getBytes(StandardCharsets.UTF_8)))
+    base64
+        .put(
+            "body",
+            Base64.getEncoder()
+                .encodeToString(base64.get("body").asText().getBytes(StandardCharsets.UTF_8)))
         .put("isBase64Encoded", true);
     ObjectNode scp = sample();
     claims(scp).put("scp", "[buildqueue/admin]");
-    for (ObjectNode e : java.util.List.of(sample(), route(sample(), "GET", "/jobs/7", "a=1&b=2"), base64, scp)) {
-      ApiRequest ours = EnqueueFunction.toApiRequest(EnqueueFunction.readEvent(SampleEvents.bytes(e)));
-      ApiRequest runtime = EnqueueFunction.toApiRequest(SampleEvents.asLambdaEvent(SampleEvents.bytes(e), APIGatewayV2HTTPEvent.class));
+    for (ObjectNode e :
+        java.util.List.of(sample(), route(sample(), "GET", "/jobs/7", "a=1&b=2"), base64, scp)) {
+      ApiRequest ours =
+          EnqueueFunction.toApiRequest(EnqueueFunction.readEvent(SampleEvents.bytes(e)));
+      ApiRequest runtime =
+          EnqueueFunction.toApiRequest(
+              SampleEvents.asLambdaEvent(SampleEvents.bytes(e), APIGatewayV2HTTPEvent.class));
 
       assertThat(ours.method()).isEqualTo(runtime.method());
       assertThat(ours.path()).isEqualTo(runtime.path());
@@ -98,7 +125,8 @@ class EnqueueFunctionTest {
 
   @ParameterizedTest(name = "on {0}")
   @ValueSource(strings = {"jdbc", "dataapi"})
-  void a_post_with_jwt_claims_enqueues_for_the_sub_and_dispatches(String adapter, TestDatabase tdb) throws Exception {
+  void a_post_with_jwt_claims_enqueues_for_the_sub_and_dispatches(String adapter, TestDatabase tdb)
+      throws Exception {
     try (QueueWorld w = new QueueWorld(adapter, tdb, Component.ENQUEUE)) {
       APIGatewayV2HTTPResponse r = invoke(w, sample());
 
@@ -129,18 +157,23 @@ class EnqueueFunctionTest {
 
   @ParameterizedTest(name = "on {0}")
   @ValueSource(strings = {"jdbc", "dataapi"})
-  void the_jobs_events_are_published_after_the_request(String adapter, TestDatabase tdb) throws Exception {
+  void the_jobs_events_are_published_after_the_request(String adapter, TestDatabase tdb)
+      throws Exception {
     try (QueueWorld w = new QueueWorld(adapter, tdb, Component.ENQUEUE)) {
       long id = body(invoke(w, sample())).get("id").asLong();
 
       assertThat(w.unpublishedEvents()).isZero();
-      assertThat(w.eventBridge.accepted()).allSatisfy(e -> {
-        assertThat(e.source()).isEqualTo("buildqueue");
-        assertThat(e.detailType()).isEqualTo("Build Job State Change");
-        assertThat(e.eventBusName()).isEqualTo("buildqueue-test-bus");
-        assertThat(e.detail().get("jobId").asLong()).isEqualTo(id);
-        assertThat(e.detail().get("userId").asText()).isEqualTo("user-7f3a");
-      }).extracting(e -> e.detail().get("type").asText()).containsExactly("enqueued", "dispatched");
+      assertThat(w.eventBridge.accepted())
+          .allSatisfy(
+              e -> {
+                assertThat(e.source()).isEqualTo("buildqueue");
+                assertThat(e.detailType()).isEqualTo("Build Job State Change");
+                assertThat(e.eventBusName()).isEqualTo("buildqueue-test-bus");
+                assertThat(e.detail().get("jobId").asLong()).isEqualTo(id);
+                assertThat(e.detail().get("userId").asText()).isEqualTo("user-7f3a");
+              })
+          .extracting(e -> e.detail().get("type").asText())
+          .containsExactly("enqueued", "dispatched");
       JsonNode line = w.metrics.last("enqueue");
       assertThat(line.get("Launches").asLong()).isEqualTo(1);
       assertThat(line.get("requestId").asText()).isEqualTo("Bq3x7hZ5joEEMxw=");
@@ -161,7 +194,8 @@ class EnqueueFunctionTest {
   }
 
   @Test
-  void the_admin_scope_comes_from_the_scope_or_scp_claim_or_the_authorizer_scopes(TestDatabase tdb) {
+  void the_admin_scope_comes_from_the_scope_or_scp_claim_or_the_authorizer_scopes(
+      TestDatabase tdb) {
     try (QueueWorld w = new QueueWorld(tdb, Component.ENQUEUE)) {
       ObjectNode plain = route(sample(), "GET", "/lanes", "");
       ObjectNode scope = route(sample(), "GET", "/lanes", "");
@@ -171,7 +205,8 @@ class EnqueueFunctionTest {
       claims(scp).put("scp", "[buildqueue/jobs buildqueue/admin]");
       ObjectNode authorizerScopes = route(sample(), "GET", "/lanes", "");
       ((ObjectNode) authorizerScopes.get("requestContext").get("authorizer").get("jwt"))
-          .putArray("scopes").add("buildqueue/admin");
+          .putArray("scopes")
+          .add("buildqueue/admin");
 
       assertThat(invoke(w, plain).getStatusCode()).isEqualTo(403);
       assertThat(invoke(w, scope).getStatusCode()).isEqualTo(200);
@@ -202,7 +237,9 @@ class EnqueueFunctionTest {
   void malformed_json_gets_a_problem_and_writes_nothing(TestDatabase tdb) throws Exception {
     try (QueueWorld w = new QueueWorld(tdb, Component.ENQUEUE)) {
       ObjectNode e = sample();
-      e.put("body", Base64.getEncoder().encodeToString("{\"kind\": ".getBytes(StandardCharsets.UTF_8)));
+      e.put(
+          "body",
+          Base64.getEncoder().encodeToString("{\"kind\": ".getBytes(StandardCharsets.UTF_8)));
 
       APIGatewayV2HTTPResponse r = invoke(w, e);
 
@@ -218,8 +255,10 @@ class EnqueueFunctionTest {
   void the_query_string_reaches_the_api(TestDatabase tdb) throws Exception {
     try (QueueWorld w = new QueueWorld(tdb, Component.ENQUEUE)) {
       invoke(w, sample());
-      APIGatewayV2HTTPResponse succeeded = invoke(w, route(sample(), "GET", "/jobs", "status=succeeded"));
-      APIGatewayV2HTTPResponse dispatched = invoke(w, route(sample(), "GET", "/jobs", "status=dispatched"));
+      APIGatewayV2HTTPResponse succeeded =
+          invoke(w, route(sample(), "GET", "/jobs", "status=succeeded"));
+      APIGatewayV2HTTPResponse dispatched =
+          invoke(w, route(sample(), "GET", "/jobs", "status=dispatched"));
 
       assertThat(body(succeeded).get("jobs")).isEmpty();
       assertThat(body(dispatched).get("jobs")).hasSize(1);

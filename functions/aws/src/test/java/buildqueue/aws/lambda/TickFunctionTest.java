@@ -18,16 +18,19 @@ import com.fasterxml.jackson.databind.JsonNode;
 import java.time.Duration;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 @ExtendWith(PostgresExtension.class)
 public class TickFunctionTest {
   /** An EventBridge rule's event ({@code "detail": {}}). */
   private static final Map<String, Object> SCHEDULE = event("schedule-tick.json");
 
-  /** A sample event from infra/events as the Lambda runtime hands it to the tick's declared input type. */
+  /**
+   * A sample event from infra/events as the Lambda runtime hands it to the tick's declared input
+   * type.
+   */
   @SuppressWarnings("unchecked")
   public static Map<String, Object> event(String name) {
     return SampleEvents.asLambdaEvent(SampleEvents.bytes(name), Map.class);
@@ -40,18 +43,23 @@ public class TickFunctionTest {
     byte[] scheduler = SampleEvents.bytes("scheduler-tick.json");
     assertThat(SampleEvents.tree("scheduler-tick.json").get("detail").isTextual()).isTrue();
 
-    assertThatThrownBy(() -> SampleEvents.asLambdaEvent(scheduler, ScheduledEvent.class)).isInstanceOf(Exception.class);
+    assertThatThrownBy(() -> SampleEvents.asLambdaEvent(scheduler, ScheduledEvent.class))
+        .isInstanceOf(Exception.class);
   }
 
   @ParameterizedTest(name = "{0}")
   @ValueSource(strings = {"schedule-tick.json", "scheduler-tick.json"})
-  void a_tick_runs_on_the_event_of_a_rule_and_of_eventbridge_scheduler(String sample, TestDatabase tdb) throws Exception {
+  void a_tick_runs_on_the_event_of_a_rule_and_of_eventbridge_scheduler(
+      String sample, TestDatabase tdb) throws Exception {
     try (QueueWorld w = new QueueWorld(tdb, Component.TICK)) {
       java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
 
       // As Lambda calls it: the event's bytes, the report written back as a JSON string.
-      new TickFunction(() -> w.services).handleRequest(new java.io.ByteArrayInputStream(SampleEvents.bytes(sample)), out,
-          TestContext.withTimeLeft(Duration.ofSeconds(60)));
+      new TickFunction(() -> w.services)
+          .handleRequest(
+              new java.io.ByteArrayInputStream(SampleEvents.bytes(sample)),
+              out,
+              TestContext.withTimeLeft(Duration.ofSeconds(60)));
 
       String report = SampleEvents.asLambdaEvent(out.toByteArray(), String.class);
       assertThat(report).startsWith("TickReport[");
@@ -69,7 +77,8 @@ public class TickFunctionTest {
 
   @ParameterizedTest(name = "on {0}")
   @ValueSource(strings = {"jdbc", "dataapi"})
-  void a_tick_finds_a_stopped_task_recovers_its_job_dispatches_and_reports(String adapter, TestDatabase tdb) {
+  void a_tick_finds_a_stopped_task_recovers_its_job_dispatches_and_reports(
+      String adapter, TestDatabase tdb) {
     try (QueueWorld w = new QueueWorld(adapter, tdb, Component.TICK)) {
       long job = w.submit("alice");
       WorkerLaunch first = w.lastLaunch();
@@ -77,13 +86,18 @@ public class TickFunctionTest {
       long waiting = w.submit("bob");
       w.services.flush(w.services.newMetrics());
       w.clock.advance(Duration.ofMinutes(2));
-      w.platform.setState(ManualPlatform.taskIdOf(first.workerId()), new TaskState.Stopped("EssentialContainerExited"));
+      w.platform.setState(
+          ManualPlatform.taskIdOf(first.workerId()),
+          new TaskState.Stopped("EssentialContainerExited"));
 
-      String report = new TickFunction(() -> w.services).handleRequest(SCHEDULE, TestContext.withTimeLeft(Duration.ofSeconds(60)));
+      String report =
+          new TickFunction(() -> w.services)
+              .handleRequest(SCHEDULE, TestContext.withTimeLeft(Duration.ofSeconds(60)));
 
       assertThat(report).contains("exited=1", "dispatched=1"); // the recovered job's next worker
       assertThat(w.worker(first.workerId()).string("status")).isEqualTo("exited");
-      assertThat(w.job(job).string("status")).isEqualTo("dispatched"); // back at the head, relaunched
+      assertThat(w.job(job).string("status"))
+          .isEqualTo("dispatched"); // back at the head, relaunched
       assertThat(w.job(waiting).string("status")).isEqualTo("queued");
       assertThat(w.unpublishedEvents()).isZero();
       JsonNode line = w.metrics.last("tick");
@@ -94,15 +108,18 @@ public class TickFunctionTest {
       assertThat(line.get("SlotHeldSeconds").asDouble()).isEqualTo(120.0);
       assertThat(line.get("Launches").asLong()).isEqualTo(1);
       assertThat(line.get("TickDispatched").asLong()).isEqualTo(1);
-      assertThat(line.get("scheduleEventId").asText()).isEqualTo("89d1a02d-5ec7-412e-82f5-13505f849b41");
-      assertThat(line.get("_aws").get("CloudWatchMetrics").get(0).get("Namespace").asText()).isEqualTo("buildqueue-test");
+      assertThat(line.get("scheduleEventId").asText())
+          .isEqualTo("89d1a02d-5ec7-412e-82f5-13505f849b41");
+      assertThat(line.get("_aws").get("CloudWatchMetrics").get(0).get("Namespace").asText())
+          .isEqualTo("buildqueue-test");
     }
   }
 
   @Test
   void an_idle_tick_reports_an_empty_queue(TestDatabase tdb) {
     try (QueueWorld w = new QueueWorld(tdb, Component.TICK)) {
-      new TickFunction(() -> w.services).handleRequest(SCHEDULE, TestContext.withTimeLeft(Duration.ofSeconds(60)));
+      new TickFunction(() -> w.services)
+          .handleRequest(SCHEDULE, TestContext.withTimeLeft(Duration.ofSeconds(60)));
 
       JsonNode line = w.metrics.last("tick");
       assertThat(line.get("QueueDepth").asLong()).isZero();
@@ -117,7 +134,8 @@ public class TickFunctionTest {
     try (QueueWorld w = new QueueWorld(tdb, Component.TICK, broken)) {
       TickFunction tick = new TickFunction(() -> w.services);
 
-      assertThatThrownBy(() -> tick.handleRequest(SCHEDULE, TestContext.withTimeLeft(Duration.ofSeconds(60))))
+      assertThatThrownBy(
+              () -> tick.handleRequest(SCHEDULE, TestContext.withTimeLeft(Duration.ofSeconds(60))))
           .isInstanceOf(DatabaseException.class);
     }
   }

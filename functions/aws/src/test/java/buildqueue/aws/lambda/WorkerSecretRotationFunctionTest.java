@@ -46,8 +46,11 @@ class WorkerSecretRotationFunctionTest {
   private static final ObjectMapper JSON = new ObjectMapper();
   private static final String ARN = DataApiFake.WORKER_SECRET_ARN;
   private static final String ORIGINAL =
-      "{\"username\": \"buildqueue_worker\", \"password\": \"" + TestDatabases.WORKER_PASSWORD + "\"}";
-  private static final List<String> STEPS = List.of("createSecret", "setSecret", "testSecret", "finishSecret");
+      "{\"username\": \"buildqueue_worker\", \"password\": \""
+          + TestDatabases.WORKER_PASSWORD
+          + "\"}";
+  private static final List<String> STEPS =
+      List.of("createSecret", "setSecret", "testSecret", "finishSecret");
 
   private TestDatabase db;
   private SecretsManagerFake secrets;
@@ -66,10 +69,16 @@ class WorkerSecretRotationFunctionTest {
     dataApi = DataApiFake.start();
     dataApiClient = dataApi.newClient();
     dataApi.serve(db.name(), db.dataSource());
-    dataApi.serve(db.name(), ARN, secrets, "jdbc:postgresql://localhost:" + TestDatabases.postgres().getPort() + "/" + db.name());
+    dataApi.serve(
+        db.name(),
+        ARN,
+        secrets,
+        "jdbc:postgresql://localhost:" + TestDatabases.postgres().getPort() + "/" + db.name());
     admin = new DataApiDatabase(dataApiClient, dataApi.settings(db.name()));
     worker = new DataApiDatabase(dataApiClient, dataApi.workerSettings(db.name()));
-    function = new WorkerSecretRotationFunction(() -> new WorkerSecretRotation(secretsClient, () -> admin, ARN));
+    function =
+        new WorkerSecretRotationFunction(
+            () -> new WorkerSecretRotation(secretsClient, () -> admin, ARN));
   }
 
   @AfterEach
@@ -83,13 +92,19 @@ class WorkerSecretRotationFunctionTest {
   }
 
   private String invoke(String step, String secretId, String token) throws Exception {
-    ObjectNode event = JSON.createObjectNode().put("Step", step).put("SecretId", secretId).put("ClientRequestToken", token);
+    ObjectNode event =
+        JSON.createObjectNode()
+            .put("Step", step)
+            .put("SecretId", secretId)
+            .put("ClientRequestToken", token);
     return invoke(event.toString());
   }
 
   private String invoke(String event) throws Exception {
     ByteArrayOutputStream out = new ByteArrayOutputStream();
-    function.handleRequest(new ByteArrayInputStream(event.getBytes(StandardCharsets.UTF_8)), out,
+    function.handleRequest(
+        new ByteArrayInputStream(event.getBytes(StandardCharsets.UTF_8)),
+        out,
         TestContext.withTimeLeft(Duration.ofMinutes(1)));
     return out.toString(StandardCharsets.UTF_8);
   }
@@ -116,7 +131,8 @@ class WorkerSecretRotationFunctionTest {
   }
 
   @Test
-  void the_four_steps_give_the_worker_role_the_new_password_and_workers_keep_working() throws Exception {
+  void the_four_steps_give_the_worker_role_the_new_password_and_workers_keep_working()
+      throws Exception {
     assertThat(workerUser()).isEqualTo(WorkerRole.NAME);
     String oldVersion = secrets.stages(ARN).keySet().iterator().next();
     String token = secrets.startRotation(ARN);
@@ -125,12 +141,19 @@ class WorkerSecretRotationFunctionTest {
       invoke(step, ARN, token);
     }
 
-    assertThat(secrets.stages(ARN)).isEqualTo(Map.of(token, Set.of("AWSCURRENT"), oldVersion, Set.of("AWSPREVIOUS")));
+    assertThat(secrets.stages(ARN))
+        .isEqualTo(Map.of(token, Set.of("AWSCURRENT"), oldVersion, Set.of("AWSPREVIOUS")));
     String rotated = password(secrets.value(ARN, "AWSCURRENT"));
-    assertThat(rotated).isNotEqualTo(TestDatabases.WORKER_PASSWORD).hasSize(32).doesNotContainAnyWhitespaces();
-    assertThat(JSON.readTree(secrets.value(ARN, "AWSCURRENT")).get("username").asText()).isEqualTo(WorkerRole.NAME);
+    assertThat(rotated)
+        .isNotEqualTo(TestDatabases.WORKER_PASSWORD)
+        .hasSize(32)
+        .doesNotContainAnyWhitespaces();
+    assertThat(JSON.readTree(secrets.value(ARN, "AWSCURRENT")).get("username").asText())
+        .isEqualTo(WorkerRole.NAME);
     assertThat(canLogIn(url(), rotated)).as("logs in with the new password").isTrue();
-    assertThat(canLogIn(url(), TestDatabases.WORKER_PASSWORD)).as("logs in with the old password").isFalse();
+    assertThat(canLogIn(url(), TestDatabases.WORKER_PASSWORD))
+        .as("logs in with the old password")
+        .isFalse();
     // A worker task: the Data API logs in with what the worker secret now holds.
     assertThat(workerUser()).isEqualTo(WorkerRole.NAME);
   }
@@ -146,7 +169,8 @@ class WorkerSecretRotationFunctionTest {
     assertThat(secrets.value(ARN, "AWSPENDING")).isEqualTo(pending);
     assertThat(secrets.versionCount(ARN)).isEqualTo(versions);
 
-    for (String step : List.of("setSecret", "setSecret", "testSecret", "testSecret", "finishSecret")) {
+    for (String step :
+        List.of("setSecret", "setSecret", "testSecret", "testSecret", "finishSecret")) {
       invoke(step, ARN, token);
     }
     Map<String, Set<String>> finished = secrets.stages(ARN);
@@ -161,7 +185,8 @@ class WorkerSecretRotationFunctionTest {
   }
 
   @Test
-  void a_finish_retried_after_a_deploy_reset_the_role_puts_the_current_password_back() throws Exception {
+  void a_finish_retried_after_a_deploy_reset_the_role_puts_the_current_password_back()
+      throws Exception {
     String token = secrets.startRotation(ARN);
     for (String step : STEPS) {
       invoke(step, ARN, token);
@@ -180,24 +205,31 @@ class WorkerSecretRotationFunctionTest {
     // What happened before the rotation function: a new AWSCURRENT the role never heard of.
     secrets.put(ARN, "{\"username\": \"buildqueue_worker\", \"password\": \"rotated-elsewhere\"}");
 
-    assertThatThrownBy(this::workerUser).isInstanceOf(DatabaseException.class)
+    assertThatThrownBy(this::workerUser)
+        .isInstanceOf(DatabaseException.class)
         .hasMessageContaining("password authentication failed");
   }
 
   @Test
-  void a_step_for_another_secret_or_an_unknown_step_or_a_malformed_event_fails_clearly() throws Exception {
+  void a_step_for_another_secret_or_an_unknown_step_or_a_malformed_event_fails_clearly()
+      throws Exception {
     String token = secrets.startRotation(ARN);
 
     assertThatThrownBy(() -> invoke("createSecret", DataApiFake.SECRET_ARN, token))
-        .isInstanceOf(BuildQueueException.class).hasMessageContaining("rotates the worker role's secret " + ARN + " only");
+        .isInstanceOf(BuildQueueException.class)
+        .hasMessageContaining("rotates the worker role's secret " + ARN + " only");
     assertThatThrownBy(() -> invoke("rotateEverything", ARN, token))
-        .isInstanceOf(BuildQueueException.class).hasMessageContaining("unknown rotation step \"rotateEverything\"");
+        .isInstanceOf(BuildQueueException.class)
+        .hasMessageContaining("unknown rotation step \"rotateEverything\"");
     assertThatThrownBy(() -> invoke("{\"Step\": \"createSecret\", \"SecretId\": \"" + ARN + "\"}"))
-        .isInstanceOf(BuildQueueException.class).hasMessageContaining("no \"ClientRequestToken\"");
+        .isInstanceOf(BuildQueueException.class)
+        .hasMessageContaining("no \"ClientRequestToken\"");
     assertThatThrownBy(() -> invoke("not json"))
-        .isInstanceOf(BuildQueueException.class).hasMessageContaining("not a Secrets Manager rotation event");
+        .isInstanceOf(BuildQueueException.class)
+        .hasMessageContaining("not a Secrets Manager rotation event");
     assertThatThrownBy(() -> invoke("setSecret", ARN, "00000000-0000-0000-0000-00000000dead"))
-        .isInstanceOf(BuildQueueException.class).hasMessageContaining("has no label for rotation");
+        .isInstanceOf(BuildQueueException.class)
+        .hasMessageContaining("has no label for rotation");
     assertThat(secrets.value(ARN, "AWSCURRENT")).isEqualTo(ORIGINAL);
   }
 

@@ -21,7 +21,8 @@ class CloudWatchJobLogSinkTest {
   private static final ObjectMapper JSON = new ObjectMapper();
 
   /** The container metadata response of AWS's "task metadata endpoint v4 examples", trimmed. */
-  private static final String CONTAINER_METADATA = """
+  private static final String CONTAINER_METADATA =
+      """
       {
           "DockerId": "ea32192c8553fbff06c9340478a2ff089b2bb5646fb718b4ee206641c9086d66",
           "Name": "curl",
@@ -59,13 +60,15 @@ class CloudWatchJobLogSinkTest {
 
   private String serve(int status, String body) throws Exception {
     metadata = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
-    metadata.createContext("/v4/abc", exchange -> {
-      requests.incrementAndGet();
-      byte[] b = body.getBytes(StandardCharsets.UTF_8);
-      exchange.sendResponseHeaders(status, b.length);
-      exchange.getResponseBody().write(b);
-      exchange.close();
-    });
+    metadata.createContext(
+        "/v4/abc",
+        exchange -> {
+          requests.incrementAndGet();
+          byte[] b = body.getBytes(StandardCharsets.UTF_8);
+          exchange.sendResponseHeaders(status, b.length);
+          exchange.getResponseBody().write(b);
+          exchange.close();
+        });
     metadata.start();
     return "http://127.0.0.1:" + metadata.getAddress().getPort() + "/v4/abc";
   }
@@ -80,7 +83,8 @@ class CloudWatchJobLogSinkTest {
 
   @Test
   void each_line_is_one_json_line_with_the_job_id_and_stream() throws Exception {
-    CloudWatchJobLogSink sink = CloudWatchJobLogSink.forThisTask(Map.<String, String>of()::get, out, 7);
+    CloudWatchJobLogSink sink =
+        CloudWatchJobLogSink.forThisTask(Map.<String, String>of()::get, out, 7);
 
     sink.line(42, JobLog.Stream.STDOUT, "rendering page 1 of \"Intro\"");
     sink.line(42, JobLog.Stream.STDERR, "warning: \u00e9t\u00e9 \t tab");
@@ -103,23 +107,32 @@ class CloudWatchJobLogSinkTest {
   @Test
   void a_jobs_location_names_the_log_group_and_stream_from_the_task_metadata() throws Exception {
     String uri = serve(200, CONTAINER_METADATA);
-    CloudWatchJobLogSink sink = CloudWatchJobLogSink.forThisTask(Map.of(TaskLogLocation.METADATA_URI, uri)::get, out, 7);
+    CloudWatchJobLogSink sink =
+        CloudWatchJobLogSink.forThisTask(Map.of(TaskLogLocation.METADATA_URI, uri)::get, out, 7);
 
     String location = sink.location(42);
 
-    assertThat(location).isEqualTo("CloudWatch Logs group /ecs/metadata, stream ecs/curl/8f03e41243824aea923aca126495f665"
-        + " (us-west-2): the lines with jobId 42");
+    assertThat(location)
+        .isEqualTo(
+            "CloudWatch Logs group /ecs/metadata, stream ecs/curl/8f03e41243824aea923aca126495f665"
+                + " (us-west-2): the lines with jobId 42");
     assertThat(sink.location(43)).endsWith("jobId 43");
     assertThat(requests.get()).as("the metadata is asked once per worker").isEqualTo(1);
   }
 
   @Test
   void without_task_metadata_a_job_has_no_location() throws Exception {
-    assertThat(CloudWatchJobLogSink.forThisTask(Map.<String, String>of()::get, out, 7).location(42)).isNull();
+    assertThat(CloudWatchJobLogSink.forThisTask(Map.<String, String>of()::get, out, 7).location(42))
+        .isNull();
 
     String failing = serve(500, "{}");
-    assertThat(CloudWatchJobLogSink.forThisTask(Map.of(TaskLogLocation.METADATA_URI, failing)::get, out, 7)
-        .location(42)).isNull();
-    assertThat(TaskLogLocation.fromContainerMetadata(JSON.readTree("{\"LogDriver\": \"json-file\"}"))).isEmpty();
+    assertThat(
+            CloudWatchJobLogSink.forThisTask(
+                    Map.of(TaskLogLocation.METADATA_URI, failing)::get, out, 7)
+                .location(42))
+        .isNull();
+    assertThat(
+            TaskLogLocation.fromContainerMetadata(JSON.readTree("{\"LogDriver\": \"json-file\"}")))
+        .isEmpty();
   }
 }

@@ -25,13 +25,14 @@ class JsonLoggingTest {
   void resetting_the_jdks_logging_never_closes_stdout() {
     ByteArrayOutputStream bytes = new ByteArrayOutputStream();
     boolean[] closed = {false};
-    PrintStream out = new PrintStream(bytes, true, StandardCharsets.UTF_8) {
-      @Override
-      public void close() {
-        closed[0] = true;
-        super.close();
-      }
-    };
+    PrintStream out =
+        new PrintStream(bytes, true, StandardCharsets.UTF_8) {
+          @Override
+          public void close() {
+            closed[0] = true;
+            super.close();
+          }
+        };
     JsonLogging.install(out, Map.of("component", "worker"));
     System.getLogger("buildqueue.test").log(System.Logger.Level.INFO, "before the reset");
 
@@ -39,6 +40,8 @@ class JsonLoggingTest {
     out.println("a job's last line");
 
     assertThat(closed[0]).isFalse();
-    assertThat(bytes.toString(StandardCharsets.UTF_8)).contains("before the reset").contains("a job's last line");
+    assertThat(bytes.toString(StandardCharsets.UTF_8))
+        .contains("before the reset")
+        .contains("a job's last line");
   }
 }

@@ -3,12 +3,12 @@ package buildqueue.aws.shaded;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import buildqueue.aws.AwsSettings;
-import buildqueue.aws.testing.SampleEvents;
 import buildqueue.aws.lambda.EnqueueFunction;
 import buildqueue.aws.lambda.MigrateFunction;
 import buildqueue.aws.lambda.TaskStateChangeFunction;
 import buildqueue.aws.lambda.TickFunction;
 import buildqueue.aws.lambda.WorkerSecretRotationFunction;
+import buildqueue.aws.testing.SampleEvents;
 import buildqueue.aws.worker.FargateWorkerMain;
 import buildqueue.core.BuildQueue;
 import buildqueue.core.QueueClock;
@@ -48,11 +48,20 @@ class ShadedJarIT {
   @Test
   void the_jar_holds_the_handlers_and_the_migrations() throws IOException {
     List<String> entries = entries();
-    for (Class<?> c : List.of(EnqueueFunction.class, TickFunction.class, TaskStateChangeFunction.class,
-        MigrateFunction.class, WorkerSecretRotationFunction.class, FargateWorkerMain.class)) {
+    for (Class<?> c :
+        List.of(
+            EnqueueFunction.class,
+            TickFunction.class,
+            TaskStateChangeFunction.class,
+            MigrateFunction.class,
+            WorkerSecretRotationFunction.class,
+            FargateWorkerMain.class)) {
       assertThat(entries).contains(c.getName().replace('.', '/') + ".class");
     }
-    assertThat(entries).contains("buildqueue/db/migrations/V001__queue.sql", "buildqueue/db/migrations/V002__event_publish_claim.sql");
+    assertThat(entries)
+        .contains(
+            "buildqueue/db/migrations/V001__queue.sql",
+            "buildqueue/db/migrations/V002__event_publish_claim.sql");
     // The kind catalogue at the root (Lambda unpacks it to /var/task/kinds.json), and the JSON
     // Schema meta-schemas the validator loads from its own jar instead of the network.
     assertThat(entries).contains("kinds.json").contains("draft/2020-12/schema", "draft-07/schema");
@@ -62,15 +71,22 @@ class ShadedJarIT {
   @Test
   void the_jar_holds_no_test_or_local_only_dependency() throws IOException {
     List<String> entries = entries();
-    for (String forbidden : List.of(
-        "io/zonky/", // embedded PostgreSQL
-        "com/zaxxer/hikari/", // the JDBC pool
-        "org/junit/", "org/assertj/", "net/bytebuddy/",
-        "org/yaml/", // the template test's YAML reader
-        "com/amazonaws/services/lambda/runtime/serialization/", // the runtime's serializer, tests only
-        "buildqueue/testing/", "buildqueue/aws/fake/",
-        "org/apache/http/", "org/apache/hc/", "io/netty/", // HTTP clients other than url-connection
-        "org/slf4j/simple/")) {
+    for (String forbidden :
+        List.of(
+            "io/zonky/", // embedded PostgreSQL
+            "com/zaxxer/hikari/", // the JDBC pool
+            "org/junit/",
+            "org/assertj/",
+            "net/bytebuddy/",
+            "org/yaml/", // the template test's YAML reader
+            "com/amazonaws/services/lambda/runtime/serialization/", // the runtime's serializer,
+            // tests only
+            "buildqueue/testing/",
+            "buildqueue/aws/fake/",
+            "org/apache/http/",
+            "org/apache/hc/",
+            "io/netty/", // HTTP clients other than url-connection
+            "org/slf4j/simple/")) {
       assertThat(entries).as("entries under %s", forbidden).noneMatch(e -> e.startsWith(forbidden));
     }
   }
@@ -78,7 +94,9 @@ class ShadedJarIT {
   @Test
   void the_jar_holds_no_test_double() throws IOException {
     List<String> entries = entries();
-    assertThat(TestKitClasses.entries()).as("the test kit as loaded").contains("buildqueue/testing/InProcessPlatform.class");
+    assertThat(TestKitClasses.entries())
+        .as("the test kit as loaded")
+        .contains("buildqueue/testing/InProcessPlatform.class");
     assertThat(TestKitClasses.doublesIn(entries)).isEmpty();
   }
 
@@ -88,14 +106,18 @@ class ShadedJarIT {
     new BuildQueue(tdb.jdbc(), platform, QueueHarness.testConfig(), QueueClock.DATABASE)
         .enqueue("alice", "demo", new Json("{\"steps\": 2, \"stepMillis\": 1}"), null);
     WorkerLaunch launch = platform.lastLaunch();
-    ProcessBuilder pb = new ProcessBuilder(
-        Path.of(System.getProperty("java.home"), "bin", "java").toString(), "-jar", JAR.toString());
+    ProcessBuilder pb =
+        new ProcessBuilder(
+            Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+            "-jar",
+            JAR.toString());
     pb.environment().clear();
     pb.environment().put(AwsSettings.JDBC_URL, tdb.jdbcUrl());
     pb.environment().put(AwsSettings.WORKER_ID, Long.toString(launch.workerId()));
     pb.environment().put(AwsSettings.WORKER_TOKEN, launch.token().toString());
     // The catalogue the image copies in; loading it compiles its payloadSchema from the jar alone.
-    pb.environment().put(AwsSettings.KINDS_FILE, SampleEvents.repoFile("infra/kinds/kinds.json").toString());
+    pb.environment()
+        .put(AwsSettings.KINDS_FILE, SampleEvents.repoFile("infra/kinds/kinds.json").toString());
     pb.redirectErrorStream(true);
 
     Process worker = pb.start();
@@ -103,9 +125,11 @@ class ShadedJarIT {
     assertThat(worker.waitFor(60, TimeUnit.SECONDS)).isTrue();
 
     assertThat(worker.exitValue()).as(output).isZero();
-    assertThat(tdb.jdbc().query("select status from build_job").get(0).string("status")).isEqualTo("succeeded");
+    assertThat(tdb.jdbc().query("select status from build_job").get(0).string("status"))
+        .isEqualTo("succeeded");
     // Logs are JSON lines; the metrics line is embedded metric format.
-    assertThat(output.lines().filter(l -> !l.isBlank())).allSatisfy(l -> assertThat(l).startsWith("{"));
+    assertThat(output.lines().filter(l -> !l.isBlank()))
+        .allSatisfy(l -> assertThat(l).startsWith("{"));
     assertThat(output).contains("\"_aws\"").contains("\"component\":\"worker\"");
     assertThat(output).doesNotContain(launch.token().toString());
   }

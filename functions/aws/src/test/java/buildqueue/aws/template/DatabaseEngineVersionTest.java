@@ -18,9 +18,11 @@ import org.junit.jupiter.api.Test;
  */
 class DatabaseEngineVersionTest {
   @Test
-  void the_embedded_postgresql_has_the_major_version_of_the_templates_aurora_postgresql() throws Exception {
+  void the_embedded_postgresql_has_the_major_version_of_the_templates_aurora_postgresql()
+      throws Exception {
     CfnTemplate template = CfnTemplate.load(SampleEvents.repoFile("template.yaml"));
-    Map<String, Object> cluster = CfnTemplate.map(template.resource("DatabaseCluster").get("Properties"));
+    Map<String, Object> cluster =
+        CfnTemplate.map(template.resource("DatabaseCluster").get("Properties"));
     assertThat(cluster.get("Engine")).isEqualTo("aurora-postgresql");
     String engineVersion = String.valueOf(cluster.get("EngineVersion"));
     assertThat(engineVersion).as("EngineVersion is pinned as MAJOR.MINOR").matches("\\d+\\.\\d+");
@@ -35,9 +37,10 @@ class DatabaseEngineVersionTest {
     }
 
     assertThat(serverVersionNum / 10000)
-        .as("embedded PostgreSQL %d against the template's Aurora PostgreSQL %s: set postgres-binaries.version"
-            + " in the parent pom to a %d.x release of io.zonky.test.postgres binaries", serverVersionNum,
-            engineVersion, templateMajor)
+        .as(
+            "embedded PostgreSQL %d against the template's Aurora PostgreSQL %s: set postgres-binaries.version"
+                + " in the parent pom to a %d.x release of io.zonky.test.postgres binaries",
+            serverVersionNum, engineVersion, templateMajor)
         .isEqualTo(templateMajor);
   }
 }

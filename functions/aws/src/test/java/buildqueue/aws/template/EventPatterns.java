@@ -5,9 +5,9 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * The part of EventBridge's event-pattern matching the template uses: every key of the pattern
- * must be in the event; a list matches when the event's value equals one entry (or starts with a
- * {@code {prefix: ...}} entry); a nested object matches the event's nested object.
+ * The part of EventBridge's event-pattern matching the template uses: every key of the pattern must
+ * be in the event; a list matches when the event's value equals one entry (or starts with a {@code
+ * {prefix: ...}} entry); a nested object matches the event's nested object.
  */
 final class EventPatterns {
   private EventPatterns() {}

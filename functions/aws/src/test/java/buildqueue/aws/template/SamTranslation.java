@@ -42,12 +42,21 @@ final class SamTranslation {
   static CfnTemplate translated(Path template, Map<String, String> params) {
     Result r = check(template, params);
     if (r.exitStatus() != 0 || r.translatedJson() == null) {
-      throw new AssertionError("scripts/check-template.py " + template + " exited " + r.exitStatus() + ":\n" + r.output());
+      throw new AssertionError(
+          "scripts/check-template.py "
+              + template
+              + " exited "
+              + r.exitStatus()
+              + ":\n"
+              + r.output());
     }
     return CfnTemplate.parse(r.translatedJson());
   }
 
-  /** Runs the script (once per template text and parameters); skips or fails when the tools are missing. */
+  /**
+   * Runs the script (once per template text and parameters); skips or fails when the tools are
+   * missing.
+   */
   static Result check(Path template, Map<String, String> params) {
     String text;
     try {
@@ -55,7 +64,14 @@ final class SamTranslation {
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
-    String key = template.toAbsolutePath() + "\n" + new TreeMap<>(params) + "\n" + text.hashCode() + "\n" + text;
+    String key =
+        template.toAbsolutePath()
+            + "\n"
+            + new TreeMap<>(params)
+            + "\n"
+            + text.hashCode()
+            + "\n"
+            + text;
     Result r = CACHE.computeIfAbsent(key, k -> run(template, params));
     if (r.exitStatus() == 2 || r.exitStatus() == 127) {
       toolsMissing(r.output());
@@ -64,8 +80,12 @@ final class SamTranslation {
   }
 
   private static void toolsMissing(String output) {
-    String message = "cfn-lint and AWS's SAM translator are needed to check template.yaml (pyenv's Python 3.11 has"
-        + " them on the CI machine; elsewhere: " + INSTALL + "). The script said: " + output.strip();
+    String message =
+        "cfn-lint and AWS's SAM translator are needed to check template.yaml (pyenv's Python 3.11 has"
+            + " them on the CI machine; elsewhere: "
+            + INSTALL
+            + "). The script said: "
+            + output.strip();
     if ("true".equals(System.getenv("CI"))) {
       throw new AssertionError(message);
     }
@@ -76,8 +96,14 @@ final class SamTranslation {
     try {
       Path out = Files.createTempFile("translated-", ".json");
       try {
-        List<String> command = new ArrayList<>(List.of("python3",
-            SampleEvents.repoFile("scripts/check-template.py").toString(), template.toString(), "--out", out.toString()));
+        List<String> command =
+            new ArrayList<>(
+                List.of(
+                    "python3",
+                    SampleEvents.repoFile("scripts/check-template.py").toString(),
+                    template.toString(),
+                    "--out",
+                    out.toString()));
         new TreeMap<>(params).forEach((k, v) -> command.add("--param=" + k + "=" + v));
         Process p;
         try {

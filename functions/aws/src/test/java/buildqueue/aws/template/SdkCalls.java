@@ -20,9 +20,17 @@ import java.util.stream.Stream;
  * does not allow fails the template test instead of a deploy.
  */
 final class SdkCalls {
-  private static final Map<String, String> IAM_PREFIX = Map.of("ecs", "ecs", "eventbridge", "events", "rdsdata", "rds-data");
+  private static final Map<String, String> IAM_PREFIX =
+      Map.of("ecs", "ecs", "eventbridge", "events", "rdsdata", "rds-data");
   private static final Set<String> NOT_OPERATIONS =
-      Set.of("builder", "create", "close", "serviceName", "serviceClientConfiguration", "utilities", "waiter");
+      Set.of(
+          "builder",
+          "create",
+          "close",
+          "serviceName",
+          "serviceClientConfiguration",
+          "utilities",
+          "waiter");
 
   private SdkCalls() {}
 
@@ -31,7 +39,8 @@ final class SdkCalls {
     Map<String, Set<String>> actions = new TreeMap<>();
     try (Stream<Path> files = Files.walk(classesDir)) {
       for (Path f : files.filter(p -> p.toString().endsWith(".class")).toList()) {
-        String className = classesDir.relativize(f).toString().replace('/', '.').replaceAll("\\.class$", "");
+        String className =
+            classesDir.relativize(f).toString().replace('/', '.').replaceAll("\\.class$", "");
         try (InputStream in = Files.newInputStream(f)) {
           for (String ref : clientMethodRefs(in)) {
             actions.computeIfAbsent(ref, k -> new TreeSet<>()).add(className);
@@ -60,7 +69,8 @@ final class SdkCalls {
       switch (tag) {
         case 1 -> utf8[i] = in.readUTF();
         case 7 -> classNameIndex[i] = in.readUnsignedShort();
-        case 9, 10, 11 -> memberRef[i] = new int[] {tag, in.readUnsignedShort(), in.readUnsignedShort()};
+        case 9, 10, 11 ->
+            memberRef[i] = new int[] {tag, in.readUnsignedShort(), in.readUnsignedShort()};
         case 12 -> nameAndType[i] = new int[] {in.readUnsignedShort(), in.readUnsignedShort()};
         case 3, 4 -> in.readInt();
         case 5, 6 -> {
@@ -84,9 +94,15 @@ final class SdkCalls {
       String owner = utf8[classNameIndex[memberRef[i][1]]];
       String method = utf8[nameAndType[memberRef[i][2]][0]];
       String[] parts = owner.split("/");
-      if (parts.length == 6 && owner.startsWith("software/amazon/awssdk/services/") && parts[5].endsWith("Client")
+      if (parts.length == 6
+          && owner.startsWith("software/amazon/awssdk/services/")
+          && parts[5].endsWith("Client")
           && !NOT_OPERATIONS.contains(method)) {
-        refs.add(IAM_PREFIX.getOrDefault(parts[4], parts[4]) + ":" + method.substring(0, 1).toUpperCase(Locale.ROOT) + method.substring(1));
+        refs.add(
+            IAM_PREFIX.getOrDefault(parts[4], parts[4])
+                + ":"
+                + method.substring(0, 1).toUpperCase(Locale.ROOT)
+                + method.substring(1));
       }
     }
     return refs;

@@ -8,18 +8,18 @@ import buildqueue.aws.AwsSettings;
 import buildqueue.aws.AwsSettings.Component;
 import buildqueue.aws.lambda.EnqueueFunction;
 import buildqueue.aws.lambda.MigrateFunction;
-import buildqueue.aws.lambda.WorkerSecretRotationFunction;
 import buildqueue.aws.lambda.TaskStateChangeFunction;
 import buildqueue.aws.lambda.TickFunction;
+import buildqueue.aws.lambda.WorkerSecretRotationFunction;
 import buildqueue.aws.testing.SampleEvents;
+import buildqueue.kinds.CommandKind;
+import buildqueue.kinds.KindCatalogue;
+import buildqueue.worker.QueueKindLimits;
+import buildqueue.worker.WorkerStop;
 import com.amazonaws.services.lambda.runtime.RequestHandler;
 import com.amazonaws.services.lambda.runtime.RequestStreamHandler;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import buildqueue.kinds.KindCatalogue;
-import buildqueue.kinds.CommandKind;
-import buildqueue.worker.QueueKindLimits;
-import buildqueue.worker.WorkerStop;
 import java.io.IOException;
 import java.io.InputStream;
 import java.lang.reflect.Modifier;
@@ -51,43 +51,56 @@ class TemplateTest {
   private static CfnTemplate TEMPLATE;
   private static final JsonNode STOPPED = SampleEvents.tree("ecs-task-stopped.json");
   private static final String CLUSTER_ARN = STOPPED.get("detail").get("clusterArn").asText();
-  private static final String DB_CLUSTER_ARN = "arn:aws:rds:eu-west-1:111122223333:cluster:buildqueue-db";
-  private static final String SECRET_ARN = "arn:aws:secretsmanager:eu-west-1:111122223333:secret:bq-db-AbCdEf";
+  private static final String DB_CLUSTER_ARN =
+      "arn:aws:rds:eu-west-1:111122223333:cluster:buildqueue-db";
+  private static final String SECRET_ARN =
+      "arn:aws:secretsmanager:eu-west-1:111122223333:secret:bq-db-AbCdEf";
   private static final String WORKER_SECRET_ARN =
       "arn:aws:secretsmanager:eu-west-1:111122223333:secret:bq-db-worker-GhIjKl";
   private static final String STACK = "buildqueue";
+
   /** The managed policy SAM gives every function's role: writing its own logs. */
   private static final String LAMBDA_BASIC_EXECUTION =
       "arn:aws:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole";
+
   /** The kind catalogue the operator writes: one file for the API function and the worker image. */
   private static final String CATALOGUE = "infra/kinds/kinds.json";
 
   /** Which part of the stack each function is. */
-  private static final Map<Class<?>, Component> HANDLERS = Map.of(
-      EnqueueFunction.class, Component.ENQUEUE,
-      TickFunction.class, Component.TICK,
-      TaskStateChangeFunction.class, Component.TASK_STATE_CHANGE,
-      MigrateFunction.class, Component.MIGRATE,
-      WorkerSecretRotationFunction.class, Component.WORKER_SECRET_ROTATION);
+  private static final Map<Class<?>, Component> HANDLERS =
+      Map.of(
+          EnqueueFunction.class, Component.ENQUEUE,
+          TickFunction.class, Component.TICK,
+          TaskStateChangeFunction.class, Component.TASK_STATE_CHANGE,
+          MigrateFunction.class, Component.MIGRATE,
+          WorkerSecretRotationFunction.class, Component.WORKER_SECRET_ROTATION);
 
   /**
    * The AWS calls each part makes through the ports, beyond the database: launching (every queue
    * function dispatches), StopTask (a cancel before the worker starts, a worker past its lease),
    * DescribeTasks (the tick's liveness check), PutEvents (publishing after writes, and the tick).
-   * Every SDK call in the code must be attributed here ({@link #every_aws_call_in_the_code_is_attributed}).
+   * Every SDK call in the code must be attributed here ({@link
+   * #every_aws_call_in_the_code_is_attributed}).
    */
-  private static final Map<Component, Set<String>> CALLS = Map.of(
-      Component.ENQUEUE, Set.of("ecs:RunTask", "ecs:StopTask", "events:PutEvents"),
-      Component.TICK, Set.of("ecs:RunTask", "ecs:DescribeTasks", "ecs:StopTask", "events:PutEvents"),
-      Component.TASK_STATE_CHANGE, Set.of("ecs:RunTask", "events:PutEvents"),
-      Component.MIGRATE, Set.of("secretsmanager:GetSecretValue"), // the worker role's password
-      // Secrets Manager's rotation steps, on the worker role's secret only.
-      Component.WORKER_SECRET_ROTATION, Set.of("secretsmanager:DescribeSecret", "secretsmanager:GetSecretValue",
-          "secretsmanager:PutSecretValue", "secretsmanager:UpdateSecretVersionStage"),
-      Component.WORKER, Set.of());
+  private static final Map<Component, Set<String>> CALLS =
+      Map.of(
+          Component.ENQUEUE, Set.of("ecs:RunTask", "ecs:StopTask", "events:PutEvents"),
+          Component.TICK,
+              Set.of("ecs:RunTask", "ecs:DescribeTasks", "ecs:StopTask", "events:PutEvents"),
+          Component.TASK_STATE_CHANGE, Set.of("ecs:RunTask", "events:PutEvents"),
+          Component.MIGRATE, Set.of("secretsmanager:GetSecretValue"), // the worker role's password
+          // Secrets Manager's rotation steps, on the worker role's secret only.
+          Component.WORKER_SECRET_ROTATION,
+              Set.of(
+                  "secretsmanager:DescribeSecret",
+                  "secretsmanager:GetSecretValue",
+                  "secretsmanager:PutSecretValue",
+                  "secretsmanager:UpdateSecretVersionStage"),
+          Component.WORKER, Set.of());
 
   private static final Map<String, Set<String>> SDK_CALLS =
-      SdkCalls.in(Path.of(AwsSettings.class.getProtectionDomain().getCodeSource().getLocation().getPath()));
+      SdkCalls.in(
+          Path.of(AwsSettings.class.getProtectionDomain().getCodeSource().getLocation().getPath()));
 
   @BeforeAll
   static void translate() {
@@ -109,7 +122,9 @@ class TemplateTest {
   }
 
   private static Object resolve(Object value) {
-    return TEMPLATE.resolve(value, TemplateTest::standIn,
+    return TEMPLATE.resolve(
+        value,
+        TemplateTest::standIn,
         p -> p.equals("SubnetIds") ? "subnet-0aaa1111,subnet-0bbb2222" : "param-" + p);
   }
 
@@ -133,7 +148,8 @@ class TemplateTest {
     return switch (resource + "." + attribute) {
       case "WorkerCluster.Arn" -> CLUSTER_ARN;
       case "DatabaseCluster.DBClusterArn" -> DB_CLUSTER_ARN;
-      case "WorkerTaskDefinition.Ref" -> "arn:aws:ecs:eu-west-1:111122223333:task-definition/" + STACK + "-worker:1";
+      case "WorkerTaskDefinition.Ref" ->
+          "arn:aws:ecs:eu-west-1:111122223333:task-definition/" + STACK + "-worker:1";
       default -> "stand-in-" + resource + "-" + attribute;
     };
   }
@@ -142,15 +158,22 @@ class TemplateTest {
     return TEMPLATE.resourcesOfType("AWS::Lambda::Function");
   }
 
-  /** The functions that run the queue (API, tick, stop events): not the migration or the secret's rotation. */
+  /**
+   * The functions that run the queue (API, tick, stop events): not the migration or the secret's
+   * rotation.
+   */
   private static boolean isQueueFunction(Component c) {
     return c == Component.ENQUEUE || c == Component.TICK || c == Component.TASK_STATE_CHANGE;
   }
 
-  /** Whether a resource's FunctionName (a permission's, an invoke config's) names one of {@code functions}. */
+  /**
+   * Whether a resource's FunctionName (a permission's, an invoke config's) names one of {@code
+   * functions}.
+   */
   private static boolean invokes(String resource, List<String> functions) {
     Object name = TEMPLATE.properties(resource).get("FunctionName");
-    String target = name instanceof Map<?, ?> ref ? String.valueOf(ref.get("Ref")) : String.valueOf(name);
+    String target =
+        name instanceof Map<?, ?> ref ? String.valueOf(ref.get("Ref")) : String.valueOf(name);
     return functions.stream().anyMatch(target::startsWith);
   }
 
@@ -168,7 +191,9 @@ class TemplateTest {
     Object role = map(TEMPLATE.properties(function).get("Role")).get("Fn::GetAtt");
     Map<String, Object> roleProperties = TEMPLATE.properties(String.valueOf(list(role).get(0)));
     assertThat(list(roleProperties.get("ManagedPolicyArns")))
-        .as("%s: managed policies (the rest are inline statements, not managed or template policies)", function)
+        .as(
+            "%s: managed policies (the rest are inline statements, not managed or template policies)",
+            function)
         .allSatisfy(arn -> assertThat(resolve(arn)).isEqualTo(LAMBDA_BASIC_EXECUTION));
     List<Object> documents = new java.util.ArrayList<>();
     for (Object p : list(roleProperties.get("Policies"))) {
@@ -195,8 +220,11 @@ class TemplateTest {
 
   private static Map<String, String> environment(String function) {
     Map<String, String> env = new LinkedHashMap<>();
-    Object vars = map(TEMPLATE.properties(function).getOrDefault("Environment", Map.of("Variables", Map.of())))
-        .get("Variables");
+    Object vars =
+        map(TEMPLATE
+                .properties(function)
+                .getOrDefault("Environment", Map.of("Variables", Map.of())))
+            .get("Variables");
     map(resolve(vars)).forEach((k, v) -> env.put(k, String.valueOf(v)));
     return env;
   }
@@ -212,16 +240,19 @@ class TemplateTest {
   }
 
   private static Map<String, Object> workerContainer() {
-    return map(list(TEMPLATE.properties("WorkerTaskDefinition").get("ContainerDefinitions")).get(0));
+    return map(
+        list(TEMPLATE.properties("WorkerTaskDefinition").get("ContainerDefinitions")).get(0));
   }
 
   /** Loads a part's settings from {@code env}; returns the names its code asked for. */
   private static Set<String> readBy(Component c, Map<String, String> env) {
     Set<String> read = new HashSet<>();
-    AwsSettings.load(c, name -> {
-      read.add(name);
-      return env.get(name);
-    });
+    AwsSettings.load(
+        c,
+        name -> {
+          read.add(name);
+          return env.get(name);
+        });
     return read;
   }
 
@@ -231,23 +262,34 @@ class TemplateTest {
     for (String f : functions()) {
       Class<?> c = handlerClass(f);
       assertThat(HANDLERS).as("handler of %s", f).containsKey(c);
-      assertThat(RequestHandler.class.isAssignableFrom(c) || RequestStreamHandler.class.isAssignableFrom(c))
-          .as("%s implements a Lambda handler interface", c).isTrue();
-      assertThat(Modifier.isPublic(c.getConstructor().getModifiers())).as("%s has a public no-arg constructor", c).isTrue();
+      assertThat(
+              RequestHandler.class.isAssignableFrom(c)
+                  || RequestStreamHandler.class.isAssignableFrom(c))
+          .as("%s implements a Lambda handler interface", c)
+          .isTrue();
+      assertThat(Modifier.isPublic(c.getConstructor().getModifiers()))
+          .as("%s has a public no-arg constructor", c)
+          .isTrue();
       // Lambda builds the handler at init (into the SnapStart snapshot): that must need no
       // environment and make no client; both wait for the first invocation.
       assertThat(c.getConstructor().newInstance()).isNotNull();
-      assertThat(Stream.of(c.getMethods()).anyMatch(m -> m.getName().equals("handleRequest"))).isTrue();
+      assertThat(Stream.of(c.getMethods()).anyMatch(m -> m.getName().equals("handleRequest")))
+          .isTrue();
 
       Map<String, Object> p = TEMPLATE.properties(f);
       assertThat(p.get("Runtime")).as("Runtime of %s", f).isEqualTo("java21");
-      // Maven builds the shaded jar CodeUri names; sam build must copy it, not build it as a source directory.
-      assertThat(map(TEMPLATE.resource(f).get("Metadata"))).as("Metadata of %s", f).containsEntry("SkipBuild", true);
+      // Maven builds the shaded jar CodeUri names; sam build must copy it, not build it as a source
+      // directory.
+      assertThat(map(TEMPLATE.resource(f).get("Metadata")))
+          .as("Metadata of %s", f)
+          .containsEntry("SkipBuild", true);
       // SnapStart where a snapshot pays: not for the migration, which runs once per deploy, nor the
       // secret's rotation, a few invocations a rotation.
-      assertThat(map(p.get("SnapStart")).get("ApplyOn")).as("SnapStart of %s", f)
+      assertThat(map(p.get("SnapStart")).get("ApplyOn"))
+          .as("SnapStart of %s", f)
           .isEqualTo(isQueueFunction(HANDLERS.get(c)) ? "PublishedVersions" : "None");
-      String version = String.valueOf(list(map(liveAlias(f).get("FunctionVersion")).get("Fn::GetAtt")).get(0));
+      String version =
+          String.valueOf(list(map(liveAlias(f).get("FunctionVersion")).get("Fn::GetAtt")).get(0));
       assertThat(TEMPLATE.resource(version).get("Type")).isEqualTo("AWS::Lambda::Version");
       assertThat(TEMPLATE.properties(version).get("FunctionName")).isEqualTo(Map.of("Ref", f));
     }
@@ -262,7 +304,9 @@ class TemplateTest {
 
       Set<String> read = readBy(c, env); // throws, naming the variable, if one is missing
 
-      assertThat(read).as("variables %s sets that its code never reads", f).containsAll(env.keySet());
+      assertThat(read)
+          .as("variables %s sets that its code never reads", f)
+          .containsAll(env.keySet());
     }
   }
 
@@ -281,7 +325,8 @@ class TemplateTest {
 
   @Test
   void the_worker_container_has_an_init_process_that_reaps_what_jobs_leave() {
-    assertThat(map(workerContainer().get("LinuxParameters"))).containsEntry("InitProcessEnabled", true);
+    assertThat(map(workerContainer().get("LinuxParameters")))
+        .containsEntry("InitProcessEnabled", true);
   }
 
   @Test
@@ -300,7 +345,8 @@ class TemplateTest {
   }
 
   @Test
-  void the_queue_functions_launch_the_workers_family_so_ecs_runs_its_latest_active_revision() throws Exception {
+  void the_queue_functions_launch_the_workers_family_so_ecs_runs_its_latest_active_revision()
+      throws Exception {
     String family = workerFamily();
     assertThat(family).as("one family per stack").isEqualTo(STACK + "-worker");
     for (String f : functions()) {
@@ -310,12 +356,16 @@ class TemplateTest {
       }
       Map<String, String> env = environment(f);
       env.put(AwsSettings.AWS_REGION, "eu-west-1");
-      assertThat(AwsSettings.load(c, env::get).ecs().taskDefinition()).as("%s launches", f).isEqualTo(family);
+      assertThat(AwsSettings.load(c, env::get).ecs().taskDefinition())
+          .as("%s launches", f)
+          .isEqualTo(family);
     }
   }
 
   @Test
-  void the_queue_functions_their_versions_aliases_routes_and_schedule_wait_for_the_schema_migration() throws Exception {
+  void
+      the_queue_functions_their_versions_aliases_routes_and_schedule_wait_for_the_schema_migration()
+          throws Exception {
     String migration = "SchemaMigration";
     assertThat(TEMPLATE.resource(migration).get("Type")).isEqualTo("Custom::SchemaMigration");
     List<String> waiting = new java.util.ArrayList<>();
@@ -326,47 +376,82 @@ class TemplateTest {
         continue;
       }
       waiting.add(f);
-      waiting.add(String.valueOf(list(map(liveAlias(f).get("FunctionVersion")).get("Fn::GetAtt")).get(0)));
+      waiting.add(
+          String.valueOf(list(map(liveAlias(f).get("FunctionVersion")).get("Fn::GetAtt")).get(0)));
     }
-    for (String type : List.of("AWS::Lambda::Alias", "AWS::Events::Rule", "AWS::Lambda::Permission",
-        "AWS::Lambda::EventInvokeConfig", "AWS::ApiGatewayV2::Api")) {
+    for (String type :
+        List.of(
+            "AWS::Lambda::Alias",
+            "AWS::Events::Rule",
+            "AWS::Lambda::Permission",
+            "AWS::Lambda::EventInvokeConfig",
+            "AWS::ApiGatewayV2::Api")) {
       for (String id : TEMPLATE.resourcesOfType(type)) {
         if (others.stream().noneMatch(id::startsWith) && !invokes(id, others)) {
           waiting.add(id);
         }
       }
     }
-    assertThat(waiting).as("queue functions and what invokes them").hasSizeGreaterThan(10)
-        .allSatisfy(id -> assertThat(TEMPLATE.dependencies(id)).as("%s waits for", id).contains(migration));
+    assertThat(waiting)
+        .as("queue functions and what invokes them")
+        .hasSizeGreaterThan(10)
+        .allSatisfy(
+            id -> assertThat(TEMPLATE.dependencies(id)).as("%s waits for", id).contains(migration));
     assertThat(TEMPLATE.resourcesOfType("AWS::Events::Rule"))
-        .anySatisfy(rule -> assertThat(map(TEMPLATE.properties(rule))).containsEntry("ScheduleExpression", "rate(1 minute)"))
-        .allSatisfy(rule -> assertThat(TEMPLATE.dependencies(rule)).as("%s waits for", rule).contains(migration));
-    assertThat(TEMPLATE.dependencies(migration)).as("the migration waits for")
-        .contains(migrateFunction(), "DatabaseInstance").doesNotContainAnyElementsOf(waiting);
+        .anySatisfy(
+            rule ->
+                assertThat(map(TEMPLATE.properties(rule)))
+                    .containsEntry("ScheduleExpression", "rate(1 minute)"))
+        .allSatisfy(
+            rule ->
+                assertThat(TEMPLATE.dependencies(rule))
+                    .as("%s waits for", rule)
+                    .contains(migration));
+    assertThat(TEMPLATE.dependencies(migration))
+        .as("the migration waits for")
+        .contains(migrateFunction(), "DatabaseInstance")
+        .doesNotContainAnyElementsOf(waiting);
   }
 
   @Test
-  void cloudformation_waits_for_the_migration_longer_than_it_may_run_and_far_less_than_an_hour() throws Exception {
-    int serviceTimeout = Integer.parseInt(String.valueOf(TEMPLATE.properties("SchemaMigration").get("ServiceTimeout")));
-    int functionTimeout = Integer.parseInt(String.valueOf(TEMPLATE.properties(migrateFunction()).get("Timeout")));
+  void cloudformation_waits_for_the_migration_longer_than_it_may_run_and_far_less_than_an_hour()
+      throws Exception {
+    int serviceTimeout =
+        Integer.parseInt(
+            String.valueOf(TEMPLATE.properties("SchemaMigration").get("ServiceTimeout")));
+    int functionTimeout =
+        Integer.parseInt(String.valueOf(TEMPLATE.properties(migrateFunction()).get("Timeout")));
 
-    assertThat(serviceTimeout).isGreaterThan(functionTimeout).isLessThanOrEqualTo(functionTimeout + 120);
+    assertThat(serviceTimeout)
+        .isGreaterThan(functionTimeout)
+        .isLessThanOrEqualTo(functionTimeout + 120);
     assertThat(serviceTimeout).as("CloudFormation's limit").isLessThanOrEqualTo(3600);
   }
 
   @Test
-  void by_default_workers_get_a_public_ip_so_a_default_vpc_without_nat_starts_them() throws Exception {
+  void by_default_workers_get_a_public_ip_so_a_default_vpc_without_nat_starts_them()
+      throws Exception {
     // A default VPC's subnets are public and have no NAT gateway: a task without a public IP there
     // cannot pull its image from ECR. Private subnets with a NAT set WorkerPublicIp=false.
-    assertThat(TEMPLATE.parameters().get("WorkerPublicIp")).isEqualTo(Map.of(
-        "Type", "String", "AllowedValues", List.of("true", "false"), "Default", "true",
-        "Description", map(TEMPLATE.parameters().get("WorkerPublicIp")).get("Description")));
+    assertThat(TEMPLATE.parameters().get("WorkerPublicIp"))
+        .isEqualTo(
+            Map.of(
+                "Type",
+                "String",
+                "AllowedValues",
+                List.of("true", "false"),
+                "Default",
+                "true",
+                "Description",
+                map(TEMPLATE.parameters().get("WorkerPublicIp")).get("Description")));
     for (String f : functions()) {
       Component c = HANDLERS.get(handlerClass(f));
       if (isQueueFunction(c)) {
         Map<String, String> env = environment(f);
         env.put(AwsSettings.AWS_REGION, "eu-west-1");
-        assertThat(AwsSettings.load(c, env::get).ecs().assignPublicIp()).as("%s assigns a public IP", f).isTrue();
+        assertThat(AwsSettings.load(c, env::get).ecs().assignPublicIp())
+            .as("%s assigns a public IP", f)
+            .isTrue();
       }
     }
   }
@@ -391,21 +476,30 @@ class TemplateTest {
 
   @Test
   void the_stop_rule_matches_stopped_tasks_of_the_worker_cluster_and_nothing_else() {
-    List<Map<String, Object>> rules = TEMPLATE.resourcesOfType("AWS::Events::Rule").stream()
-        .map(TEMPLATE::properties)
-        .filter(r -> list(r.get("Targets")).stream()
-            .anyMatch(t -> map(t).get("Arn").equals(Map.of("Ref", "TaskStateChangeFunctionAliaslive"))))
-        .toList();
+    List<Map<String, Object>> rules =
+        TEMPLATE.resourcesOfType("AWS::Events::Rule").stream()
+            .map(TEMPLATE::properties)
+            .filter(
+                r ->
+                    list(r.get("Targets")).stream()
+                        .anyMatch(
+                            t ->
+                                map(t)
+                                    .get("Arn")
+                                    .equals(Map.of("Ref", "TaskStateChangeFunctionAliaslive"))))
+            .toList();
     assertThat(rules).as("rules that invoke the stop-event function").hasSize(1);
     Map<String, Object> rule = rules.get(0);
     Map<String, Object> pattern = map(resolve(rule.get("EventPattern")));
     ObjectNode running = STOPPED.deepCopy();
     ((ObjectNode) running.get("detail")).put("lastStatus", "RUNNING");
     ObjectNode otherCluster = STOPPED.deepCopy();
-    ((ObjectNode) otherCluster.get("detail")).put("clusterArn", CLUSTER_ARN.replace("buildqueue-workers", "other"));
+    ((ObjectNode) otherCluster.get("detail"))
+        .put("clusterArn", CLUSTER_ARN.replace("buildqueue-workers", "other"));
 
     assertThat(EventPatterns.matches(pattern, STOPPED)).isTrue();
-    assertThat(EventPatterns.matches(pattern, SampleEvents.tree("ecs-task-failed-to-start.json"))).isTrue();
+    assertThat(EventPatterns.matches(pattern, SampleEvents.tree("ecs-task-failed-to-start.json")))
+        .isTrue();
     assertThat(EventPatterns.matches(pattern, running)).isFalse();
     assertThat(EventPatterns.matches(pattern, otherCluster)).isFalse();
     assertThat(EventPatterns.matches(pattern, SampleEvents.tree("schedule-tick.json"))).isFalse();
@@ -417,10 +511,14 @@ class TemplateTest {
   void every_aws_call_in_the_code_is_attributed() {
     Set<String> attributed = new TreeSet<>();
     CALLS.values().forEach(attributed::addAll);
-    Set<String> calledByCode = SDK_CALLS.keySet().stream()
-        .filter(a -> !a.startsWith("rds-data:")).collect(Collectors.toCollection(TreeSet::new));
+    Set<String> calledByCode =
+        SDK_CALLS.keySet().stream()
+            .filter(a -> !a.startsWith("rds-data:"))
+            .collect(Collectors.toCollection(TreeSet::new));
 
-    assertThat(attributed).as("calls the code makes, found in its classes: %s", SDK_CALLS).isEqualTo(calledByCode);
+    assertThat(attributed)
+        .as("calls the code makes, found in its classes: %s", SDK_CALLS)
+        .isEqualTo(calledByCode);
   }
 
   @Test
@@ -456,7 +554,9 @@ class TemplateTest {
           secretsRead.addAll(list(resolve(s.get("Resource"))));
         }
       }
-      assertThat(list(resolve(s.get("Resource")))).as("WorkerTaskRole resources").doesNotContain("*", SECRET_ARN);
+      assertThat(list(resolve(s.get("Resource"))))
+          .as("WorkerTaskRole resources")
+          .doesNotContain("*", SECRET_ARN);
     }
     // The Data API reads the secret a request names with the caller's permissions: without the
     // master secret, rds-data with it is refused.
@@ -474,26 +574,35 @@ class TemplateTest {
       }
     }
     assertThat(secretsRead).containsExactlyInAnyOrder(SECRET_ARN, WORKER_SECRET_ARN);
-    assertThat(environment(migrate)).containsEntry(AwsSettings.WORKER_DB_SECRET_ARN, WORKER_SECRET_ARN);
+    assertThat(environment(migrate))
+        .containsEntry(AwsSettings.WORKER_DB_SECRET_ARN, WORKER_SECRET_ARN);
   }
 
   @Test
   void the_api_function_and_the_worker_image_read_one_catalogue_file() throws IOException {
     byte[] catalogue = Files.readAllBytes(SampleEvents.repoFile(CATALOGUE));
 
-    // The worker image: infra/Dockerfile copies the operator's file where the task definition says it is.
+    // The worker image: infra/Dockerfile copies the operator's file where the task definition says
+    // it is.
     String workerPath = workerEnvironment().get(AwsSettings.KINDS_FILE);
     assertThat(workerPath).isEqualTo(AwsSettings.WORKER_KINDS_FILE);
-    assertThat(dockerCopies()).as("infra/Dockerfile COPY instructions").containsEntry(workerPath, CATALOGUE);
+    assertThat(dockerCopies())
+        .as("infra/Dockerfile COPY instructions")
+        .containsEntry(workerPath, CATALOGUE);
 
     // The API function: the build puts the same file at the root of the functions' jar, which
     // Lambda unpacks into /var/task.
     try (InputStream inJar = AwsSettings.class.getResourceAsStream("/kinds.json")) {
-      assertThat(inJar).as("kinds.json at the root of the functions' jar (functions/aws/pom.xml resources)").isNotNull();
-      assertThat(inJar.readAllBytes()).as("the jar's catalogue is " + CATALOGUE).isEqualTo(catalogue);
+      assertThat(inJar)
+          .as("kinds.json at the root of the functions' jar (functions/aws/pom.xml resources)")
+          .isNotNull();
+      assertThat(inJar.readAllBytes())
+          .as("the jar's catalogue is " + CATALOGUE)
+          .isEqualTo(catalogue);
     }
     assertThat(environment("EnqueueFunction").get(AwsSettings.KINDS_FILE))
-        .isEqualTo(AwsSettings.ENQUEUE_KINDS_FILE).isEqualTo("/var/task/kinds.json");
+        .isEqualTo(AwsSettings.ENQUEUE_KINDS_FILE)
+        .isEqualTo("/var/task/kinds.json");
   }
 
   @Test
@@ -501,7 +610,8 @@ class TemplateTest {
     for (String f : functions()) {
       Component c = HANDLERS.get(handlerClass(f));
       assertThat(environment(f).containsKey(AwsSettings.KINDS_FILE))
-          .as("%s (%s) gets %s", f, c, AwsSettings.KINDS_FILE).isEqualTo(c.needsKinds());
+          .as("%s (%s) gets %s", f, c, AwsSettings.KINDS_FILE)
+          .isEqualTo(c.needsKinds());
     }
     assertThat(Component.ENQUEUE.needsKinds()).isTrue();
     assertThat(Component.WORKER.needsKinds()).isTrue();
@@ -515,10 +625,12 @@ class TemplateTest {
    * their whole grace.
    */
   @Test
-  void the_worker_knows_its_containers_stop_timeout_and_the_shipped_kinds_grace_fits_in_it() throws Exception {
+  void the_worker_knows_its_containers_stop_timeout_and_the_shipped_kinds_grace_fits_in_it()
+      throws Exception {
     Object stopTimeout = workerContainer().get("StopTimeout");
     assertThat(stopTimeout).as("the worker container's StopTimeout").isInstanceOf(Integer.class);
-    assertThat((Integer) stopTimeout).isBetween(2, (int) WorkerStop.MAX_FARGATE_STOP_TIMEOUT.toSeconds());
+    assertThat((Integer) stopTimeout)
+        .isBetween(2, (int) WorkerStop.MAX_FARGATE_STOP_TIMEOUT.toSeconds());
     Map<String, String> env = workerEnvironment();
     assertThat(env).containsEntry(AwsSettings.STOP_TIMEOUT_SECONDS, stopTimeout.toString());
     env.put(AwsSettings.WORKER_ID, "42");
@@ -527,8 +639,12 @@ class TemplateTest {
     assertThat(worker.stopTimeout()).isEqualTo(Duration.ofSeconds((Integer) stopTimeout));
 
     Duration programs = new WorkerStop(worker.stopTimeout()).programTimeLeft();
-    for (CommandKind kind : KindCatalogue.load(SampleEvents.repoFile(CATALOGUE), QueueKindLimits.of(worker.queue())).kinds()) {
-      assertThat(kind.cancelGracePeriod()).as("kind %s's grace", kind.name()).isLessThanOrEqualTo(programs);
+    for (CommandKind kind :
+        KindCatalogue.load(SampleEvents.repoFile(CATALOGUE), QueueKindLimits.of(worker.queue()))
+            .kinds()) {
+      assertThat(kind.cancelGracePeriod())
+          .as("kind %s's grace", kind.name())
+          .isLessThanOrEqualTo(programs);
     }
   }
 
@@ -539,7 +655,8 @@ class TemplateTest {
     env.put(AwsSettings.WORKER_TOKEN, UUID.randomUUID().toString());
     AwsSettings worker = AwsSettings.load(Component.WORKER, env::get);
 
-    KindCatalogue catalogue = KindCatalogue.load(SampleEvents.repoFile(CATALOGUE), QueueKindLimits.of(worker.queue()));
+    KindCatalogue catalogue =
+        KindCatalogue.load(SampleEvents.repoFile(CATALOGUE), QueueKindLimits.of(worker.queue()));
 
     assertThat(catalogue.kinds()).isNotEmpty();
   }
@@ -565,46 +682,67 @@ class TemplateTest {
         allowing.computeIfAbsent(String.valueOf(a), k -> new java.util.ArrayList<>()).add(s);
       }
       if (list(s.get("Resource")).contains("*")) {
-        assertThat(s).as("%s: a statement on every resource must be narrowed by a condition", who).containsKey("Condition");
+        assertThat(s)
+            .as("%s: a statement on every resource must be narrowed by a condition", who)
+            .containsKey("Condition");
       }
     }
     Set<String> needed = needed(c);
     assertThat(allowing.keySet()).as("%s allows exactly the calls of %s", who, c).isEqualTo(needed);
-    allowing.forEach((action, ss) -> {
-      for (Map<String, Object> s : ss) {
-        Object resource = resolve(s.get("Resource"));
-        Map<String, Object> condition = s.containsKey("Condition") ? map(resolve(s.get("Condition"))) : Map.of();
-        if (action.startsWith("rds-data:")) {
-          assertThat(resource).as("%s %s", who, action).isEqualTo(DB_CLUSTER_ARN);
-        } else if (action.equals("secretsmanager:GetSecretValue")) {
-          // A worker reads its own role's secret only; the Migrate function also reads it, to set
-          // the role's password; every other function reads the master secret only.
-          if (c == Component.MIGRATE || c == Component.WORKER_SECRET_ROTATION) {
-            assertThat(resource).as("%s reads", who).isIn(SECRET_ARN, WORKER_SECRET_ARN);
-          } else {
-            assertThat(resource).as("%s reads", who).isEqualTo(c == Component.WORKER ? WORKER_SECRET_ARN : SECRET_ARN);
+    allowing.forEach(
+        (action, ss) -> {
+          for (Map<String, Object> s : ss) {
+            Object resource = resolve(s.get("Resource"));
+            Map<String, Object> condition =
+                s.containsKey("Condition") ? map(resolve(s.get("Condition"))) : Map.of();
+            if (action.startsWith("rds-data:")) {
+              assertThat(resource).as("%s %s", who, action).isEqualTo(DB_CLUSTER_ARN);
+            } else if (action.equals("secretsmanager:GetSecretValue")) {
+              // A worker reads its own role's secret only; the Migrate function also reads it, to
+              // set
+              // the role's password; every other function reads the master secret only.
+              if (c == Component.MIGRATE || c == Component.WORKER_SECRET_ROTATION) {
+                assertThat(resource).as("%s reads", who).isIn(SECRET_ARN, WORKER_SECRET_ARN);
+              } else {
+                assertThat(resource)
+                    .as("%s reads", who)
+                    .isEqualTo(c == Component.WORKER ? WORKER_SECRET_ARN : SECRET_ARN);
+              }
+            } else if (action.startsWith("secretsmanager:")) {
+              // Writing a secret's versions: the worker role's secret only, never the master's.
+              assertThat(resource).as("%s %s", who, action).isEqualTo(WORKER_SECRET_ARN);
+            } else if (action.equals("ecs:RunTask")) {
+              // Every revision of the worker's family, and nothing else: RunTask with the bare
+              // family
+              // is authorised against its latest ACTIVE revision.
+              assertThat(resource)
+                  .isEqualTo(
+                      "arn:aws:ecs:eu-west-1:111122223333:task-definition/"
+                          + workerFamily()
+                          + ":*");
+              assertThat(condition)
+                  .isEqualTo(Map.of("ArnEquals", Map.of("ecs:cluster", CLUSTER_ARN)));
+            } else if (action.equals("ecs:DescribeTasks") || action.equals("ecs:StopTask")) {
+              assertThat(condition)
+                  .isEqualTo(Map.of("ArnEquals", Map.of("ecs:cluster", CLUSTER_ARN)));
+            } else if (action.equals("iam:PassRole")) {
+              assertThat(list(resource))
+                  .containsExactlyInAnyOrder(
+                      standIn("WorkerExecutionRole", "Arn"), standIn("WorkerTaskRole", "Arn"));
+              assertThat(condition)
+                  .isEqualTo(
+                      Map.of(
+                          "StringEquals",
+                          Map.of("iam:PassedToService", "ecs-tasks.amazonaws.com")));
+            } else if (action.equals("sqs:SendMessage")) {
+              assertThat(resource)
+                  .as("%s sends to", who)
+                  .isEqualTo(standIn("StopEventsDeadLetterQueue", "Arn"));
+            } else if (action.equals("events:PutEvents")) {
+              assertThat(String.valueOf(resource)).endsWith(":event-bus/default");
+            }
           }
-        } else if (action.startsWith("secretsmanager:")) {
-          // Writing a secret's versions: the worker role's secret only, never the master's.
-          assertThat(resource).as("%s %s", who, action).isEqualTo(WORKER_SECRET_ARN);
-        } else if (action.equals("ecs:RunTask")) {
-          // Every revision of the worker's family, and nothing else: RunTask with the bare family
-          // is authorised against its latest ACTIVE revision.
-          assertThat(resource).isEqualTo("arn:aws:ecs:eu-west-1:111122223333:task-definition/" + workerFamily() + ":*");
-          assertThat(condition).isEqualTo(Map.of("ArnEquals", Map.of("ecs:cluster", CLUSTER_ARN)));
-        } else if (action.equals("ecs:DescribeTasks") || action.equals("ecs:StopTask")) {
-          assertThat(condition).isEqualTo(Map.of("ArnEquals", Map.of("ecs:cluster", CLUSTER_ARN)));
-        } else if (action.equals("iam:PassRole")) {
-          assertThat(list(resource)).containsExactlyInAnyOrder(
-              standIn("WorkerExecutionRole", "Arn"), standIn("WorkerTaskRole", "Arn"));
-          assertThat(condition).isEqualTo(Map.of("StringEquals", Map.of("iam:PassedToService", "ecs-tasks.amazonaws.com")));
-        } else if (action.equals("sqs:SendMessage")) {
-          assertThat(resource).as("%s sends to", who).isEqualTo(standIn("StopEventsDeadLetterQueue", "Arn"));
-        } else if (action.equals("events:PutEvents")) {
-          assertThat(String.valueOf(resource)).endsWith(":event-bus/default");
-        }
-      }
-    });
+        });
   }
 
   private static String workerFamily() {

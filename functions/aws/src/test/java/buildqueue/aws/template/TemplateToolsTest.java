@@ -26,11 +26,14 @@ class TemplateToolsTest {
 
   @Test
   void the_template_passes_cfn_lint_and_the_sam_translator_without_a_finding() {
-    SamTranslation.Result r = SamTranslation.check(SampleEvents.repoFile("template.yaml"), Map.of());
+    SamTranslation.Result r =
+        SamTranslation.check(SampleEvents.repoFile("template.yaml"), Map.of());
 
     assertThat(r.findings()).as(r.output()).isEmpty();
     assertThat(r.exitStatus()).as(r.output()).isZero();
-    assertThat(r.translatedJson()).as("the translated template").contains("\"AWS::Lambda::Version\"")
+    assertThat(r.translatedJson())
+        .as("the translated template")
+        .contains("\"AWS::Lambda::Version\"")
         .doesNotContain("AWS::Serverless::");
   }
 
@@ -38,13 +41,18 @@ class TemplateToolsTest {
   void what_cfn_lint_or_the_translator_refuses_is_a_finding() throws IOException {
     // Lambda's limit is 900 s (cfn-lint); an event type SAM does not know (the translator).
     SamTranslation.Result lint = checkEdited("      Timeout: 300\n", "      Timeout: 3000\n");
-    SamTranslation.Result translate = checkEdited("          Type: Schedule\n", "          Type: Sometimes\n");
+    SamTranslation.Result translate =
+        checkEdited("          Type: Schedule\n", "          Type: Sometimes\n");
 
     assertThat(lint.exitStatus()).as(lint.output()).isEqualTo(1);
-    assertThat(lint.findings()).as(lint.output()).anySatisfy(f -> assertThat(f).contains("E3034").contains("3000"));
+    assertThat(lint.findings())
+        .as(lint.output())
+        .anySatisfy(f -> assertThat(f).contains("E3034").contains("3000"));
     assertThat(translate.exitStatus()).as(translate.output()).isEqualTo(1);
-    assertThat(translate.findings()).as(translate.output())
-        .anySatisfy(f -> assertThat(f).startsWith("finding: SAM translator:").contains("Sometimes"));
+    assertThat(translate.findings())
+        .as(translate.output())
+        .anySatisfy(
+            f -> assertThat(f).startsWith("finding: SAM translator:").contains("Sometimes"));
     assertThat(translate.translatedJson()).isNull();
   }
 
@@ -63,13 +71,16 @@ class TemplateToolsTest {
     List<String> memories = strings(map(t.parameters().get("WorkerMemory")).get("AllowedValues"));
 
     assertThat(refusal(t, "1024", "2048")).isEmpty();
-    assertThat(refusal(t, "256", "4096")).hasValueSatisfying(m -> assertThat(m).contains("WorkerCpu 256"));
+    assertThat(refusal(t, "256", "4096"))
+        .hasValueSatisfying(m -> assertThat(m).contains("WorkerCpu 256"));
     assertThat(refusal(t, "16384", "8192")).isPresent();
     Map<String, Boolean> accepted = new TreeMap<>();
     for (String cpu : cpus) {
       for (String memory : memories) {
         boolean fargateRunsIt = fargatePair(Integer.parseInt(cpu), Integer.parseInt(memory));
-        assertThat(refusal(t, cpu, memory).isEmpty()).as("cpu %s memory %s", cpu, memory).isEqualTo(fargateRunsIt);
+        assertThat(refusal(t, cpu, memory).isEmpty())
+            .as("cpu %s memory %s", cpu, memory)
+            .isEqualTo(fargateRunsIt);
         accepted.put(cpu + "/" + memory, fargateRunsIt);
       }
     }
@@ -130,11 +141,15 @@ class TemplateToolsTest {
   }
 
   private static String value(CfnTemplate t, Object v) {
-    return String.valueOf(t.resolve(v, (r, a) -> {
-      throw new AssertionError("a rule may only refer to parameters, not " + r);
-    }, p -> {
-      throw new AssertionError("no value for " + p);
-    }));
+    return String.valueOf(
+        t.resolve(
+            v,
+            (r, a) -> {
+              throw new AssertionError("a rule may only refer to parameters, not " + r);
+            },
+            p -> {
+              throw new AssertionError("no value for " + p);
+            }));
   }
 
   private static List<String> strings(Object values) {

@@ -33,7 +33,13 @@ public final class EventBridgeFake implements AutoCloseable {
   private static final ObjectMapper JSON = new ObjectMapper();
 
   /** One entry as received, and whether it was accepted. */
-  public record Received(String eventBusName, String source, String detailType, JsonNode detail, String time, boolean accepted) {}
+  public record Received(
+      String eventBusName,
+      String source,
+      String detailType,
+      JsonNode detail,
+      String time,
+      boolean accepted) {}
 
   private final HttpServer server;
   private final List<Received> received = Collections.synchronizedList(new ArrayList<>());
@@ -60,7 +66,8 @@ public final class EventBridgeFake implements AutoCloseable {
     return EventBridgeClient.builder()
         .endpointOverride(endpoint())
         .region(Region.EU_WEST_1)
-        .credentialsProvider(StaticCredentialsProvider.create(AwsBasicCredentials.create("AKIDTEST", "secret")))
+        .credentialsProvider(
+            StaticCredentialsProvider.create(AwsBasicCredentials.create("AKIDTEST", "secret")))
         .httpClient(UrlConnectionHttpClient.create())
         .overrideConfiguration(c -> c.retryStrategy(AwsRetryStrategy.doNotRetry()))
         .build();
@@ -115,13 +122,22 @@ public final class EventBridgeFake implements AutoCloseable {
         JsonNode detail = JSON.readTree(e.path("Detail").asText("{}"));
         boolean accept = !refuse.test(detail);
         String time = e.hasNonNull("Time") ? e.get("Time").asText() : null;
-        received.add(new Received(e.path("EventBusName").asText(null), e.path("Source").asText(null),
-            e.path("DetailType").asText(null), detail, time, accept));
+        received.add(
+            new Received(
+                e.path("EventBusName").asText(null),
+                e.path("Source").asText(null),
+                e.path("DetailType").asText(null),
+                detail,
+                time,
+                accept));
         if (accept) {
           results.addObject().put("EventId", UUID.randomUUID().toString());
         } else {
           failed++;
-          results.addObject().put("ErrorCode", "InternalFailure").put("ErrorMessage", "injected entry failure");
+          results
+              .addObject()
+              .put("ErrorCode", "InternalFailure")
+              .put("ErrorMessage", "injected entry failure");
         }
       }
       response.put("FailedEntryCount", failed);

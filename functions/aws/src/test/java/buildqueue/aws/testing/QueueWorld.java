@@ -23,7 +23,8 @@ import java.util.List;
  */
 public final class QueueWorld implements AutoCloseable {
   public final TestDatabase tdb;
-  public final QueueClock.Settable clock = new QueueClock.Settable(Instant.parse("2026-12-01T10:00:00Z"));
+  public final QueueClock.Settable clock =
+      new QueueClock.Settable(Instant.parse("2026-12-01T10:00:00Z"));
   public final ManualPlatform platform = new ManualPlatform();
   public final EventBridgeFake eventBridge = new EventBridgeFake();
   public final MetricsCapture metrics = new MetricsCapture();
@@ -50,7 +51,9 @@ public final class QueueWorld implements AutoCloseable {
 
   public QueueWorld(TestDatabase tdb, Component component, Database adapter) {
     this.tdb = tdb;
-    this.services = TestServices.of(component, adapter, platform, eventBridge, clock, QueueHarness.testConfig(), metrics);
+    this.services =
+        TestServices.of(
+            component, adapter, platform, eventBridge, clock, QueueHarness.testConfig(), metrics);
     this.workers = new WorkerTransitions(tdb.worker(), QueueHarness.testConfig(), clock);
   }
 
@@ -63,11 +66,15 @@ public final class QueueWorld implements AutoCloseable {
   }
 
   public Row job(long id) {
-    return tdb.jdbc().queryOptional("select * from build_job where id = :id", Params.of("id", id)).orElseThrow();
+    return tdb.jdbc()
+        .queryOptional("select * from build_job where id = :id", Params.of("id", id))
+        .orElseThrow();
   }
 
   public Row worker(long id) {
-    return tdb.jdbc().queryOptional("select * from build_worker where id = :id", Params.of("id", id)).orElseThrow();
+    return tdb.jdbc()
+        .queryOptional("select * from build_worker where id = :id", Params.of("id", id))
+        .orElseThrow();
   }
 
   public List<Row> liveWorkers() {
@@ -82,7 +89,10 @@ public final class QueueWorld implements AutoCloseable {
   }
 
   public long unpublishedEvents() {
-    return tdb.jdbc().query("select count(*) as n from build_job_event where published_at is null").get(0).longValue("n");
+    return tdb.jdbc()
+        .query("select count(*) as n from build_job_event where published_at is null")
+        .get(0)
+        .longValue("n");
   }
 
   @Override

@@ -16,21 +16,42 @@ public final class TestServices {
   private TestServices() {}
 
   public static QueueServices of(
-      Component component, Database db, WorkerPlatform platform, EventBridgeFake eventBridge, QueueClock clock) {
+      Component component,
+      Database db,
+      WorkerPlatform platform,
+      EventBridgeFake eventBridge,
+      QueueClock clock) {
     return of(component, db, platform, eventBridge, clock, QueueHarness.testConfig());
   }
 
   public static QueueServices of(
-      Component component, Database db, WorkerPlatform platform, EventBridgeFake eventBridge, QueueClock clock,
+      Component component,
+      Database db,
+      WorkerPlatform platform,
+      EventBridgeFake eventBridge,
+      QueueClock clock,
       QueueConfig config) {
     return of(component, db, platform, eventBridge, clock, config, METRICS);
   }
 
   public static QueueServices of(
-      Component component, Database db, WorkerPlatform platform, EventBridgeFake eventBridge, QueueClock clock,
-      QueueConfig config, java.io.PrintStream metricsOut) {
+      Component component,
+      Database db,
+      WorkerPlatform platform,
+      EventBridgeFake eventBridge,
+      QueueClock clock,
+      QueueConfig config,
+      java.io.PrintStream metricsOut) {
     return new QueueServices(
-        component, db, platform, eventBridge.client(), "buildqueue-test-bus", config, clock, "buildqueue-test", metricsOut,
+        component,
+        db,
+        platform,
+        eventBridge.client(),
+        "buildqueue-test-bus",
+        config,
+        clock,
+        "buildqueue-test",
+        metricsOut,
         buildqueue.worker.JobHandlers.builtIn());
   }
 }

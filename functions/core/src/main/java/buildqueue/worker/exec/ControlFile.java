@@ -22,19 +22,23 @@ import java.util.Objects;
 
 /**
  * Follows a job's control file ({@code $BUILDQUEUE_CONTROL}) as the program appends JSON lines to
- * it, and reads each complete line into a {@link ControlMessage}. Plain output can never pass for
- * a control message: this is a file of its own, not stdout (the lesson of GitHub Actions'
- * {@code ::set-output}, replaced by {@code GITHUB_OUTPUT} files).
+ * it, and reads each complete line into a {@link ControlMessage}. Plain output can never pass for a
+ * control message: this is a file of its own, not stdout (the lesson of GitHub Actions' {@code
+ * ::set-output}, replaced by {@code GITHUB_OUTPUT} files).
  *
  * <p>What a job can make the worker hold is bounded: a line longer than {@code maxLineBytes} is
  * skipped, not kept, and one {@link #read} reads at most {@value #MAX_BYTES_PER_READ} bytes.
  */
 final class ControlFile {
   static final int MAX_BYTES_PER_READ = 1 << 20;
-  static final String KEYS = "a control line is a JSON object with exactly one of progress, followUp, error";
+  static final String KEYS =
+      "a control line is a JSON object with exactly one of progress, followUp, error";
+
   /** The longest part of an ignored line quoted back in the job's log. */
   static final int QUOTE_CHARS = 200;
-  private static final ObjectMapper JSON = new ObjectMapper().enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS);
+
+  private static final ObjectMapper JSON =
+      new ObjectMapper().enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS);
 
   private final Path path;
   private final int maxLineBytes;
@@ -52,17 +56,22 @@ final class ControlFile {
   }
 
   /**
-   * The messages of the lines completed since the last read. {@code atEnd}: the program is gone,
-   * so a last line without its newline counts as complete.
+   * The messages of the lines completed since the last read. {@code atEnd}: the program is gone, so
+   * a last line without its newline counts as complete.
    */
   List<ControlMessage> read(boolean atEnd) {
     List<ControlMessage> out = new ArrayList<>();
     try (FileChannel channel = FileChannel.open(path, StandardOpenOption.READ)) {
-      Object key = Files.readAttributes(path, BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS).fileKey();
+      Object key =
+          Files.readAttributes(path, BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS)
+              .fileKey();
       long size = channel.size();
       if (size < offset || (fileKey != null && !Objects.equals(key, fileKey))) {
-        out.add(new ControlMessage.Notice(lines, "the control file was truncated or replaced, so it is read from its"
-            + " start again; append to it (>>), never overwrite it"));
+        out.add(
+            new ControlMessage.Notice(
+                lines,
+                "the control file was truncated or replaced, so it is read from its"
+                    + " start again; append to it (>>), never overwrite it"));
         offset = 0;
         pending.reset();
         skipping = false;
@@ -117,7 +126,9 @@ final class ControlFile {
   private void endLine(List<ControlMessage> out) {
     lines++;
     if (skipping) {
-      out.add(new ControlMessage.Ignored(lines, "longer than " + maxLineBytes + " bytes", "(not kept)"));
+      out.add(
+          new ControlMessage.Ignored(
+              lines, "longer than " + maxLineBytes + " bytes", "(not kept)"));
     } else {
       byte[] line = pending.toByteArray();
       int end = line.length;
@@ -143,15 +154,18 @@ final class ControlFile {
     try {
       node = JSON.readTree(bytes);
     } catch (JsonProcessingException e) {
-      return new ControlMessage.Ignored(line, "not JSON: " + firstLine(e.getOriginalMessage()), quote(text));
+      return new ControlMessage.Ignored(
+          line, "not JSON: " + firstLine(e.getOriginalMessage()), quote(text));
     } catch (IOException e) {
-      return new ControlMessage.Ignored(line, "not JSON: " + firstLine(e.getMessage()), quote(text));
+      return new ControlMessage.Ignored(
+          line, "not JSON: " + firstLine(e.getMessage()), quote(text));
     }
     if (node == null || !node.isObject()) {
       return new ControlMessage.Ignored(line, "not a JSON object; " + KEYS, quote(text));
     }
     if (node.size() != 1) {
-      return new ControlMessage.Ignored(line, "it has " + node.size() + " keys; " + KEYS, quote(text));
+      return new ControlMessage.Ignored(
+          line, "it has " + node.size() + " keys; " + KEYS, quote(text));
     }
     String key = node.fieldNames().next();
     JsonNode value = node.get(key);
@@ -160,37 +174,49 @@ final class ControlFile {
         if (value.isIntegralNumber() && value.canConvertToInt() && value.intValue() >= 0) {
           return new ControlMessage.Progress(line, value.intValue());
         }
-        return new ControlMessage.Ignored(line, "progress must be a whole number from 0 to " + Integer.MAX_VALUE
-            + ", was " + quote(value.toString()), quote(text));
+        return new ControlMessage.Ignored(
+            line,
+            "progress must be a whole number from 0 to "
+                + Integer.MAX_VALUE
+                + ", was "
+                + quote(value.toString()),
+            quote(text));
       case "error":
         if (value.isTextual() && !value.textValue().isBlank()) {
           return new ControlMessage.Error(line, value.textValue());
         }
-        return new ControlMessage.Ignored(line, "error must be a message (a non-empty string), was "
-            + quote(value.toString()), quote(text));
+        return new ControlMessage.Ignored(
+            line,
+            "error must be a message (a non-empty string), was " + quote(value.toString()),
+            quote(text));
       case "followUp":
         return followUp(line, value);
       default:
-        return new ControlMessage.Ignored(line, "unknown key \"" + quote(key) + "\"; " + KEYS, quote(text));
+        return new ControlMessage.Ignored(
+            line, "unknown key \"" + quote(key) + "\"; " + KEYS, quote(text));
     }
   }
 
   private static ControlMessage followUp(long line, JsonNode value) {
     if (!value.isObject()) {
-      return new ControlMessage.BadFollowUp(line, "followUp must be an object {\"kind\": \"…\", \"payload\": {…}}, was "
-          + quote(value.toString()));
+      return new ControlMessage.BadFollowUp(
+          line,
+          "followUp must be an object {\"kind\": \"…\", \"payload\": {…}}, was "
+              + quote(value.toString()));
     }
     for (Iterator<String> names = value.fieldNames(); names.hasNext(); ) {
       String name = names.next();
       if (!name.equals("kind") && !name.equals("payload")) {
-        return new ControlMessage.BadFollowUp(line, "followUp has an unknown key \"" + quote(name)
-            + "\"; it takes kind and payload");
+        return new ControlMessage.BadFollowUp(
+            line, "followUp has an unknown key \"" + quote(name) + "\"; it takes kind and payload");
       }
     }
     JsonNode kind = value.get("kind");
     if (kind == null || !kind.isTextual() || kind.textValue().isBlank()) {
-      return new ControlMessage.BadFollowUp(line, "followUp needs a kind (a non-empty string), was "
-          + (kind == null ? "missing" : quote(kind.toString())));
+      return new ControlMessage.BadFollowUp(
+          line,
+          "followUp needs a kind (a non-empty string), was "
+              + (kind == null ? "missing" : quote(kind.toString())));
     }
     return new ControlMessage.FollowUp(line, kind.textValue(), value.get("payload"));
   }

@@ -4,8 +4,8 @@ import com.fasterxml.jackson.databind.JsonNode;
 
 /**
  * One line of a job's control file, read ({@link ControlFile}): a JSON object with exactly one of
- * the keys {@code progress} (a whole number ≥ 0), {@code followUp} ({@code {"kind": "…",
- * "payload": …}}) or {@code error} (a message). Anything else is {@link Ignored}, with the reason.
+ * the keys {@code progress} (a whole number ≥ 0), {@code followUp} ({@code {"kind": "…", "payload":
+ * …}}) or {@code error} (a message). Anything else is {@link Ignored}, with the reason.
  */
 public sealed interface ControlMessage {
 

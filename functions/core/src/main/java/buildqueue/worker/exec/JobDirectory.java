@@ -39,7 +39,8 @@ public final class JobDirectory {
   }
 
   /** Makes the directory and its files; the payload is written as given (JSON text). */
-  public static JobDirectory create(Path base, long jobId, int attempt, byte[] payloadJson) throws IOException {
+  public static JobDirectory create(Path base, long jobId, int attempt, byte[] payloadJson)
+      throws IOException {
     Files.createDirectories(base);
     // createTempDirectory adds the random part and, on POSIX, makes the directory mode 700.
     Path root = Files.createTempDirectory(base, PREFIX + jobId + "-" + attempt + "-");
@@ -92,7 +93,8 @@ public final class JobDirectory {
 
   /** The job directories under a worker's base directory (a dead worker's leftovers). */
   static Stream<Path> under(Path base) throws IOException {
-    return Files.list(base).filter(p -> p.getFileName().toString().startsWith(PREFIX) && Files.isDirectory(p));
+    return Files.list(base)
+        .filter(p -> p.getFileName().toString().startsWith(PREFIX) && Files.isDirectory(p));
   }
 
   /**
@@ -105,34 +107,37 @@ public final class JobDirectory {
       return true;
     }
     try {
-      Files.walkFileTree(root, new SimpleFileVisitor<>() {
-        @Override
-        public FileVisitResult preVisitDirectory(Path dir, BasicFileAttributes attrs) {
-          makeWritable(dir);
-          return FileVisitResult.CONTINUE;
-        }
+      Files.walkFileTree(
+          root,
+          new SimpleFileVisitor<>() {
+            @Override
+            public FileVisitResult preVisitDirectory(Path dir, BasicFileAttributes attrs) {
+              makeWritable(dir);
+              return FileVisitResult.CONTINUE;
+            }
 
-        @Override
-        public FileVisitResult visitFile(Path file, BasicFileAttributes attrs) throws IOException {
-          Files.deleteIfExists(file);
-          return FileVisitResult.CONTINUE;
-        }
+            @Override
+            public FileVisitResult visitFile(Path file, BasicFileAttributes attrs)
+                throws IOException {
+              Files.deleteIfExists(file);
+              return FileVisitResult.CONTINUE;
+            }
 
-        @Override
-        public FileVisitResult visitFileFailed(Path file, IOException e) throws IOException {
-          if (e instanceof NoSuchFileException) {
-            return FileVisitResult.CONTINUE;
-          }
-          Files.deleteIfExists(file); // an unreadable directory: empty ones can still go
-          return FileVisitResult.CONTINUE;
-        }
+            @Override
+            public FileVisitResult visitFileFailed(Path file, IOException e) throws IOException {
+              if (e instanceof NoSuchFileException) {
+                return FileVisitResult.CONTINUE;
+              }
+              Files.deleteIfExists(file); // an unreadable directory: empty ones can still go
+              return FileVisitResult.CONTINUE;
+            }
 
-        @Override
-        public FileVisitResult postVisitDirectory(Path dir, IOException e) throws IOException {
-          Files.deleteIfExists(dir);
-          return FileVisitResult.CONTINUE;
-        }
-      });
+            @Override
+            public FileVisitResult postVisitDirectory(Path dir, IOException e) throws IOException {
+              Files.deleteIfExists(dir);
+              return FileVisitResult.CONTINUE;
+            }
+          });
       return true;
     } catch (IOException | RuntimeException e) {
       return !Files.exists(root, java.nio.file.LinkOption.NOFOLLOW_LINKS);
@@ -143,7 +148,8 @@ public final class JobDirectory {
     try {
       Set<PosixFilePermission> perms = EnumSet.noneOf(PosixFilePermission.class);
       perms.addAll(Files.getPosixFilePermissions(dir));
-      if (perms.add(PosixFilePermission.OWNER_WRITE) | perms.add(PosixFilePermission.OWNER_EXECUTE)
+      if (perms.add(PosixFilePermission.OWNER_WRITE)
+          | perms.add(PosixFilePermission.OWNER_EXECUTE)
           | perms.add(PosixFilePermission.OWNER_READ)) {
         Files.setPosixFilePermissions(dir, perms);
       }

@@ -7,17 +7,18 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * A job program's whole environment, built from an allowlist and never inherited: the worker's
- * own environment holds its token, its database credentials and, on Fargate, the variables that
- * lead to its task role's AWS credentials ({@code AWS_CONTAINER_CREDENTIALS_*}). Later entries
- * win: the allowlisted worker variables, then {@code TMPDIR} and {@code HOME} (the attempt's own
- * directories: a job's tools write to HOME, and the worker's would be shared by every job it
- * runs, or, in the worker image, not writable), then the kind's {@code env}, then the {@code
+ * A job program's whole environment, built from an allowlist and never inherited: the worker's own
+ * environment holds its token, its database credentials and, on Fargate, the variables that lead to
+ * its task role's AWS credentials ({@code AWS_CONTAINER_CREDENTIALS_*}). Later entries win: the
+ * allowlisted worker variables, then {@code TMPDIR} and {@code HOME} (the attempt's own
+ * directories: a job's tools write to HOME, and the worker's would be shared by every job it runs,
+ * or, in the worker image, not writable), then the kind's {@code env}, then the {@code
  * BUILDQUEUE_*} variables, which a kind cannot override.
  */
 public final class JobEnvironment {
   /** The worker's variables a program gets, when the worker has them. */
   public static final List<String> FROM_WORKER = List.of("PATH", "LANG", "LC_ALL", "TZ", "USER");
+
   /** The search path when the worker has none. */
   static final String DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin";
 

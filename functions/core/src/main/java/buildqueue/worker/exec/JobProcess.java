@@ -4,9 +4,9 @@ import java.io.InputStream;
 import java.time.Duration;
 
 /**
- * A job's running program and every process it started (its session and process group). The
- * {@link ProcessRunner} watches and stops a job only through this, so a simulation can stand in
- * for a real process.
+ * A job's running program and every process it started (its session and process group). The {@link
+ * ProcessRunner} watches and stops a job only through this, so a simulation can stand in for a real
+ * process.
  */
 public interface JobProcess {
 

@@ -11,16 +11,15 @@ import java.util.List;
 import java.util.Optional;
 
 /**
- * The processes of one job: the session (and process group) its program leads, found through
- * {@code /proc}. A program started through {@code setsid} is the leader of a new session whose id
- * is its pid; everything it starts stays in that session unless it leaves it on purpose, and
- * whatever leaves it but is still its descendant is found through the process tree while the
- * program lives.
+ * The processes of one job: the session (and process group) its program leads, found through {@code
+ * /proc}. A program started through {@code setsid} is the leader of a new session whose id is its
+ * pid; everything it starts stays in that session unless it leaves it on purpose, and whatever
+ * leaves it but is still its descendant is found through the process tree while the program lives.
  *
- * <p>Linux never reuses a pid while a process still has it as its session or process group id,
- * so the session id names this job's processes for as long as any is left. Only when all are gone
- * can the pid come back, as some other process; the leader's start time (in clock ticks since
- * boot, as {@code /proc/<pid>/stat} gives it) tells that one apart.
+ * <p>Linux never reuses a pid while a process still has it as its session or process group id, so
+ * the session id names this job's processes for as long as any is left. Only when all are gone can
+ * the pid come back, as some other process; the leader's start time (in clock ticks since boot, as
+ * {@code /proc/<pid>/stat} gives it) tells that one apart.
  *
  * @param sid the program's pid, which is its session and process group id
  * @param startTicks the leader's start time, field 22 of {@code /proc/<pid>/stat}; -1 if unknown
@@ -29,9 +28,9 @@ public record JobSession(long sid, long startTicks) {
   private static final Path PROC = Path.of("/proc");
 
   /**
-   * The job's live processes: every process whose session or process group is this one, plus
-   * {@code extra} (the program and its descendants, which the caller knows). Zombies are not
-   * alive: they hold no resources but a pid and cannot do anything more.
+   * The job's live processes: every process whose session or process group is this one, plus {@code
+   * extra} (the program and its descendants, which the caller knows). Zombies are not alive: they
+   * hold no resources but a pid and cannot do anything more.
    */
   public List<ProcessHandle> members(List<ProcessHandle> extra) {
     List<ProcessHandle> found = new ArrayList<>();
@@ -46,7 +45,9 @@ public record JobSession(long sid, long startTicks) {
     try {
       for (long pid : Stat.pids()) {
         Optional<Stat> stat = Stat.read(pid);
-        if (stat.isEmpty() || stat.get().gone() || (stat.get().session() != sid && stat.get().group() != sid)) {
+        if (stat.isEmpty()
+            || stat.get().gone()
+            || (stat.get().session() != sid && stat.get().group() != sid)) {
           continue;
         }
         if (found.stream().noneMatch(f -> f.pid() == pid)) {
@@ -65,8 +66,8 @@ public record JobSession(long sid, long startTicks) {
 
   /**
    * Sends SIGTERM ({@code force} false) or SIGKILL to each process; returns how many were sent it.
-   * Each handle checks its process's start time first, so a pid reused since it was found is
-   * never signalled.
+   * Each handle checks its process's start time first, so a pid reused since it was found is never
+   * signalled.
    */
   public static int signal(List<ProcessHandle> processes, boolean force) {
     int sent = 0;
@@ -98,12 +99,15 @@ public record JobSession(long sid, long startTicks) {
   }
 
   /**
-   * False when the pid is alive as some other process than the job's leader: then the whole
-   * session is gone (its id could not have been reused otherwise) and nothing may be signalled.
+   * False when the pid is alive as some other process than the job's leader: then the whole session
+   * is gone (its id could not have been reused otherwise) and nothing may be signalled.
    */
   private boolean sessionIsOurs() {
     Optional<Stat> leader = Stat.read(sid);
-    return leader.isEmpty() || leader.get().gone() || startTicks < 0 || leader.get().startTicks() == startTicks;
+    return leader.isEmpty()
+        || leader.get().gone()
+        || startTicks < 0
+        || leader.get().startTicks() == startTicks;
   }
 
   static boolean isZombie(long pid) {
@@ -135,7 +139,9 @@ public record JobSession(long sid, long startTicks) {
     }
   }
 
-  /** A process's line of {@code /proc/<pid>/stat}, the fields the job's processes are told apart by. */
+  /**
+   * A process's line of {@code /proc/<pid>/stat}, the fields the job's processes are told apart by.
+   */
   record Stat(char state, long parent, long group, long session, long startTicks) {
     boolean gone() {
       return state == 'Z' || state == 'X' || state == 'x';
@@ -158,7 +164,9 @@ public record JobSession(long sid, long startTicks) {
 
     static Optional<Stat> read(long pid) {
       try {
-        return parse(Files.readString(PROC.resolve(Long.toString(pid)).resolve("stat"), StandardCharsets.ISO_8859_1));
+        return parse(
+            Files.readString(
+                PROC.resolve(Long.toString(pid)).resolve("stat"), StandardCharsets.ISO_8859_1));
       } catch (IOException | RuntimeException e) {
         return Optional.empty(); // gone, or no /proc
       }
@@ -173,8 +181,13 @@ public record JobSession(long sid, long startTicks) {
       String[] f = text.substring(close + 2).strip().split(" ");
       try {
         // After the name: state (3), ppid, pgrp, session, …, starttime (22).
-        return Optional.of(new Stat(f[0].charAt(0), Long.parseLong(f[1]), Long.parseLong(f[2]),
-            Long.parseLong(f[3]), Long.parseLong(f[19])));
+        return Optional.of(
+            new Stat(
+                f[0].charAt(0),
+                Long.parseLong(f[1]),
+                Long.parseLong(f[2]),
+                Long.parseLong(f[3]),
+                Long.parseLong(f[19])));
       } catch (RuntimeException e) {
         return Optional.empty();
       }

@@ -22,11 +22,18 @@ final class JobTermination {
   private final MonotonicClock clock;
   private final ProcessRunner.Limits limits;
   private long terminatedAt = -1;
+
   /** When SIGKILL follows the SIGTERM: the kind's grace after it, or sooner for a worker's stop. */
   private long killAt = Long.MAX_VALUE;
+
   private boolean killed;
 
-  JobTermination(JobProcess process, long jobId, JobLog log, MonotonicClock clock, ProcessRunner.Limits limits) {
+  JobTermination(
+      JobProcess process,
+      long jobId,
+      JobLog log,
+      MonotonicClock clock,
+      ProcessRunner.Limits limits) {
     this.process = process;
     this.jobId = jobId;
     this.log = log;
@@ -39,7 +46,10 @@ final class JobTermination {
     return terminatedAt >= 0;
   }
 
-  /** SIGTERM to every process of the job; SIGKILL follows after {@code grace} ({@link #killWhenGraceIsOver}). */
+  /**
+   * SIGTERM to every process of the job; SIGKILL follows after {@code grace} ({@link
+   * #killWhenGraceIsOver}).
+   */
   void terminate(String why, Duration grace) {
     process.terminate();
     terminatedAt = clock.nanoTime();
@@ -47,19 +57,27 @@ final class JobTermination {
     say(why + ": SIGTERM sent to the job's processes");
   }
 
-  /** The worker must be gone within {@code left}: SIGKILL then at the latest, whatever the grace. */
+  /**
+   * The worker must be gone within {@code left}: SIGKILL then at the latest, whatever the grace.
+   */
   void cutGraceTo(Duration left) {
     long stopKillAt = clock.nanoTime() + left.toNanos();
     if (stopKillAt < killAt) {
       killAt = stopKillAt;
-      say("the worker must be gone within its stop timeout: SIGKILL in " + human(left) + " at the latest");
+      say(
+          "the worker must be gone within its stop timeout: SIGKILL in "
+              + human(left)
+              + " at the latest");
     }
   }
 
   /** SIGKILL once the grace after the SIGTERM is over; called while the program runs. */
   void killWhenGraceIsOver() {
     if (terminatedAt >= 0 && !killed && clock.nanoTime() >= killAt) {
-      say("SIGKILL after " + human(Duration.ofMillis((killAt - terminatedAt) / 1_000_000)) + " grace");
+      say(
+          "SIGKILL after "
+              + human(Duration.ofMillis((killAt - terminatedAt) / 1_000_000))
+              + " grace");
       process.kill();
       killed = true;
     }
@@ -85,7 +103,10 @@ final class JobTermination {
     }
     if (process.remaining() > 0) {
       if (!killed) {
-        say("SIGKILL after " + human(Duration.ofMillis((killAt - terminatedAt) / 1_000_000)) + " grace");
+        say(
+            "SIGKILL after "
+                + human(Duration.ofMillis((killAt - terminatedAt) / 1_000_000))
+                + " grace");
       }
       killed = true;
       awaitKilled();
@@ -93,8 +114,8 @@ final class JobTermination {
   }
 
   /**
-   * The worker must stop now (it lost the job, it failed): SIGKILL and no grace. An interrupt meanwhile
-   * sends one last SIGKILL and is kept for the caller.
+   * The worker must stop now (it lost the job, it failed): SIGKILL and no grace. An interrupt
+   * meanwhile sends one last SIGKILL and is kept for the caller.
    */
   void killAtOnce() {
     boolean interrupted = Thread.interrupted();
@@ -118,7 +139,10 @@ final class JobTermination {
       if (clock.nanoTime() >= end) {
         int left = process.remaining();
         if (left > 0) {
-          say(left + " of the job's processes did not die of SIGKILL within " + human(limits.killPatience()));
+          say(
+              left
+                  + " of the job's processes did not die of SIGKILL within "
+                  + human(limits.killPatience()));
           LOG.log(Level.ERROR, "job {0}: {1} processes survived SIGKILL", jobId, left);
         }
         return;

@@ -41,7 +41,8 @@ public record JobUser(String name, int uid, int gid) {
     try {
       passwd = Files.readString(Path.of("/etc/passwd"), StandardCharsets.UTF_8);
     } catch (IOException e) {
-      throw new BuildQueueException("cannot read /etc/passwd to find job user " + name + ": " + e.getMessage());
+      throw new BuildQueueException(
+          "cannot read /etc/passwd to find job user " + name + ": " + e.getMessage());
     }
     for (String line : passwd.split("\n")) {
       String[] f = line.split(":", -1);
@@ -50,7 +51,8 @@ public record JobUser(String name, int uid, int gid) {
           int uid = Integer.parseInt(f[2]);
           int gid = Integer.parseInt(f[3]);
           if (uid == 0) {
-            throw new BuildQueueException("job user " + name + " has uid 0: jobs must run as an unprivileged user");
+            throw new BuildQueueException(
+                "job user " + name + " has uid 0: jobs must run as an unprivileged user");
           }
           return new JobUser(name, uid, gid);
         } catch (NumberFormatException e) {
@@ -58,8 +60,11 @@ public record JobUser(String name, int uid, int gid) {
         }
       }
     }
-    throw new BuildQueueException("job user " + name + " does not exist on this machine (not in /etc/passwd);"
-        + " create it, or name another with --job-user");
+    throw new BuildQueueException(
+        "job user "
+            + name
+            + " does not exist on this machine (not in /etc/passwd);"
+            + " create it, or name another with --job-user");
   }
 
   /** Whether this process runs as root: only then can it run programs as another user. */

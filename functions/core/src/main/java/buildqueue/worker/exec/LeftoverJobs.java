@@ -11,8 +11,8 @@ import java.util.Optional;
  * What the jobs of a dead worker left behind in its work directory: job directories and, where a
  * job's program was still running when the worker died, its session. A worker that dies without
  * cleanup (SIGKILL, an out-of-memory kill) cannot end its job's programs, which run in sessions of
- * their own and are reparented, not killed; the platform that saw the worker die does it here,
- * from the {@code session} file each job directory keeps, before it reports the worker gone.
+ * their own and are reparented, not killed; the platform that saw the worker die does it here, from
+ * the {@code session} file each job directory keeps, before it reports the worker gone.
  */
 public final class LeftoverJobs {
   private LeftoverJobs() {}
@@ -29,9 +29,9 @@ public final class LeftoverJobs {
   }
 
   /**
-   * Kills every process of every job session recorded under {@code workDir} (a dead worker's
-   * {@code BUILDQUEUE_WORK_DIR}), waits up to {@code patience} for them to be gone, then deletes
-   * the directory. Only for a worker whose process is gone: a live worker's jobs are its own.
+   * Kills every process of every job session recorded under {@code workDir} (a dead worker's {@code
+   * BUILDQUEUE_WORK_DIR}), waits up to {@code patience} for them to be gone, then deletes the
+   * directory. Only for a worker whose process is gone: a live worker's jobs are its own.
    */
   public static Cleared clear(Path workDir, Duration patience) throws InterruptedException {
     if (!Files.isDirectory(workDir)) {

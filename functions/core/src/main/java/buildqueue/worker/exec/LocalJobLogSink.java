@@ -26,7 +26,10 @@ import java.util.concurrent.ConcurrentHashMap;
 public final class LocalJobLogSink implements JobLogSink {
   private static final System.Logger LOG = System.getLogger(LocalJobLogSink.class.getName());
 
-  /** The directory of the per-job files; the local platform sets it (data directory's {@code jobs/}). */
+  /**
+   * The directory of the per-job files; the local platform sets it (data directory's {@code
+   * jobs/}).
+   */
   public static final String JOB_LOG_DIR = "BUILDQUEUE_JOB_LOG_DIR";
 
   private final PrintStream out;
@@ -49,7 +52,9 @@ public final class LocalJobLogSink implements JobLogSink {
   /** The sink of a local worker process: its stdout, and files in {@value #JOB_LOG_DIR} if set. */
   public static LocalJobLogSink forThisWorker(Map<String, String> env) {
     String dir = env.get(JOB_LOG_DIR);
-    return new LocalJobLogSink(System.out, dir == null || dir.isBlank() ? null : Path.of(dir.strip()),
+    return new LocalJobLogSink(
+        System.out,
+        dir == null || dir.isBlank() ? null : Path.of(dir.strip()),
         env.get("BUILDQUEUE_WORKER_ID"));
   }
 
@@ -81,9 +86,19 @@ public final class LocalJobLogSink implements JobLogSink {
     BufferedWriter w = open.get(jobId);
     if (w == null) {
       Files.createDirectories(dir);
-      w = Files.newBufferedWriter(file(jobId), StandardCharsets.UTF_8, StandardOpenOption.CREATE,
-          StandardOpenOption.APPEND);
-      w.write("=== " + Instant.now() + (worker == null ? "" : " worker " + worker) + ": job " + jobId + " ===");
+      w =
+          Files.newBufferedWriter(
+              file(jobId),
+              StandardCharsets.UTF_8,
+              StandardOpenOption.CREATE,
+              StandardOpenOption.APPEND);
+      w.write(
+          "=== "
+              + Instant.now()
+              + (worker == null ? "" : " worker " + worker)
+              + ": job "
+              + jobId
+              + " ===");
       w.newLine();
       open.put(jobId, w);
       out.println("[job " + jobId + "] output in " + file(jobId));
@@ -93,8 +108,13 @@ public final class LocalJobLogSink implements JobLogSink {
 
   private void giveUp(long jobId, Exception e) {
     if (failed.put(jobId, Boolean.TRUE) == null) {
-      LOG.log(Level.WARNING, "job {0}: its log file {1} cannot be written ({2}); its lines go to this worker's"
-          + " output only", jobId, file(jobId), e.getMessage());
+      LOG.log(
+          Level.WARNING,
+          "job {0}: its log file {1} cannot be written ({2}); its lines go to this worker's"
+              + " output only",
+          jobId,
+          file(jobId),
+          e.getMessage());
     }
     BufferedWriter w = open.remove(jobId);
     if (w != null) {

@@ -32,9 +32,11 @@ final class OutputPump {
   private final int keptLineChars;
   private final Thread thread;
   private final Deque<String> last = new ArrayDeque<>();
-  private final CharsetDecoder decoder = StandardCharsets.UTF_8.newDecoder()
-      .onMalformedInput(CodingErrorAction.REPLACE)
-      .onUnmappableCharacter(CodingErrorAction.REPLACE);
+  private final CharsetDecoder decoder =
+      StandardCharsets.UTF_8
+          .newDecoder()
+          .onMalformedInput(CodingErrorAction.REPLACE)
+          .onUnmappableCharacter(CodingErrorAction.REPLACE);
   private byte[] line = new byte[256];
   private int length;
   private boolean cut;
@@ -44,7 +46,13 @@ final class OutputPump {
    * @param keptLines how many of the last lines to keep for {@link #lastLines}
    * @param keptLineChars each of them cut to this many characters (from its start)
    */
-  OutputPump(InputStream in, JobLog log, JobLog.Stream stream, String threadName, int keptLines, int keptLineChars) {
+  OutputPump(
+      InputStream in,
+      JobLog log,
+      JobLog.Stream stream,
+      String threadName,
+      int keptLines,
+      int keptLineChars) {
     this.in = in;
     this.log = log;
     this.stream = stream;

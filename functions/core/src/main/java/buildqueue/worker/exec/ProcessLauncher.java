@@ -32,10 +32,11 @@ public interface ProcessLauncher {
    * @param command the program and its arguments, as the kind gives them
    * @param workDir the directory it runs in
    * @param environment its whole environment: nothing else is inherited
-   * @param sessionFile where the program's session is recorded before the program runs, so that
-   *     a platform can kill what a dead worker's job left running ({@link JobSession#readFrom})
+   * @param sessionFile where the program's session is recorded before the program runs, so that a
+   *     platform can kill what a dead worker's job left running ({@link JobSession#readFrom})
    */
-  record Spec(List<String> command, Path workDir, Map<String, String> environment, Path sessionFile) {
+  record Spec(
+      List<String> command, Path workDir, Map<String, String> environment, Path sessionFile) {
     public Spec {
       command = List.copyOf(command);
       environment = Map.copyOf(environment);

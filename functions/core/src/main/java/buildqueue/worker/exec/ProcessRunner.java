@@ -18,8 +18,8 @@ import java.util.Map;
 import java.util.Objects;
 
 /**
- * Runs a command kind's job as a program on this worker (docs/architecture.md §10.1), the way a Buildkite agent
- * runs a step:
+ * Runs a command kind's job as a program on this worker (docs/architecture.md §10.1), the way a
+ * Buildkite agent runs a step:
  *
  * <ul>
  *   <li><b>Start</b>: a fresh {@link JobDirectory} per attempt under the base directory; the
@@ -32,11 +32,12 @@ import java.util.Objects;
  *       writes what is due and says whether the owner cancelled.
  *   <li><b>Outcome</b>: exit 0 succeeds; one of the kind's {@code retryExitCodes} is an
  *       interruption; any other exit fails with the job's {@code error}, else the last lines of its
- *       stderr, else the exit code; a signal fails naming it. A timeout or a cancel sends SIGTERM to
- *       every process of the job, waits the kind's {@code cancelGracePeriod}, then sends SIGKILL.
- *       A worker told to stop ({@link JobContext.CheckIn#STOP_REQUESTED}, its SIGTERM) does the same
- *       with the grace cut to {@link JobContext#stopTimeLeft}, and the job is interrupted unless
- *       its program exits 0 meanwhile. A worker that lost the job kills it at once.
+ *       stderr, else the exit code; a signal fails naming it. A timeout or a cancel sends SIGTERM
+ *       to every process of the job, waits the kind's {@code cancelGracePeriod}, then sends
+ *       SIGKILL. A worker told to stop ({@link JobContext.CheckIn#STOP_REQUESTED}, its SIGTERM)
+ *       does the same with the grace cut to {@link JobContext#stopTimeLeft}, and the job is
+ *       interrupted unless its program exits 0 meanwhile. A worker that lost the job kills it at
+ *       once.
  *   <li><b>Nothing outlives it</b>: before {@link #run} returns, every process of the job's session
  *       (daemons it started included) is gone, and its directory is deleted.
  * </ul>
@@ -68,8 +69,13 @@ public final class ProcessRunner implements CommandRunner {
    *     (default 30 s; only a process stuck in the kernel takes long)
    */
   public record Limits(
-      Duration pollInterval, int maxFollowUps, int maxControlLineBytes, int errorLines, int errorChars,
-      Duration outputDrain, Duration killPatience) {
+      Duration pollInterval,
+      int maxFollowUps,
+      int maxControlLineBytes,
+      int errorLines,
+      int errorChars,
+      Duration outputDrain,
+      Duration killPatience) {
 
     public Limits {
       requirePositive(pollInterval, "pollInterval");
@@ -79,21 +85,32 @@ public final class ProcessRunner implements CommandRunner {
         throw new IllegalArgumentException("maxFollowUps must be 0 or more, was " + maxFollowUps);
       }
       if (maxControlLineBytes < 1024) {
-        throw new IllegalArgumentException("maxControlLineBytes must be at least 1024, was " + maxControlLineBytes);
+        throw new IllegalArgumentException(
+            "maxControlLineBytes must be at least 1024, was " + maxControlLineBytes);
       }
       if (errorLines < 1 || errorChars < 100) {
-        throw new IllegalArgumentException("errorLines must be at least 1 and errorChars at least 100, were "
-            + errorLines + " and " + errorChars);
+        throw new IllegalArgumentException(
+            "errorLines must be at least 1 and errorChars at least 100, were "
+                + errorLines
+                + " and "
+                + errorChars);
       }
     }
 
     public static Limits defaults() {
-      return new Limits(Duration.ofMillis(100), 100, 64 * 1024, 10, 2_000, Duration.ofSeconds(2),
+      return new Limits(
+          Duration.ofMillis(100),
+          100,
+          64 * 1024,
+          10,
+          2_000,
+          Duration.ofSeconds(2),
           Duration.ofSeconds(30));
     }
 
     public Limits withMaxFollowUps(int n) {
-      return new Limits(pollInterval, n, maxControlLineBytes, errorLines, errorChars, outputDrain, killPatience);
+      return new Limits(
+          pollInterval, n, maxControlLineBytes, errorLines, errorChars, outputDrain, killPatience);
     }
 
     private static void requirePositive(Duration d, String name) {
@@ -115,7 +132,11 @@ public final class ProcessRunner implements CommandRunner {
    *     variables ({@link JobEnvironment#FROM_WORKER})
    */
   public ProcessRunner(
-      Path baseDir, Map<String, String> workerEnvironment, ProcessLauncher launcher, MonotonicClock clock, Limits limits) {
+      Path baseDir,
+      Map<String, String> workerEnvironment,
+      ProcessLauncher launcher,
+      MonotonicClock clock,
+      Limits limits) {
     this.baseDir = baseDir.toAbsolutePath();
     this.workerEnvironment = Map.copyOf(workerEnvironment);
     this.launcher = Objects.requireNonNull(launcher, "launcher");
@@ -131,8 +152,12 @@ public final class ProcessRunner implements CommandRunner {
    */
   public static ProcessRunner forThisWorker(Map<String, String> env) {
     String dir = env.get(WORK_DIR);
-    Path base = dir == null || dir.isBlank() ? Path.of(System.getProperty("java.io.tmpdir")) : Path.of(dir.strip());
-    return new ProcessRunner(base, env, SetsidLauncher.find(env), MonotonicClock.SYSTEM, Limits.defaults());
+    Path base =
+        dir == null || dir.isBlank()
+            ? Path.of(System.getProperty("java.io.tmpdir"))
+            : Path.of(dir.strip());
+    return new ProcessRunner(
+        base, env, SetsidLauncher.find(env), MonotonicClock.SYSTEM, Limits.defaults());
   }
 
   @Override
@@ -140,7 +165,9 @@ public final class ProcessRunner implements CommandRunner {
     JobLog log = context.log();
     JobDirectory dir;
     try {
-      dir = JobDirectory.create(baseDir, context.jobId(), context.attempt(), payloadJson(context.payload()));
+      dir =
+          JobDirectory.create(
+              baseDir, context.jobId(), context.attempt(), payloadJson(context.payload()));
       try {
         launcher.prepare(dir);
       } catch (IOException | RuntimeException e) {
@@ -148,12 +175,14 @@ public final class ProcessRunner implements CommandRunner {
         throw new IOException("cannot hand it to the job's user (" + e.getMessage() + ")", e);
       }
     } catch (IOException e) {
-      String why = "the worker could not make the job's directory under " + baseDir + ": " + e.getMessage();
+      String why =
+          "the worker could not make the job's directory under " + baseDir + ": " + e.getMessage();
       log.line(JobLog.Stream.WORKER, why);
       return JobOutcome.interrupted(why);
     }
     try {
-      return new ProgramAttempt(kind, context, dir, workerEnvironment, launcher, clock, limits).run();
+      return new ProgramAttempt(kind, context, dir, workerEnvironment, launcher, clock, limits)
+          .run();
     } finally {
       if (!dir.delete()) {
         LOG.log(Level.WARNING, "job {0}: could not delete all of {1}", context.jobId(), dir.root());
@@ -177,7 +206,10 @@ public final class ProcessRunner implements CommandRunner {
       if (b.length() > 0) {
         b.append(' ');
       }
-      b.append(arg.isEmpty() || arg.matches(".*[\\s'\"\\\\$`].*") ? "'" + arg.replace("'", "'\\''") + "'" : arg);
+      b.append(
+          arg.isEmpty() || arg.matches(".*[\\s'\"\\\\$`].*")
+              ? "'" + arg.replace("'", "'\\''") + "'"
+              : arg);
     }
     return b.toString();
   }

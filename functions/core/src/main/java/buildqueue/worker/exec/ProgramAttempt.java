@@ -41,14 +41,25 @@ final class ProgramAttempt {
   private Integer latestProgress;
   private String jobError;
   private int followUps;
-  /** Why the worker stopped the program, as the job's error; null if it did not (or for a cancel). */
+
+  /**
+   * Why the worker stopped the program, as the job's error; null if it did not (or for a cancel).
+   */
   private String stopFailure;
+
   private boolean cancelled;
+
   /** The worker was told to stop: the job is interrupted unless the program succeeds first. */
   private boolean stopping;
 
-  ProgramAttempt(CommandKind kind, JobContext context, JobDirectory dir, Map<String, String> workerEnvironment,
-      ProcessLauncher launcher, MonotonicClock clock, ProcessRunner.Limits limits) {
+  ProgramAttempt(
+      CommandKind kind,
+      JobContext context,
+      JobDirectory dir,
+      Map<String, String> workerEnvironment,
+      ProcessLauncher launcher,
+      MonotonicClock clock,
+      ProcessRunner.Limits limits) {
     this.kind = kind;
     this.context = context;
     this.dir = dir;
@@ -64,16 +75,21 @@ final class ProgramAttempt {
     Map<String, String> env = JobEnvironment.of(workerEnvironment, kind, context, dir);
     // Registered before the start: a halt while the program starts finds it by its session file.
     AtomicReference<JobProcess> started = new AtomicReference<>();
-    try (RunningJobs.Registration ignored = RunningJobs.add(() -> {
-      JobProcess p = started.get();
-      if (p != null) {
-        p.kill();
-      } else {
-        JobSession.readFrom(dir.session()).ifPresent(s -> JobSession.signal(s.members(), true));
-      }
-    })) {
+    try (RunningJobs.Registration ignored =
+        RunningJobs.add(
+            () -> {
+              JobProcess p = started.get();
+              if (p != null) {
+                p.kill();
+              } else {
+                JobSession.readFrom(dir.session())
+                    .ifPresent(s -> JobSession.signal(s.members(), true));
+              }
+            })) {
       try {
-        process = launcher.start(new ProcessLauncher.Spec(kind.command(), dir.work(), env, dir.session()));
+        process =
+            launcher.start(
+                new ProcessLauncher.Spec(kind.command(), dir.work(), env, dir.session()));
         started.set(process);
       } catch (IOException | RuntimeException e) {
         String why = "the worker could not start " + show(kind.command()) + ": " + e.getMessage();
@@ -83,10 +99,24 @@ final class ProgramAttempt {
       termination = new JobTermination(process, context.jobId(), log, clock, limits);
       say("started: " + show(kind.command()) + " (attempt " + context.attempt() + ")");
       String name = "job-" + context.jobId() + "-";
-      stdout = new OutputPump(process.stdout(), log, JobLog.Stream.STDOUT, name + "stdout", limits.errorLines(),
-          limits.errorChars()).start();
-      stderr = new OutputPump(process.stderr(), log, JobLog.Stream.STDERR, name + "stderr", limits.errorLines(),
-          limits.errorChars()).start();
+      stdout =
+          new OutputPump(
+                  process.stdout(),
+                  log,
+                  JobLog.Stream.STDOUT,
+                  name + "stdout",
+                  limits.errorLines(),
+                  limits.errorChars())
+              .start();
+      stderr =
+          new OutputPump(
+                  process.stderr(),
+                  log,
+                  JobLog.Stream.STDERR,
+                  name + "stderr",
+                  limits.errorLines(),
+                  limits.errorChars())
+              .start();
       try {
         watch();
         ProgramExit exit = process.exit();
@@ -155,7 +185,13 @@ final class ProgramAttempt {
       } else if (m instanceof ControlMessage.BadFollowUp b) {
         refuse("follow-up refused", "control line " + b.line() + ": " + b.reason());
       } else if (m instanceof ControlMessage.Ignored i) {
-        say("control line " + i.line() + " ignored (" + i.reason() + ")" + (i.text().isEmpty() ? "" : ": " + i.text()));
+        say(
+            "control line "
+                + i.line()
+                + " ignored ("
+                + i.reason()
+                + ")"
+                + (i.text().isEmpty() ? "" : ": " + i.text()));
       } else if (m instanceof ControlMessage.Notice n) {
         say(n.message());
       }
@@ -168,8 +204,14 @@ final class ProgramAttempt {
       return;
     }
     if (followUps >= limits.maxFollowUps()) {
-      refuse("too many follow-ups", "the job submitted more than " + limits.maxFollowUps()
-          + " follow-up jobs (control line " + f.line() + "); a job may submit at most " + limits.maxFollowUps());
+      refuse(
+          "too many follow-ups",
+          "the job submitted more than "
+              + limits.maxFollowUps()
+              + " follow-up jobs (control line "
+              + f.line()
+              + "); a job may submit at most "
+              + limits.maxFollowUps());
       return;
     }
     try {
@@ -185,7 +227,9 @@ final class ProgramAttempt {
     if (stopFailure != null) {
       return;
     }
-    stopFailure = ProcessRunner.cut("The job's follow-up could not be submitted: " + why, limits.errorChars());
+    stopFailure =
+        ProcessRunner.cut(
+            "The job's follow-up could not be submitted: " + why, limits.errorChars());
     say(what + ": " + why);
     if (!exited) {
       terminate(what);
@@ -196,7 +240,10 @@ final class ProgramAttempt {
     termination.terminate(why, kind.cancelGracePeriod());
   }
 
-  /** The worker must stop now (it lost the job, it failed): SIGKILL and no grace; the output is no longer read. */
+  /**
+   * The worker must stop now (it lost the job, it failed): SIGKILL and no grace; the output is no
+   * longer read.
+   */
   private void killAtOnce() {
     try {
       termination.killAtOnce();
@@ -214,7 +261,8 @@ final class ProgramAttempt {
     if (!done) {
       stdout.detach();
       stderr.detach();
-      say("the job's output is still held open by a process outside its session; it is no longer read");
+      say(
+          "the job's output is still held open by a process outside its session; it is no longer read");
     }
   }
 
@@ -239,16 +287,21 @@ final class ProgramAttempt {
     }
     ProgramExit.Signalled s = (ProgramExit.Signalled) exit;
     if (kind.retryExitCodes().contains(128 + s.signal())) {
-      return interrupted("exit code " + (128 + s.signal()) + " (" + s.describe() + "), a retry code of kind "
-          + kind.name());
+      return interrupted(
+          "exit code "
+              + (128 + s.signal())
+              + " ("
+              + s.describe()
+              + "), a retry code of kind "
+              + kind.name());
     }
     return JobOutcome.failed(jobError != null ? s.describe() + ": " + jobError : s.describe());
   }
 
   /**
    * The job goes back to its lane. Its latest progress, which it passed to every check-in, goes
-   * with the interruption's statement: where the next attempt resumes, and what resets its count
-   * of interruptions without progress.
+   * with the interruption's statement: where the next attempt resumes, and what resets its count of
+   * interruptions without progress.
    */
   private JobOutcome interrupted(String reason) {
     return JobOutcome.interrupted(reason);
@@ -264,7 +317,8 @@ final class ProgramAttempt {
       String line = lines.get(i);
       if (tail.length() + line.length() + 1 > limits.errorChars()) {
         if (tail.length() == 0) {
-          tail.append("…").append(line, Math.max(0, line.length() - limits.errorChars() + 1), line.length());
+          tail.append("…")
+              .append(line, Math.max(0, line.length() - limits.errorChars() + 1), line.length());
         }
         break;
       }

@@ -28,23 +28,34 @@ import java.util.stream.Stream;
  * not a process group leader, which a child of the JVM never is; the shell writes its own {@code
  * /proc/<pid>/stat} line to the job's {@code session} file and execs the program in its place. So
  * the process the JDK watches is the program itself (its exit value is the program's), and the
- * session is on disk before the program runs: a worker killed at any moment leaves a record of
- * what to kill ({@link LeftoverJobs}). {@link #find} checks these facts once per worker.
+ * session is on disk before the program runs: a worker killed at any moment leaves a record of what
+ * to kill ({@link LeftoverJobs}). {@link #find} checks these facts once per worker.
  */
 public final class SetsidLauncher implements ProcessLauncher {
   private static final File DEV_NULL = new File("/dev/null");
   private static final String SHELL = "/bin/sh";
+
   /** Names the session file for the shell; unset before the program starts. */
   static final String SESSION_VARIABLE = "BUILDQUEUE_SESSION_FILE";
+
   /** Records the session (builtins only: no process of its own), then becomes the program. */
-  private static final String RECORD_THEN_EXEC = "{ read -r stat < /proc/$$/stat && echo \"$stat\" > \"$"
-      + SESSION_VARIABLE + "\"; } || exit 125; unset " + SESSION_VARIABLE + "; exec \"$@\"";
-  /** The shell's $0: what it calls itself in its messages ("buildqueue: 1: exec: node: not found"). */
+  private static final String RECORD_THEN_EXEC =
+      "{ read -r stat < /proc/$$/stat && echo \"$stat\" > \"$"
+          + SESSION_VARIABLE
+          + "\"; } || exit 125; unset "
+          + SESSION_VARIABLE
+          + "; exec \"$@\"";
+
+  /**
+   * The shell's $0: what it calls itself in its messages ("buildqueue: 1: exec: node: not found").
+   */
   private static final String SHELL_NAME = "buildqueue";
 
   private final Path setsid;
+
   /** Where jobs run as another user: {@code setpriv} and that user. */
   private final Optional<Path> setpriv;
+
   private final Optional<JobUser> user;
 
   private SetsidLauncher(Path setsid, Optional<Path> setpriv, Optional<JobUser> user) {
@@ -60,17 +71,31 @@ public final class SetsidLauncher implements ProcessLauncher {
    * @throws BuildQueueException it is missing or behaves otherwise; the message says what to do
    */
   public static SetsidLauncher find(Map<String, String> workerEnvironment) {
-    Path found = tool("setsid", workerEnvironment, "a worker runs each job's program in a session of its own"
-        + " through util-linux's setsid");
+    Path found =
+        tool(
+            "setsid",
+            workerEnvironment,
+            "a worker runs each job's program in a session of its own"
+                + " through util-linux's setsid");
     Optional<JobUser> user = JobUser.fromEnvironment(workerEnvironment);
     Optional<Path> setpriv = Optional.empty();
     if (user.isPresent()) {
       if (!JobUser.runningAsRoot()) {
-        throw new BuildQueueException(JobUser.VARIABLE + " names " + user.get().name() + ", but this worker does not"
-            + " run as root and cannot run programs as another user");
+        throw new BuildQueueException(
+            JobUser.VARIABLE
+                + " names "
+                + user.get().name()
+                + ", but this worker does not"
+                + " run as root and cannot run programs as another user");
       }
-      setpriv = Optional.of(tool("setpriv", workerEnvironment, "a root worker runs each job's program as "
-          + user.get().name() + " through util-linux's setpriv"));
+      setpriv =
+          Optional.of(
+              tool(
+                  "setpriv",
+                  workerEnvironment,
+                  "a root worker runs each job's program as "
+                      + user.get().name()
+                      + " through util-linux's setpriv"));
     }
     SetsidLauncher launcher = new SetsidLauncher(found, setpriv, user);
     launcher.checkRunsInPlace();
@@ -87,10 +112,23 @@ public final class SetsidLauncher implements ProcessLauncher {
     }
     candidates.add(Path.of("/usr/bin", name));
     candidates.add(Path.of("/bin", name));
-    return candidates.stream().filter(Files::isExecutable).findFirst().orElseThrow(() ->
-        new BuildQueueException(name + " was not found (looked in " + candidates.stream().map(Path::getParent)
-            .map(Path::toString).distinct().reduce((a, b) -> a + ", " + b).orElse("") + "): " + why
-            + "; install util-linux in the worker's image"));
+    return candidates.stream()
+        .filter(Files::isExecutable)
+        .findFirst()
+        .orElseThrow(
+            () ->
+                new BuildQueueException(
+                    name
+                        + " was not found (looked in "
+                        + candidates.stream()
+                            .map(Path::getParent)
+                            .map(Path::toString)
+                            .distinct()
+                            .reduce((a, b) -> a + ", " + b)
+                            .orElse("")
+                        + "): "
+                        + why
+                        + "; install util-linux in the worker's image"));
   }
 
   /** The user the programs run as, if not the worker's own. */
@@ -105,9 +143,9 @@ public final class SetsidLauncher implements ProcessLauncher {
 
   /**
    * Starts {@code cat /proc/self/stat} as a job's program is started: the pid and session {@code
-   * cat} reports must both be the pid the JDK started, and the session file must name it. A
-   * {@code setsid} that forked instead would leave the JDK watching a process that exits at once
-   * while the program runs on unwatched.
+   * cat} reports must both be the pid the JDK started, and the session file must name it. A {@code
+   * setsid} that forked instead would leave the JDK watching a process that exits at once while the
+   * program runs on unwatched.
    */
   private void checkRunsInPlace() {
     Process p;
@@ -115,16 +153,19 @@ public final class SetsidLauncher implements ProcessLauncher {
     try {
       record = Files.createTempFile("buildqueue-setsid-check", ".stat");
     } catch (IOException e) {
-      throw new BuildQueueException("cannot try " + setsid + ": no temporary file (" + e.getMessage() + ")");
+      throw new BuildQueueException(
+          "cannot try " + setsid + ": no temporary file (" + e.getMessage() + ")");
     }
     try {
-      ProcessBuilder builder = new ProcessBuilder(argv(List.of("cat", "/proc/self/stat")))
-          .redirectInput(DEV_NULL)
-          .redirectErrorStream(true);
+      ProcessBuilder builder =
+          new ProcessBuilder(argv(List.of("cat", "/proc/self/stat")))
+              .redirectInput(DEV_NULL)
+              .redirectErrorStream(true);
       builder.environment().put(SESSION_VARIABLE, record.toString());
       p = builder.start();
     } catch (IOException e) {
-      throw new BuildQueueException(setsid + " cannot be run (" + e.getMessage() + "); a worker needs util-linux's setsid");
+      throw new BuildQueueException(
+          setsid + " cannot be run (" + e.getMessage() + "); a worker needs util-linux's setsid");
     }
     String out;
     try (InputStream in = p.getInputStream()) {
@@ -134,23 +175,38 @@ public final class SetsidLauncher implements ProcessLauncher {
         throw new BuildQueueException(setsid + " did not finish a trial run within 10 s");
       }
     } catch (IOException e) {
-      throw new BuildQueueException("could not read a trial run of " + setsid + ": " + e.getMessage());
+      throw new BuildQueueException(
+          "could not read a trial run of " + setsid + ": " + e.getMessage());
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       throw new BuildQueueException("interrupted while trying " + setsid);
     }
     String[] fields = fieldsAfterName(out);
     String expected = Long.toString(p.pid());
-    boolean recorded = JobSession.readFrom(record).map(r -> r.sid() == p.pid() && r.startTicks() > 0).orElse(false);
+    boolean recorded =
+        JobSession.readFrom(record)
+            .map(r -> r.sid() == p.pid() && r.startTicks() > 0)
+            .orElse(false);
     try {
       Files.deleteIfExists(record);
     } catch (IOException e) {
       // a temporary file
     }
-    if (fields == null || !out.startsWith(expected + " ") || !fields[3].equals(expected) || !recorded) {
-      throw new BuildQueueException(setsid + " with " + SHELL + " does not run a program in place as the leader of a"
-          + " new session (a trial run as pid " + expected + " reported: " + out.strip() + "); a worker needs"
-          + " util-linux's setsid");
+    if (fields == null
+        || !out.startsWith(expected + " ")
+        || !fields[3].equals(expected)
+        || !recorded) {
+      throw new BuildQueueException(
+          setsid
+              + " with "
+              + SHELL
+              + " does not run a program in place as the leader of a"
+              + " new session (a trial run as pid "
+              + expected
+              + " reported: "
+              + out.strip()
+              + "); a worker needs"
+              + " util-linux's setsid");
     }
   }
 
@@ -201,8 +257,7 @@ public final class SetsidLauncher implements ProcessLauncher {
       Files.setAttribute(p, "unix:gid", u.gid(), LinkOption.NOFOLLOW_LINKS);
     }
     Files.setPosixFilePermissions(dir.payload(), PosixFilePermissions.fromString("rw-r--r--"));
-    Set<PosixFilePermission> traverseOnly =
-        PosixFilePermissions.fromString("rwx--x--x");
+    Set<PosixFilePermission> traverseOnly = PosixFilePermissions.fromString("rwx--x--x");
     Files.setPosixFilePermissions(dir.root(), traverseOnly);
     Files.setPosixFilePermissions(dir.root().getParent(), traverseOnly);
   }
@@ -218,9 +273,10 @@ public final class SetsidLauncher implements ProcessLauncher {
 
   @Override
   public JobProcess start(Spec spec) throws IOException {
-    ProcessBuilder builder = new ProcessBuilder(jobArgv(spec.command()))
-        .directory(spec.workDir().toFile())
-        .redirectInput(DEV_NULL);
+    ProcessBuilder builder =
+        new ProcessBuilder(jobArgv(spec.command()))
+            .directory(spec.workDir().toFile())
+            .redirectInput(DEV_NULL);
     Map<String, String> env = builder.environment();
     env.clear();
     env.putAll(spec.environment());
@@ -297,8 +353,9 @@ public final class SetsidLauncher implements ProcessLauncher {
         return session.members(adopted);
       }
       ProcessHandle self = process.toHandle();
-      List<ProcessHandle> known = Stream.concat(Stream.concat(Stream.of(self), self.descendants()), adopted.stream())
-          .toList();
+      List<ProcessHandle> known =
+          Stream.concat(Stream.concat(Stream.of(self), self.descendants()), adopted.stream())
+              .toList();
       return session.members(known);
     }
   }

@@ -24,9 +24,9 @@ import java.util.stream.Collectors;
  * says so once and jobs' sessions are the only boundary, as before.
  *
  * <p>The JDK reaps the children it started itself, each with {@code waitpid} on its own pid; an
- * adopted orphan is reaped here, also by its own pid ({@code waitpid(-1)} would take the JDK's
- * exit statuses). The processes this JVM started are registered ({@link #started}) and never
- * counted as orphans.
+ * adopted orphan is reaped here, also by its own pid ({@code waitpid(-1)} would take the JDK's exit
+ * statuses). The processes this JVM started are registered ({@link #started}) and never counted as
+ * orphans.
  */
 public final class Subreaper {
   private static final System.Logger LOG = System.getLogger(Subreaper.class.getName());
@@ -59,20 +59,30 @@ public final class Subreaper {
     }
     String os = System.getProperty("os.name", "");
     if (!os.toLowerCase(java.util.Locale.ROOT).contains("linux")) {
-      LOG.log(Level.INFO, "not Linux ({0}): a job''s processes that leave its session are not adopted by the"
-          + " worker; a job that daemonizes itself may outlive it", os);
+      LOG.log(
+          Level.INFO,
+          "not Linux ({0}): a job''s processes that leave its session are not adopted by the"
+              + " worker; a job that daemonizes itself may outlive it",
+          os);
       return false;
     }
     try {
       int rc = Holder.C.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
       if (rc != 0) {
-        LOG.log(Level.WARNING, "prctl(PR_SET_CHILD_SUBREAPER) failed (errno {0}): a job''s processes that"
-            + " leave its session are not adopted by the worker", Native.getLastError());
+        LOG.log(
+            Level.WARNING,
+            "prctl(PR_SET_CHILD_SUBREAPER) failed (errno {0}): a job''s processes that"
+                + " leave its session are not adopted by the worker",
+            Native.getLastError());
         return false;
       }
     } catch (LinkageError | RuntimeException e) {
-      LOG.log(Level.WARNING, "cannot call prctl (" + e + "): a job's processes that leave its session are not"
-          + " adopted by the worker");
+      LOG.log(
+          Level.WARNING,
+          "cannot call prctl ("
+              + e
+              + "): a job's processes that leave its session are not"
+              + " adopted by the worker");
       return false;
     }
     active = true;
@@ -116,10 +126,12 @@ public final class Subreaper {
         if (stat.get().gone()) {
           reap(pid);
         } else {
-          ProcessHandle.of(pid).ifPresent(h -> {
-            found.add(h);
-            h.descendants().forEach(found::add);
-          });
+          ProcessHandle.of(pid)
+              .ifPresent(
+                  h -> {
+                    found.add(h);
+                    h.descendants().forEach(found::add);
+                  });
         }
       }
     } catch (IOException e) {

@@ -34,14 +34,17 @@ class JobSessionTest {
   }
 
   @Test
-  void a_recorded_session_whose_pid_now_belongs_to_another_process_names_nothing() throws Exception {
+  void a_recorded_session_whose_pid_now_belongs_to_another_process_names_nothing()
+      throws Exception {
     Process leader = new ProcessBuilder("setsid", "sleep", "1000").start();
     try {
       String stat = statOf(leader.pid());
       String[] after = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
       long ticks = Long.parseLong(after[19]);
       // The same pid, started at another time: the record's process is gone and the pid reused.
-      Path record = Files.writeString(tmp.resolve("session"), stat.replace(" " + ticks + " ", " " + (ticks - 1) + " "));
+      Path record =
+          Files.writeString(
+              tmp.resolve("session"), stat.replace(" " + ticks + " ", " " + (ticks - 1) + " "));
 
       JobSession session = JobSession.readFrom(record).orElseThrow();
 
@@ -56,6 +59,7 @@ class JobSessionTest {
   @Test
   void an_unreadable_record_names_no_session() throws Exception {
     assertThat(JobSession.readFrom(tmp.resolve("missing"))).isEmpty();
-    assertThat(JobSession.readFrom(Files.writeString(tmp.resolve("garbage"), "not a stat line"))).isEmpty();
+    assertThat(JobSession.readFrom(Files.writeString(tmp.resolve("garbage"), "not a stat line")))
+        .isEmpty();
   }
 }

@@ -20,7 +20,8 @@ class JobUserTest {
   void a_user_that_does_not_exist_is_refused_naming_the_flag() {
     assertThatThrownBy(() -> JobUser.lookup("no-such-buildqueue-user"))
         .isInstanceOf(BuildQueueException.class)
-        .hasMessageContaining("no-such-buildqueue-user does not exist").hasMessageContaining("--job-user");
+        .hasMessageContaining("no-such-buildqueue-user does not exist")
+        .hasMessageContaining("--job-user");
   }
 
   @Test
@@ -33,6 +34,8 @@ class JobUserTest {
   @Test
   void no_variable_means_the_workers_own_user() {
     assertThat(JobUser.fromEnvironment(Map.of())).isEmpty();
-    assertThat(JobUser.fromEnvironment(Map.of(JobUser.VARIABLE, "nobody"))).map(JobUser::name).contains("nobody");
+    assertThat(JobUser.fromEnvironment(Map.of(JobUser.VARIABLE, "nobody")))
+        .map(JobUser::name)
+        .contains("nobody");
   }
 }

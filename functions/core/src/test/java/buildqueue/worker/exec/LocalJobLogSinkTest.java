@@ -19,7 +19,8 @@ class LocalJobLogSinkTest {
   private final PrintStream out = new PrintStream(bytes, true, StandardCharsets.UTF_8);
 
   @Test
-  void each_line_goes_to_the_jobs_file_only_and_the_workers_output_names_the_file() throws Exception {
+  void each_line_goes_to_the_jobs_file_only_and_the_workers_output_names_the_file()
+      throws Exception {
     LocalJobLogSink sink = new LocalJobLogSink(out, tmp.resolve("jobs"), "7");
 
     sink.line(42, JobLog.Stream.WORKER, "started: sh build.sh (attempt 1)");
@@ -28,8 +29,10 @@ class LocalJobLogSinkTest {
     sink.line(42, JobLog.Stream.STDERR, "warning: été");
 
     Path file = tmp.resolve("jobs").resolve("job-42.log");
-    assertThat(bytes.toString(StandardCharsets.UTF_8).lines()).as("the output is kept once, in the job's file")
-        .containsExactly("[job 42] output in " + file.toAbsolutePath(),
+    assertThat(bytes.toString(StandardCharsets.UTF_8).lines())
+        .as("the output is kept once, in the job's file")
+        .containsExactly(
+            "[job 42] output in " + file.toAbsolutePath(),
             "[job 43] output in " + tmp.resolve("jobs").resolve("job-43.log").toAbsolutePath());
     assertThat(sink.location(42)).isEqualTo(file.toAbsolutePath().toString());
     List<String> lines = Files.readAllLines(file);
@@ -65,7 +68,8 @@ class LocalJobLogSinkTest {
 
   @Test
   void a_file_that_cannot_be_written_never_fails_the_job() throws Exception {
-    Path notADirectory = Files.writeString(tmp.resolve("occupied"), "a file where the directory should be");
+    Path notADirectory =
+        Files.writeString(tmp.resolve("occupied"), "a file where the directory should be");
     LocalJobLogSink sink = new LocalJobLogSink(out, notADirectory, "7");
 
     sink.line(42, JobLog.Stream.STDOUT, "still logged");
