@@ -57,7 +57,7 @@ class ArchitectureDocTest {
   private static final Pattern DIAGRAM_CONSTANT =
       Pattern.compile("\\b[A-Z][A-Z0-9_]*[A-Z0-9](?:_\\*)?(?![\\w.])");
   private static final Pattern CITATION = Pattern.compile("§5\\.(\\d+)");
-  private static final Pattern INVARIANT_TEST = Pattern.compile("void invariant_(\\d+)_");
+  private static final Pattern INVARIANT_TEST = Pattern.compile("void\\s+invariant_(\\d+)_");
 
   /** Milliseconds and percentages: what a benchmark measures (settings are in s, min, h). */
   private static final Pattern FIGURE = Pattern.compile("\\d(?:[\\d.,]*\\d)? ?(?:ms|%)(?![\\w])");

@@ -176,47 +176,47 @@ final class Mutants {
           new Mutant(
               "timeout-succeeds",
               "§10 outcomes: a program stopped by its timeout fails \"timed out after …\"",
-              EXEC + "ProcessRunner.java",
+              EXEC + "ProgramAttempt.java",
               """
-                if (stopFailure != null) {
-                  return JobOutcome.failed(stopFailure);
+              if (stopFailure != null) {
+                return JobOutcome.failed(stopFailure);
           """,
               """
-                if (stopFailure != null) {
-                  return JobOutcome.succeeded();
+              if (stopFailure != null) {
+                return JobOutcome.succeeded();
           """),
           new Mutant(
               "no-sigkill-after-grace",
               "§10: a program that ignores SIGTERM gets SIGKILL once the grace period is over",
-              EXEC + "ProcessRunner.java",
+              EXEC + "JobTermination.java",
               """
-                    process.kill();
-                    killed = true;
+                process.kill();
+                killed = true;
           """,
               """
-                    killed = true;
+                killed = true;
           """),
           new Mutant(
               "cancel-never-signals-program",
               "§10 cancel: a running program gets SIGTERM once its owner's cancel is seen",
-              EXEC + "ProcessRunner.java",
+              EXEC + "ProgramAttempt.java",
               """
-                    if (terminatedAt < 0) {
-                      terminate("cancel requested");
+                  if (!termination.terminated()) {
+                    terminate("cancel requested");
           """,
               """
-                    if (false) {
-                      terminate("cancel requested");
+                  if (false) {
+                    terminate("cancel requested");
           """),
           new Mutant(
               "retry-code-fails",
               "§10 outcomes: a retry exit code interrupts the job (§5.6), it does not fail it",
-              EXEC + "ProcessRunner.java",
+              EXEC + "ProgramAttempt.java",
               """
-                  if (kind.retryExitCodes().contains(e.code())) {
+                if (kind.retryExitCodes().contains(e.code())) {
           """,
               """
-                  if (false) {
+                if (false) {
           """));
 
   private Mutants() {}
