@@ -164,6 +164,13 @@ class CliTest {
                 "--json"))
         .isZero();
     long first = json(out).path("id").asLong();
+    // The first job's worker is frozen while the next two are submitted: otherwise it could see the
+    // cancel, end the first job and take the second (one shared slot) before the third submission,
+    // which would then find the second running instead of queued.
+    server.awaitStatus(first, "running");
+    ProcessHandle worker =
+        TestServer.process(server.workerOf(first).string("task_id")).orElseThrow();
+    signal("STOP", worker);
     assertThat(
             cli(
                 "submit",
@@ -189,6 +196,7 @@ class CliTest {
                 "--supersede-key",
                 "doc"))
         .isZero();
+    signal("CONT", worker);
     assertThat(out).contains("superseded: 1 queued job cancelled (" + second + ")");
     long third =
         server.db.jdbc().query("select max(id) as id from build_job").get(0).longValue("id");
@@ -284,5 +292,10 @@ class CliTest {
   void help_lists_every_command() {
     assertThat(raw("--help")).isZero();
     assertThat(out).contains("serve", "token", "submit", "status", "dedicated", "cancel");
+  }
+
+  private static void signal(String name, ProcessHandle process) throws Exception {
+    Process kill = new ProcessBuilder("kill", "-" + name, Long.toString(process.pid())).start();
+    assertThat(kill.waitFor()).as("kill -%s %s", name, process.pid()).isZero();
   }
 }
