@@ -472,8 +472,8 @@ final class Invariants {
    */
   private static String interruptedByRetryCode(J before, J after, SimProgram p) {
     if (before.cancelRequested() && after.status().equals("cancelled")) {
-      return null; // the worker saw the cancel first, or the interruption found it: cancelled
-      // either way
+      // The worker saw the cancel first, or the interruption found it: cancelled either way.
+      return null;
     }
     int reached = p.lastProgress() != null ? p.lastProgress() : before.progress();
     int expected = reached > before.checkpoint() ? 0 : before.recoveries() + 1;
@@ -712,8 +712,8 @@ final class Invariants {
           || p == null
           || p.workerId != before.workerId()
           || p.retryExit(now)) {
-        continue; // ended by its worker's exit (§5.6), not a program job, or interrupted by a retry
-        // code
+        // Ended by its worker's exit (§5.6), not a program job, or interrupted by a retry code.
+        continue;
       }
       ProgramExit exit = p.exitAt(now);
       if (exit == null) {

@@ -6,6 +6,7 @@ import buildqueue.worker.JobLog;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Optional;
+import java.util.function.Consumer;
 
 /**
  * How the local server runs. Immutable; {@link #defaults()} documents every default.
@@ -106,138 +107,91 @@ public record LocalSettings(
   }
 
   public LocalSettings withPort(int p) {
-    return new LocalSettings(
-        p,
-        dataDir,
-        databaseUrl,
-        databaseUser,
-        databasePassword,
-        tickInterval,
-        shutdownGrace,
-        queue,
-        kindsFile,
-        maxLogBytes,
-        jobUser);
+    return with(v -> v.port = p);
   }
 
   public LocalSettings withDataDir(Path d) {
-    return new LocalSettings(
-        port,
-        d,
-        databaseUrl,
-        databaseUser,
-        databasePassword,
-        tickInterval,
-        shutdownGrace,
-        queue,
-        kindsFile,
-        maxLogBytes,
-        jobUser);
+    return with(v -> v.dataDir = d);
   }
 
   public LocalSettings withDatabase(String url, String user, String password) {
-    return new LocalSettings(
-        port,
-        dataDir,
-        url,
-        user,
-        password,
-        tickInterval,
-        shutdownGrace,
-        queue,
-        kindsFile,
-        maxLogBytes,
-        jobUser);
+    return with(
+        v -> {
+          v.databaseUrl = url;
+          v.databaseUser = user;
+          v.databasePassword = password;
+        });
   }
 
   public LocalSettings withTickInterval(Duration d) {
-    return new LocalSettings(
-        port,
-        dataDir,
-        databaseUrl,
-        databaseUser,
-        databasePassword,
-        d,
-        shutdownGrace,
-        queue,
-        kindsFile,
-        maxLogBytes,
-        jobUser);
+    return with(v -> v.tickInterval = d);
   }
 
   public LocalSettings withShutdownGrace(Duration d) {
-    return new LocalSettings(
-        port,
-        dataDir,
-        databaseUrl,
-        databaseUser,
-        databasePassword,
-        tickInterval,
-        d,
-        queue,
-        kindsFile,
-        maxLogBytes,
-        jobUser);
+    return with(v -> v.shutdownGrace = d);
   }
 
   public LocalSettings withQueue(QueueConfig q) {
-    return new LocalSettings(
-        port,
-        dataDir,
-        databaseUrl,
-        databaseUser,
-        databasePassword,
-        tickInterval,
-        shutdownGrace,
-        q,
-        kindsFile,
-        maxLogBytes,
-        jobUser);
+    return with(v -> v.queue = q);
   }
 
   public LocalSettings withKindsFile(Path file) {
-    return new LocalSettings(
-        port,
-        dataDir,
-        databaseUrl,
-        databaseUser,
-        databasePassword,
-        tickInterval,
-        shutdownGrace,
-        queue,
-        Optional.ofNullable(file),
-        maxLogBytes,
-        jobUser);
+    return with(v -> v.kindsFile = Optional.ofNullable(file));
   }
 
   public LocalSettings withMaxLogBytes(long bytes) {
-    return new LocalSettings(
-        port,
-        dataDir,
-        databaseUrl,
-        databaseUser,
-        databasePassword,
-        tickInterval,
-        shutdownGrace,
-        queue,
-        kindsFile,
-        bytes,
-        jobUser);
+    return with(v -> v.maxLogBytes = bytes);
   }
 
   public LocalSettings withJobUser(String user) {
+    return with(v -> v.jobUser = user);
+  }
+
+  /** A copy with {@code change} made to its values; the record's checks run on the copy. */
+  private LocalSettings with(Consumer<Values> change) {
+    Values v = new Values(this);
+    change.accept(v);
     return new LocalSettings(
-        port,
-        dataDir,
-        databaseUrl,
-        databaseUser,
-        databasePassword,
-        tickInterval,
-        shutdownGrace,
-        queue,
-        kindsFile,
-        maxLogBytes,
-        user);
+        v.port,
+        v.dataDir,
+        v.databaseUrl,
+        v.databaseUser,
+        v.databasePassword,
+        v.tickInterval,
+        v.shutdownGrace,
+        v.queue,
+        v.kindsFile,
+        v.maxLogBytes,
+        v.jobUser);
+  }
+
+  /** The record's components, as a wither changes them. */
+  private static final class Values {
+    int port;
+    Path dataDir;
+    String databaseUrl;
+    String databaseUser;
+    String databasePassword;
+    Duration tickInterval;
+    Duration shutdownGrace;
+    QueueConfig queue;
+    Optional<Path> kindsFile;
+    long maxLogBytes;
+    String jobUser;
+
+    Values(LocalSettings s) {
+      port = s.port;
+      dataDir = s.dataDir;
+      databaseUrl = s.databaseUrl;
+      databaseUser = s.databaseUser;
+      databasePassword = s.databasePassword;
+      tickInterval = s.tickInterval;
+      shutdownGrace = s.shutdownGrace;
+      queue = s.queue;
+      kindsFile = s.kindsFile;
+      maxLogBytes = s.maxLogBytes;
+      jobUser = s.jobUser;
+    }
   }
 
   /**

@@ -211,11 +211,8 @@ class MigrateFunctionTest {
     try (TestDatabase empty = TestDatabases.createEmpty()) {
       Database db = QueueWorld.adapter(adapter, empty);
       Migrator.firstOf(db, 4).migrate();
-      empty
-          .jdbc()
-          .update(
-              "alter table build_schema_migration drop column checksum"); // as older releases made
-      // it
+      // The table as older releases made it.
+      empty.jdbc().update("alter table build_schema_migration drop column checksum");
 
       invoke(
           new MigrateFunction(() -> db, () -> TestDatabases.WORKER_PASSWORD),

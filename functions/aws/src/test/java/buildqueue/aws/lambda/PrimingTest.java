@@ -235,8 +235,8 @@ class PrimingTest {
       TestDatabase tdb) {
     try (QueueWorld w = new QueueWorld(tdb, Component.ENQUEUE)) {
       EnqueueFunction.prime(w.services);
-      Priming.checkpointAndRestore(); // whatever else this JVM registered; none of it may break the
-      // handler
+      // Whatever else this JVM registered: none of it may break the handler.
+      Priming.checkpointAndRestore();
       w.services.queue().setDedicated("alice", true); // a lane each, so both dispatch at once
       w.services.queue().setDedicated("bob", true);
 
