@@ -98,7 +98,9 @@ class LocalDiskIT {
   @Test
   void the_retention_removes_a_finished_jobs_log_and_its_workers_files() throws Exception {
     int port = freePort();
-    serve(port, "--retention", "2s");
+    // Long enough for a status poll (a CLI in a JVM of its own, seconds on a busy machine) to see
+    // the job succeeded before the retention deletes it: with 2 s the poll could miss it.
+    serve(port, "--retention", "10s");
     long id = submit(port, "chatty", "{\"sections\": 1}");
     Path log = dir.resolve("data/jobs/job-" + id + ".log");
     Await.until("the job's log to be written", Duration.ofSeconds(60), () -> Files.exists(log));
