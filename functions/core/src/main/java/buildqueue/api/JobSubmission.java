@@ -102,22 +102,18 @@ record JobSubmission(BuildQueue queue, JobQueries queries, KindRegistry kinds, J
           "The payload could not be stored as JSON: " + e.getOriginalMessage());
     }
 
-    JobTransitions.Enqueued enqueued;
+    BuildQueue.Submitted submitted;
     try {
-      enqueued =
-          queue.enqueue(call.caller().userId(), kind, new Json(payloadText), key, supersedeKey);
+      submitted =
+          queue.submit(call.caller().userId(), kind, new Json(payloadText), key, supersedeKey);
     } catch (PayloadTooLargeException e) {
       throw payloadTooLarge(e.storedBytes());
     } catch (QueueFullException e) {
       throw queueFull(e);
     }
-    JobView job =
-        queries
-            .job(enqueued.jobId())
-            .orElseThrow(
-                () ->
-                    new IllegalStateException(
-                        "job " + enqueued.jobId() + " was enqueued but cannot be read back"));
+    JobTransitions.Enqueued enqueued = submitted.enqueued();
+    // Read back by the request's last statement, after its dispatch (BuildQueue#submit).
+    JobView job = submitted.job();
     if (!enqueued.created() && !sameRequest(job, kind, payload)) {
       throw new ApiProblem(
           ApiProblem.Type.CONFLICT,

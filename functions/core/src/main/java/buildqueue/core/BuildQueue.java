@@ -35,6 +35,9 @@ public final class BuildQueue {
     ExitListener NONE = exited -> {};
   }
 
+  private final Database db;
+  private final QueueClock clock;
+  private final OutboxTransitions.Sender sender;
   private final WorkerPlatform platform;
   private final ExitListener exitListener;
   private final QueueConfig config;
@@ -54,6 +57,24 @@ public final class BuildQueue {
       QueueConfig config,
       QueueClock clock,
       ExitListener exitListener) {
+    this(db, platform, config, clock, exitListener, null);
+  }
+
+  /**
+   * @param sender where a request sends the job events its own statements claim (EventBridge); a
+   *     submission and a stop then publish what they wrote without a statement of their own for it.
+   *     Null: they claim nothing, and publishing is the caller's (the local runtime's loop)
+   */
+  public BuildQueue(
+      Database db,
+      WorkerPlatform platform,
+      QueueConfig config,
+      QueueClock clock,
+      ExitListener exitListener,
+      OutboxTransitions.Sender sender) {
+    this.db = db;
+    this.clock = clock;
+    this.sender = sender;
     this.platform = platform;
     this.exitListener = exitListener;
     this.config = config;
@@ -90,12 +111,66 @@ public final class BuildQueue {
    */
   public JobTransitions.Enqueued enqueue(
       String userId, String kind, Json payload, String idempotencyKey, String supersedeKey) {
+    RequestTail tail = newTail();
     JobTransitions.Enqueued enqueued =
-        jobs.enqueue(userId, kind, payload, idempotencyKey, supersedeKey);
-    if (enqueued.created() && enqueued.laneHasRoom()) {
-      dispatchAfterCommit(enqueued.lane());
+        enqueue(userId, kind, payload, idempotencyKey, supersedeKey, tail);
+    try {
+      tail.finish();
+    } catch (DatabaseException e) {
+      LOG.log(
+          Level.WARNING,
+          "settling the job events of job {0} failed ({1}); they are claimed again later",
+          enqueued.jobId(),
+          e.getMessage());
     }
     return enqueued;
+  }
+
+  /** A job as {@link #submit} enqueued it, and the job as it is after its dispatch, if any. */
+  public record Submitted(JobTransitions.Enqueued enqueued, JobQueries.JobView job) {}
+
+  /**
+   * {@link #enqueue}, and the job read back for the answer, in at most three statements when the
+   * lane has a free slot (enqueue, dispatch, record the task; one dispatch) and two when not
+   * (enqueue, read back). The events the request wrote are claimed by its enqueue and its dispatch,
+   * sent, and settled by its last statement, which also reads the job back (see {@link
+   * RequestTail}).
+   *
+   * @throws QueueFullException as {@link #enqueue}
+   */
+  public Submitted submit(
+      String userId, String kind, Json payload, String idempotencyKey, String supersedeKey) {
+    RequestTail tail = newTail();
+    JobTransitions.Enqueued enqueued =
+        enqueue(userId, kind, payload, idempotencyKey, supersedeKey, tail);
+    tail.answering(enqueued.jobId());
+    JobQueries.JobView job =
+        tail.finish()
+            .orElseThrow(
+                () ->
+                    new IllegalStateException(
+                        "job " + enqueued.jobId() + " was enqueued but cannot be read back"));
+    return new Submitted(enqueued, job);
+  }
+
+  private JobTransitions.Enqueued enqueue(
+      String userId,
+      String kind,
+      Json payload,
+      String idempotencyKey,
+      String supersedeKey,
+      RequestTail tail) {
+    JobTransitions.Enqueued enqueued =
+        jobs.enqueue(userId, kind, payload, idempotencyKey, supersedeKey, tail);
+    if (enqueued.created() && enqueued.laneHasRoom()) {
+      dispatchAfterCommit(enqueued.lane(), LaunchGate.OPEN, tail, 0);
+    }
+    return enqueued;
+  }
+
+  /** The tail of one request: claims only when this queue has a sender. */
+  private RequestTail newTail() {
+    return new RequestTail(db, config, clock, sender, null);
   }
 
   /** Cancels a job ({@code userId} null: an admin). A job whose worker never started is stopped. */
@@ -157,15 +232,30 @@ public final class BuildQueue {
   }
 
   List<DispatchTransitions.Dispatched> dispatchLane(String lane, LaunchGate gate) {
+    return dispatchLane(lane, gate, null, 0);
+  }
+
+  /**
+   * @param tail the request's, whose claims each dispatch adds to and whose settle (and read-back)
+   *     the last launch's record carries; null for a caller that publishes on its own (the tick)
+   * @param races how many times a concurrent dispatcher already took a free slot of the lane
+   */
+  private List<DispatchTransitions.Dispatched> dispatchLane(
+      String lane, LaunchGate gate, RequestTail tail, int races) {
     List<DispatchTransitions.Dispatched> done = new ArrayList<>();
-    int races = 0;
+    if (races >= Lanes.capacity(lane, config)) {
+      return done;
+    }
     while (true) {
       if (!dispatching || !gate.mayLaunch()) {
         return done;
       }
       Optional<DispatchTransitions.Dispatched> next;
       try {
-        next = dispatch.dispatch(lane);
+        next =
+            tail != null && tail.claimLimit() > 0
+                ? dispatch.dispatchClaiming(lane, tail)
+                : dispatch.dispatch(lane);
       } catch (UniqueViolationException anotherDispatcherWon) {
         // With one slot the winner launches and we are done; with more, a free one may remain.
         if (++races >= Lanes.capacity(lane, config)) {
@@ -177,7 +267,7 @@ public final class BuildQueue {
         return done;
       }
       done.add(next.get());
-      gate.launched(launch(next.get().launch()));
+      gate.launched(launch(next.get().launch(), false, tail, !next.get().moreToDo()));
       if (!next.get().moreToDo()) {
         return done;
       }
@@ -190,12 +280,12 @@ public final class BuildQueue {
    * safely recorded, and the next tick dispatches every lane with queued jobs and a free slot.
    */
   private void dispatchAfterCommit(String lane) {
-    dispatchAfterCommit(lane, LaunchGate.OPEN);
+    dispatchAfterCommit(lane, LaunchGate.OPEN, null, 0);
   }
 
-  private void dispatchAfterCommit(String lane, LaunchGate gate) {
+  private void dispatchAfterCommit(String lane, LaunchGate gate, RequestTail tail, int races) {
     try {
-      dispatchLane(lane, gate);
+      dispatchLane(lane, gate, tail, races);
     } catch (DatabaseException e) {
       LOG.log(
           Level.WARNING,
@@ -207,7 +297,7 @@ public final class BuildQueue {
 
   /** Starts the task for a dispatched worker and records the outcome. */
   LaunchOutcome launch(WorkerLaunch launch) {
-    return launch(launch, false);
+    return launch(launch, false, null, true);
   }
 
   /**
@@ -217,10 +307,15 @@ public final class BuildQueue {
    * earlier request, which may have started the task: it is unknown, and the slot stays held.
    */
   LaunchOutcome relaunch(WorkerLaunch launch) {
-    return launch(launch, true);
+    return launch(launch, true, null, true);
   }
 
-  private LaunchOutcome launch(WorkerLaunch launch, boolean relaunch) {
+  /**
+   * @param tail the request's (null: none), whose settle the record of a started task carries, and
+   *     whose read-back too when {@code last}: no launch follows in this request
+   */
+  private LaunchOutcome launch(
+      WorkerLaunch launch, boolean relaunch, RequestTail tail, boolean last) {
     LaunchOutcome outcome;
     try {
       outcome = platform.launch(launch);
@@ -234,13 +329,17 @@ public final class BuildQueue {
                   + " request may have started the task: "
                   + n.reason());
     }
-    record(launch, outcome);
+    record(launch, outcome, tail, last);
     return outcome;
   }
 
-  private void record(WorkerLaunch launch, LaunchOutcome outcome) {
+  private void record(WorkerLaunch launch, LaunchOutcome outcome, RequestTail tail, boolean last) {
     if (outcome instanceof LaunchOutcome.Started s) {
-      dispatch.recordStarted(launch, s.taskId());
+      if (tail == null) {
+        dispatch.recordStarted(launch, s.taskId());
+      } else {
+        tail.recordStarted(launch, s.taskId(), last);
+      }
     } else if (outcome instanceof LaunchOutcome.NotStarted n) {
       LOG.log(
           Level.WARNING,
@@ -276,22 +375,51 @@ public final class BuildQueue {
 
   Optional<ExitTransitions.Exited> taskStopped(
       String taskId, Long workerId, UUID token, String reason, LaunchGate gate) {
-    Optional<ExitTransitions.Exited> exited = exits.exited(taskId, workerId, token, reason);
-    if (exited.isEmpty()) {
-      // Rare, so a second statement here costs nothing on the common path: the worker never
-      // started (its task failed to start, its process died first), or this is a duplicate.
-      exited =
-          exits
-              .exitedBeforeStart(taskId, workerId, token, reason)
-              .map(ExitTransitions.NotStarted::exited);
+    RequestTail tail = newTail();
+    // The exit (or the exit before start, when the worker never started), the dispatch of its lane
+    // and the claim of the events they wrote are one round trip (build_worker_stopped, V009). The
+    // dispatch is a statement that starts after the exit, never the exit's own view of the lane: an
+    // enqueue that saw this worker still live (and so skipped its dispatch) may commit while the
+    // exit runs, and only a statement that starts after both sees its job. The enqueue's share
+    // lock on the live workers guarantees that either it sees this exit or this dispatch sees its
+    // job (the function's header says why that holds within one transaction too).
+    Optional<ExitTransitions.Stopped> stopped =
+        exits.stopped(taskId, workerId, token, reason, dispatching && gate.mayLaunch(), tail);
+    if (stopped.isEmpty()) {
+      return Optional.empty();
     }
-    exited.ifPresent(exitListener::exited);
-    // Always a fresh statement, never the exit's own view of the lane: an enqueue that saw this
-    // worker still live (and so skipped its dispatch) may commit while the exit runs, and only a
-    // statement that starts after both sees its job. The enqueue's share lock on the live workers
-    // guarantees that either it sees this exit or this dispatch sees its job.
-    exited.ifPresent(e -> dispatchAfterCommit(e.lane(), gate));
-    return exited;
+    ExitTransitions.Stopped s = stopped.get();
+    ExitTransitions.Exited exited = s.exited();
+    exitListener.exited(exited);
+    try {
+      if (s.dispatched().isPresent()) {
+        DispatchTransitions.Dispatched d = s.dispatched().get();
+        gate.launched(launch(d.launch(), false, tail, !d.moreToDo()));
+        if (d.moreToDo()) {
+          dispatchLane(exited.lane(), gate, tail, 0);
+        }
+      } else if (s.raced()) {
+        dispatchLane(exited.lane(), gate, tail, 1);
+      } else if (s.dispatchFailed()) {
+        LOG.log(
+            Level.WARNING,
+            "dispatch of lane {0} after worker {1} exited failed; the next tick dispatches it",
+            exited.lane(),
+            exited.workerId());
+      }
+      tail.finish();
+    } catch (DatabaseException e) {
+      // The exit is recorded: as for any dispatch after a commit, the next tick does the rest, and
+      // claimed events are claimed again once their claim runs out.
+      LOG.log(
+          Level.WARNING,
+          "after worker {0} exited, dispatch of lane {1} or settling its events failed ({2}); the"
+              + " next tick dispatches it",
+          exited.workerId(),
+          exited.lane(),
+          e.getMessage());
+    }
+    return Optional.of(exited);
   }
 
   /**

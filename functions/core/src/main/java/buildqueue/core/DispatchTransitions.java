@@ -65,6 +65,44 @@ public final class DispatchTransitions {
                     r.bool("more_to_do")));
   }
 
+  /**
+   * {@link #DISPATCH} followed by a claim of job events, in one round trip ({@code
+   * build_lane_dispatch_claiming}, V009): for a request that publishes what it wrote. Always one
+   * row.
+   */
+  private static final String DISPATCH_CLAIMING =
+      """
+      select * from build_lane_dispatch_claiming(:lane::text, :capacity::integer, :fair::boolean, :token::uuid,
+                                                 :leaseMs::bigint, :now::timestamptz, :claimMs::bigint,
+                                                 :claimLimit::integer)
+      """;
+
+  /**
+   * As {@link #dispatch}, and claims up to {@code tail}'s limit of job events after it (the
+   * dispatch's own history row among them), which the tail then sends and settles.
+   */
+  Optional<Dispatched> dispatchClaiming(String lane, RequestTail tail) {
+    UUID token = UUID.randomUUID();
+    Params params =
+        Params.of("now", clock.now(), "lane", lane, "capacity", Lanes.capacity(lane, config))
+            .and("token", token)
+            .and("leaseMs", config.lease().toMillis())
+            .and("fair", config.takesTurns(lane))
+            .and("claimMs", OutboxTransitions.CLAIM.toMillis())
+            .and("claimLimit", tail.claimLimit());
+    Row r = db.query(DISPATCH_CLAIMING, params).get(0);
+    tail.claimed(r.string("claimed_events"));
+    if (r.get("job_id") == null) {
+      return Optional.empty();
+    }
+    return Optional.of(
+        new Dispatched(
+            new WorkerLaunch(r.longValue("worker_id"), token, lane, r.string("slot")),
+            r.longValue("job_id"),
+            r.instant("expires_at"),
+            r.bool("more_to_do")));
+  }
+
   private static final String RECORD_STARTED =
       """
       update build_worker set task_id = :taskId

@@ -47,42 +47,14 @@ public final class ExitTransitions {
       Duration slotHeld,
       boolean neverStarted) {}
 
+  /**
+   * The exit is a function of the schema ({@code build_worker_exit}, V009), so that the stop
+   * handler's one-round-trip transition ({@link #stopped}) runs the same statement.
+   */
   private static final String EXITED =
       """
-      with t as (select coalesce(:now::timestamptz, now()) as now),
-      evidence as (select e.worker_id from build_worker_of_evidence(:taskId::text, :workerId::bigint, :token::uuid) e),
-      -- The job's row is locked before the worker's, the order every transition takes them in
-      -- (held is read in worker's from list, so it runs before any worker row is locked).
-      held as (
-        select j.id from build_job j, evidence e, build_worker v
-        where j.worker_id = e.worker_id and j.status in ('dispatched', 'running')
-          and v.id = e.worker_id and v.status in ('running', 'draining')
-        for update of j
-      ),
-      worker as (
-        -- A worker that never started has its own transition (NOT_STARTED): its job never ran.
-        update build_worker w set status = 'exited', exited_at = t.now, exit_reason = :reason
-        from evidence e, t, (select count(*) from held) as job_locked
-        where w.id = e.worker_id and w.status in ('running', 'draining')
-        returning w.id, w.lane, (extract(epoch from w.exited_at - w.launched_at) * 1000)::bigint as slot_held_ms
-      ),
-      job as (
-        update build_job j set (status, recoveries, worker_id, error, finished_at) = (
-          select * from build_job_interruption(j.cancel_requested, j.progress, j.checkpoint, j.recoveries,
-                                               :maxRecoveries::integer, j.worker_id, t.now, :repeatedExitError::text))
-        from worker, t
-        where j.worker_id = worker.id and j.status in ('dispatched', 'running')
-        returning j.id, j.status, j.progress, j.checkpoint, j.recoveries, j.error
-      ),
-      event as (
-        insert into build_job_event (job_id, type, detail, at)
-        select job.id, case job.status when 'queued' then 'interrupted' else job.status end,
-               build_job_interruption_detail(job.status, job.checkpoint, job.progress, job.recoveries, job.error, :reason),
-               t.now
-        from job, t
-      )
-      select worker.id as worker_id, worker.lane, worker.slot_held_ms, job.id as job_id, job.status as job_status
-      from worker left join job on true
+      select * from build_worker_exit(:taskId::text, :workerId::bigint, :token::uuid, :reason::text,
+                                      :maxRecoveries::integer, :repeatedExitError::text, :now::timestamptz)
       """;
 
   /**
@@ -112,47 +84,12 @@ public final class ExitTransitions {
     return db.queryOptional(EXITED, params).map(r -> exitedOf(r, false));
   }
 
+  /** As {@link #EXITED}: {@code build_worker_exit_before_start}, V009. */
   private static final String NOT_STARTED =
       """
-      with t as (select coalesce(:now::timestamptz, now()) as now),
-      evidence as (select e.worker_id from build_worker_of_evidence(:taskId::text, :workerId::bigint, :token::uuid) e),
-      -- The job before the worker, as in EXITED.
-      held as (
-        select j.id from build_job j, evidence e, build_worker v
-        where j.worker_id = e.worker_id and j.status = 'dispatched' and v.id = e.worker_id and v.status = 'launching'
-        for update of j
-      ),
-      worker as (
-        update build_worker w set status = 'exited', exited_at = t.now, exit_reason = 'not started: ' || :reason
-        from evidence e, t, (select count(*) from held) as job_locked
-        where w.id = e.worker_id and w.status = 'launching'
-        returning w.id, w.lane, (extract(epoch from w.exited_at - w.launched_at) * 1000)::bigint as slot_held_ms
-      ),
-      job as (
-        update build_job j set (status, launch_failures, worker_id, not_before, error, finished_at) = (
-          select * from build_job_launch_failure(j.cancel_requested, j.launch_failures, :retryable,
-                                                 :maxFailures::integer, :backoffMs::bigint, j.worker_id, t.now,
-                                                 :reason::text))
-        from worker, t
-        where j.worker_id = worker.id and j.status = 'dispatched'
-        returning j.id, j.status, j.error, j.not_before
-      ),
-      event as (
-        insert into build_job_event (job_id, type, detail, at)
-        select job.id, case job.status when 'queued' then 'launch-failed' else job.status end,
-               jsonb_build_object('message',
-                 case job.status
-                   when 'queued' then 'worker not started (' || :reason || '), retrying after '
-                                      || to_char(job.not_before at time zone 'UTC', 'YYYY-MM-DD"T"HH24":"MI":"SS"Z"')
-                   when 'cancelled' then 'cancelled, its worker never started'
-                   else 'failed: ' || job.error end,
-                 'reason', :reason),
-               t.now
-        from job, t
-      )
-      select worker.id as worker_id, worker.lane, worker.slot_held_ms, job.id as job_id, job.status as job_status,
-             job.error
-      from worker left join job on true
+      select * from build_worker_exit_before_start(:taskId::text, :workerId::bigint, :token::uuid, :reason::text,
+                                                   :retryable::boolean, :maxFailures::integer, :backoffMs::bigint,
+                                                   :now::timestamptz)
       """;
 
   /** A worker that never started is gone, and what became of its job, which never ran. */
@@ -196,6 +133,80 @@ public final class ExitTransitions {
             .and("backoffMs", config.launchBackoff().toMillis());
     return db.queryOptional(NOT_STARTED, params)
         .map(r -> new NotStarted(exitedOf(r, true), r.string("error")));
+  }
+
+  /**
+   * A stop's whole transition ({@link #stopped}): the exit, and what the dispatch after it did.
+   *
+   * @param dispatched the worker the dispatch put in a slot, which the caller must launch
+   * @param raced a concurrent dispatcher took the free slot first: the caller dispatches again
+   * @param dispatchFailed the dispatch failed (a deadlock): the exit stands, the tick dispatches
+   */
+  record Stopped(
+      Exited exited,
+      Optional<DispatchTransitions.Dispatched> dispatched,
+      boolean raced,
+      boolean dispatchFailed) {}
+
+  private static final String STOPPED =
+      """
+      select * from build_worker_stopped(:taskId::text, :workerId::bigint, :token::uuid, :reason::text,
+                                         :maxRecoveries::integer, :repeatedExitError::text,
+                                         :maxFailures::integer, :backoffMs::bigint,
+                                         :dispatch::boolean, :sharedSlots::integer, :fairShared::boolean,
+                                         :newToken::uuid, :leaseMs::bigint,
+                                         :claimMs::bigint, :claimLimit::integer, :now::timestamptz)
+      """;
+
+  /**
+   * Termination evidence in one round trip ({@code build_worker_stopped}, V009): {@link #exited},
+   * else {@link #exitedBeforeStart}, then, when {@code dispatch}, the dispatch of the worker's lane
+   * in a statement that starts after the exit, then a claim of up to {@code tail}'s limit of job
+   * events. Empty when no live worker matched: nothing is dispatched or claimed then.
+   */
+  Optional<Stopped> stopped(
+      String taskId, Long workerId, UUID token, String reason, boolean dispatch, RequestTail tail) {
+    if (taskId == null && workerId == null) {
+      throw new IllegalArgumentException("a worker exit needs a task id or a worker id");
+    }
+    UUID newToken = UUID.randomUUID();
+    Params params =
+        Params.of("now", clock.now(), "taskId", taskId, "workerId", workerId)
+            .and("token", token)
+            .and("reason", RowLimits.boundedError(reason))
+            .and("maxRecoveries", MAX_RECOVERIES)
+            .and("repeatedExitError", REPEATED_EXIT_ERROR)
+            .and("maxFailures", config.maxLaunchFailures())
+            .and("backoffMs", config.launchBackoff().toMillis())
+            .and("dispatch", dispatch)
+            .and("sharedSlots", config.sharedSlots())
+            .and("fairShared", config.takesTurns(Lanes.SHARED))
+            .and("newToken", newToken)
+            .and("leaseMs", config.lease().toMillis())
+            .and("claimMs", OutboxTransitions.CLAIM.toMillis())
+            .and("claimLimit", tail.claimLimit());
+    return db.queryOptional(STOPPED, params)
+        .map(
+            r -> {
+              tail.claimed(r.string("claimed_events"));
+              Exited exited = exitedOf(r, r.bool("never_started"));
+              String outcome = r.string("dispatch_outcome");
+              Optional<DispatchTransitions.Dispatched> dispatched =
+                  "dispatched".equals(outcome)
+                      ? Optional.of(
+                          new DispatchTransitions.Dispatched(
+                              new WorkerLaunch(
+                                  r.longValue("d_worker_id"),
+                                  newToken,
+                                  exited.lane(),
+                                  r.string("d_slot")),
+                              r.longValue("d_job_id"),
+                              r.instant("d_expires_at"),
+                              r.bool("d_more_to_do")))
+                      : Optional.empty();
+              return new Stopped(
+                  exited, dispatched, "raced".equals(outcome), "failed".equals(outcome));
+            });
   }
 
   private static Exited exitedOf(Row r, boolean neverStarted) {

@@ -87,6 +87,7 @@ public final class JobTransitions {
         insert into build_job_event (job_id, type, detail, at)
         select i.id, 'enqueued', jsonb_build_object('message', 'enqueued in lane ' || i.lane, 'lane', i.lane), t.now
         from inserted i, t
+        returning id
       ),
       %s
       -- The same user's unfinished jobs with this supersede key: queued ones are cancelled, and a
@@ -111,6 +112,7 @@ public final class JobTransitions {
                  'supersededBy', s.by_id),
                t.now
         from superseded s, t
+        returning id
       ),
       job as (
         select id, lane, true as created from inserted
@@ -138,10 +140,18 @@ public final class JobTransitions {
               from (select s.id from superseded s where s.status = 'cancelled' order by s.id limit :maxListed) c)
                as superseded_ids,
              (select string_agg(s.id::text, ',' order by s.id) from superseded s where s.status <> 'cancelled')
-               as cancel_requested_ids
+               as cancel_requested_ids,
+             -- A new job's request publishes what it wrote: the claim (V009) runs after the history
+             -- rows are written (event_done and superseded_event_done, in the from list) and in a
+             -- snapshot of its own, so it takes them with any older unpublished rows.
+             case when job.created and :claimLimit::integer > 0
+                  then build_outbox_claim(t.now, :claimMs::bigint, :claimLimit::integer) end as claimed_events
       from size cross join fits cross join queued cross join quota left join job on true
         cross join (select count(*) from joined) as turn_joined
         cross join (select count(*) from superseded) as supersede_done
+        cross join (select count(*) from event) as event_done
+        cross join (select count(*) from superseded_event) as superseded_event_done
+        cross join t
       """
           .formatted(LaneTurns.joined("inserted"));
 
@@ -165,6 +175,20 @@ public final class JobTransitions {
    */
   public Enqueued enqueue(
       String userId, String kind, Json payload, String idempotencyKey, String supersedeKey) {
+    return enqueue(userId, kind, payload, idempotencyKey, supersedeKey, null);
+  }
+
+  /**
+   * As {@link #enqueue(String, String, Json, String, String)}; when a job is created, its statement
+   * also claims job events for {@code tail} (null: none), its own history rows among them.
+   */
+  Enqueued enqueue(
+      String userId,
+      String kind,
+      Json payload,
+      String idempotencyKey,
+      String supersedeKey,
+      RequestTail tail) {
     Params params =
         Params.of("now", clock.now(), "userId", userId, "kind", kind)
             .and("payload", payload)
@@ -173,7 +197,9 @@ public final class JobTransitions {
             .and("sharedSlots", config.sharedSlots())
             .and("maxPayloadBytes", RowLimits.MAX_PAYLOAD_BYTES)
             .and("defaultMaxQueued", config.maxQueuedJobs())
-            .and("maxListed", MAX_SUPERSEDED_LISTED);
+            .and("maxListed", MAX_SUPERSEDED_LISTED)
+            .and("claimMs", OutboxTransitions.CLAIM.toMillis())
+            .and("claimLimit", tail == null ? 0 : tail.claimLimit());
     // With a concurrent insert of the same key, "do nothing" waits for it, but this statement's
     // snapshot predates it and finds no row: the next attempt sees the committed job.
     for (int attempt = 0; attempt < 3; attempt++) {
@@ -182,6 +208,9 @@ public final class JobTransitions {
         throw new PayloadTooLargeException("The payload", r.longValue("payload_bytes"));
       }
       if (r.get("id") != null) {
+        if (tail != null) {
+          tail.claimed(r.string("claimed_events"));
+        }
         return new Enqueued(
             r.longValue("id"),
             r.string("lane"),

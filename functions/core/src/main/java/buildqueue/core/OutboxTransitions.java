@@ -119,6 +119,95 @@ public final class OutboxTransitions {
     return db.update(SETTLE, params);
   }
 
+  /**
+   * What a receiver did with events it was given: {@code accepted} ones are published, {@code
+   * refused} ones are claimed again after {@link #RETRY_AFTER}.
+   */
+  public record Sent(List<Long> accepted, List<Long> refused) {
+    public Sent {
+      accepted = List.copyOf(accepted);
+      refused = List.copyOf(refused);
+    }
+  }
+
+  /**
+   * Where a request sends the events its own statements claimed (EventBridge in AWS). Must not
+   * throw for a refusal: a failed call answers every event refused.
+   */
+  @FunctionalInterface
+  public interface Sender {
+    Sent send(List<PendingEvent> events);
+  }
+
+  /**
+   * The most rows a request's own statement claims ({@code build_outbox_claim}, V009): a request
+   * publishes what its transition wrote and a little backlog; a longer backlog is the tick's.
+   */
+  public static final int FOLDED_CLAIM = 50;
+
+  private static final com.fasterxml.jackson.databind.ObjectMapper JSON =
+      new com.fasterxml.jackson.databind.ObjectMapper();
+
+  /**
+   * The events {@code build_outbox_claim} (V009) answered: a JSON array, or null when it claimed
+   * nothing.
+   */
+  static List<PendingEvent> claimedOf(String json) {
+    if (json == null) {
+      return List.of();
+    }
+    try {
+      List<PendingEvent> out = new java.util.ArrayList<>();
+      for (com.fasterxml.jackson.databind.JsonNode e : JSON.readTree(json)) {
+        long micros = e.get("atMicros").asLong();
+        out.add(
+            new PendingEvent(
+                e.get("id").asLong(),
+                e.get("jobId").asLong(),
+                e.get("userId").asText(),
+                e.get("kind").asText(),
+                e.get("type").asText(),
+                e.get("message").isNull() ? null : e.get("message").asText(),
+                Instant.ofEpochSecond(
+                    Math.floorDiv(micros, 1_000_000L), Math.floorMod(micros, 1_000_000L) * 1000)));
+      }
+      return out;
+    } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
+      throw new IllegalStateException("build_outbox_claim answered what is not JSON", e);
+    }
+  }
+
+  /**
+   * The settle as a part of another statement: CTEs {@code settle_outcome} and {@code settled},
+   * with the parameters of {@link #settlementParams}; nothing happens when both lists are empty.
+   * Follows a {@code t} CTE with the statement's {@code now}.
+   */
+  static final String SETTLE_CTES =
+      """
+      settle_outcome as (
+        select unnest(string_to_array(:published::text, ',')::bigint[]) as id, true as published
+        union all
+        select unnest(string_to_array(:refused::text, ',')::bigint[]), false
+      ),
+      settled as (
+        update build_job_event e set
+          published_at = case when o.published then t.now end,
+          publish_claimed_until = case when o.published then null
+                                       else t.now + :retryMs * interval '1 millisecond' end
+        from settle_outcome o, t
+        where e.id = o.id and e.published_at is null
+        returning e.id
+      )""";
+
+  /** The parameters of {@link #SETTLE_CTES}. */
+  static buildqueue.db.Params settlementParams(
+      buildqueue.db.Params params, Collection<Long> published, Collection<Long> refused) {
+    return params
+        .and("published", csv(published))
+        .and("refused", csv(refused))
+        .and("retryMs", RETRY_AFTER.toMillis());
+  }
+
   private static String csv(Collection<Long> ids) {
     return ids.stream().map(String::valueOf).collect(Collectors.joining(","));
   }

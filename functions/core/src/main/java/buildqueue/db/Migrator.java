@@ -51,7 +51,8 @@ public final class Migrator {
           "V005__worker_role.sql",
           "V006__worker_plans.sql",
           "V007__worker_start_lock_order.sql",
-          "V008__lane_choice.sql");
+          "V008__lane_choice.sql",
+          "V009__fewer_round_trips.sql");
 
   private static final String CREATE_TABLE =
       """

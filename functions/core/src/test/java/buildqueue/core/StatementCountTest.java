@@ -23,23 +23,23 @@ class StatementCountTest {
   }
 
   @Test
-  void one_job_on_a_fresh_worker_costs_seven_statements(TestDatabase tdb) {
+  void one_job_on_a_fresh_worker_costs_six_statements(TestDatabase tdb) {
     try (QueueHarness h = QueueHarness.open(tdb)) {
       runToSuccess(h, "noop", "{}");
-      // enqueue, dispatch, record the task, worker start (+ job start), job end (+ drain), worker
-      // exited, and the dispatch that follows every exit
-      assertThat(h.db.statements()).isEqualTo(7);
+      // enqueue, dispatch, record the task, worker start (+ job start), job end (+ drain), and the
+      // worker's exit with the dispatch that follows every exit (one call, build_worker_stopped)
+      assertThat(h.db.statements()).isEqualTo(6);
       assertThat(h.db.transactions()).isZero();
     }
   }
 
   @Test
-  void a_quiet_program_shorter_than_the_cancel_check_interval_costs_the_same_seven(
+  void a_quiet_program_shorter_than_the_cancel_check_interval_costs_the_same_six(
       TestDatabase tdb) {
     try (QueueHarness h = QueueHarness.open(tdb)) {
       runToSuccess(h, "quiet", "{\"millis\": 300}");
       // Its check-ins found nothing due: no progress, no output, no cancel check yet.
-      assertThat(h.db.statements()).isEqualTo(7);
+      assertThat(h.db.statements()).isEqualTo(6);
     }
   }
 
@@ -54,9 +54,9 @@ class StatementCountTest {
       h.awaitStatus(chained, "succeeded");
       h.awaitQuiet();
       // The chained job adds only its enqueue (which sees the lane full and skips the dispatch)
-      // and its own end; the first job's end (which takes the chained job), the worker's exit and
-      // the dispatch after it are the first job's anyway.
-      long firstJobAfterGate = 3;
+      // and its own end; the first job's end (which takes the chained job) and the worker's exit
+      // with the dispatch after it are the first job's anyway.
+      long firstJobAfterGate = 2;
       assertThat(h.db.statements() - before - firstJobAfterGate).isEqualTo(2);
     }
   }

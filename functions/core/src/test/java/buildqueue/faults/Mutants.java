@@ -95,10 +95,10 @@ final class Mutants {
               "§5.7: an unknown launch holds its slot until evidence, relaunch or lease",
               MAIN + "BuildQueue.java",
               """
-              record(launch, outcome);
+              record(launch, outcome, tail, last);
           """,
               """
-              record(launch, outcome instanceof LaunchOutcome.Unknown u ? new LaunchOutcome.NotStarted(u.reason(), true) : outcome);
+              record(launch, outcome instanceof LaunchOutcome.Unknown u ? new LaunchOutcome.NotStarted(u.reason(), true) : outcome, tail, last);
           """),
           new Mutant(
               "deploy-refusal-final",

@@ -37,6 +37,7 @@ event as (
   insert into build_job_event (job_id, type, detail, at)
   select i.id, 'enqueued', jsonb_build_object('message', 'enqueued in lane ' || i.lane, 'lane', i.lane), t.now
   from inserted i, t
+  returning id
 ),
 joined as (
   select build_lane_turn_join(q.lane, q.user_id, min(q.id)) from inserted q group by q.lane, q.user_id
@@ -64,6 +65,7 @@ superseded_event as (
            'supersededBy', s.by_id),
          t.now
   from superseded s, t
+  returning id
 ),
 job as (
   select id, lane, true as created from inserted
@@ -91,7 +93,15 @@ select size.payload_bytes, fits.room, fits.counted_past, queued.n as queued_coun
         from (select s.id from superseded s where s.status = 'cancelled' order by s.id limit :maxListed) c)
          as superseded_ids,
        (select string_agg(s.id::text, ',' order by s.id) from superseded s where s.status <> 'cancelled')
-         as cancel_requested_ids
+         as cancel_requested_ids,
+       -- A new job's request publishes what it wrote: the claim (V009) runs after the history
+       -- rows are written (event_done and superseded_event_done, in the from list) and in a
+       -- snapshot of its own, so it takes them with any older unpublished rows.
+       case when job.created and :claimLimit::integer > 0
+            then build_outbox_claim(t.now, :claimMs::bigint, :claimLimit::integer) end as claimed_events
 from size cross join fits cross join queued cross join quota left join job on true
   cross join (select count(*) from joined) as turn_joined
   cross join (select count(*) from superseded) as supersede_done
+  cross join (select count(*) from event) as event_done
+  cross join (select count(*) from superseded_event) as superseded_event_done
+  cross join t

@@ -88,6 +88,30 @@ public final class EventBridgePublisher {
     return new Published(published, refused);
   }
 
+  /**
+   * Sends events a request claimed in its own statements ({@code BuildQueue}'s sender), ten per
+   * PutEvents call; the caller settles them. After a failed call the rest are refused without a
+   * call: EventBridge is unwell, and they are claimed again after the retry wait.
+   */
+  public OutboxTransitions.Sent sendClaimed(List<PendingEvent> events) {
+    List<Long> accepted = new ArrayList<>();
+    List<Long> refused = new ArrayList<>();
+    boolean callFailed = false;
+    for (int from = 0; from < events.size(); from += ENTRIES_PER_CALL) {
+      List<PendingEvent> batch =
+          events.subList(from, Math.min(from + ENTRIES_PER_CALL, events.size()));
+      if (callFailed) {
+        refused.addAll(ids(batch));
+        continue;
+      }
+      Sent sent = send(batch);
+      accepted.addAll(sent.accepted());
+      refused.addAll(sent.refused());
+      callFailed = sent.callFailed();
+    }
+    return new OutboxTransitions.Sent(accepted, refused);
+  }
+
   private record Sent(List<Long> accepted, List<Long> refused, boolean callFailed) {}
 
   private Sent send(List<PendingEvent> batch) {

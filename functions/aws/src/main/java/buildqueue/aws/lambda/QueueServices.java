@@ -39,6 +39,10 @@ public final class QueueServices {
   private final String metricsNamespace;
   private final PrintStream metricsOut;
   private final KindRegistry kinds;
+  private final java.util.concurrent.atomic.AtomicInteger foldedPublished =
+      new java.util.concurrent.atomic.AtomicInteger();
+  private final java.util.concurrent.atomic.AtomicInteger foldedRefused =
+      new java.util.concurrent.atomic.AtomicInteger();
 
   public QueueServices(
       AwsSettings.Component component,
@@ -55,9 +59,23 @@ public final class QueueServices {
     this.db = db;
     this.platform = new MeteredPlatform(platform);
     this.exits = new ExitMeter();
-    this.queue = new BuildQueue(db, this.platform, config, clock, exits);
     this.publisher =
         new EventBridgePublisher(eventBridge, eventBus, new OutboxTransitions(db, clock));
+    // A submission and a stop publish what they wrote from their own statements (no claim or
+    // settle statement of their own); counted here for the invocation's metrics line.
+    this.queue =
+        new BuildQueue(
+            db,
+            this.platform,
+            config,
+            clock,
+            exits,
+            events -> {
+              OutboxTransitions.Sent sent = publisher.sendClaimed(events);
+              foldedPublished.addAndGet(sent.accepted().size());
+              foldedRefused.addAndGet(sent.refused().size());
+              return sent;
+            });
     this.gauges = new QueueGauges(db, clock);
     this.api = new HttpApi(queue, new JobQueries(db, config, clock), kinds);
     this.metricsNamespace = metricsNamespace;
@@ -141,6 +159,14 @@ public final class QueueServices {
 
   /** Adds what the container-level collectors saw during this invocation, then writes the line. */
   public void flush(Metrics metrics) {
+    int published = foldedPublished.getAndSet(0);
+    int refused = foldedRefused.getAndSet(0);
+    if (published > 0) {
+      metrics.count(Metrics.EVENTS_PUBLISHED, published);
+    }
+    if (refused > 0) {
+      metrics.count(Metrics.EVENTS_REFUSED, refused);
+    }
     platform.drainInto(metrics);
     exits.drainInto(metrics);
     metrics.flush(metricsOut);

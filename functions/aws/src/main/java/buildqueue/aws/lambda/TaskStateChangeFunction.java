@@ -148,7 +148,7 @@ public final class TaskStateChangeFunction implements RequestStreamHandler {
           e.jobId()
               .map(id -> id + " now " + e.jobStatus().map(Enum::name).orElse("?"))
               .orElse("none"));
-      s.publishQuietly(metrics);
+      // The stop published what it wrote from its own statements (BuildQueue#taskStopped).
       return Outcome.WORKER_EXITED;
     } finally {
       s.flush(metrics);

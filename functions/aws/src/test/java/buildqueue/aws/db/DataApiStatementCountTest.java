@@ -35,7 +35,7 @@ class DataApiStatementCountTest {
       long job = h.submit("alice", "noop", "{}");
       h.awaitStatus(job, "succeeded");
       h.awaitQuiet();
-      assertThat(h.db.statements()).isEqualTo(7);
+      assertThat(h.db.statements()).isEqualTo(6);
       assertThat(fake.calls(Operation.EXECUTE)).isEqualTo(h.db.statements());
       assertThat(fake.calls(Operation.BEGIN)).isEqualTo(h.db.transactions()).isZero();
     }
