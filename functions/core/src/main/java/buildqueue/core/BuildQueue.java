@@ -113,7 +113,7 @@ public final class BuildQueue {
       String userId, String kind, Json payload, String idempotencyKey, String supersedeKey) {
     RequestTail tail = newTail();
     JobTransitions.Enqueued enqueued =
-        enqueue(userId, kind, payload, idempotencyKey, supersedeKey, tail);
+        enqueue(userId, kind, payload, idempotencyKey, supersedeKey, tail, false);
     try {
       tail.finish();
     } catch (DatabaseException e) {
@@ -142,8 +142,7 @@ public final class BuildQueue {
       String userId, String kind, Json payload, String idempotencyKey, String supersedeKey) {
     RequestTail tail = newTail();
     JobTransitions.Enqueued enqueued =
-        enqueue(userId, kind, payload, idempotencyKey, supersedeKey, tail);
-    tail.answering(enqueued.jobId());
+        enqueue(userId, kind, payload, idempotencyKey, supersedeKey, tail, true);
     JobQueries.JobView job =
         tail.finish()
             .orElseThrow(
@@ -159,9 +158,14 @@ public final class BuildQueue {
       Json payload,
       String idempotencyKey,
       String supersedeKey,
-      RequestTail tail) {
+      RequestTail tail,
+      boolean answer) {
     JobTransitions.Enqueued enqueued =
         jobs.enqueue(userId, kind, payload, idempotencyKey, supersedeKey, tail);
+    if (answer) {
+      // Before the dispatch: the record of its launch is then the statement that reads it back.
+      tail.answering(enqueued.jobId());
+    }
     if (enqueued.created() && enqueued.laneHasRoom()) {
       dispatchAfterCommit(enqueued.lane(), LaunchGate.OPEN, tail, 0);
     }

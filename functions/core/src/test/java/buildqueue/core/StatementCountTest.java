@@ -34,8 +34,7 @@ class StatementCountTest {
   }
 
   @Test
-  void a_quiet_program_shorter_than_the_cancel_check_interval_costs_the_same_six(
-      TestDatabase tdb) {
+  void a_quiet_program_shorter_than_the_cancel_check_interval_costs_the_same_six(TestDatabase tdb) {
     try (QueueHarness h = QueueHarness.open(tdb)) {
       runToSuccess(h, "quiet", "{\"millis\": 300}");
       // Its check-ins found nothing due: no progress, no output, no cancel check yet.
