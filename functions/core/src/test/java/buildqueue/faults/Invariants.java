@@ -288,7 +288,13 @@ final class Invariants {
             + " → "
             + after.progress();
       }
-      boolean leftWorker = before.onWorker() && !after.onWorker();
+      // A stop's exit and the dispatch after it are one call (build_worker_stopped, V009): a job
+      // its worker's exit put back in the queue may be on a new worker by the step's end.
+      boolean redispatched =
+          before.onWorker()
+              && after.onWorker()
+              && !java.util.Objects.equals(before.workerId(), after.workerId());
+      boolean leftWorker = before.onWorker() && (!after.onWorker() || redispatched);
       W worker = before.workerId() == null ? null : next.workers().get(before.workerId());
       W workerBefore = before.workerId() == null ? null : prev.workers().get(before.workerId());
       boolean byExit =
@@ -325,7 +331,8 @@ final class Invariants {
             before.cancelRequested()
                 ? "cancelled"
                 : expected <= INTERRUPTIONS_RETRIED ? "queued" : "failed";
-        if (after.recoveries() != expected || !after.status().equals(expectedStatus)) {
+        String statusAfterExit = redispatched ? "queued" : after.status();
+        if (after.recoveries() != expected || !statusAfterExit.equals(expectedStatus)) {
           return "§5.6 job "
               + after.id()
               + " interrupted (progress "
@@ -368,7 +375,7 @@ final class Invariants {
             + after.status()
             + ")";
       }
-      if (before.status().equals("queued") && after.onWorker()) {
+      if ((before.status().equals("queued") || redispatched) && after.onWorker()) {
         boolean turns = fair && after.lane().equals("shared");
         for (J other : prev.jobs().values()) {
           J otherAfter = next.jobs().get(other.id());

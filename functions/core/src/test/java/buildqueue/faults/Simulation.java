@@ -836,6 +836,10 @@ final class Simulation {
               !dispatching[0]
                   && actor.pending != null
                   && actor.pending.startsWith("ExitTransitions");
+          // The exit and the dispatch after it are one call (ExitTransitions.stopped): whatever
+          // follows it (a launch failure the dispatch's launch records) is the lane's business.
+          dispatching[0] |=
+              actor.pending != null && actor.pending.startsWith("ExitTransitions.stopped");
           Snapshot.W w = e.workerId() == null ? null : current.workers().get(e.workerId());
           boolean alreadyExited = w != null && w.exited();
           if (exitStatement && (e.forged() || alreadyExited)) {
