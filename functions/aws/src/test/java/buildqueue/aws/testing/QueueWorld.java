@@ -3,6 +3,7 @@ package buildqueue.aws.testing;
 import buildqueue.aws.AwsSettings.Component;
 import buildqueue.aws.fake.DataApiTestAdapter;
 import buildqueue.aws.lambda.QueueServices;
+import buildqueue.core.JobTransitions;
 import buildqueue.core.QueueClock;
 import buildqueue.core.WorkerTransitions;
 import buildqueue.db.Database;
@@ -59,6 +60,16 @@ public final class QueueWorld implements AutoCloseable {
 
   public long submit(String user) {
     return services.queue().enqueue(user, "demo", new Json("{\"steps\": 1}"), null).jobId();
+  }
+
+  /**
+   * A job enqueued by a function that died right after its enqueue committed: no dispatch, and its
+   * history rows wait in the outbox (a submission through {@link #submit} publishes its own).
+   */
+  public long submitUnpublished(String user) {
+    return new JobTransitions(services.db(), QueueHarness.testConfig(), clock)
+        .enqueue(user, "demo", new Json("{\"steps\": 1}"), null)
+        .jobId();
   }
 
   public WorkerLaunch lastLaunch() {
