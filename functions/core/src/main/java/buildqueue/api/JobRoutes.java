@@ -104,12 +104,14 @@ record JobRoutes(BuildQueue queue, JobQueries queries, JobAnswers answers)
 
   private ApiResponse cancel(Call call) {
     long id = call.jobId();
-    JobTransitions.Cancelled result =
-        queue.cancel(id, call.caller().admin() ? null : call.caller().userId());
+    BuildQueue.CancelAnswer answer =
+        queue.cancelAnswering(id, call.caller().admin() ? null : call.caller().userId());
+    JobTransitions.Cancelled result = answer.cancelled();
     if (result instanceof JobTransitions.Cancelled.NotFound) {
       throw JobAnswers.notFound(id);
     }
-    JobView job = queries.job(id).orElseThrow(() -> JobAnswers.notFound(id));
+    // Read back by the request's last statement, which also settles the events it published.
+    JobView job = answer.job().orElseThrow(() -> JobAnswers.notFound(id));
     if (result instanceof JobTransitions.Cancelled.Unchanged u && u.status().finished()) {
       throw new ApiProblem(
           ApiProblem.Type.CONFLICT,

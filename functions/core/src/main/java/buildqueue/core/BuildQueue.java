@@ -114,15 +114,7 @@ public final class BuildQueue {
     RequestTail tail = newTail();
     JobTransitions.Enqueued enqueued =
         enqueue(userId, kind, payload, idempotencyKey, supersedeKey, tail, false);
-    try {
-      tail.finish();
-    } catch (DatabaseException e) {
-      LOG.log(
-          Level.WARNING,
-          "settling the job events of job {0} failed ({1}); they are claimed again later",
-          enqueued.jobId(),
-          e.getMessage());
-    }
+    finishQuietly(tail, "job " + enqueued.jobId() + "'s enqueue");
     return enqueued;
   }
 
@@ -179,7 +171,31 @@ public final class BuildQueue {
 
   /** Cancels a job ({@code userId} null: an admin). A job whose worker never started is stopped. */
   public JobTransitions.Cancelled cancel(long jobId, String userId) {
-    JobTransitions.Cancelled cancelled = jobs.cancel(jobId, userId);
+    RequestTail tail = newTail();
+    JobTransitions.Cancelled cancelled = cancel(jobId, userId, tail);
+    finishQuietly(tail, "the cancel of job " + jobId);
+    return cancelled;
+  }
+
+  /** What a cancel did, and the job as it is after it (empty when there is no such job). */
+  public record CancelAnswer(
+      JobTransitions.Cancelled cancelled, Optional<JobQueries.JobView> job) {}
+
+  /**
+   * {@link #cancel}, and the job read back for the answer: two statements (the cancel, which also
+   * claims the events it wrote; the read-back, which settles them), one when there is no such job.
+   */
+  public CancelAnswer cancelAnswering(long jobId, String userId) {
+    RequestTail tail = newTail();
+    JobTransitions.Cancelled cancelled = cancel(jobId, userId, tail);
+    if (!(cancelled instanceof JobTransitions.Cancelled.NotFound)) {
+      tail.answering(jobId);
+    }
+    return new CancelAnswer(cancelled, tail.finish());
+  }
+
+  private JobTransitions.Cancelled cancel(long jobId, String userId, RequestTail tail) {
+    JobTransitions.Cancelled cancelled = jobs.cancel(jobId, userId, tail);
     if (cancelled instanceof JobTransitions.Cancelled.Requested r
         && r.taskId() != null
         && WorkerStatus.LAUNCHING.sql().equals(r.workerStatus())) {
@@ -198,11 +214,29 @@ public final class BuildQueue {
 
   /** Changes a user's dedicated worker and quota; moved jobs are dispatched in their new lane. */
   public JobTransitions.LaneChange updateUser(String userId, JobTransitions.UserChange userChange) {
-    JobTransitions.LaneChange change = jobs.updateUser(userId, userChange);
+    RequestTail tail = newTail();
+    JobTransitions.LaneChange change = jobs.updateUser(userId, userChange, tail);
     if (change.movedCount() > 0) {
-      dispatchAfterCommit(change.lane());
+      dispatchAfterCommit(change.lane(), LaunchGate.OPEN, tail, 0);
     }
+    finishQuietly(tail, "the change of user " + userId);
     return change;
+  }
+
+  /**
+   * Settles what a request sent, after its transitions committed: a failure is logged, not thrown
+   * (the rows are claimed again once their claim runs out).
+   */
+  private static void finishQuietly(RequestTail tail, String request) {
+    try {
+      tail.finish();
+    } catch (DatabaseException e) {
+      LOG.log(
+          Level.WARNING,
+          "settling the job events of {0} failed ({1}); they are claimed again later",
+          request,
+          e.getMessage());
+    }
   }
 
   /**

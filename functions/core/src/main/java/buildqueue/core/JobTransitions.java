@@ -282,12 +282,18 @@ public final class JobTransitions {
                       else 'cancel requested, worker ' || c.worker_id || ' stops the job at its next progress report' end),
                t.now
         from changed c, t
+        returning id
       )
       select target.id, target.status as old_status, changed.status as new_status, changed.worker_id,
-             w.task_id, w.status as worker_status
+             w.task_id, w.status as worker_status,
+             -- As the enqueue's: the claim (V009) runs after the history row is written (event_done).
+             case when changed.id is not null and :claimLimit::integer > 0
+                  then build_outbox_claim(t.now, :claimMs::bigint, :claimLimit::integer) end as claimed_events
       from target
       left join changed on true
       left join build_worker w on w.id = changed.worker_id
+      cross join (select count(*) from event) as event_done
+      cross join t
       """;
 
   /**
@@ -295,12 +301,26 @@ public final class JobTransitions {
    * progress call (its job then ends {@code cancelled}). {@code userId} null means an admin.
    */
   public Cancelled cancel(long jobId, String userId) {
+    return cancel(jobId, userId, null);
+  }
+
+  /**
+   * As {@link #cancel(long, String)}; a cancel that changed the job claims events for {@code tail}.
+   */
+  Cancelled cancel(long jobId, String userId, RequestTail tail) {
     Optional<Row> row =
-        db.queryOptional(CANCEL, Params.of("now", clock.now(), "jobId", jobId, "userId", userId));
+        db.queryOptional(
+            CANCEL,
+            Params.of("now", clock.now(), "jobId", jobId, "userId", userId)
+                .and("claimMs", OutboxTransitions.CLAIM.toMillis())
+                .and("claimLimit", tail == null ? 0 : tail.claimLimit()));
     if (row.isEmpty()) {
       return new Cancelled.NotFound(jobId);
     }
     Row r = row.get();
+    if (tail != null) {
+      tail.claimed(r.string("claimed_events"));
+    }
     String newStatus = r.string("new_status");
     if (newStatus == null) {
       return new Cancelled.Unchanged(jobId, JobStatus.of(r.string("old_status")));
@@ -373,13 +393,19 @@ public final class JobTransitions {
         insert into build_job_event (job_id, type, detail, at)
         select m.id, 'moved', jsonb_build_object('message', 'moved to lane ' || m.lane, 'lane', m.lane), t.now
         from moved m, t
+        returning id
       )
       -- One row however many jobs move: a lane, a count and at most MAX_MOVED_LISTED ids (20 KB).
       select lane.name as lane, wanted.dedicated, wanted.max_queued, (select count(*) from saved) as saved,
              (select count(*) from moved) as moved_count,
              (select string_agg(m.id::text, ',' order by m.id)
-              from (select id from moved order by id limit :maxListed) m) as moved_ids
+              from (select id from moved order by id limit :maxListed) m) as moved_ids,
+             -- As the enqueue's: the claim (V009) runs after the history rows are written (moved_events).
+             case when moved_events.n > 0 and :claimLimit::integer > 0
+                  then build_outbox_claim(t.now, :claimMs::bigint, :claimLimit::integer) end as claimed_events
       from lane cross join wanted cross join (select count(*) from joined) as turn_joined
+        cross join (select count(*) as n from event) as moved_events
+        cross join t
       """
           .formatted(LaneTurns.joined("moved"));
 
@@ -393,6 +419,13 @@ public final class JobTransitions {
    * queued jobs move to the new one in order.
    */
   public LaneChange updateUser(String userId, UserChange change) {
+    return updateUser(userId, change, null);
+  }
+
+  /**
+   * As {@link #updateUser(String, UserChange)}; moved jobs' events are claimed for {@code tail}.
+   */
+  LaneChange updateUser(String userId, UserChange change, RequestTail tail) {
     java.util.OptionalInt max = change.maxQueuedJobs().orElse(java.util.OptionalInt.empty());
     Row r =
         db.query(
@@ -406,8 +439,13 @@ public final class JobTransitions {
                         change.dedicatedWorker().orElse(null))
                     .and("setMaxQueued", change.maxQueuedJobs().isPresent())
                     .and("maxQueued", max.isPresent() ? max.getAsInt() : null)
-                    .and("maxListed", MAX_MOVED_LISTED))
+                    .and("maxListed", MAX_MOVED_LISTED)
+                    .and("claimMs", OutboxTransitions.CLAIM.toMillis())
+                    .and("claimLimit", tail == null ? 0 : tail.claimLimit()))
             .get(0);
+    if (tail != null) {
+      tail.claimed(r.string("claimed_events"));
+    }
     Integer own = r.get("max_queued") == null ? null : r.intValue("max_queued");
     return new LaneChange(
         userId,

@@ -221,6 +221,47 @@ class RequestRoundTripsTest {
   }
 
   @Test
+  void a_cancel_costs_two_statements_and_publishes_its_event(TestDatabase tdb) {
+    Setup s = setup(tdb, TestAdapter.selected().open(tdb));
+    s.queue.submit("alice", "noop", new Json("{}"), null, null);
+    long queued = s.queue.submit("bob", "noop", new Json("{}"), null, null).enqueued().jobId();
+    s.db.reset();
+
+    BuildQueue.CancelAnswer answer = s.queue.cancelAnswering(queued, "bob");
+
+    // the cancel (+ claim), settle + read-back
+    assertThat(s.db.statements()).isEqualTo(2);
+    assertThat(answer.job())
+        .hasValueSatisfying(j -> assertThat(j.status()).isEqualTo(JobStatus.CANCELLED));
+    assertThat(s.sender.types()).endsWith(queued + " cancelled");
+    assertThat(unpublished(tdb)).isEmpty();
+
+    s.db.reset();
+    assertThat(s.queue.cancelAnswering(queued + 100, "bob").job()).isEmpty();
+    assertThat(s.db.statements()).as("no such job: the cancel alone").isEqualTo(1);
+  }
+
+  @Test
+  void a_lane_change_that_moves_a_job_into_a_free_lane_costs_three_statements(TestDatabase tdb) {
+    Setup s = setup(tdb, TestAdapter.selected().open(tdb));
+    s.queue.submit("alice", "noop", new Json("{}"), null, null);
+    long queued = s.queue.submit("bob", "noop", new Json("{}"), null, null).enqueued().jobId();
+    s.db.reset();
+
+    JobTransitions.LaneChange change = s.queue.setDedicated("bob", true);
+
+    // the change (+ claim), the dispatch of bob's lane (+ claim), record the task + settle
+    assertThat(change.movedCount()).isEqualTo(1);
+    assertThat(s.db.statements()).isEqualTo(3);
+    assertThat(s.sender.types()).endsWith(queued + " moved", queued + " dispatched");
+    assertThat(unpublished(tdb)).isEmpty();
+
+    s.db.reset();
+    s.queue.setDedicated("carol", true);
+    assertThat(s.db.statements()).as("nothing moved: the change alone").isEqualTo(1);
+  }
+
+  @Test
   void a_submission_that_dies_between_its_claim_and_its_settle_leaves_its_rows_to_a_later_claim(
       TestDatabase tdb) {
     AtomicBoolean refuseSettle = new AtomicBoolean(true);

@@ -27,10 +27,16 @@ event as (
   insert into build_job_event (job_id, type, detail, at)
   select m.id, 'moved', jsonb_build_object('message', 'moved to lane ' || m.lane, 'lane', m.lane), t.now
   from moved m, t
+  returning id
 )
 -- One row however many jobs move: a lane, a count and at most MAX_MOVED_LISTED ids (20 KB).
 select lane.name as lane, wanted.dedicated, wanted.max_queued, (select count(*) from saved) as saved,
        (select count(*) from moved) as moved_count,
        (select string_agg(m.id::text, ',' order by m.id)
-        from (select id from moved order by id limit :maxListed) m) as moved_ids
+        from (select id from moved order by id limit :maxListed) m) as moved_ids,
+       -- As the enqueue's: the claim (V009) runs after the history rows are written (moved_events).
+       case when moved_events.n > 0 and :claimLimit::integer > 0
+            then build_outbox_claim(t.now, :claimMs::bigint, :claimLimit::integer) end as claimed_events
 from lane cross join wanted cross join (select count(*) from joined) as turn_joined
+  cross join (select count(*) as n from event) as moved_events
+  cross join t
