@@ -415,7 +415,8 @@ public final class BuildQueue {
       String taskId, Long workerId, UUID token, String reason, LaunchGate gate) {
     RequestTail tail = newTail();
     // The exit (or the exit before start, when the worker never started), the dispatch of its lane
-    // and the claim of the events they wrote are one round trip (build_worker_stopped, V009). The
+    // and the claim of the events they wrote are one round trip (build_exit_worker_and_dispatch,
+    // V009). The
     // dispatch is a statement that starts after the exit, never the exit's own view of the lane: an
     // enqueue that saw this worker still live (and so skipped its dispatch) may commit while the
     // exit runs, and only a statement that starts after both sees its job. The enqueue's share

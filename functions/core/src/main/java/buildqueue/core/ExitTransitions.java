@@ -48,12 +48,12 @@ public final class ExitTransitions {
       boolean neverStarted) {}
 
   /**
-   * The exit is a function of the schema ({@code build_worker_exit}, V009), so that the stop
+   * The exit is a function of the schema ({@code build_exit_worker}, V009), so that the stop
    * handler's one-round-trip transition ({@link #stopped}) runs the same statement.
    */
   private static final String EXITED =
       """
-      select * from build_worker_exit(:taskId::text, :workerId::bigint, :token::uuid, :reason::text,
+      select * from build_exit_worker(:taskId::text, :workerId::bigint, :token::uuid, :reason::text,
                                       :maxRecoveries::integer, :repeatedExitError::text, :now::timestamptz)
       """;
 
@@ -84,10 +84,10 @@ public final class ExitTransitions {
     return db.queryOptional(EXITED, params).map(r -> exitedOf(r, false));
   }
 
-  /** As {@link #EXITED}: {@code build_worker_exit_before_start}, V009. */
+  /** As {@link #EXITED}: {@code build_exit_worker_before_start}, V009. */
   private static final String NOT_STARTED =
       """
-      select * from build_worker_exit_before_start(:taskId::text, :workerId::bigint, :token::uuid, :reason::text,
+      select * from build_exit_worker_before_start(:taskId::text, :workerId::bigint, :token::uuid, :reason::text,
                                                    :retryable::boolean, :maxFailures::integer, :backoffMs::bigint,
                                                    :now::timestamptz)
       """;
@@ -150,7 +150,7 @@ public final class ExitTransitions {
 
   private static final String STOPPED =
       """
-      select * from build_worker_stopped(:taskId::text, :workerId::bigint, :token::uuid, :reason::text,
+      select * from build_exit_worker_and_dispatch(:taskId::text, :workerId::bigint, :token::uuid, :reason::text,
                                          :maxRecoveries::integer, :repeatedExitError::text,
                                          :maxFailures::integer, :backoffMs::bigint,
                                          :dispatch::boolean, :sharedSlots::integer, :fairShared::boolean,
@@ -159,10 +159,10 @@ public final class ExitTransitions {
       """;
 
   /**
-   * Termination evidence in one round trip ({@code build_worker_stopped}, V009): {@link #exited},
-   * else {@link #exitedBeforeStart}, then, when {@code dispatch}, the dispatch of the worker's lane
-   * in a statement that starts after the exit, then a claim of up to {@code tail}'s limit of job
-   * events. Empty when no live worker matched: nothing is dispatched or claimed then.
+   * Termination evidence in one round trip ({@code build_exit_worker_and_dispatch}, V009): {@link
+   * #exited}, else {@link #exitedBeforeStart}, then, when {@code dispatch}, the dispatch of the
+   * worker's lane in a statement that starts after the exit, then a claim of up to {@code tail}'s
+   * limit of job events. Empty when no live worker matched: nothing is dispatched or claimed then.
    */
   Optional<Stopped> stopped(
       String taskId, Long workerId, UUID token, String reason, boolean dispatch, RequestTail tail) {

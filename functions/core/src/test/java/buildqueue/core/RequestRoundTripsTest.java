@@ -174,7 +174,8 @@ class RequestRoundTripsTest {
     assertThat(s.queue.taskStopped(taskOf(tdb, first), null, null, "essential container exited"))
         .isPresent();
 
-    // exit + dispatch of the lane + claim (build_worker_stopped), record the task + settle
+    // exit + dispatch of the lane + claim (build_exit_worker_and_dispatch), record the task +
+    // settle
     assertThat(s.db.statements()).isEqualTo(2);
     assertThat(s.platform.launches()).hasSize(2);
     assertThat(s.sender.types()).endsWith(second + " dispatched");

@@ -27,7 +27,8 @@ class StatementCountTest {
     try (QueueHarness h = QueueHarness.open(tdb)) {
       runToSuccess(h, "noop", "{}");
       // enqueue, dispatch, record the task, worker start (+ job start), job end (+ drain), and the
-      // worker's exit with the dispatch that follows every exit (one call, build_worker_stopped)
+      // worker's exit with the dispatch that follows every exit (one call,
+      // build_exit_worker_and_dispatch)
       assertThat(h.db.statements()).isEqualTo(6);
       assertThat(h.db.transactions()).isZero();
     }

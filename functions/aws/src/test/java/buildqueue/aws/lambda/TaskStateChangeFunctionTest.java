@@ -509,7 +509,7 @@ class TaskStateChangeFunctionTest {
 
   @Test
   void a_database_failure_fails_the_invocation_so_lambda_retries_it(TestDatabase tdb) {
-    Database broken = failing(tdb.jdbc(), sql -> sql.contains("build_worker_stopped("));
+    Database broken = failing(tdb.jdbc(), sql -> sql.contains("build_exit_worker_and_dispatch("));
     try (QueueWorld w = new QueueWorld(tdb, Component.TASK_STATE_CHANGE, broken)) {
       String arn = newTaskArn();
       WorkerLaunch launch = launchedWorker(w, arn);

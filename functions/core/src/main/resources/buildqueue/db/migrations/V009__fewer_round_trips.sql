@@ -8,10 +8,10 @@
 -- inside a statement, it sees what that statement had written when the call came (V008's header):
 -- the enqueue calls it after its history rows are written, so it claims them.
 --
--- build_worker_stopped is a stop event's whole transition in one call: the worker's exit (or, when
+-- build_exit_worker_and_dispatch is a stop event's whole transition in one call: the worker's exit (or, when
 -- it never started, its exit before start), then the dispatch of its lane, then the claim, each a
 -- statement of its own so each takes a snapshot after the one before. The exits it runs,
--- build_worker_exit and build_worker_exit_before_start, are ExitTransitions' EXITED and NOT_STARTED
+-- build_exit_worker and build_exit_worker_before_start, are ExitTransitions' EXITED and NOT_STARTED
 -- moved here unchanged, so that they have one source: ExitTransitions calls them too.
 --
 -- Bodies are PL/pgSQL with a generic plan, as V006's and V008's (section 12).
@@ -56,7 +56,7 @@ revoke all on function build_outbox_claim(timestamptz, bigint, integer) from pub
 -- fails. The job's row is locked before the worker's, the order every transition takes them in
 -- (held is read in worker's from list, so it runs before any worker row is locked). No row when
 -- no such worker is live (a duplicate, a late event, a worker that never started).
-create function build_worker_exit(p_task_id text, p_worker_id bigint, p_token uuid, p_reason text,
+create function build_exit_worker(p_task_id text, p_worker_id bigint, p_token uuid, p_reason text,
                                   p_max_recoveries integer, p_repeated_exit_error text, p_now timestamptz)
 returns table (worker_id bigint, lane text, slot_held_ms bigint, job_id bigint, job_status text, error text)
 language plpgsql volatile set search_path = public, pg_temp
@@ -73,7 +73,7 @@ begin
     for update of j
   ),
   worker as (
-    -- A worker that never started has its own transition (build_worker_exit_before_start).
+    -- A worker that never started has its own transition (build_exit_worker_before_start).
     update build_worker w set status = 'exited', exited_at = t.now, exit_reason = p_reason
     from evidence e, t, (select count(*) from held) as job_locked
     where w.id = e.worker_id and w.status in ('running', 'draining')
@@ -98,12 +98,12 @@ begin
   from worker left join job on true;
 end;
 $$;
-revoke all on function build_worker_exit(text, bigint, uuid, text, integer, text, timestamptz) from public;
+revoke all on function build_exit_worker(text, bigint, uuid, text, integer, text, timestamptz) from public;
 
 -- ExitTransitions.NOT_STARTED, unchanged: a worker that is still launching exits, its job never
 -- ran, so this is a launch failure (retried with backoff while p_retryable and under
--- p_max_failures), not an interruption. The job before the worker, as in build_worker_exit.
-create function build_worker_exit_before_start(p_task_id text, p_worker_id bigint, p_token uuid, p_reason text,
+-- p_max_failures), not an interruption. The job before the worker, as in build_exit_worker.
+create function build_exit_worker_before_start(p_task_id text, p_worker_id bigint, p_token uuid, p_reason text,
                                                p_retryable boolean, p_max_failures integer, p_backoff_ms bigint,
                                                p_now timestamptz)
 returns table (worker_id bigint, lane text, slot_held_ms bigint, job_id bigint, job_status text, error text)
@@ -150,7 +150,7 @@ begin
   from worker left join job on true;
 end;
 $$;
-revoke all on function build_worker_exit_before_start(text, bigint, uuid, text, boolean, integer, bigint, timestamptz)
+revoke all on function build_exit_worker_before_start(text, bigint, uuid, text, boolean, integer, bigint, timestamptz)
   from public;
 
 -- The dispatch of V008 followed by a claim of job events (p_claim_limit 0: none), for a request
@@ -187,7 +187,7 @@ revoke all on function build_lane_dispatch_claiming(text, integer, boolean, uuid
   from public;
 
 -- A stop event's transition (BuildQueue.taskStopped) in one round trip: the worker exits
--- (build_worker_exit; when that finds no running worker, build_worker_exit_before_start, retryable),
+-- (build_exit_worker; when that finds no running worker, build_exit_worker_before_start, retryable),
 -- then, if p_dispatch, its lane is dispatched (build_lane_dispatch with the lane's capacity: the
 -- shared lane p_shared_slots, taking turns when p_fair_shared, any other lane 1), then up to
 -- p_claim_limit job events are claimed. No row when no live worker matched (nothing is dispatched
@@ -205,7 +205,7 @@ revoke all on function build_lane_dispatch_claiming(text, integer, boolean, uuid
 -- free and dispatches itself. Holding the exit's locks through the dispatch adds no wait on a lock
 -- the dispatch takes: the choice locks turn and job rows skip locked (V008), and the worker it
 -- inserts is new.
-create function build_worker_stopped(p_task_id text, p_worker_id bigint, p_token uuid, p_reason text,
+create function build_exit_worker_and_dispatch(p_task_id text, p_worker_id bigint, p_token uuid, p_reason text,
                                      p_max_recoveries integer, p_repeated_exit_error text,
                                      p_max_failures integer, p_backoff_ms bigint,
                                      p_dispatch boolean, p_shared_slots integer, p_fair_shared boolean,
@@ -229,12 +229,12 @@ declare
   v_events text;
 begin
   select x.* into v_exit
-  from build_worker_exit(p_task_id, p_worker_id, p_token, p_reason, p_max_recoveries, p_repeated_exit_error, p_now) x;
+  from build_exit_worker(p_task_id, p_worker_id, p_token, p_reason, p_max_recoveries, p_repeated_exit_error, p_now) x;
   if not found then
     -- Rare: the worker never started (its task failed to start, its process died first), or this
     -- is a duplicate.
     select x.* into v_exit
-    from build_worker_exit_before_start(p_task_id, p_worker_id, p_token, p_reason, true, p_max_failures,
+    from build_exit_worker_before_start(p_task_id, p_worker_id, p_token, p_reason, true, p_max_failures,
                                         p_backoff_ms, p_now) x;
     if not found then
       return;
@@ -265,6 +265,6 @@ begin
                       v_d_job_id, v_d_worker_id, v_d_slot, v_d_expires_at, v_d_more_to_do, v_events;
 end;
 $$;
-revoke all on function build_worker_stopped(text, bigint, uuid, text, integer, text, integer, bigint, boolean,
+revoke all on function build_exit_worker_and_dispatch(text, bigint, uuid, text, integer, text, integer, bigint, boolean,
                                             integer, boolean, uuid, bigint, bigint, integer, timestamptz)
   from public;
