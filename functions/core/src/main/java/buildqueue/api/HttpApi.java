@@ -82,7 +82,7 @@ public final class HttpApi {
     List<Route.Resource> resources =
         List.of(
             new SiteRoutes(queries),
-            new JobSubmission(queue, queries, kinds, answers),
+            new JobSubmission(queue, kinds, answers),
             new JobRoutes(queue, queries, answers),
             new JobLogRoute(queries),
             new LaneRoutes(queries),

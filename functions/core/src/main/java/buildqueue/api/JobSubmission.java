@@ -1,7 +1,6 @@
 package buildqueue.api;
 
 import buildqueue.core.BuildQueue;
-import buildqueue.core.JobQueries;
 import buildqueue.core.JobQueries.JobView;
 import buildqueue.core.JobTransitions;
 import buildqueue.core.PayloadTooLargeException;
@@ -24,7 +23,7 @@ import java.util.Set;
  * per idempotency key (a repeat answers the first job; the same key with another request is a
  * conflict), superseding the user's queued jobs with the same supersede key.
  */
-record JobSubmission(BuildQueue queue, JobQueries queries, KindRegistry kinds, JobAnswers answers)
+record JobSubmission(BuildQueue queue, KindRegistry kinds, JobAnswers answers)
     implements Route.Resource {
   private static final String SUBMIT_EXAMPLE =
       "{\"kind\": \"demo\", \"payload\": {\"steps\": 5}, \"idempotencyKey\": \"build-1234\"}";

@@ -34,10 +34,10 @@ public final class ExitTransitions {
   /**
    * The worker that exited, and what became of the job it had: {@code queued} again at the head of
    * its lane, {@code failed}, {@code cancelled}, or none. {@code slotHeld} is how long the worker
-   * held its slot, from dispatch to this exit (what a slot costs, for metrics). The caller always
-   * dispatches the lane next, in a fresh statement (see {@code BuildQueue#taskStopped}). {@code
-   * neverStarted}: the worker exited before its start, so its job never ran and this counts as a
-   * launch failure, not an interruption.
+   * held its slot, from dispatch to this exit (what a slot costs, for metrics). The lane is
+   * dispatched next, in a statement of its own ({@link #stopped}). {@code neverStarted}: the worker
+   * exited before its start, so its job never ran and this counts as a launch failure, not an
+   * interruption.
    */
   public record Exited(
       long workerId,
@@ -48,43 +48,10 @@ public final class ExitTransitions {
       boolean neverStarted) {}
 
   /**
-   * The exit is a function of the schema ({@code build_exit_worker}, V009), so that the stop
-   * handler's one-round-trip transition ({@link #stopped}) runs the same statement.
+   * The exit of a worker that never started, a function of the schema ({@code
+   * build_exit_worker_before_start}, V009) so that the stop's one call ({@link #stopped}) runs the
+   * same statement.
    */
-  private static final String EXITED =
-      """
-      select * from build_exit_worker(:taskId::text, :workerId::bigint, :token::uuid, :reason::text,
-                                      :maxRecoveries::integer, :repeatedExitError::text, :now::timestamptz)
-      """;
-
-  /**
-   * Marks a worker {@code exited} and deals with its unfinished job: the recovery count resets if
-   * the job made progress on this worker and grows by one if not; up to {@value #MAX_RECOVERIES}
-   * the job goes back to {@code queued} (same id, so the head of its lane), beyond that it fails.
-   * Duplicated or late evidence finds the worker already exited and changes nothing.
-   *
-   * @param taskId the platform's task id, or null
-   * @param workerId the worker, or null when only the task id is known
-   * @param token when given, the worker's token must match (a stop event carries it). An event
-   *     naming a task that was never recorded for the worker must carry it: without it, the event
-   *     may be about a task we never launched
-   * @param reason why the worker is gone, as the evidence says; cut to {@link
-   *     RowLimits#MAX_ERROR_BYTES}
-   */
-  public Optional<Exited> exited(String taskId, Long workerId, UUID token, String reason) {
-    if (taskId == null && workerId == null) {
-      throw new IllegalArgumentException("a worker exit needs a task id or a worker id");
-    }
-    Params params =
-        Params.of("now", clock.now(), "taskId", taskId, "workerId", workerId)
-            .and("token", token)
-            .and("reason", RowLimits.boundedError(reason))
-            .and("maxRecoveries", MAX_RECOVERIES)
-            .and("repeatedExitError", REPEATED_EXIT_ERROR);
-    return db.queryOptional(EXITED, params).map(r -> exitedOf(r, false));
-  }
-
-  /** As {@link #EXITED}: {@code build_exit_worker_before_start}, V009. */
   private static final String NOT_STARTED =
       """
       select * from build_exit_worker_before_start(:taskId::text, :workerId::bigint, :token::uuid, :reason::text,
@@ -101,31 +68,16 @@ public final class ExitTransitions {
    * message the user can act on.
    */
   public Optional<NotStarted> launchFailed(WorkerLaunch launch, String reason, boolean retryable) {
-    return notStarted(null, launch.workerId(), launch.token(), reason, retryable);
-  }
-
-  /**
-   * Termination evidence for a worker that never started (it is still {@code launching}): a task
-   * that failed to start (an image that cannot be pulled, a missing secret) or a process that died
-   * before its first statement. Its job never ran, so this is a launch failure with backoff, not an
-   * interruption, and the job's error quotes the real cause. Identifies the worker as {@link
-   * #exited} does.
-   */
-  public Optional<NotStarted> exitedBeforeStart(
-      String taskId, Long workerId, UUID token, String reason) {
-    if (taskId == null && workerId == null) {
-      throw new IllegalArgumentException("a worker exit needs a task id or a worker id");
-    }
-    return notStarted(taskId, workerId, token, reason, true);
+    return notStarted(launch.workerId(), launch.token(), reason, retryable);
   }
 
   /**
    * The platform's or the evidence's {@code reason} is cut to {@link RowLimits#MAX_ERROR_BYTES}.
    */
   private Optional<NotStarted> notStarted(
-      String taskId, Long workerId, UUID token, String reason, boolean retryable) {
+      Long workerId, UUID token, String reason, boolean retryable) {
     Params params =
-        Params.of("now", clock.now(), "taskId", taskId, "workerId", workerId)
+        Params.of("now", clock.now(), "taskId", null, "workerId", workerId)
             .and("token", token)
             .and("reason", RowLimits.boundedError(reason))
             .and("retryable", retryable)
@@ -159,10 +111,24 @@ public final class ExitTransitions {
       """;
 
   /**
-   * Termination evidence in one round trip ({@code build_exit_worker_and_dispatch}, V009): {@link
-   * #exited}, else {@link #exitedBeforeStart}, then, when {@code dispatch}, the dispatch of the
-   * worker's lane in a statement that starts after the exit, then a claim of up to {@code tail}'s
-   * limit of job events. Empty when no live worker matched: nothing is dispatched or claimed then.
+   * Termination evidence (a stop event, a check that says stopped, a local process confirmed gone,
+   * lease expiry) in one round trip ({@code build_exit_worker_and_dispatch}, V009): a running or
+   * draining worker exits and its unfinished job is recovered (the recovery count resets if the job
+   * made progress on this worker and grows by one if not; up to {@value #MAX_RECOVERIES} the job
+   * goes back to {@code queued}, same id, so the head of its lane; beyond that it fails); else a
+   * worker that never started exits and its job counts a launch failure (it never ran: retried with
+   * backoff, the error quoting the cause). Then, when {@code dispatch}, the worker's lane is
+   * dispatched in a statement that starts after the exit, and up to {@code tail}'s limit of job
+   * events are claimed. Empty when no live worker matched (a duplicate, late or forged event):
+   * nothing is dispatched or claimed then.
+   *
+   * @param taskId the platform's task id, or null
+   * @param workerId the worker, or null when only the task id is known
+   * @param token when given, the worker's token must match (a stop event carries it). An event
+   *     naming a task that was never recorded for the worker must carry it: without it, the event
+   *     may be about a task we never launched
+   * @param reason why the worker is gone, as the evidence says; cut to {@link
+   *     RowLimits#MAX_ERROR_BYTES}
    */
   Optional<Stopped> stopped(
       String taskId, Long workerId, UUID token, String reason, boolean dispatch, RequestTail tail) {
