@@ -21,10 +21,11 @@ import java.util.function.Supplier;
  * The scheduled pass, once a minute ({@code BuildQueue.tick}): liveness checks, unknown launches,
  * lease reclaim, dispatch, housekeeping; then the job events not yet published, and the queue's
  * gauges. The tick's first statement says which of these have anything due, and reads the gauges:
- * an idle queue costs that one Data API call, with no outbox claim and no gauge read of its own. The tick works through everything due within what the function's timeout leaves, less
- * {@link #RESERVE} (the queue holds it to half the launch grace besides), paced to ECS's request
- * rates; what it cannot finish is first in line next minute. Concurrent or overlapping ticks are
- * safe (every claim in the tick skips rows another holds), so a slow tick and a retried one never
+ * an idle queue costs that one Data API call, with no outbox claim and no gauge read of its own.
+ * The tick works through everything due within what the function's timeout leaves, less {@link
+ * #RESERVE} (the queue holds it to half the launch grace besides), paced to ECS's request rates;
+ * what it cannot finish is first in line next minute. Concurrent or overlapping ticks are safe
+ * (every claim in the tick skips rows another holds), so a slow tick and a retried one never
  * collide. A database failure fails the invocation; the next tick starts over.
  *
  * <p>The event is read as plain JSON, not bound to {@code ScheduledEvent}: an EventBridge rule
