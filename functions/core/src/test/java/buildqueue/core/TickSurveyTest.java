@@ -9,6 +9,7 @@ import buildqueue.testing.Rows;
 import buildqueue.testing.TestDatabase;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.List;
 import java.util.function.Consumer;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
@@ -199,5 +200,81 @@ class TickSurveyTest {
       assertThat(report.eventsMayBePending()).isTrue();
       assertThat(report.dispatched()).as(report.toString()).isEqualTo(1);
     }
+  }
+
+  /** A platform paced to one launch a second, on a clock that moves only when the tick waits. */
+  private static final class PacedPlatform implements buildqueue.platform.WorkerPlatform {
+    final buildqueue.testing.ManualPlatform launches = new buildqueue.testing.ManualPlatform();
+
+    @Override
+    public buildqueue.platform.LaunchOutcome launch(buildqueue.platform.WorkerLaunch launch) {
+      return launches.launch(launch);
+    }
+
+    @Override
+    public java.util.Map<String, buildqueue.platform.TaskState> check(
+        java.util.Collection<String> taskIds) {
+      return launches.check(taskIds);
+    }
+
+    @Override
+    public boolean canCheck(String taskId) {
+      return launches.canCheck(taskId);
+    }
+
+    @Override
+    public void stop(String taskId, String reason) {
+      launches.stop(taskId, reason);
+    }
+
+    @Override
+    public buildqueue.platform.CallRates callRates() {
+      return new buildqueue.platform.CallRates(
+          new buildqueue.platform.CallRates.Rate(1, 1),
+          buildqueue.platform.CallRates.Rate.UNLIMITED);
+    }
+  }
+
+  @Test
+  void a_lane_whose_dispatch_had_to_wait_for_the_rate_is_dispatched_by_the_dispatch_part(
+      TestDatabase tdb) {
+    // Two lanes, each with its one slot held by a worker past its lease that cannot be checked
+    // (no task id) and a job waiting: the survey finds no lane to dispatch. The lease reclaim
+    // exits both; the first exit's dispatch takes the one launch the rate has, the second's finds
+    // none at once (the evidence parts do not wait), so only the dispatch part, which waits, can
+    // launch the second lane's job in this tick.
+    Instant now = Instant.parse("2026-12-01T10:00:00Z");
+    for (String user : List.of("a", "b")) {
+      Rows.worker()
+          .lane(Lanes.dedicated(user))
+          .slot(Lanes.dedicated(user) + "#1")
+          .launchedAt(now.minus(Duration.ofHours(2)))
+          .expiresAt(now.minus(Duration.ofMinutes(1)))
+          .insert(tdb.jdbc());
+      Rows.job().user(user).lane(Lanes.dedicated(user)).insert(tdb.jdbc());
+    }
+    PacedPlatform platform = new PacedPlatform();
+    BuildQueue queue = new BuildQueue(tdb.jdbc(), platform, CONFIG, () -> now);
+    long[] nanos = {0};
+    MonotonicClock waits =
+        new MonotonicClock() {
+          @Override
+          public long nanoTime() {
+            return nanos[0];
+          }
+
+          @Override
+          public void sleep(Duration d) {
+            nanos[0] += d.toNanos();
+          }
+        };
+
+    BuildQueue.TickReport report = queue.tick(new TickBudget(Duration.ofSeconds(25), waits));
+
+    assertThat(report.found().lanesToDispatch()).isFalse();
+    assertThat(report.reclaimed()).isEqualTo(2);
+    assertThat(platform.launches.launches()).hasSize(2);
+    assertThat(report.dispatched()).as(report.toString()).isEqualTo(2);
+    assertThat(report.cutShort()).isEmpty();
   }
 }

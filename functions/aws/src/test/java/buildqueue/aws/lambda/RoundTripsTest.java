@@ -145,7 +145,8 @@ class RoundTripsTest {
     final EcsClient ecsClient =
         ecs.newClient(
             ecs.clientSettings()
-                .withTimeouts(Duration.ofSeconds(30), Duration.ofSeconds(30), Duration.ofSeconds(60)));
+                .withTimeouts(
+                    Duration.ofSeconds(30), Duration.ofSeconds(30), Duration.ofSeconds(60)));
     final EventBridgeFake eventBridge = new EventBridgeFake();
     final QueueClock.Settable clock =
         new QueueClock.Settable(Instant.parse("2026-12-01T10:00:00Z"));

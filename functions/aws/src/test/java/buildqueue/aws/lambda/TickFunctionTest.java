@@ -129,6 +129,24 @@ public class TickFunctionTest {
   }
 
   @Test
+  void a_tick_that_changes_nothing_still_publishes_the_events_its_survey_found_pending(
+      TestDatabase tdb) {
+    try (QueueWorld w = new QueueWorld(tdb, Component.TICK)) {
+      w.submit(
+          "alice"); // its events are left unpublished, as by an API call whose PutEvents failed
+      assertThat(w.unpublishedEvents()).isPositive();
+
+      String report =
+          new TickFunction(() -> w.services)
+              .handleRequest(SCHEDULE, TestContext.withTimeLeft(Duration.ofSeconds(60)));
+
+      assertThat(report).contains("exited=0", "relaunched=0", "reclaimed=0", "dispatched=0");
+      assertThat(w.unpublishedEvents()).isZero();
+      assertThat(w.eventBridge.accepted()).isNotEmpty();
+    }
+  }
+
+  @Test
   void a_database_failure_fails_the_tick(TestDatabase tdb) {
     var broken = TaskStateChangeFunctionTest.failing(tdb.jdbc(), sql -> true);
     try (QueueWorld w = new QueueWorld(tdb, Component.TICK, broken)) {
