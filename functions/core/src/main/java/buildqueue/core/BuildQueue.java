@@ -297,7 +297,8 @@ public final class BuildQueue {
   /**
    * What one tick did. {@code cutShort} names each part that stopped before everything due was
    * done, and why ("out of time", the platform throttled it); empty when the tick caught up. {@code
-   * found} is what the tick found due when it started, with the queue's gauges as they were then.
+   * found} is what the tick found due when it started (with the queue's gauges as they were then,
+   * if asked for).
    */
   public record TickReport(
       int checked,
@@ -340,6 +341,15 @@ public final class BuildQueue {
    * is spent, at the pace the platform allows ({@link TickPass}).
    */
   public TickReport tick(TickBudget budget) {
-    return new TickPass(this, platform, tick, dispatch, budget.atMost(maxTickBudget())).run();
+    return tick(budget, false);
+  }
+
+  /**
+   * As {@link #tick(TickBudget)}; with {@code readGauges}, the report's {@code found} also holds
+   * the queue's gauges, read in the tick's first statement ({@link TickTransitions#survey}).
+   */
+  public TickReport tick(TickBudget budget, boolean readGauges) {
+    return new TickPass(this, platform, tick, dispatch, budget.atMost(maxTickBudget()), readGauges)
+        .run();
   }
 }

@@ -40,6 +40,7 @@ final class TickPass {
   private final CallPacer checks;
   private final Gate gate = new Gate();
   private final List<String> cutShort = new ArrayList<>();
+  private final boolean readGauges;
 
   private int checked;
   private int exited;
@@ -53,8 +54,10 @@ final class TickPass {
       WorkerPlatform platform,
       TickTransitions tick,
       DispatchTransitions dispatch,
-      TickBudget budget) {
+      TickBudget budget,
+      boolean readGauges) {
     this.queue = queue;
+    this.readGauges = readGauges;
     this.platform = platform;
     this.tick = tick;
     this.dispatch = dispatch;
@@ -65,7 +68,7 @@ final class TickPass {
   }
 
   BuildQueue.TickReport run() {
-    TickTransitions.Survey due = tick.survey();
+    TickTransitions.Survey due = tick.survey(readGauges);
     if (due.dueChecks()) {
       checkLiveness();
     }

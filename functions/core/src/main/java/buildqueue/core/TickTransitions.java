@@ -31,8 +31,7 @@ public final class TickTransitions {
    * @param lanesToDispatch a lane with a queued job and a free slot ({@link #lanesToDispatch})
    * @param eventsPending job events a publisher may claim ({@link OutboxTransitions#claimPending})
    * @param housekeeping rows {@link #housekeep} would delete
-   * @param queued jobs queued (the gauge {@code QueueDepth})
-   * @param longestWaitSeconds how long the oldest queued job has waited, 0 when none does
+   * @param gauges the queue's gauges, when asked for; else null
    */
   public record Survey(
       boolean dueChecks,
@@ -41,8 +40,15 @@ public final class TickTransitions {
       boolean lanesToDispatch,
       boolean eventsPending,
       boolean housekeeping,
-      long queued,
-      long longestWaitSeconds) {}
+      Gauges gauges) {}
+
+  /**
+   * The queue's gauges.
+   *
+   * @param queued jobs queued (the metric {@code QueueDepth})
+   * @param longestWaitSeconds how long the oldest queued job has waited, 0 when none does
+   */
+  public record Gauges(long queued, long longestWaitSeconds) {}
 
   /**
    * Each test is the predicate of the claim or read it stands for, as an {@code exists}, so it
@@ -60,9 +66,10 @@ public final class TickTransitions {
                 order by q.lane limit 1)
         from lanes where lanes.lane is not null
       ),
+      -- Counting visits every queued job, so only a caller that reports the gauges pays for it.
       queued as (
         select count(j.id) as queued, min(j.created_at) as oldest
-        from build_job j where j.status = 'queued'
+        from build_job j where :gauges::boolean and j.status = 'queued'
       )
       -- Size: one row of six booleans and two numbers.
       select
@@ -98,9 +105,11 @@ public final class TickTransitions {
 
   /**
    * Looks at every part of the tick in one statement ({@link Survey}): an idle tick costs this
-   * statement and nothing else, and the gauges come with it.
+   * statement and nothing else. With {@code gauges}, it also reads the queue's gauges; counting the
+   * queued jobs visits each, so a caller that does not report them (the local server's tick every
+   * few seconds) does without.
    */
-  public Survey survey() {
+  public Survey survey(boolean gauges) {
     Params params =
         Params.of(
                 "now",
@@ -110,7 +119,8 @@ public final class TickTransitions {
                 "graceMs",
                 config.launchGrace().toMillis())
             .and("sharedSlots", config.sharedSlots())
-            .and("retentionMs", config.retention().toMillis());
+            .and("retentionMs", config.retention().toMillis())
+            .and("gauges", gauges);
     Row r = db.query(SURVEY, params).get(0);
     return new Survey(
         r.bool("due_checks"),
@@ -119,8 +129,9 @@ public final class TickTransitions {
         r.bool("lanes_to_dispatch"),
         r.bool("events_pending"),
         r.bool("housekeeping"),
-        r.longValue("queued"),
-        Math.max(0, r.longValue("longest_wait_seconds")));
+        gauges
+            ? new Gauges(r.longValue("queued"), Math.max(0, r.longValue("longest_wait_seconds")))
+            : null);
   }
 
   /**

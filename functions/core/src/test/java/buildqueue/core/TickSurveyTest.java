@@ -128,7 +128,7 @@ class TickSurveyTest {
     QueueClock clock = () -> NOW;
     TickTransitions tick = new TickTransitions(db, CONFIG, clock);
 
-    TickTransitions.Survey found = tick.survey();
+    TickTransitions.Survey found = tick.survey(false);
 
     assertThat(found.dueChecks()).as("due checks").isEqualTo(!tick.claimDueChecks(100).isEmpty());
     assertThat(found.unresolvedLaunches())
@@ -155,10 +155,10 @@ class TickSurveyTest {
     Rows.job().lane("user:a").createdAt(NOW.minus(Duration.ofSeconds(90))).insert(tdb.jdbc());
     Rows.job().lane("user:b").createdAt(NOW.minus(Duration.ofSeconds(30))).insert(tdb.jdbc());
 
-    TickTransitions.Survey found = new TickTransitions(tdb.jdbc(), CONFIG, () -> NOW).survey();
+    TickTransitions tick = new TickTransitions(tdb.jdbc(), CONFIG, () -> NOW);
 
-    assertThat(found.queued()).isEqualTo(2);
-    assertThat(found.longestWaitSeconds()).isEqualTo(90);
+    assertThat(tick.survey(true).gauges()).isEqualTo(new TickTransitions.Gauges(2, 90));
+    assertThat(tick.survey(false).gauges()).as("not asked for, not counted").isNull();
   }
 
   @Test
@@ -170,7 +170,7 @@ class TickSurveyTest {
 
       assertThat(h.db.statements()).isEqualTo(1);
       assertThat(report.found())
-          .isEqualTo(new TickTransitions.Survey(false, false, false, false, false, false, 0, 0));
+          .isEqualTo(new TickTransitions.Survey(false, false, false, false, false, false, null));
       assertThat(report.eventsMayBePending()).isFalse();
     }
   }

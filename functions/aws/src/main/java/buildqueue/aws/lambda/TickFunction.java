@@ -116,7 +116,7 @@ public final class TickFunction implements RequestStreamHandler {
       metrics.property("scheduleEventId", eventId);
     }
     try {
-      BuildQueue.TickReport report = s.queue().tick(TickBudget.of(budget(context)));
+      BuildQueue.TickReport report = s.queue().tick(TickBudget.of(budget(context)), true);
       LOG.log(report.cutShort().isEmpty() ? Level.INFO : Level.WARNING, "tick: {0}", report);
       metrics.count(Metrics.TICK_DISPATCHED, report.dispatched());
       metrics.count(Metrics.LAUNCHES_RETRIED, report.relaunched());
@@ -125,7 +125,7 @@ public final class TickFunction implements RequestStreamHandler {
       if (report.eventsMayBePending()) {
         s.publishQuietly(metrics);
       }
-      QueueGauges.recordInto(report.found(), metrics);
+      QueueGauges.recordInto(report.found().gauges(), metrics);
       return report.toString();
     } finally {
       s.flush(metrics);

@@ -10,8 +10,8 @@ import buildqueue.core.TickTransitions;
 public final class QueueGauges {
   private QueueGauges() {}
 
-  public static void recordInto(TickTransitions.Survey found, Metrics metrics) {
-    metrics.observe(Metrics.QUEUE_DEPTH, found.queued(), Metrics.Unit.COUNT);
-    metrics.observe(Metrics.QUEUE_WAIT_SECONDS, found.longestWaitSeconds(), Metrics.Unit.SECONDS);
+  public static void recordInto(TickTransitions.Gauges gauges, Metrics metrics) {
+    metrics.observe(Metrics.QUEUE_DEPTH, gauges.queued(), Metrics.Unit.COUNT);
+    metrics.observe(Metrics.QUEUE_WAIT_SECONDS, gauges.longestWaitSeconds(), Metrics.Unit.SECONDS);
   }
 }
