@@ -463,7 +463,9 @@ public final class BuildQueue {
 
   /**
    * What one tick did. {@code cutShort} names each part that stopped before everything due was
-   * done, and why ("out of time", the platform throttled it); empty when the tick caught up.
+   * done, and why ("out of time", the platform throttled it); empty when the tick caught up. {@code
+   * found} is what the tick found due when it started (with the queue's gauges as they were then,
+   * if asked for).
    */
   public record TickReport(
       int checked,
@@ -474,7 +476,17 @@ public final class BuildQueue {
       int dispatched,
       long housekeptWorkers,
       long housekeptJobs,
-      List<String> cutShort) {}
+      List<String> cutShort,
+      TickTransitions.Survey found) {
+
+    /**
+     * Whether job events may wait to be published: some were pending when the tick started, or the
+     * tick wrote some itself (every exit, relaunch and dispatch records one).
+     */
+    public boolean eventsMayBePending() {
+      return found.eventsPending() || exited + relaunched + reclaimed + dispatched > 0;
+    }
+  }
 
   /**
    * The most one tick may run, whatever its caller allows: half the launch grace (see {@link
@@ -496,6 +508,15 @@ public final class BuildQueue {
    * is spent, at the pace the platform allows ({@link TickPass}).
    */
   public TickReport tick(TickBudget budget) {
-    return new TickPass(this, platform, tick, dispatch, budget.atMost(maxTickBudget())).run();
+    return tick(budget, false);
+  }
+
+  /**
+   * As {@link #tick(TickBudget)}; with {@code readGauges}, the report's {@code found} also holds
+   * the queue's gauges, read in the tick's first statement ({@link TickTransitions#survey}).
+   */
+  public TickReport tick(TickBudget budget, boolean readGauges) {
+    return new TickPass(this, platform, tick, dispatch, budget.atMost(maxTickBudget()), readGauges)
+        .run();
   }
 }

@@ -20,6 +20,11 @@ import java.util.Map;
  * the platform throttles anyway (other callers share its limits) stops that part for this run, and
  * what is left is first in line at the next tick. A part that stops early is named in the report's
  * {@code cutShort}, with why.
+ *
+ * <p>First, one statement ({@link TickTransitions#survey}) says which parts have anything due; the
+ * others are skipped, so a tick of an idle queue costs that one statement. A part that has work
+ * costs what it did before the survey; the survey also reads the queue's gauges, so a tick in which
+ * every part has work costs what it did before too.
  */
 final class TickPass {
   static final int BATCH = 100;
@@ -35,6 +40,7 @@ final class TickPass {
   private final CallPacer checks;
   private final Gate gate = new Gate();
   private final List<String> cutShort = new ArrayList<>();
+  private final boolean readGauges;
 
   private int checked;
   private int exited;
@@ -48,8 +54,10 @@ final class TickPass {
       WorkerPlatform platform,
       TickTransitions tick,
       DispatchTransitions dispatch,
-      TickBudget budget) {
+      TickBudget budget,
+      boolean readGauges) {
     this.queue = queue;
+    this.readGauges = readGauges;
     this.platform = platform;
     this.tick = tick;
     this.dispatch = dispatch;
@@ -60,11 +68,21 @@ final class TickPass {
   }
 
   BuildQueue.TickReport run() {
-    checkLiveness();
-    resolveLaunches();
-    reclaimLeases();
-    dispatchLanes();
-    TickTransitions.Housekept housekept = tick.housekeep(1000);
+    TickTransitions.Survey due = tick.survey(readGauges);
+    if (due.dueChecks()) {
+      checkLiveness();
+    }
+    if (due.unresolvedLaunches()) {
+      resolveLaunches();
+    }
+    if (due.expiredLeases()) {
+      reclaimLeases();
+    }
+    if (due.lanesToDispatch() || slotsMayHaveFreed()) {
+      dispatchLanes();
+    }
+    TickTransitions.Housekept housekept =
+        due.housekeeping() ? tick.housekeep(1000) : new TickTransitions.Housekept(0, 0);
     return new BuildQueue.TickReport(
         checked,
         exited,
@@ -74,7 +92,17 @@ final class TickPass {
         dispatched,
         housekept.workers(),
         housekept.jobs(),
-        List.copyOf(cutShort));
+        List.copyOf(cutShort),
+        due);
+  }
+
+  /**
+   * Whether an earlier part of this tick exited a worker (a stop found, a lease reclaimed, a
+   * relaunch that failed): its lane's dispatch may have been refused (no launch token to spare
+   * without waiting), and the survey, made before, could not see that slot free.
+   */
+  private boolean slotsMayHaveFreed() {
+    return exited + relaunched + reclaimed > 0;
   }
 
   private boolean timeLeft() {

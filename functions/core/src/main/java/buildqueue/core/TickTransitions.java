@@ -19,6 +19,122 @@ public final class TickTransitions {
   }
 
   /**
+   * What one look at the queue found due, part by part, and the queue's gauges. Each flag is true
+   * when the part's own claim or read, run at the same time, would find at least one row, so a tick
+   * may skip every part whose flag is false: what becomes due after the look is found by the next
+   * tick, as what becomes due after a part's own claim always was.
+   *
+   * @param dueChecks workers due for a liveness check ({@link #claimDueChecks})
+   * @param unresolvedLaunches launches to resolve ({@link
+   *     DispatchTransitions#claimUnresolvedLaunches})
+   * @param expiredLeases live workers past their lease ({@link #expiredLeases})
+   * @param lanesToDispatch a lane with a queued job and a free slot ({@link #lanesToDispatch})
+   * @param eventsPending job events a publisher may claim ({@link OutboxTransitions#claimPending})
+   * @param housekeeping rows {@link #housekeep} would delete
+   * @param gauges the queue's gauges, when asked for; else null
+   */
+  public record Survey(
+      boolean dueChecks,
+      boolean unresolvedLaunches,
+      boolean expiredLeases,
+      boolean lanesToDispatch,
+      boolean eventsPending,
+      boolean housekeeping,
+      Gauges gauges) {}
+
+  /**
+   * The queue's gauges.
+   *
+   * @param queued jobs queued (the metric {@code QueueDepth})
+   * @param longestWaitSeconds how long the oldest queued job has waited, 0 when none does
+   */
+  public record Gauges(long queued, long longestWaitSeconds) {}
+
+  /**
+   * Each test is the predicate of the claim or read it stands for, as an {@code exists}, so it
+   * stops at the first row and uses the same partial indexes (live workers, queued jobs by lane,
+   * unpublished events, finished jobs, exited workers). On an empty queue every test is an empty
+   * index probe; on a busy one the lane walk stops at the first lane with room.
+   */
+  private static final String SURVEY =
+      """
+      with recursive t as (select coalesce(:now::timestamptz, now()) as now),
+      lanes(lane) as (
+        (select lane from build_job where status = 'queued' order by lane limit 1)
+        union all
+        select (select q.lane from build_job q where q.status = 'queued' and q.lane > lanes.lane
+                order by q.lane limit 1)
+        from lanes where lanes.lane is not null
+      ),
+      -- Counting visits every queued job, so only a caller that reports the gauges pays for it.
+      queued as (
+        select count(j.id) as queued, min(j.created_at) as oldest
+        from build_job j where :gauges::boolean and j.status = 'queued'
+      )
+      -- Size: one row of six booleans and two numbers.
+      select
+        exists(select 1 from build_worker d
+               where d.status <> 'exited' and d.task_id is not null
+                 and (d.checked_at is null
+                      or d.checked_at <= t.now - :intervalMs * interval '1 millisecond')) as due_checks,
+        exists(select 1 from build_worker u
+               where u.status <> 'exited' and u.task_id is null and u.expires_at > t.now
+                 and u.launched_at <= t.now - :graceMs * interval '1 millisecond'
+                 and (u.checked_at is null
+                      or u.checked_at <= t.now - :graceMs * interval '1 millisecond')) as unresolved_launches,
+        exists(select 1 from build_worker w
+               where w.status <> 'exited' and w.expires_at <= t.now) as expired_leases,
+        exists(select 1 from lanes l
+               where l.lane is not null
+                 and (select count(*) from build_worker w where w.lane = l.lane and w.status <> 'exited')
+                       < case when l.lane = 'shared' then :sharedSlots else 1 end) as lanes_to_dispatch,
+        exists(select 1 from build_job_event e
+               where e.published_at is null
+                 and (e.publish_claimed_until is null or e.publish_claimed_until <= t.now)) as events_pending,
+        (exists(select 1 from build_job o
+                where o.finished_at < t.now - :retentionMs * interval '1 millisecond'
+                  and not exists (select 1 from build_job_event e
+                                  where e.job_id = o.id and e.published_at is null))
+         or exists(select 1 from build_worker o
+                   where o.status = 'exited'
+                     and o.exited_at < t.now - :retentionMs * interval '1 millisecond')) as housekeeping,
+        q.queued,
+        coalesce(floor(extract(epoch from (t.now - q.oldest))), 0)::bigint as longest_wait_seconds
+      from t, queued q
+      """;
+
+  /**
+   * Looks at every part of the tick in one statement ({@link Survey}): an idle tick costs this
+   * statement and nothing else. With {@code gauges}, it also reads the queue's gauges; counting the
+   * queued jobs visits each, so a caller that does not report them (the local server's tick every
+   * few seconds) does without.
+   */
+  public Survey survey(boolean gauges) {
+    Params params =
+        Params.of(
+                "now",
+                clock.now(),
+                "intervalMs",
+                config.livenessInterval().toMillis(),
+                "graceMs",
+                config.launchGrace().toMillis())
+            .and("sharedSlots", config.sharedSlots())
+            .and("retentionMs", config.retention().toMillis())
+            .and("gauges", gauges);
+    Row r = db.query(SURVEY, params).get(0);
+    return new Survey(
+        r.bool("due_checks"),
+        r.bool("unresolved_launches"),
+        r.bool("expired_leases"),
+        r.bool("lanes_to_dispatch"),
+        r.bool("events_pending"),
+        r.bool("housekeeping"),
+        gauges
+            ? new Gauges(r.longValue("queued"), Math.max(0, r.longValue("longest_wait_seconds")))
+            : null);
+  }
+
+  /**
    * A worker whose task this caller, and no concurrent one, is to check now. {@code claimedAt} is
    * the time of the claim: passed back as {@code asOf}, it keeps a tick's later batches from
    * claiming again the workers its earlier ones checked.

@@ -6,7 +6,6 @@ import buildqueue.aws.events.EventBridgePublisher;
 import buildqueue.aws.metrics.ExitMeter;
 import buildqueue.aws.metrics.MeteredPlatform;
 import buildqueue.aws.metrics.Metrics;
-import buildqueue.aws.metrics.QueueGauges;
 import buildqueue.core.BuildQueue;
 import buildqueue.core.JobQueries;
 import buildqueue.core.OutboxTransitions;
@@ -34,7 +33,6 @@ public final class QueueServices {
   private final ExitMeter exits;
   private final BuildQueue queue;
   private final EventBridgePublisher publisher;
-  private final QueueGauges gauges;
   private final HttpApi api;
   private final String metricsNamespace;
   private final PrintStream metricsOut;
@@ -76,7 +74,6 @@ public final class QueueServices {
               foldedRefused.addAndGet(sent.refused().size());
               return sent;
             });
-    this.gauges = new QueueGauges(db, clock);
     this.api = new HttpApi(queue, new JobQueries(db, config, clock), kinds);
     this.metricsNamespace = metricsNamespace;
     this.metricsOut = metricsOut;
@@ -102,10 +99,6 @@ public final class QueueServices {
   /** The HTTP API over this queue; it accepts the kinds of the catalogue the worker image ships. */
   public HttpApi api() {
     return api;
-  }
-
-  public QueueGauges gauges() {
-    return gauges;
   }
 
   /** The job kinds the API accepts. */

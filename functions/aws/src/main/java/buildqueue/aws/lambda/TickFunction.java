@@ -2,6 +2,7 @@ package buildqueue.aws.lambda;
 
 import buildqueue.aws.AwsSettings.Component;
 import buildqueue.aws.metrics.Metrics;
+import buildqueue.aws.metrics.QueueGauges;
 import buildqueue.core.BuildQueue;
 import buildqueue.core.TickBudget;
 import com.amazonaws.services.lambda.runtime.Context;
@@ -19,10 +20,12 @@ import java.util.function.Supplier;
 /**
  * The scheduled pass, once a minute ({@code BuildQueue.tick}): liveness checks, unknown launches,
  * lease reclaim, dispatch, housekeeping; then the job events not yet published, and the queue's
- * gauges. The tick works through everything due within what the function's timeout leaves, less
- * {@link #RESERVE} (the queue holds it to half the launch grace besides), paced to ECS's request
- * rates; what it cannot finish is first in line next minute. Concurrent or overlapping ticks are
- * safe (every claim in the tick skips rows another holds), so a slow tick and a retried one never
+ * gauges. The tick's first statement says which of these have anything due, and reads the gauges:
+ * an idle queue costs that one Data API call, with no outbox claim and no gauge read of its own.
+ * The tick works through everything due within what the function's timeout leaves, less {@link
+ * #RESERVE} (the queue holds it to half the launch grace besides), paced to ECS's request rates;
+ * what it cannot finish is first in line next minute. Concurrent or overlapping ticks are safe
+ * (every claim in the tick skips rows another holds), so a slow tick and a retried one never
  * collide. A database failure fails the invocation; the next tick starts over.
  *
  * <p>The event is read as plain JSON, not bound to {@code ScheduledEvent}: an EventBridge rule
@@ -113,14 +116,16 @@ public final class TickFunction implements RequestStreamHandler {
       metrics.property("scheduleEventId", eventId);
     }
     try {
-      BuildQueue.TickReport report = s.queue().tick(TickBudget.of(budget(context)));
+      BuildQueue.TickReport report = s.queue().tick(TickBudget.of(budget(context)), true);
       LOG.log(report.cutShort().isEmpty() ? Level.INFO : Level.WARNING, "tick: {0}", report);
       metrics.count(Metrics.TICK_DISPATCHED, report.dispatched());
       metrics.count(Metrics.LAUNCHES_RETRIED, report.relaunched());
       metrics.count(Metrics.LEASES_RECLAIMED, report.reclaimed());
       metrics.count(Metrics.TICK_CUT_SHORT, report.cutShort().size());
-      s.publishQuietly(metrics);
-      s.gauges().readInto(metrics);
+      if (report.eventsMayBePending()) {
+        s.publishQuietly(metrics);
+      }
+      QueueGauges.recordInto(report.found().gauges(), metrics);
       return report.toString();
     } finally {
       s.flush(metrics);

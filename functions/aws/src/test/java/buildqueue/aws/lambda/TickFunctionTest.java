@@ -7,6 +7,7 @@ import buildqueue.aws.AwsSettings.Component;
 import buildqueue.aws.testing.QueueWorld;
 import buildqueue.aws.testing.SampleEvents;
 import buildqueue.aws.testing.TestContext;
+import buildqueue.core.OutboxTransitions;
 import buildqueue.db.DatabaseException;
 import buildqueue.platform.TaskState;
 import buildqueue.platform.WorkerLaunch;
@@ -125,6 +126,27 @@ public class TickFunctionTest {
       assertThat(line.get("QueueDepth").asLong()).isZero();
       assertThat(line.get("QueueWaitSeconds").asLong()).isZero();
       assertThat(w.eventBridge.received()).isEmpty();
+    }
+  }
+
+  @Test
+  void a_tick_that_changes_nothing_still_publishes_the_events_its_survey_found_pending(
+      TestDatabase tdb) {
+    try (QueueWorld w = new QueueWorld(tdb, Component.TICK)) {
+      // The submission's own PutEvents fails: its events are left unpublished, to be sent again
+      // once the refusal's wait is over.
+      w.eventBridge.failNextCalls(1);
+      w.submit("alice");
+      assertThat(w.unpublishedEvents()).isPositive();
+      w.clock.advance(OutboxTransitions.RETRY_AFTER);
+
+      String report =
+          new TickFunction(() -> w.services)
+              .handleRequest(SCHEDULE, TestContext.withTimeLeft(Duration.ofSeconds(60)));
+
+      assertThat(report).contains("exited=0", "relaunched=0", "reclaimed=0", "dispatched=0");
+      assertThat(w.unpublishedEvents()).isZero();
+      assertThat(w.eventBridge.accepted()).isNotEmpty();
     }
   }
 
