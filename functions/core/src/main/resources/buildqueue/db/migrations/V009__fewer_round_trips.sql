@@ -1,4 +1,4 @@
--- Fewer round trips per request (docs/architecture.md section 4.8 and the decision in section 12).
+-- Fewer round trips per request (docs/architecture.md section 4.3 and the decisions in section 12).
 -- Over the Data API every statement is an HTTPS call, so a request's cost is its statements. Two
 -- things here let a request make fewer:
 --
@@ -12,7 +12,8 @@
 -- it never started, its exit before start), then the dispatch of its lane, then the claim, each a
 -- statement of its own so each takes a snapshot after the one before. The exits it runs,
 -- build_exit_worker and build_exit_worker_before_start, are ExitTransitions' EXITED and NOT_STARTED
--- moved here unchanged, so that they have one source: ExitTransitions calls them too.
+-- moved here unchanged, so that they have one source: ExitTransitions.NOT_STARTED calls the second
+-- for a launch failure.
 --
 -- Bodies are PL/pgSQL with a generic plan, as V006's and V008's (section 12).
 
