@@ -659,14 +659,14 @@ final class Invariants {
     Instant cancelAt = cancelSeen.get(p.jobId);
     if (lap.termAt() == null
         && cancelAt != null
-        && !lap.since().isBefore(cancelAt.plus(JobContext.CANCEL_CHECK_INTERVAL))) {
+        && !lap.since().isBefore(cancelAt.plus(JobContext.HEARTBEAT_INTERVAL))) {
       return "§10 cancel: job "
           + p.jobId
           + " was cancelled at +"
           + SimPrograms.at(cancelAt)
           + " and its program got no SIGTERM"
           + " within the cancel-check interval of "
-          + JobContext.CANCEL_CHECK_INTERVAL.toSeconds()
+          + JobContext.HEARTBEAT_INTERVAL.toSeconds()
           + " s"
           + back;
     }

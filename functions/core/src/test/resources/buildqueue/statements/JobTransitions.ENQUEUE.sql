@@ -91,7 +91,11 @@ select size.payload_bytes, fits.room, fits.counted_past, queued.n as queued_coun
         from (select s.id from superseded s where s.status = 'cancelled' order by s.id limit :maxListed) c)
          as superseded_ids,
        (select string_agg(s.id::text, ',' order by s.id) from superseded s where s.status <> 'cancelled')
-         as cancel_requested_ids
+         as cancel_requested_ids,
+       -- Their workers' tasks, for the caller to stop: the cancel is pushed, not polled.
+       (select string_agg(w.task_id, ',' order by s.id) from superseded s
+        join build_worker w on w.id = s.worker_id where s.status <> 'cancelled' and w.task_id is not null)
+         as cancel_requested_task_ids
 from size cross join fits cross join queued cross join quota left join job on true
   cross join (select count(*) from joined) as turn_joined
   cross join (select count(*) from superseded) as supersede_done
