@@ -77,6 +77,9 @@ final class Invariants {
   /** When each job's cancel request was first seen committed. */
   private final Map<Long, Instant> cancelSeen = new HashMap<>();
 
+  /** When a stop (SIGTERM: a cancel's, a supersede's, the tick's) first reached each task. */
+  private final Map<String, Instant> stopsReached = new HashMap<>();
+
   /** How many of each program's laps (by pid) have been checked. */
   private final Map<Long, Integer> lapsChecked = new HashMap<>();
 
@@ -84,6 +87,14 @@ final class Invariants {
     this.margin = config.deadlineMargin();
     this.fair = config.takesTurns("shared");
     this.maxLaunchFailures = config.maxLaunchFailures();
+  }
+
+  /**
+   * A stop reached the worker of {@code taskId} now (the platform's SIGTERM, on the simulation's
+   * clock): from the runner's next poll on, its program must have had SIGTERM.
+   */
+  synchronized void stopReached(String taskId, Instant at) {
+    stopsReached.putIfAbsent(taskId, at);
   }
 
   /** Checks the job processes of these programs too ({@link #programs}). */
@@ -596,9 +607,13 @@ final class Invariants {
    * <ul>
    *   <li>a program running past its kind's timeout gets SIGTERM (it is then failed "timed out
    *       after …": {@link #programOutcomes});
-   *   <li>a running program whose owner cancelled its job gets SIGTERM once the cancel-check
-   *       interval has passed since the cancel ({@link JobContext#CANCEL_CHECK_INTERVAL}: cancel
-   *       reaches a job that never reports progress);
+   *   <li>a running program whose worker a stop reached (a cancel is pushed: the queue stops the
+   *       worker, whose platform sends it SIGTERM) gets SIGTERM at the runner's first chance after
+   *       the stop: a cancel that never reaches the program is caught here, on the simulation's
+   *       clock;
+   *   <li>a running program whose owner cancelled its job gets SIGTERM once the heartbeat interval
+   *       has passed since the cancel ({@link JobContext#HEARTBEAT_INTERVAL}: the fallback when the
+   *       stop was lost);
    *   <li>SIGKILL follows SIGTERM once the kind's grace period is over, so a program that ignores
    *       SIGTERM is dead within timeout + grace (+ one poll);
    *   <li>what a program left running is sent SIGTERM before it is waited for, and is not waited
@@ -656,6 +671,20 @@ final class Invariants {
           + " ms without SIGTERM"
           + back;
     }
+    Instant stopAt;
+    synchronized (this) {
+      stopAt = stopsReached.get(p.taskId);
+    }
+    if (lap.termAt() == null && stopAt != null && !lap.since().isBefore(stopAt)) {
+      return "§10 cancel: the stop of job "
+          + p.jobId
+          + "'s worker (task "
+          + p.taskId
+          + ") reached it at +"
+          + SimPrograms.at(stopAt)
+          + " and its program got no SIGTERM"
+          + back;
+    }
     Instant cancelAt = cancelSeen.get(p.jobId);
     if (lap.termAt() == null
         && cancelAt != null
@@ -665,7 +694,7 @@ final class Invariants {
           + " was cancelled at +"
           + SimPrograms.at(cancelAt)
           + " and its program got no SIGTERM"
-          + " within the cancel-check interval of "
+          + " within the heartbeat interval of "
           + JobContext.HEARTBEAT_INTERVAL.toSeconds()
           + " s"
           + back;
