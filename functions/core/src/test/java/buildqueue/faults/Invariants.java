@@ -366,6 +366,11 @@ final class Invariants {
         if (v != null) {
           return v;
         }
+      } else if (leftWorker && worker != null && !worker.exited() && stopReached(worker)) {
+        String v = interruptedByStop(before, after);
+        if (v != null) {
+          return v;
+        }
       } else if (after.recoveries() != before.recoveries()) {
         return "§5.6 job "
             + after.id()
@@ -481,6 +486,54 @@ final class Invariants {
    * reported after its last check-in, in the same statement, and that is what must decide whether
    * it moved forward (not the last progress a check-in happened to write).
    */
+  private synchronized boolean stopReached(W worker) {
+    return worker.taskId() != null && stopsReached.containsKey(worker.taskId());
+  }
+
+  /**
+   * A worker a stop reached (SIGTERM: a cancel's, or one that came after the job it was for) left
+   * its job by its own interruption, with the progress its program reached: the rule of an exit
+   * (progress past the checkpoint resets the count, none adds one, the fourth in a row fails the
+   * job), and a job whose cancel was asked for ends cancelled. Or it ended the job (the program
+   * finished first, or a cancel ended it cancelled), which {@link #programOutcomes} judges.
+   */
+  private static String interruptedByStop(J before, J after) {
+    if (!after.status().equals("queued") && after.recoveries() == before.recoveries()) {
+      return null; // an end, not an interruption
+    }
+    int expected = after.progress() > before.checkpoint() ? 0 : before.recoveries() + 1;
+    String expectedStatus =
+        before.cancelRequested()
+            ? "cancelled"
+            : expected <= INTERRUPTIONS_RETRIED ? "queued" : "failed";
+    if (after.recoveries() != expected || !after.status().equals(expectedStatus)) {
+      return "§5.6 job "
+          + after.id()
+          + " interrupted by its worker's stop (progress "
+          + before.checkpoint()
+          + "→"
+          + after.progress()
+          + ", recoveries "
+          + before.recoveries()
+          + ") became "
+          + after.status()
+          + " with recoveries "
+          + after.recoveries()
+          + "; expected "
+          + expectedStatus
+          + " with "
+          + expected;
+    }
+    if (expectedStatus.equals("failed")
+        && !ExitTransitions.REPEATED_EXIT_ERROR.equals(after.error())) {
+      return "§5.6 job "
+          + after.id()
+          + " failed after repeated interruptions with error "
+          + after.error();
+    }
+    return null;
+  }
+
   private static String interruptedByRetryCode(J before, J after, SimProgram p) {
     if (before.cancelRequested() && after.status().equals("cancelled")) {
       // The worker saw the cancel first, or the interruption found it: cancelled either way.
@@ -755,6 +808,17 @@ final class Invariants {
       }
       String expected;
       boolean ok;
+      boolean stopped;
+      synchronized (this) {
+        stopped = stopsReached.containsKey(p.taskId);
+      }
+      if (stopped
+          && (after.status().equals("queued")
+              || ExitTransitions.REPEATED_EXIT_ERROR.equals(after.error()))) {
+        // Its worker was stopped: an interruption (§5.6, judged in transitions) whatever the
+        // program did in its grace, unless it exited 0 (then its job succeeded, below).
+        continue;
+      }
       if (p.termMainAlive()) {
         expected =
             (before.cancelRequested() ? "cancelled" : "")
