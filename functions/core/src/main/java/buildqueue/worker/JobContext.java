@@ -62,6 +62,15 @@ public interface JobContext {
   }
 
   /**
+   * Whether the worker was told to stop ({@link WorkerStop}): read without a statement, so that a
+   * program is signalled before the next check-in's statement, which then answers {@link
+   * CheckIn#STOP_REQUESTED} too.
+   */
+  default boolean stopRequested() {
+    return false;
+  }
+
+  /**
    * Once {@link CheckIn#STOP_REQUESTED}: how long the job's processes may still run, from now,
    * before the worker must record the interruption and exit (its platform's stop timeout less a
    * reserve). A program's grace is cut to this.

@@ -167,6 +167,11 @@ final class WorkerJobContext implements JobContext {
   }
 
   @Override
+  public boolean stopRequested() {
+    return stop.requested();
+  }
+
+  @Override
   public Duration stopTimeLeft() {
     return stop.programTimeLeft();
   }

@@ -204,12 +204,12 @@ final class Mutants {
               "§10 cancel: a running program gets SIGTERM once its cancel's stop reaches its worker",
               EXEC + "ProgramAttempt.java",
               """
-                  if (!termination.terminated()) {
-                    terminate("the worker is stopping");
+              if (!termination.terminated()) {
+                terminate("the worker is stopping");
           """,
               """
-                  if (false) {
-                    terminate("the worker is stopping");
+              if (false) {
+                terminate("the worker is stopping");
           """),
           new Mutant(
               "retry-code-fails",

@@ -449,6 +449,9 @@ final class Simulation {
         // Only when the stop faults are on, so a scenario without them moves as it did before.
         add(moves, weights, 1.5, this::cancelAJobOnAWorker);
       }
+      if (lateStopPending()) {
+        add(moves, weights, 2, this::deliverALateStop);
+      }
       add(moves, weights, 0.3, this::toggleDedicated);
       add(moves, weights, 0.5, this::read);
       if (faults.rate(Fault.EVIDENCE_FORGED) > 0) {
@@ -958,8 +961,27 @@ final class Simulation {
             .filter(Simulation::cancellableOnWorker)
             .sorted(Comparator.comparingLong(Snapshot.J::id))
             .toList();
-    Snapshot.J job = on.get(fifth.nextInt(on.size()));
-    log("cancel job " + job.id() + " on worker " + job.workerId() + " by " + job.userId());
+    // Half the time, one whose worker is about to end it: a late stop then races the job's end.
+    Set<Long> ending = new HashSet<>();
+    for (Actor a : scheduler.gated()) {
+      if (a.worker
+          && a.pending != null
+          && (a.pending.startsWith("WorkerTransitions.end") || a.pending.equals("transaction"))) {
+        ending.add(a.workerId);
+      }
+    }
+    List<Snapshot.J> aboutToEnd = on.stream().filter(j -> ending.contains(j.workerId())).toList();
+    boolean racing = !aboutToEnd.isEmpty() && fifth.nextBoolean();
+    List<Snapshot.J> from = racing ? aboutToEnd : on;
+    Snapshot.J job = from.get(fifth.nextInt(from.size()));
+    log(
+        "cancel job "
+            + job.id()
+            + " on worker "
+            + job.workerId()
+            + (racing ? " as the worker is about to end it" : "")
+            + " by "
+            + job.userId());
     spawnClient(
         "cancel",
         () -> {
@@ -1280,6 +1302,34 @@ final class Simulation {
 
   /** Stops on their way, in the order they were asked for. */
   private final List<LateStop> lateStops = new ArrayList<>();
+
+  private boolean lateStopPending() {
+    synchronized (lateStops) {
+      return !lateStops.isEmpty();
+    }
+  }
+
+  /**
+   * The oldest stop on its way arrives now, however late it was drawn to be: late by a few steps
+   * rather than by time, so that it often finds its worker between the job's end and its exit, or
+   * on the job it chained.
+   */
+  private void deliverALateStop() {
+    operations++;
+    Snapshot before = current;
+    LateStop l;
+    synchronized (lateStops) {
+      l = lateStops.remove(0);
+    }
+    log("a late stop of task " + l.taskId() + " arrives");
+    if (frozen.contains(l.taskId())) {
+      stopFrozen(null, l.taskId(), l.reason());
+    } else {
+      stopReaches(null, l.taskId(), l.reason());
+    }
+    scheduler.awaitQuiet();
+    afterStep("late stop", null, false, before);
+  }
 
   private void deliverLateStops() {
     List<LateStop> due;
