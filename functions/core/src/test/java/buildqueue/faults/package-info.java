@@ -35,12 +35,12 @@
  * SIGTERM, which the in-process platform turns into the worker's {@code WorkerStop}) is lost, or
  * arrives a few steps late, so that it reaches a worker already gone (nothing happens) or one whose
  * cancelled job has ended meanwhile (it stops whatever the worker does now: the job it chained is
- * interrupted, §5.6), each counted as it happens, and cancels are aimed at jobs whose worker is about
- * to end them; a backend is terminated ({@code pg_terminate_backend}) mid-statement, after commit with the reply
- * lost, or mid-transaction; the database is unreachable for a while (on the Data API adapter:
- * {@code DatabaseResumingException} from the wire-level fake, see the aws module's {@code
- * DataApiFaultInjectionTest}). Time is a settable clock: leases are seconds long and expire on
- * demand, and workers' hard deadlines fall on the simulated clock ({@code
+ * interrupted, §5.6), each counted as it happens, and cancels are aimed at jobs whose worker is
+ * about to end them; a backend is terminated ({@code pg_terminate_backend}) mid-statement, after
+ * commit with the reply lost, or mid-transaction; the database is unreachable for a while (on the
+ * Data API adapter: {@code DatabaseResumingException} from the wire-level fake, see the aws
+ * module's {@code DataApiFaultInjectionTest}). Time is a settable clock: leases are seconds long
+ * and expire on demand, and workers' hard deadlines fall on the simulated clock ({@code
  * WorkerLoop.DeadlineTimer}).
  *
  * <p>Job processes (docs/architecture.md §10.1): about half the scenarios submit program jobs, of a
@@ -76,11 +76,11 @@
  * one; lease reclaim of a worker the platform can check; a fifth interruption without progress
  * retried; the progress fence without the token; no stop for a worker running past its lease; the
  * worker start without the lease; and in the job runner: a timeout that succeeds, no SIGKILL after
- * the grace, a cancel whose stop never signals the program, a retry code that fails the job), runs this
- * suite's default scenarios against each in a copy of the working tree, and prints which invariant
- * caught it, with the seed, the scenarios it took and the time; it exits non-zero if one went
- * uncaught. {@code --base-seed=B} repeats a batch, {@code --only=name,name} picks mutants. Each
- * mutant is an exact text replacement that must find its text once; {@link
+ * the grace, a cancel whose stop never signals the program, a retry code that fails the job), runs
+ * this suite's default scenarios against each in a copy of the working tree, and prints which
+ * invariant caught it, with the seed, the scenarios it took and the time; it exits non-zero if one
+ * went uncaught. {@code --base-seed=B} repeats a batch, {@code --only=name,name} picks mutants.
+ * Each mutant is an exact text replacement that must find its text once; {@link
  * buildqueue.faults.MutantsTest} checks that on every build, so a change to the core that moves a
  * mutant's text fails there rather than leaving a mutant that tests nothing.
  *
