@@ -22,8 +22,8 @@ import java.util.Set;
  *
  * <ul>
  *   <li>statements per minute while a program runs: quiet (only the heartbeat, once a minute),
- *       printing a line every 50 ms (the log tail, at most every 2 s), reporting progress every
- *       100 ms (at most once a second);
+ *       printing a line every 50 ms (the log tail, at most every 2 s), reporting progress every 100
+ *       ms (at most every 2 s);
  *   <li>cancel latency of a silent program: from the cancel request to the job {@code cancelled},
  *       the cancel pushed to its worker as a stop (on the in-process platform, which requests the
  *       worker's {@code WorkerStop} as a worker process's SIGTERM hook does);

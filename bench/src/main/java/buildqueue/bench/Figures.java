@@ -111,8 +111,8 @@ final class Figures {
 
         The real process runner under the real worker loop, over JDBC, on this machine: a program is started through
         `setsid` and `sh` in a fresh directory, watched every 100 ms, and every process of its session is gone before
-        the job ends. While it runs, a program costs statements only when one is due: progress at most once a second,
-        its log tail at most every 2 s, otherwise a heartbeat once a minute. A cancel is pushed, not polled: the queue
+        the job ends. While it runs, a program costs statements only when one is due: its progress and its log tail at
+        most every 2 s (one statement for both), otherwise a heartbeat once a minute. A cancel is pushed, not polled: the queue
         stops the job's worker (StopTask on ECS, SIGTERM locally), which stops the program as for any stop (SIGTERM to
         its group, the kind's grace, SIGKILL) and records the interruption that ends the job cancelled; the heartbeat
         reads the cancel flag only as the fallback for a stop that was lost. A job that prints nothing and ends within a

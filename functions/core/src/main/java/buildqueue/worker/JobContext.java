@@ -81,14 +81,14 @@ public interface JobContext {
 
   /**
    * For a job that runs on its own (a process) while the worker watches it: call it often (every
-   * 100 ms or so). It writes one fenced statement only when one is due — new progress (at most once
-   * a second), new log output (at most every 2 s), or else a heartbeat (every {@link
-   * #HEARTBEAT_INTERVAL}) — and otherwise returns at once with what the last one said. A cancel
-   * comes as a stop of the worker ({@link CheckIn#STOP_REQUESTED}; the job still ends {@code
-   * cancelled}, by its flag); a statement's reading of the flag ({@link CheckIn#CANCEL_REQUESTED})
-   * is the fallback for a stop that was lost. Once the worker is told to stop, every check-in
-   * answers {@link CheckIn#STOP_REQUESTED}: a cancel seen before goes on, and a job cancelled
-   * meanwhile still ends {@code cancelled}.
+   * 100 ms or so). It writes one fenced statement only when one is due — new progress or new log
+   * output (each at most every 2 s), or else a heartbeat (every {@link #HEARTBEAT_INTERVAL}) — and
+   * otherwise returns at once with what the last one said. A cancel comes as a stop of the worker
+   * ({@link CheckIn#STOP_REQUESTED}; the job still ends {@code cancelled}, by its flag); a
+   * statement's reading of the flag ({@link CheckIn#CANCEL_REQUESTED}) is the fallback for a stop
+   * that was lost. Once the worker is told to stop, every check-in answers {@link
+   * CheckIn#STOP_REQUESTED}: a cancel seen before goes on, and a job cancelled meanwhile still ends
+   * {@code cancelled}.
    *
    * @param latestProgress the job's latest progress, or null while it has reported none
    * @throws WorkerFencedOffException this worker no longer owns the job: stop it at once

@@ -94,8 +94,11 @@ public final class WorkerLoop {
   /** The bytes of a job's output the queue keeps with the job (the rest is in the worker's log). */
   public static final int LOG_TAIL_BYTES = RowLimits.MAX_LOG_TAIL_BYTES;
 
-  /** A program's progress is written at most this often; the latest value wins. */
-  static final Duration PROGRESS_INTERVAL = Duration.ofSeconds(1);
+  /**
+   * A program's progress is written at most this often; the latest value wins. The log tail's
+   * cadence too, so a build that reports and prints costs one statement per 2 s, not two.
+   */
+  static final Duration PROGRESS_INTERVAL = Duration.ofSeconds(2);
 
   /** A program's log tail is written at most this often while it prints. */
   static final Duration LOG_INTERVAL = Duration.ofSeconds(2);

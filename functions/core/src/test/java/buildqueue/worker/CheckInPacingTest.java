@@ -16,10 +16,10 @@ import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * How often a running program costs a statement: {@link JobContext#checkIn} writes only when
- * something is due (progress at most every second, the log tail at most every 2 s, else a heartbeat
- * once a minute), on a clock the test moves, with the real worker loop over the database. A cancel
- * is pushed (the platform stops the worker); these tests use {@code ManualPlatform}, which only
- * records the stop, so they show the heartbeat: the fallback for a stop that was lost.
+ * something is due (progress and the log tail at most every 2 s, else a heartbeat once a minute),
+ * on a clock the test moves, with the real worker loop over the database. A cancel is pushed (the
+ * platform stops the worker); these tests use {@code ManualPlatform}, which only records the stop,
+ * so they show the heartbeat: the fallback for a stop that was lost.
  */
 @ExtendWith(PostgresExtension.class)
 class CheckInPacingTest {
@@ -100,8 +100,8 @@ class CheckInPacingTest {
           tails.add(tail(h));
 
           c.checkIn(4);
-          statements.add(h.db.statements() - at); // 1: progress waits for its second
-          advance(Duration.ofSeconds(1));
+          statements.add(h.db.statements() - at); // 1: progress waits for its 2 s
+          advance(Duration.ofSeconds(2));
           c.checkIn(4);
           statements.add(h.db.statements() - at); // 2: progress is written
           c.checkIn(4);
