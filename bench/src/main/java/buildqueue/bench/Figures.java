@@ -118,7 +118,7 @@ final class Figures {
         reads the cancel flag only as the fallback for a stop that was lost. A job that prints nothing and ends within a
         minute costs the same 7 (fresh worker) or 2 (chained) statements as any other (`StatementCountTest`).
 
-        What limits the cancel latency (p50 123 ms, max 176 ms over 20): the worker's next look at its program (every
+        What limits the cancel latency: the worker's next look at its program (every
         100 ms, so up to 100 ms), then SIGTERM to the program at once (`sleep` dies of it), the check-in that reads the
         cancel flag and the job's end (two statements, a few ms each here), and the 2 ms poll that sees the job cancelled.
         The heartbeat (one a minute) bounds only a cancel whose stop was lost. Measured on the in-process platform, whose stop requests the worker's `WorkerStop` as a worker
