@@ -21,9 +21,12 @@ import java.util.Set;
  * are counted at the {@code Database} port.
  *
  * <ul>
- *   <li>statements per minute while a program runs: quiet (only the cancel check), printing a line
- *       every 50 ms (the log tail, at most every 2 s), reporting progress every 100 ms (at most
- *       once a second);
+ *   <li>statements per minute while a program runs: quiet (only the heartbeat, once a minute),
+ *       printing a line every 50 ms (the log tail, at most every 2 s), reporting progress every 100
+ *       ms (at most every 2 s);
+ *   <li>cancel latency of a silent program: from the cancel request to the job {@code cancelled},
+ *       the cancel pushed to its worker as a stop (on the in-process platform, which requests the
+ *       worker's {@code WorkerStop} as a worker process's SIGTERM hook does);
  *   <li>the start cost per job: N jobs chained on one worker, each running {@code true}, against N
  *       {@code noop} jobs handled in the JVM.
  * </ul>
@@ -66,7 +69,9 @@ final class ExecCost {
     List<Rate> out = new java.util.ArrayList<>();
     for (String[] p : PROGRAMS) {
       int n =
-          p[0].startsWith("quiet") ? seconds : p[0].contains("50 ms") ? seconds * 20 : seconds * 10;
+          p[0].startsWith("quiet")
+              ? Math.max(seconds, QUIET_SECONDS)
+              : p[0].contains("50 ms") ? seconds * 20 : seconds * 10;
       CommandKind kind = kind("program", p[1].formatted(n));
       try (QueueRig rig = new QueueRig(pg, "bq_exec", QueueConfig.defaults(), 4, handler(kind))) {
         long t0 = System.nanoTime();
@@ -77,6 +82,59 @@ final class ExecCost {
       }
     }
     return out;
+  }
+
+  /**
+   * A quiet program runs at least this long, so that its heartbeats (one a minute) are counted as
+   * they come in a long build, not as one or none in a one-minute window.
+   */
+  static final int QUIET_SECONDS = 180;
+
+  /** Cancel latencies of a silent program, and whether every one ended cancelled, not requeued. */
+  record CancelLatencies(List<Double> millis, int endedCancelled, int interrupted) {}
+
+  /**
+   * {@code cancels} silent programs ({@code sleep}), each cancelled once it runs: milliseconds from
+   * the cancel request to the job {@code cancelled}, polled every 2 ms.
+   */
+  CancelLatencies cancelLatencies(int cancels) throws InterruptedException {
+    List<Double> out = new java.util.ArrayList<>();
+    int cancelled = 0;
+    int interrupted = 0;
+    for (int i = 0; i < cancels; i++) {
+      Path started = dir.resolve("cancel-" + i + ".started");
+      CommandKind kind = kind("silent", "touch '" + started + "'; sleep 600");
+      try (QueueRig rig =
+          new QueueRig(pg, "bq_exec_cancel", QueueConfig.defaults(), 4, handler(kind))) {
+        long job = rig.queue.enqueue("u1", "silent", new Json("{}"), null).jobId();
+        while (!Files.exists(started)) {
+          Thread.sleep(1);
+        }
+        long t0 = System.nanoTime();
+        rig.queue.cancel(job, "u1");
+        while (!status(rig, job).equals("cancelled")) {
+          Thread.sleep(2);
+        }
+        out.add((System.nanoTime() - t0) / 1e6);
+        rig.awaitAllEnded();
+        cancelled++;
+        interrupted +=
+            rig.jdbc
+                .query(
+                    "select count(*) as n from build_job_event where job_id = :id and type = 'interrupted'",
+                    buildqueue.db.Params.of("id", job))
+                .get(0)
+                .intValue("n");
+      }
+    }
+    return new CancelLatencies(out, cancelled, interrupted);
+  }
+
+  private static String status(QueueRig rig, long job) {
+    return rig.jdbc
+        .query("select status from build_job where id = :id", buildqueue.db.Params.of("id", job))
+        .get(0)
+        .string("status");
   }
 
   /**

@@ -154,6 +154,9 @@ public final class BuildQueue {
       boolean answer) {
     JobTransitions.Enqueued enqueued =
         jobs.enqueue(userId, kind, payload, idempotencyKey, supersedeKey, tail);
+    enqueued
+        .cancelRequestedTaskIds()
+        .forEach(t -> stopForCancel(t, "job superseded by job " + enqueued.jobId()));
     if (answer) {
       // Before the dispatch: the record of its launch is then the statement that reads it back.
       tail.answering(enqueued.jobId());
@@ -169,7 +172,10 @@ public final class BuildQueue {
     return new RequestTail(db, config, clock, sender, null);
   }
 
-  /** Cancels a job ({@code userId} null: an admin). A job whose worker never started is stopped. */
+  /**
+   * Cancels a job ({@code userId} null: an admin). A job on a worker has its worker stopped (see
+   * {@link #stopForCancel}).
+   */
   public JobTransitions.Cancelled cancel(long jobId, String userId) {
     RequestTail tail = newTail();
     JobTransitions.Cancelled cancelled = cancel(jobId, userId, tail);
@@ -196,15 +202,42 @@ public final class BuildQueue {
 
   private JobTransitions.Cancelled cancel(long jobId, String userId, RequestTail tail) {
     JobTransitions.Cancelled cancelled = jobs.cancel(jobId, userId, tail);
-    if (cancelled instanceof JobTransitions.Cancelled.Requested r
-        && r.taskId() != null
-        && WorkerStatus.LAUNCHING.sql().equals(r.workerStatus())) {
-      // Nothing has run yet: stopping the task saves a paid start-up, and its stop evidence ends
-      // the job cancelled. A running worker instead sees the flag at its next progress report and
-      // may go on to chain other jobs, so it is left alone.
-      platform.stop(r.taskId(), "job " + jobId + " cancelled before its worker started");
+    if (cancelled instanceof JobTransitions.Cancelled.Requested r && r.taskId() != null) {
+      stopForCancel(
+          r.taskId(),
+          WorkerStatus.LAUNCHING.sql().equals(r.workerStatus())
+              ? "job " + jobId + " cancelled before its worker started"
+              : "job " + jobId + " cancelled");
     }
     return cancelled;
+  }
+
+  /**
+   * A cancel is pushed, not polled: the worker of a job whose cancel was just requested is stopped
+   * (StopTask: SIGTERM; locally the process's SIGTERM). The worker stops the program as for any
+   * stop (SIGTERM to its group, the kind's grace, SIGKILL) and records an interruption, which ends
+   * a job with {@code cancel_requested} as {@code cancelled}; a worker still launching never runs
+   * it, and its stop evidence ends it so. The worker then exits: a cancel costs the lane its warm
+   * worker, which is what lets a running build cost no statement for its cancel check.
+   *
+   * <p>Best effort, after the cancel committed. A stop that reaches a worker already gone changes
+   * nothing. A stop that is lost is covered by the worker's heartbeat, which reads the flag about
+   * once a minute ({@code JobContext.HEARTBEAT_INTERVAL}). A stop that arrives after the job ended
+   * (it finished first) and its worker chained the next job of its lane interrupts that job: it
+   * goes back to the head of its lane with its progress, as after a Spot reclaim, and a fresh
+   * worker runs it; only a cancel that races a job's last moments can cause it.
+   */
+  private void stopForCancel(String taskId, String reason) {
+    try {
+      platform.stop(taskId, reason);
+    } catch (RuntimeException e) {
+      LOG.log(
+          Level.WARNING,
+          "stop of task {0} ({1}) failed ({2}); its worker sees the cancel at its heartbeat",
+          taskId,
+          reason,
+          e.toString());
+    }
   }
 
   /** Gives or takes a user's dedicated worker, moves their queued jobs, dispatches the new lane. */

@@ -27,7 +27,9 @@ public final class JobTransitions {
    * @param superseded the user's queued jobs with the same supersede key that the new job cancelled
    *     (the first {@link #MAX_SUPERSEDED_LISTED}, in order), and how many in all
    * @param cancelRequested the user's jobs with that key already on a worker, whose cancel was
-   *     requested (their workers see it at their next check-in)
+   *     requested
+   * @param cancelRequestedTaskIds the tasks of those jobs' workers (those with one yet), which the
+   *     caller asks the platform to stop: that stop is what ends the jobs {@code cancelled}
    */
   public record Enqueued(
       long jobId,
@@ -36,9 +38,10 @@ public final class JobTransitions {
       boolean laneHasRoom,
       List<Long> superseded,
       long supersededCount,
-      List<Long> cancelRequested) {
+      List<Long> cancelRequested,
+      List<String> cancelRequestedTaskIds) {
     public Enqueued(long jobId, String lane, boolean created, boolean laneHasRoom) {
-      this(jobId, lane, created, laneHasRoom, List.of(), 0, List.of());
+      this(jobId, lane, created, laneHasRoom, List.of(), 0, List.of(), List.of());
     }
   }
 
@@ -108,7 +111,7 @@ public final class JobTransitions {
                jsonb_build_object('message',
                  case when s.status = 'cancelled' then 'superseded by job ' || s.by_id
                       else 'superseded by job ' || s.by_id || ': cancel requested, worker ' || s.worker_id
-                           || ' stops the job at its next check-in' end,
+                           || ' is told to stop' end,
                  'supersededBy', s.by_id),
                t.now
         from superseded s, t
@@ -141,6 +144,10 @@ public final class JobTransitions {
                as superseded_ids,
              (select string_agg(s.id::text, ',' order by s.id) from superseded s where s.status <> 'cancelled')
                as cancel_requested_ids,
+             -- Their workers' tasks, for the caller to stop: the cancel is pushed, not polled.
+             (select string_agg(w.task_id, ',' order by s.id) from superseded s
+              join build_worker w on w.id = s.worker_id where s.status <> 'cancelled' and w.task_id is not null)
+               as cancel_requested_task_ids,
              -- A new job's request publishes what it wrote: the claim (V009) runs after the history
              -- rows are written (event_done and superseded_event_done, in the from list) and in a
              -- snapshot of its own, so it takes them with any older unpublished rows.
@@ -218,7 +225,8 @@ public final class JobTransitions {
             r.bool("lane_has_room"),
             ids(r.string("superseded_ids")),
             r.longValue("superseded_count"),
-            ids(r.string("cancel_requested_ids")));
+            ids(r.string("cancel_requested_ids")),
+            taskIds(r.string("cancel_requested_task_ids")));
       }
       if (!r.bool("room")) {
         throw new QueueFullException(
@@ -239,12 +247,20 @@ public final class JobTransitions {
         : java.util.Arrays.stream(commaSeparated.split(",")).map(Long::valueOf).toList();
   }
 
+  private static List<String> taskIds(String commaSeparated) {
+    // Task ids never hold a comma: ECS task ARNs, local "host:pid:start", in-process "inproc-N".
+    return commaSeparated == null ? List.of() : List.of(commaSeparated.split(","));
+  }
+
   /** What a cancel request did. */
   public sealed interface Cancelled {
     /** The job was queued and is now {@code cancelled}. */
     record Now(long jobId) implements Cancelled {}
 
-    /** The job is on a worker, which sees the flag at its next progress call. */
+    /**
+     * The job is on a worker, which the caller asks its platform to stop ({@code taskId}, null
+     * while the launch is unrecorded: the worker then sees the flag at its next check-in).
+     */
     record Requested(long jobId, long workerId, String taskId, String workerStatus)
         implements Cancelled {}
 
@@ -279,7 +295,7 @@ public final class JobTransitions {
                case when c.status = 'cancelled' then 'cancelled' else 'cancel-requested' end,
                jsonb_build_object('message',
                  case when c.status = 'cancelled' then 'cancelled while queued'
-                      else 'cancel requested, worker ' || c.worker_id || ' stops the job at its next progress report' end),
+                      else 'cancel requested, worker ' || c.worker_id || ' is told to stop' end),
                t.now
         from changed c, t
         returning id
@@ -297,8 +313,9 @@ public final class JobTransitions {
       """;
 
   /**
-   * Cancels a job: a queued one at once, one on a worker by a flag the worker sees at its next
-   * progress call (its job then ends {@code cancelled}). {@code userId} null means an admin.
+   * Cancels a job: a queued one at once, one on a worker by a flag that the worker's interruption
+   * (once the caller stopped it) or its next check-in reads (its job then ends {@code cancelled}).
+   * {@code userId} null means an admin.
    */
   public Cancelled cancel(long jobId, String userId) {
     return cancel(jobId, userId, null);

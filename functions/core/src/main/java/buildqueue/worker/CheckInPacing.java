@@ -6,20 +6,23 @@ import java.util.function.LongSupplier;
 /**
  * When a running job's check-in costs a statement, and what it has not saved yet: its progress at
  * most every {@link WorkerLoop#PROGRESS_INTERVAL} (the latest value wins), its log tail at most
- * every {@link WorkerLoop#LOG_INTERVAL} and only when there is new output, else a cancel check
- * every {@link JobContext#CANCEL_CHECK_INTERVAL}. On the loop's monotonic clock. Not thread-safe:
- * its {@link JobContext} holds its lock around every call.
+ * every {@link WorkerLoop#LOG_INTERVAL} and only when there is new output, else a heartbeat once
+ * the heartbeat interval ({@link JobContext#HEARTBEAT_INTERVAL} by default) passed without a
+ * statement. A cancel is pushed (the worker is stopped), so the heartbeat's read of the cancel flag
+ * is only the fallback for a lost stop. On the loop's monotonic clock. Not thread-safe: its {@link
+ * JobContext} holds its lock around every call.
  */
 final class CheckInPacing {
   /** What a check-in would write now. */
-  record Due(boolean progress, boolean log, boolean cancelCheck) {
+  record Due(boolean progress, boolean log, boolean heartbeat) {
     boolean any() {
-      return progress || log || cancelCheck;
+      return progress || log || heartbeat;
     }
   }
 
   private final LongSupplier nanoTime;
   private final JobLog log;
+  private final long heartbeatNanos;
   private long lastStatementNanos;
   private long lastLogNanos;
   private Integer savedProgress;
@@ -32,8 +35,15 @@ final class CheckInPacing {
 
   /** {@code savedProgress}: what the queue holds already, where this attempt resumed. */
   CheckInPacing(LongSupplier nanoTime, JobLog log, int savedProgress) {
+    this(nanoTime, log, savedProgress, JobContext.HEARTBEAT_INTERVAL);
+  }
+
+  /** As above, with a heartbeat every {@code heartbeat} without another statement. */
+  CheckInPacing(
+      LongSupplier nanoTime, JobLog log, int savedProgress, java.time.Duration heartbeat) {
     this.nanoTime = nanoTime;
     this.log = log;
+    this.heartbeatNanos = heartbeat.toNanos();
     this.lastStatementNanos = nanoTime.getAsLong();
     this.lastLogNanos = lastStatementNanos;
     this.savedProgress = savedProgress;
@@ -58,7 +68,7 @@ final class CheckInPacing {
     boolean logDue =
         log.snapshot().version() != savedLogVersion
             && now - lastLogNanos >= WorkerLoop.LOG_INTERVAL.toNanos();
-    return new Due(progressDue, logDue, since >= JobContext.CANCEL_CHECK_INTERVAL.toNanos());
+    return new Due(progressDue, logDue, since >= heartbeatNanos);
   }
 
   /** The latest progress, as a check-in would write it. */

@@ -62,6 +62,15 @@ public interface JobContext {
   }
 
   /**
+   * Whether the worker was told to stop ({@link WorkerStop}): read without a statement, so that a
+   * program is signalled before the next check-in's statement, which then answers {@link
+   * CheckIn#STOP_REQUESTED} too.
+   */
+  default boolean stopRequested() {
+    return false;
+  }
+
+  /**
    * Once {@link CheckIn#STOP_REQUESTED}: how long the job's processes may still run, from now,
    * before the worker must record the interruption and exit (its platform's stop timeout less a
    * reserve). A program's grace is cut to this.
@@ -72,11 +81,14 @@ public interface JobContext {
 
   /**
    * For a job that runs on its own (a process) while the worker watches it: call it often (every
-   * 100 ms or so). It writes one fenced statement only when one is due — new progress (at most once
-   * a second), new log output (at most every 2 s), or else a cancel check (every {@link
-   * #CANCEL_CHECK_INTERVAL}) — and otherwise returns at once with what the last one said. Once the
-   * worker is told to stop, every check-in answers {@link CheckIn#STOP_REQUESTED}: a cancel seen
-   * before goes on, and a job cancelled meanwhile still ends {@code cancelled}.
+   * 100 ms or so). It writes one fenced statement only when one is due — new progress or new log
+   * output (each at most every 2 s), or else a heartbeat (every {@link #HEARTBEAT_INTERVAL}) — and
+   * otherwise returns at once with what the last one said. A cancel comes as a stop of the worker
+   * ({@link CheckIn#STOP_REQUESTED}; the job still ends {@code cancelled}, by its flag); a
+   * statement's reading of the flag ({@link CheckIn#CANCEL_REQUESTED}) is the fallback for a stop
+   * that was lost. Once the worker is told to stop, every check-in answers {@link
+   * CheckIn#STOP_REQUESTED}: a cancel seen before goes on, and a job cancelled meanwhile still ends
+   * {@code cancelled}.
    *
    * @param latestProgress the job's latest progress, or null while it has reported none
    * @throws WorkerFencedOffException this worker no longer owns the job: stop it at once
@@ -89,6 +101,11 @@ public interface JobContext {
    */
   void finalProgress(int progress);
 
-  /** How long a running job's cancel request may wait to be seen, at most, between check-ins. */
-  java.time.Duration CANCEL_CHECK_INTERVAL = java.time.Duration.ofSeconds(5);
+  /**
+   * The longest a running job goes without a check-in statement (its heartbeat), by default: the
+   * one that reads the cancel flag when nothing else is due. A cancel is pushed (its worker is
+   * stopped, within seconds), so this bounds only a cancel whose stop was lost, and sets what a
+   * quiet build costs: one statement a minute. {@link WorkerLoop#withHeartbeat} changes it.
+   */
+  java.time.Duration HEARTBEAT_INTERVAL = java.time.Duration.ofMinutes(1);
 }

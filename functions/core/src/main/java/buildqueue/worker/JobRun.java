@@ -30,6 +30,7 @@ final class JobRun {
   private final LongSupplier nanoTime;
   private final WorkerStop stop;
   private final long maxLogBytes;
+  private final java.time.Duration heartbeat;
 
   JobRun(
       WorkerTransitions transitions,
@@ -39,7 +40,8 @@ final class JobRun {
       JobLogSink logSink,
       LongSupplier nanoTime,
       WorkerStop stop,
-      long maxLogBytes) {
+      long maxLogBytes,
+      java.time.Duration heartbeat) {
     this.transitions = transitions;
     this.handlers = handlers;
     this.process = process;
@@ -48,6 +50,7 @@ final class JobRun {
     this.nanoTime = nanoTime;
     this.stop = stop;
     this.maxLogBytes = maxLogBytes;
+    this.heartbeat = heartbeat;
   }
 
   Ended run(long workerId, UUID token, AssignedJob job) {
@@ -63,7 +66,7 @@ final class JobRun {
             listener,
             process,
             jobLog,
-            new CheckInPacing(nanoTime, jobLog, job.progress()));
+            new CheckInPacing(nanoTime, jobLog, job.progress(), heartbeat));
     JobStatus status;
     String error = null;
     if (stop.requested() && !job.cancelRequested()) {

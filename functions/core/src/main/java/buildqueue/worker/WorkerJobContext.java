@@ -33,6 +33,7 @@ final class WorkerJobContext implements JobContext {
   private final ArrayNode followUps = JSON.createArrayNode();
   private JsonNode payload;
   private volatile boolean cancelled;
+  private boolean checkedInAtStop;
   private volatile boolean fencedOff;
   private volatile RuntimeException queueFault;
 
@@ -144,10 +145,17 @@ final class WorkerJobContext implements JobContext {
 
   @Override
   public synchronized CheckIn checkIn(Integer latestProgress) {
+    boolean stopping = stop.requested();
     CheckInPacing.Due due = pacing.due(latestProgress);
     CheckIn said;
     if (cancelled) {
       said = CheckIn.CANCEL_REQUESTED;
+    } else if (stopping && !checkedInAtStop) {
+      // The first check-in after a stop reads the cancel flag at once: a cancel arrives as a stop,
+      // and the job must end cancelled even if its program then exits 0 in its grace. It saves
+      // what is unsaved while it is at it. One statement per stop, none per minute.
+      checkedInAtStop = true;
+      said = write(pacing.unsavedProgress(), unsavedLog());
     } else if (due.any()) {
       said =
           write(due.progress() ? pacing.latestProgress() : null, due.log() ? unsavedLog() : null);
@@ -155,7 +163,12 @@ final class WorkerJobContext implements JobContext {
       said = CheckIn.GO_ON;
     }
     // A stop cuts a cancel's grace too; a job cancelled meanwhile still ends cancelled (the flag).
-    return stop.requested() ? CheckIn.STOP_REQUESTED : said;
+    return stopping ? CheckIn.STOP_REQUESTED : said;
+  }
+
+  @Override
+  public boolean stopRequested() {
+    return stop.requested();
   }
 
   @Override

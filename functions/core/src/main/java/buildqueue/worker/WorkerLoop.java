@@ -94,8 +94,11 @@ public final class WorkerLoop {
   /** The bytes of a job's output the queue keeps with the job (the rest is in the worker's log). */
   public static final int LOG_TAIL_BYTES = RowLimits.MAX_LOG_TAIL_BYTES;
 
-  /** A program's progress is written at most this often; the latest value wins. */
-  static final Duration PROGRESS_INTERVAL = Duration.ofSeconds(1);
+  /**
+   * A program's progress is written at most this often; the latest value wins. The log tail's
+   * cadence too, so a build that reports and prints costs one statement per 2 s, not two.
+   */
+  static final Duration PROGRESS_INTERVAL = Duration.ofSeconds(2);
 
   /** A program's log tail is written at most this often while it prints. */
   static final Duration LOG_INTERVAL = Duration.ofSeconds(2);
@@ -110,6 +113,7 @@ public final class WorkerLoop {
   private final LongSupplier nanoTime;
   private final WorkerStop stop;
   private final long maxLogBytes;
+  private final Duration heartbeat;
 
   public WorkerLoop(
       Database db,
@@ -139,7 +143,8 @@ public final class WorkerLoop {
         JobLogSink.NONE,
         System::nanoTime,
         WorkerStop.none(),
-        JobLog.DEFAULT_MAX_LOG_BYTES);
+        JobLog.DEFAULT_MAX_LOG_BYTES,
+        JobContext.HEARTBEAT_INTERVAL);
   }
 
   private WorkerLoop(
@@ -152,7 +157,8 @@ public final class WorkerLoop {
       JobLogSink logSink,
       LongSupplier nanoTime,
       WorkerStop stop,
-      long maxLogBytes) {
+      long maxLogBytes,
+      Duration heartbeat) {
     this.transitions = transitions;
     this.config = config;
     this.handlers = handlers;
@@ -163,6 +169,7 @@ public final class WorkerLoop {
     this.nanoTime = nanoTime;
     this.stop = stop;
     this.maxLogBytes = maxLogBytes;
+    this.heartbeat = heartbeat;
   }
 
   /** The same loop, sending each line of a job's output to {@code sink} too. */
@@ -177,7 +184,8 @@ public final class WorkerLoop {
         sink,
         nanoTime,
         stop,
-        maxLogBytes);
+        maxLogBytes,
+        heartbeat);
   }
 
   /**
@@ -195,7 +203,8 @@ public final class WorkerLoop {
         logSink,
         clock,
         stop,
-        maxLogBytes);
+        maxLogBytes,
+        heartbeat);
   }
 
   /**
@@ -213,7 +222,8 @@ public final class WorkerLoop {
         logSink,
         nanoTime,
         stop,
-        bytes);
+        bytes,
+        heartbeat);
   }
 
   /** The same loop, stopping gracefully when {@code stop} is requested (the process's SIGTERM). */
@@ -228,7 +238,31 @@ public final class WorkerLoop {
         logSink,
         nanoTime,
         stop,
-        maxLogBytes);
+        maxLogBytes,
+        heartbeat);
+  }
+
+  /**
+   * The same loop, with a running job's heartbeat (the check-in statement made when nothing else is
+   * due, which reads the cancel flag) every {@code interval} instead of {@link
+   * JobContext#HEARTBEAT_INTERVAL}: for tests of the fallback for a lost stop.
+   */
+  public WorkerLoop withHeartbeat(Duration interval) {
+    if (interval == null || interval.isNegative() || interval.isZero()) {
+      throw new IllegalArgumentException("heartbeat must be a positive duration, was " + interval);
+    }
+    return new WorkerLoop(
+        transitions,
+        config,
+        handlers,
+        process,
+        listener,
+        deadlines,
+        logSink,
+        nanoTime,
+        stop,
+        maxLogBytes,
+        interval);
   }
 
   public Exit run(long workerId, UUID token) {
@@ -311,7 +345,15 @@ public final class WorkerLoop {
 
   private Ended runOne(long workerId, UUID token, AssignedJob job) {
     return new JobRun(
-            transitions, handlers, process, listener, logSink, nanoTime, stop, maxLogBytes)
+            transitions,
+            handlers,
+            process,
+            listener,
+            logSink,
+            nanoTime,
+            stop,
+            maxLogBytes,
+            heartbeat)
         .run(workerId, token, job);
   }
 }

@@ -63,7 +63,11 @@ public final class WorkerStop {
     this(stopTimeout, System::nanoTime);
   }
 
-  WorkerStop(Duration stopTimeout, LongSupplier nanoTime) {
+  /**
+   * As {@link #WorkerStop(Duration)}, timing the stop on {@code nanoTime}: an in-process platform
+   * on a simulated clock gives its own.
+   */
+  public WorkerStop(Duration stopTimeout, LongSupplier nanoTime) {
     if (stopTimeout == null || stopTimeout.isNegative() || stopTimeout.isZero()) {
       throw new IllegalArgumentException(
           "stopTimeout must be a positive duration, was " + stopTimeout);

@@ -486,13 +486,14 @@ class ReferenceBehaviourTest {
   }
 
   @Test
-  void cancelling_a_running_job_sets_a_flag_the_worker_sees_at_its_next_progress_call(
+  void cancelling_a_running_job_stops_its_worker_and_sets_the_flag_its_check_in_reads(
       TestDatabase tdb) {
     QueueHarness h = QueueHarness.manual(tdb);
     long job = submit(h, "alice");
     WorkerLaunch w = startLastWorker(h);
 
     assertThat(h.queue.cancel(job, "alice")).isInstanceOf(JobTransitions.Cancelled.Requested.class);
+    assertThat(h.manual.stopRequests()).containsExactly(ManualPlatform.taskIdOf(w.workerId()));
     assertThat(h.status(job)).isEqualTo("running");
     assertThat(h.workers.progress(w.workerId(), w.token(), job, 1))
         .isEqualTo(ProgressAck.CANCEL_REQUESTED);

@@ -72,9 +72,11 @@ class SupersedeAndQuotaTest {
           .contains("superseded by job " + ids.get(i + 1));
     }
     assertThat(h.status(ids.get(9))).isEqualTo("queued");
+    // Its worker is stopped once, by the submission that superseded it, in no extra statement.
+    assertThat(h.manual.stopRequests()).containsExactly(ManualPlatform.taskIdOf(first.workerId()));
 
-    // The worker sees the cancel at its check-in and ends the job; its exit dispatches the last
-    // one.
+    // The stopped worker reads the cancel at its check-in and ends the job; its exit dispatches
+    // the last one.
     assertThat(h.workers.checkIn(first.workerId(), first.token(), ids.get(0), null, null))
         .isEqualTo(WorkerTransitions.ProgressAck.CANCEL_REQUESTED);
     h.workers.end(first.workerId(), first.token(), ids.get(0), JobStatus.CANCELLED, null);

@@ -70,7 +70,25 @@ enum Fault {
    * A launch refused in a deploy window (denied, or its revision INACTIVE), first launch or
    * relaunch.
    */
-  LAUNCH_REFUSED_BY_DEPLOY;
+  LAUNCH_REFUSED_BY_DEPLOY,
+  /**
+   * A stop the queue asks of the platform (a cancel's, a supersede's, the tick's) never reaches the
+   * worker: StopTask throttled or failed, a lost signal. The worker's heartbeat is the fallback.
+   */
+  STOP_LOST,
+  /** A stop reaches the worker late, a drawn while after it was asked for. */
+  STOP_DELAYED,
+  /**
+   * A stop reaches a worker that is already gone (it ended, or died): nothing happens. Counted when
+   * it happens, not drawn.
+   */
+  STOP_TO_GONE_WORKER,
+  /**
+   * A cancel's stop reaches a live worker whose cancelled job has already ended (it finished first,
+   * and the worker may have chained the next job, which the stop then interrupts). Counted when it
+   * happens, not drawn.
+   */
+  STOP_RACES_JOB_END;
 
   /**
    * Faults added after {@link FaultSeedRegressionTest} pinned its seeds: they draw from the
@@ -91,6 +109,13 @@ enum Fault {
    * scenario takes the path it took before it existed.
    */
   static final Set<Fault> DEPLOYS = EnumSet.of(DEPLOY_WINDOW, LAUNCH_REFUSED_BY_DEPLOY);
+
+  /**
+   * Cancel by signal (issue 24), added after the deploy: a fifth stream of its own, so with it left
+   * out a scenario draws as it did before it existed.
+   */
+  static final Set<Fault> STOPS =
+      EnumSet.of(STOP_LOST, STOP_DELAYED, STOP_TO_GONE_WORKER, STOP_RACES_JOB_END);
 
   String label() {
     return name().toLowerCase(java.util.Locale.ROOT).replace('_', '-');

@@ -37,9 +37,9 @@ class FaultSeedRegressionTest {
   }
 
   /**
-   * The seeds predate the faults of {@link Fault#SECOND_STREAM}, {@link Fault#PROGRAMS} and {@link
-   * Fault#DEPLOYS}; with those left out (they draw from streams of their own) a seed takes the path
-   * it was found on.
+   * The seeds predate the faults of {@link Fault#SECOND_STREAM}, {@link Fault#PROGRAMS}, {@link
+   * Fault#DEPLOYS} and {@link Fault#STOPS}; with those left out (they draw from streams of their
+   * own) a seed takes the path it was found on.
    */
   private static Simulation.Outcome replay(Simulation.Options options) {
     for (Fault f : Fault.SECOND_STREAM) {
@@ -49,6 +49,9 @@ class FaultSeedRegressionTest {
       options = options.without(f);
     }
     for (Fault f : Fault.DEPLOYS) {
+      options = options.without(f);
+    }
+    for (Fault f : Fault.STOPS) {
       options = options.without(f);
     }
     return Simulation.run(lane, options);

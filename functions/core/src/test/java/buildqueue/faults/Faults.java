@@ -8,25 +8,33 @@ import java.util.Set;
 /**
  * The scenario's fault decisions, drawn from its random stream (and a second one for the faults of
  * {@link Fault#SECOND_STREAM}, a third for those of {@link Fault#PROGRAMS}, a fourth for {@link
- * Fault#DEPLOYS}). A decision always draws, even when its fault is switched off (after the fault
- * phase, or by a shrinking replay), so that switching one fault off leaves every other decision of
- * the replay where it was.
+ * Fault#DEPLOYS}, a fifth for {@link Fault#STOPS}). A decision always draws, even when its fault is
+ * switched off (after the fault phase, or by a shrinking replay), so that switching one fault off
+ * leaves every other decision of the replay where it was.
  */
 final class Faults {
   private final Random random;
   private final Random second;
   private final Random third;
   private final Random fourth;
+  private final Random fifth;
   private final Set<Fault> disabled;
   private final Map<Fault, Double> rates = new EnumMap<>(Fault.class);
   private final Map<Fault, Integer> injected = new EnumMap<>(Fault.class);
   private boolean active = true;
 
-  Faults(Random random, Random second, Random third, Random fourth, Set<Fault> disabled) {
+  Faults(
+      Random random,
+      Random second,
+      Random third,
+      Random fourth,
+      Random fifth,
+      Set<Fault> disabled) {
     this.random = random;
     this.second = second;
     this.third = third;
     this.fourth = fourth;
+    this.fifth = fifth;
     this.disabled = disabled;
     // Each family is on in about half the scenarios, at a rate drawn per scenario: some scenarios
     // are calm, some are storms, and every combination turns up over a run.
@@ -62,6 +70,9 @@ final class Faults {
     family(0.6, 0.8, Fault.PROGRAM_CANCELLED_IN_GRACE);
     // On or off per scenario: one deploy window when on (Simulation draws when, and how long).
     family(0.5, 1.0, Fault.DEPLOY_WINDOW, Fault.LAUNCH_REFUSED_BY_DEPLOY);
+    // Stops that are lost or late; the other two stop faults are counted as they happen.
+    family(0.5, 0.4, Fault.STOP_LOST);
+    family(0.7, 0.8, Fault.STOP_DELAYED);
   }
 
   private void family(double chance, double maxRate, Fault... members) {
@@ -96,9 +107,13 @@ final class Faults {
    * Fault#PROGRAMS}).
    */
   Random streamOf(Fault f) {
-    return Fault.DEPLOYS.contains(f)
-        ? fourth
-        : Fault.PROGRAMS.contains(f) ? third : Fault.SECOND_STREAM.contains(f) ? second : random;
+    return Fault.STOPS.contains(f)
+        ? fifth
+        : Fault.DEPLOYS.contains(f)
+            ? fourth
+            : Fault.PROGRAMS.contains(f)
+                ? third
+                : Fault.SECOND_STREAM.contains(f) ? second : random;
   }
 
   /** One decision: does {@code f} happen now? Counts it when it does. */

@@ -17,8 +17,9 @@ import java.util.UUID;
  * scheduling point (a Lambda may stall between its dispatch and its RunTask); then the caller may
  * die, or the request is planned on {@link InProcessPlatform} to start normally, fail definitely,
  * fail for capacity, end with an unknown outcome (the worker starting or not), start late, or start
- * a worker that crashes at a chosen point of its life. A stop asked of a frozen worker takes effect
- * only later ({@link Simulation#stopFrozen}).
+ * a worker that crashes at a chosen point of its life. A stop is the worker's SIGTERM, which may be
+ * lost or late; one asked of a frozen worker takes effect only later ({@link
+ * Simulation#stopFrozen}).
  */
 final class FaultyPlatform extends ForwardingWorkerPlatform {
 
@@ -148,6 +149,12 @@ final class FaultyPlatform extends ForwardingWorkerPlatform {
     return "unknown";
   }
 
+  /**
+   * A stop is SIGTERM to the worker (StopTask, the local signal): it reaches the worker now, later
+   * ({@link Fault#STOP_DELAYED}) or never ({@link Fault#STOP_LOST}); one asked of a frozen worker
+   * takes effect only later ({@link Simulation#stopFrozen}). What it does when it arrives: {@link
+   * Simulation#stopReaches}.
+   */
   @Override
   public void stop(String taskId, String reason) {
     Scheduler.Actor actor = scheduler.current();
@@ -155,20 +162,24 @@ final class FaultyPlatform extends ForwardingWorkerPlatform {
       sim.stopFrozen(actor, taskId, reason);
       return;
     }
-    sim.note(actor, "stop task " + taskId + ": " + reason);
-    end(taskId, reason, "stopped");
+    Faults faults = sim.faults();
+    if (faults.roll(Fault.STOP_LOST)) {
+      sim.note(actor, "⚡ stop of task " + taskId + " lost: " + reason);
+      return;
+    }
+    if (faults.roll(Fault.STOP_DELAYED)) {
+      sim.delayStop(actor, taskId, reason);
+      return;
+    }
+    sim.stopReaches(actor, taskId, reason);
   }
 
   /** Kills a task from outside its thread and tells the scheduler to wait for it to end. */
   void kill(String taskId, String reason) {
-    end(taskId, reason, "killed");
-  }
-
-  private void end(String taskId, String reason, String how) {
     if (platform.check(List.of(taskId)).get(taskId) instanceof TaskState.Running) {
-      sim.killedFromOutside(taskId, how);
+      sim.killedFromOutside(taskId, "killed");
       scheduler.expectEnd(taskId);
-      platform.stop(taskId, reason);
+      platform.kill(taskId, "stopped: " + reason);
     }
   }
 }

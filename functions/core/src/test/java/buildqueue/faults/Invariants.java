@@ -77,6 +77,9 @@ final class Invariants {
   /** When each job's cancel request was first seen committed. */
   private final Map<Long, Instant> cancelSeen = new HashMap<>();
 
+  /** When a stop (SIGTERM: a cancel's, a supersede's, the tick's) first reached each task. */
+  private final Map<String, Instant> stopsReached = new HashMap<>();
+
   /** How many of each program's laps (by pid) have been checked. */
   private final Map<Long, Integer> lapsChecked = new HashMap<>();
 
@@ -84,6 +87,14 @@ final class Invariants {
     this.margin = config.deadlineMargin();
     this.fair = config.takesTurns("shared");
     this.maxLaunchFailures = config.maxLaunchFailures();
+  }
+
+  /**
+   * A stop reached the worker of {@code taskId} now (the platform's SIGTERM, on the simulation's
+   * clock): from the runner's next poll on, its program must have had SIGTERM.
+   */
+  synchronized void stopReached(String taskId, Instant at) {
+    stopsReached.putIfAbsent(taskId, at);
   }
 
   /** Checks the job processes of these programs too ({@link #programs}). */
@@ -363,6 +374,11 @@ final class Invariants {
         if (v != null) {
           return v;
         }
+      } else if (leftWorker && worker != null && !worker.exited() && stopReached(worker)) {
+        String v = interruptedByStop(before, after);
+        if (v != null) {
+          return v;
+        }
       } else if (after.recoveries() != before.recoveries()) {
         return "§5.6 job "
             + after.id()
@@ -478,6 +494,54 @@ final class Invariants {
    * reported after its last check-in, in the same statement, and that is what must decide whether
    * it moved forward (not the last progress a check-in happened to write).
    */
+  private synchronized boolean stopReached(W worker) {
+    return worker.taskId() != null && stopsReached.containsKey(worker.taskId());
+  }
+
+  /**
+   * A worker a stop reached (SIGTERM: a cancel's, or one that came after the job it was for) left
+   * its job by its own interruption, with the progress its program reached: the rule of an exit
+   * (progress past the checkpoint resets the count, none adds one, the fourth in a row fails the
+   * job), and a job whose cancel was asked for ends cancelled. Or it ended the job (the program
+   * finished first, or a cancel ended it cancelled), which {@link #programOutcomes} judges.
+   */
+  private static String interruptedByStop(J before, J after) {
+    if (!after.status().equals("queued") && after.recoveries() == before.recoveries()) {
+      return null; // an end, not an interruption
+    }
+    int expected = after.progress() > before.checkpoint() ? 0 : before.recoveries() + 1;
+    String expectedStatus =
+        before.cancelRequested()
+            ? "cancelled"
+            : expected <= INTERRUPTIONS_RETRIED ? "queued" : "failed";
+    if (after.recoveries() != expected || !after.status().equals(expectedStatus)) {
+      return "§5.6 job "
+          + after.id()
+          + " interrupted by its worker's stop (progress "
+          + before.checkpoint()
+          + "→"
+          + after.progress()
+          + ", recoveries "
+          + before.recoveries()
+          + ") became "
+          + after.status()
+          + " with recoveries "
+          + after.recoveries()
+          + "; expected "
+          + expectedStatus
+          + " with "
+          + expected;
+    }
+    if (expectedStatus.equals("failed")
+        && !ExitTransitions.REPEATED_EXIT_ERROR.equals(after.error())) {
+      return "§5.6 job "
+          + after.id()
+          + " failed after repeated interruptions with error "
+          + after.error();
+    }
+    return null;
+  }
+
   private static String interruptedByRetryCode(J before, J after, SimProgram p) {
     if (before.cancelRequested() && after.status().equals("cancelled")) {
       // The worker saw the cancel first, or the interruption found it: cancelled either way.
@@ -604,9 +668,13 @@ final class Invariants {
    * <ul>
    *   <li>a program running past its kind's timeout gets SIGTERM (it is then failed "timed out
    *       after …": {@link #programOutcomes});
-   *   <li>a running program whose owner cancelled its job gets SIGTERM once the cancel-check
-   *       interval has passed since the cancel ({@link JobContext#CANCEL_CHECK_INTERVAL}: cancel
-   *       reaches a job that never reports progress);
+   *   <li>a running program whose worker a stop reached (a cancel is pushed: the queue stops the
+   *       worker, whose platform sends it SIGTERM) gets SIGTERM at the runner's first chance after
+   *       the stop: a cancel that never reaches the program is caught here, on the simulation's
+   *       clock;
+   *   <li>a running program whose owner cancelled its job gets SIGTERM once the heartbeat interval
+   *       has passed since the cancel ({@link JobContext#HEARTBEAT_INTERVAL}: the fallback when the
+   *       stop was lost);
    *   <li>SIGKILL follows SIGTERM once the kind's grace period is over, so a program that ignores
    *       SIGTERM is dead within timeout + grace (+ one poll);
    *   <li>what a program left running is sent SIGTERM before it is waited for, and is not waited
@@ -664,17 +732,31 @@ final class Invariants {
           + " ms without SIGTERM"
           + back;
     }
+    Instant stopAt;
+    synchronized (this) {
+      stopAt = stopsReached.get(p.taskId);
+    }
+    if (lap.termAt() == null && stopAt != null && !lap.since().isBefore(stopAt)) {
+      return "§10 cancel: the stop of job "
+          + p.jobId
+          + "'s worker (task "
+          + p.taskId
+          + ") reached it at +"
+          + SimPrograms.at(stopAt)
+          + " and its program got no SIGTERM"
+          + back;
+    }
     Instant cancelAt = cancelSeen.get(p.jobId);
     if (lap.termAt() == null
         && cancelAt != null
-        && !lap.since().isBefore(cancelAt.plus(JobContext.CANCEL_CHECK_INTERVAL))) {
+        && !lap.since().isBefore(cancelAt.plus(JobContext.HEARTBEAT_INTERVAL))) {
       return "§10 cancel: job "
           + p.jobId
           + " was cancelled at +"
           + SimPrograms.at(cancelAt)
           + " and its program got no SIGTERM"
-          + " within the cancel-check interval of "
-          + JobContext.CANCEL_CHECK_INTERVAL.toSeconds()
+          + " within the heartbeat interval of "
+          + JobContext.HEARTBEAT_INTERVAL.toSeconds()
           + " s"
           + back;
     }
@@ -734,6 +816,17 @@ final class Invariants {
       }
       String expected;
       boolean ok;
+      boolean stopped;
+      synchronized (this) {
+        stopped = stopsReached.containsKey(p.taskId);
+      }
+      if (stopped
+          && (after.status().equals("queued")
+              || ExitTransitions.REPEATED_EXIT_ERROR.equals(after.error()))) {
+        // Its worker was stopped: an interruption (§5.6, judged in transitions) whatever the
+        // program did in its grace, unless it exited 0 (then its job succeeded, below).
+        continue;
+      }
       if (p.termMainAlive()) {
         expected =
             (before.cancelRequested() ? "cancelled" : "")

@@ -196,17 +196,20 @@ final class Mutants {
               """
                 killed = true;
           """),
+          // A cancel is pushed: the queue stops the job's worker, and the worker's stop is what
+          // signals the program (the heartbeat's read of the flag is only the fallback for a lost
+          // stop), so the mutant breaks the stop's SIGTERM.
           new Mutant(
               "cancel-never-signals-program",
-              "§10 cancel: a running program gets SIGTERM once its owner's cancel is seen",
+              "§10 cancel: a running program gets SIGTERM once its cancel's stop reaches its worker",
               EXEC + "ProgramAttempt.java",
               """
-                  if (!termination.terminated()) {
-                    terminate("cancel requested");
+              if (!termination.terminated()) {
+                terminate("the worker is stopping");
           """,
               """
-                  if (false) {
-                    terminate("cancel requested");
+              if (false) {
+                terminate("the worker is stopping");
           """),
           new Mutant(
               "retry-code-fails",

@@ -58,8 +58,8 @@ final class SimPrograms {
     this.scheduler = scheduler;
     this.faults = faults;
     this.random = random;
-    // Timeouts both shorter and longer than the cancel-check interval (5 s): a cancel reaches a
-    // program that never reports progress only through that check.
+    // A cancel reaches a program by its worker's stop (SIGTERM); when the stop is lost, the
+    // program's timeout or its worker's deadline comes long before the minute's heartbeat.
     Duration timeout = Duration.ofMillis(1_500 + random.nextInt(8_000));
     Duration grace = Duration.ofMillis(200 + random.nextInt(1_800));
     this.kind =

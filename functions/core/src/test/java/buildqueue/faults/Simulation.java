@@ -35,6 +35,7 @@ import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Random;
 import java.util.Set;
 import java.util.SplittableRandom;
@@ -150,6 +151,9 @@ final class Simulation {
   /** The deploy's draws ({@link Fault#DEPLOYS}): when, how long, which refusal. */
   private final Random fourth;
 
+  /** The stops' draws ({@link Fault#STOPS}): lost or late, and how late. */
+  private final Random fifth;
+
   /** Who supersedes what: a stream of its own, so the other draws of a seed stay as they were. */
   private final Random supersedes;
 
@@ -223,7 +227,8 @@ final class Simulation {
     this.second = new Random(mixer.nextLong());
     this.third = new Random(mixer.nextLong());
     this.fourth = new Random(mixer.nextLong());
-    this.faults = new Faults(random, second, third, fourth, options.disabled());
+    this.fifth = new Random(mixer.nextLong());
+    this.faults = new Faults(random, second, third, fourth, fifth, options.disabled());
     // Most scenarios take turns in the shared lane (the default); every fourth keeps FIFO.
     this.config =
         configFrom(random)
@@ -438,6 +443,14 @@ final class Simulation {
       if (faults.rate(Fault.PROGRAM_CANCELLED) > 0 && !programs.running(clock.now()).isEmpty()) {
         // Weighted up: a program runs for a few steps only, and most scenarios start few of them.
         add(moves, weights, 4, this::cancelARunningProgram);
+      }
+      if ((faults.rate(Fault.STOP_DELAYED) > 0 || faults.rate(Fault.STOP_LOST) > 0)
+          && current.jobs().values().stream().anyMatch(Simulation::cancellableOnWorker)) {
+        // Only when the stop faults are on, so a scenario without them moves as it did before.
+        add(moves, weights, 1.5, this::cancelAJobOnAWorker);
+      }
+      if (lateStopPending()) {
+        add(moves, weights, 2, this::deliverALateStop);
       }
       add(moves, weights, 0.3, this::toggleDedicated);
       add(moves, weights, 0.5, this::read);
@@ -937,9 +950,67 @@ final class Simulation {
     }
   }
 
+  private static boolean cancellableOnWorker(Snapshot.J j) {
+    return j.onWorker() && !j.cancelRequested();
+  }
+
   /**
-   * The owner cancels a job whose program runs: SIGTERM must reach it within the cancel-check
-   * interval.
+   * The owner cancels a job on a worker (its program's or not): the cancel's stop is what the stop
+   * faults act on, and a late one may come after the job's end ({@link Fault#STOP_RACES_JOB_END}).
+   */
+  private void cancelAJobOnAWorker() {
+    operations++;
+    List<Snapshot.J> on =
+        current.jobs().values().stream()
+            .filter(Simulation::cancellableOnWorker)
+            .sorted(Comparator.comparingLong(Snapshot.J::id))
+            .toList();
+    // Half the time, one whose worker is about to end it: a late stop then races the job's end.
+    Set<Long> ending = new HashSet<>();
+    for (Actor a : scheduler.gated()) {
+      if (a.worker
+          && a.pending != null
+          && (a.pending.startsWith("WorkerTransitions.end") || a.pending.equals("transaction"))) {
+        ending.add(a.workerId);
+      }
+    }
+    List<Snapshot.J> aboutToEnd = on.stream().filter(j -> ending.contains(j.workerId())).toList();
+    boolean racing = !aboutToEnd.isEmpty() && fifth.nextBoolean();
+    List<Snapshot.J> from = racing ? aboutToEnd : on;
+    Snapshot.J job = from.get(fifth.nextInt(from.size()));
+    log(
+        "cancel job "
+            + job.id()
+            + " on worker "
+            + job.workerId()
+            + (racing ? " as the worker is about to end it" : "")
+            + " by "
+            + job.userId());
+    spawnClient(
+        "cancel",
+        () -> {
+          ApiResponse r =
+              api.handle(
+                  ApiRequest.of(
+                      "POST", "/jobs/" + job.id() + "/cancel", Caller.user(job.userId())));
+          note(scheduler.current(), "POST /jobs/" + job.id() + "/cancel → " + r.status());
+          if (r.status() < 500 && r.status() != 200 && r.status() != 409) {
+            violation(
+                "POST /jobs/"
+                    + job.id()
+                    + "/cancel by its owner "
+                    + job.userId()
+                    + " answered "
+                    + r.status()
+                    + ": "
+                    + r.bodyText());
+          }
+        });
+  }
+
+  /**
+   * The owner cancels a job whose program runs: the cancel stops its worker, and SIGTERM must reach
+   * the program at the runner's first poll after the stop reached the worker.
    */
   private void cancelARunningProgram() {
     List<SimProgram> running = programs.running(clock.now());
@@ -1137,9 +1208,10 @@ final class Simulation {
         log("the stop of frozen task " + task + " takes effect: it is killed");
         programs.orphan(task, "frozen");
         scheduler.expectEnd(task);
-        inProcess.stop(task, "stopped while frozen");
+        inProcess.kill(task, "stopped: stopped while frozen");
       }
     }
+    deliverLateStops();
     scheduler.awaitQuiet();
     afterStep("clock", null, false, before);
   }
@@ -1216,6 +1288,105 @@ final class Simulation {
     note(
         caller,
         "stop task " + taskId + " (frozen; it ends in " + after.toMillis() + " ms): " + reason);
+  }
+
+  /**
+   * A stop ({@link Fault#STOP_DELAYED}) reaches the worker a drawn while from now, up to half a
+   * lease: long enough for the job it was for to end first and the worker to chain the next.
+   */
+  void delayStop(Actor caller, String taskId, String reason) {
+    Duration after = Duration.ofMillis(100 + fifth.nextInt((int) config.lease().toMillis() / 2));
+    synchronized (lateStops) {
+      lateStops.add(new LateStop(clock.now().plus(after), taskId, reason));
+    }
+    note(caller, "⚡ stop of task " + taskId + " delayed by " + after.toMillis() + " ms: " + reason);
+  }
+
+  private record LateStop(Instant at, String taskId, String reason) {}
+
+  /** Stops on their way, in the order they were asked for. */
+  private final List<LateStop> lateStops = new ArrayList<>();
+
+  private boolean lateStopPending() {
+    synchronized (lateStops) {
+      return !lateStops.isEmpty();
+    }
+  }
+
+  /**
+   * The oldest stop on its way arrives now, however late it was drawn to be: late by a few steps
+   * rather than by time, so that it often finds its worker between the job's end and its exit, or
+   * on the job it chained.
+   */
+  private void deliverALateStop() {
+    operations++;
+    Snapshot before = current;
+    LateStop l;
+    synchronized (lateStops) {
+      l = lateStops.remove(0);
+    }
+    log("a late stop of task " + l.taskId() + " arrives");
+    if (frozen.contains(l.taskId())) {
+      stopFrozen(null, l.taskId(), l.reason());
+    } else {
+      stopReaches(null, l.taskId(), l.reason());
+    }
+    scheduler.awaitQuiet();
+    afterStep("late stop", null, false, before);
+  }
+
+  private void deliverLateStops() {
+    List<LateStop> due;
+    synchronized (lateStops) {
+      due = lateStops.stream().filter(l -> !l.at().isAfter(clock.now())).toList();
+      lateStops.removeAll(due);
+    }
+    for (LateStop l : due) {
+      if (frozen.contains(l.taskId())) {
+        stopFrozen(null, l.taskId(), l.reason());
+      } else {
+        stopReaches(null, l.taskId(), l.reason());
+      }
+    }
+  }
+
+  /**
+   * A stop reaches the worker's task: SIGTERM, which the worker turns into its graceful stop (its
+   * program gets SIGTERM at the runner's next poll: {@link Invariants#stopReached}). A task already
+   * gone is left as it is ({@link Fault#STOP_TO_GONE_WORKER}). A cancel's stop that finds its
+   * worker on no cancelled job came after the job's end ({@link Fault#STOP_RACES_JOB_END}): it
+   * interrupts whatever the worker does now.
+   */
+  void stopReaches(Actor caller, String taskId, String reason) {
+    if (!(inProcess.check(List.of(taskId)).get(taskId)
+        instanceof buildqueue.platform.TaskState.Running)) {
+      faults.count(Fault.STOP_TO_GONE_WORKER);
+      note(caller, "⚡ stop reaches task " + taskId + ", already gone: nothing happens");
+      return;
+    }
+    boolean forCancel = reason.startsWith("job ");
+    Snapshot.W w =
+        current.workers().values().stream()
+            .filter(x -> taskId.equals(x.taskId()))
+            .findFirst()
+            .orElse(null);
+    if (caller == null && forCancel && w != null && !onCancelledJob(w.id())) {
+      faults.count(Fault.STOP_RACES_JOB_END);
+      note(
+          caller,
+          "⚡ stop reaches task "
+              + taskId
+              + " after the job it was for ended: it stops whatever the worker does now");
+    }
+    note(caller, "stop task " + taskId + " (SIGTERM): " + reason);
+    invariants.stopReached(taskId, clock.now());
+    inProcess.stop(taskId, reason);
+  }
+
+  private boolean onCancelledJob(long workerId) {
+    return current.jobs().values().stream()
+        .anyMatch(
+            j -> j.onWorker() && Objects.equals(j.workerId(), workerId) && j.cancelRequested());
   }
 
   /**

@@ -31,11 +31,16 @@
  * the invariants check that such a refusal is never final at first sight, backs off, and that no
  * job fails for the deploy alone (docs/architecture.md §4.4); a caller dies before or after its
  * launch, or outlives its timeout; stop evidence is duplicated, delayed, reordered, lost or forged;
- * a backend is terminated ({@code pg_terminate_backend}) mid-statement, after commit with the reply
- * lost, or mid-transaction; the database is unreachable for a while (on the Data API adapter:
- * {@code DatabaseResumingException} from the wire-level fake, see the aws module's {@code
- * DataApiFaultInjectionTest}). Time is a settable clock: leases are seconds long and expire on
- * demand, and workers' hard deadlines fall on the simulated clock ({@code
+ * a stop the queue asks of the platform (a cancel's, a supersede's, the tick's: the worker's
+ * SIGTERM, which the in-process platform turns into the worker's {@code WorkerStop}) is lost, or
+ * arrives a few steps late, so that it reaches a worker already gone (nothing happens) or one whose
+ * cancelled job has ended meanwhile (it stops whatever the worker does now: the job it chained is
+ * interrupted, §5.6), each counted as it happens, and cancels are aimed at jobs whose worker is
+ * about to end them; a backend is terminated ({@code pg_terminate_backend}) mid-statement, after
+ * commit with the reply lost, or mid-transaction; the database is unreachable for a while (on the
+ * Data API adapter: {@code DatabaseResumingException} from the wire-level fake, see the aws
+ * module's {@code DataApiFaultInjectionTest}). Time is a settable clock: leases are seconds long
+ * and expire on demand, and workers' hard deadlines fall on the simulated clock ({@code
  * WorkerLoop.DeadlineTimer}).
  *
  * <p>Job processes (docs/architecture.md §10.1): about half the scenarios submit program jobs, of a
@@ -47,8 +52,10 @@
  * (with or without an error line), dies of a signal, exits with its kind's retry code on its first
  * attempts, or hangs past its timeout; it dies on SIGTERM, after a while, or ignores it; it may
  * leave a child that outlives it; its owner cancels it while it runs, or in the grace after its
- * timeout's SIGTERM. The invariants check the runner's timing (SIGTERM at the timeout and within
- * the cancel-check interval of a cancel, SIGKILL once the grace is over, leftovers signalled and
+ * timeout's SIGTERM. The invariants check the runner's timing (SIGTERM at the timeout, at the
+ * runner's first poll after a stop reached its worker (a cancel is pushed as that stop: a cancel
+ * that never reaches the program is caught here, on the simulation's clock), within the heartbeat
+ * interval of a cancel whose stop was lost, SIGKILL once the grace is over, leftovers signalled and
  * not waited for past the grace), the job's outcome (a timed-out job fails "timed out after …", a
  * cancelled one ends cancelled, a crash fails with the program's error or its code, a signal fails
  * naming it, a retry code is an interruption under §5.6), and that no process of a job outlives its
@@ -69,11 +76,11 @@
  * one; lease reclaim of a worker the platform can check; a fifth interruption without progress
  * retried; the progress fence without the token; no stop for a worker running past its lease; the
  * worker start without the lease; and in the job runner: a timeout that succeeds, no SIGKILL after
- * the grace, a cancel that never signals the program, a retry code that fails the job), runs this
- * suite's default scenarios against each in a copy of the working tree, and prints which invariant
- * caught it, with the seed, the scenarios it took and the time; it exits non-zero if one went
- * uncaught. {@code --base-seed=B} repeats a batch, {@code --only=name,name} picks mutants. Each
- * mutant is an exact text replacement that must find its text once; {@link
+ * the grace, a cancel whose stop never signals the program, a retry code that fails the job), runs
+ * this suite's default scenarios against each in a copy of the working tree, and prints which
+ * invariant caught it, with the seed, the scenarios it took and the time; it exits non-zero if one
+ * went uncaught. {@code --base-seed=B} repeats a batch, {@code --only=name,name} picks mutants.
+ * Each mutant is an exact text replacement that must find its text once; {@link
  * buildqueue.faults.MutantsTest} checks that on every build, so a change to the core that moves a
  * mutant's text fails there rather than leaving a mutant that tests nothing.
  *

@@ -10,6 +10,7 @@ import buildqueue.platform.WorkerPlatform;
 import buildqueue.worker.JobHandlers;
 import buildqueue.worker.WorkerLoop;
 import buildqueue.worker.WorkerProcess;
+import buildqueue.worker.WorkerStop;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -113,6 +114,7 @@ public final class InProcessPlatform implements WorkerPlatform {
   private volatile LongSupplier nanoTime = System::nanoTime;
   private volatile Duration exitTime = Duration.ZERO;
   private volatile CountDownLatch heldExits = new CountDownLatch(0);
+  private volatile Duration stopTimeout = WorkerStop.DEFAULT_STOP_TIMEOUT;
 
   public InProcessPlatform(
       Database db, QueueConfig config, QueueClock clock, JobHandlers handlers) {
@@ -212,10 +214,24 @@ public final class InProcessPlatform implements WorkerPlatform {
 
   /** Kills a worker now, as a crash would: no further writes, stop evidence as planned. */
   public void kill(String taskId) {
+    kill(taskId, "killed by test");
+  }
+
+  /** As {@link #kill(String)}, saying why (the worker's exit reason). */
+  public void kill(String taskId, String why) {
     Task t = byId.get(taskId);
     if (t != null) {
-      t.kill("killed by test");
+      t.kill(why);
     }
+  }
+
+  /**
+   * How long a worker asked to stop has before its platform would SIGKILL it ({@link
+   * WorkerStop#stopTimeout}); {@link WorkerStop#DEFAULT_STOP_TIMEOUT} by default. Its own hard
+   * deadline still ends it, wherever it is.
+   */
+  public void stopTimeout(Duration timeout) {
+    this.stopTimeout = timeout;
   }
 
   /** Waits until every task has ended and its evidence was handled (delivered or withheld). */
@@ -297,12 +313,26 @@ public final class InProcessPlatform implements WorkerPlatform {
     return taskId != null && taskId.startsWith("inproc-");
   }
 
+  /**
+   * As ECS's StopTask (SIGTERM) and the local platform's signal: the worker's {@link WorkerStop} is
+   * requested, and the worker stops its job gracefully (its program gets SIGTERM, its grace, then
+   * SIGKILL), records the interruption (a cancelled job ends {@code cancelled}), takes no further
+   * job and exits. A task already ended is left as it is. There is no SIGKILL after the stop
+   * timeout here: the worker's hard deadline, before its lease, is what bounds a worker that does
+   * not stop.
+   */
   @Override
   public void stop(String taskId, String reason) {
     Task t = byId.get(taskId);
-    if (t != null) {
-      t.kill("stopped: " + reason);
+    if (t != null && t.done.getCount() > 0) {
+      t.stop.request("stopped: " + reason);
     }
+  }
+
+  /** Whether the worker of this task was asked to stop ({@link #stop}). */
+  public boolean stopRequested(String taskId) {
+    Task t = byId.get(taskId);
+    return t != null && t.stop.requested();
   }
 
   /** Thrown on a killed worker's thread to unwind it; never caught by the worker loop. */
@@ -318,6 +348,7 @@ public final class InProcessPlatform implements WorkerPlatform {
     final LaunchPlan plan;
     final Thread thread;
     final CountDownLatch done = new CountDownLatch(1);
+    final WorkerStop stop = new WorkerStop(stopTimeout, nanoTime);
     volatile boolean killed;
     volatile String exitReason = "running";
 
@@ -378,7 +409,8 @@ public final class InProcessPlatform implements WorkerPlatform {
                     this,
                     crashes,
                     deadlines)
-                .withNanoTime(nanoTime);
+                .withNanoTime(nanoTime)
+                .withStop(stop);
         WorkerLoop.Exit exit = loop.run(launch.workerId(), launch.token());
         exitReason = "exited: " + exit.name().toLowerCase(java.util.Locale.ROOT);
       } catch (WorkerKilled e) {

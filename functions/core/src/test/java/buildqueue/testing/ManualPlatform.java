@@ -14,6 +14,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.BiConsumer;
 import java.util.function.Predicate;
 
 /**
@@ -29,6 +30,7 @@ public final class ManualPlatform implements WorkerPlatform {
   private final List<String> stopRequests = Collections.synchronizedList(new ArrayList<>());
   private final List<Collection<String>> checks = Collections.synchronizedList(new ArrayList<>());
   private volatile Predicate<String> checkable = id -> true;
+  private volatile BiConsumer<String, String> signal = (taskId, reason) -> {};
 
   /**
    * The next launches answer these outcomes in order; afterwards a launch starts {@code
@@ -105,8 +107,18 @@ public final class ManualPlatform implements WorkerPlatform {
     return checkable.test(taskId);
   }
 
+  /**
+   * What a stop does besides being recorded: by default nothing (the stop is lost, as far as any
+   * worker knows). A test that plays the worker with a {@code WorkerStop} passes what requests it,
+   * as ECS's SIGTERM would.
+   */
+  public void onStop(BiConsumer<String, String> signal) {
+    this.signal = signal;
+  }
+
   @Override
   public void stop(String taskId, String reason) {
     stopRequests.add(taskId);
+    signal.accept(taskId, reason);
   }
 }

@@ -95,6 +95,11 @@ public final class RecordingJobContext implements JobContext {
   }
 
   @Override
+  public boolean stopRequested() {
+    return stopTimeLeft != null;
+  }
+
+  @Override
   public java.time.Duration stopTimeLeft() {
     java.time.Duration left = stopTimeLeft;
     return left == null ? JobContext.super.stopTimeLeft() : left;

@@ -16,8 +16,10 @@ import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * How often a running program costs a statement: {@link JobContext#checkIn} writes only when
- * something is due (progress at most every second, the log tail at most every 2 s, else a cancel
- * check every 5 s), on a clock the test moves, with the real worker loop over the database.
+ * something is due (progress and the log tail at most every 2 s, else a heartbeat once a minute),
+ * on a clock the test moves, with the real worker loop over the database. A cancel is pushed (the
+ * platform stops the worker); these tests use {@code ManualPlatform}, which only records the stop,
+ * so they show the heartbeat: the fallback for a stop that was lost.
  */
 @ExtendWith(PostgresExtension.class)
 class CheckInPacingTest {
@@ -33,6 +35,10 @@ class CheckInPacingTest {
   }
 
   private WorkerLoop.Exit runOne(QueueHarness h, Script script) {
+    return runOne(h, script, JobContext.HEARTBEAT_INTERVAL);
+  }
+
+  private WorkerLoop.Exit runOne(QueueHarness h, Script script, Duration heartbeat) {
     JobHandler scripted =
         new JobHandler() {
           @Override
@@ -58,7 +64,8 @@ class CheckInPacingTest {
                   throw new AssertionError("killed: " + why);
                 },
                 WorkerLoop.Listener.NONE)
-            .withNanoTime(nanos::get);
+            .withNanoTime(nanos::get)
+            .withHeartbeat(heartbeat);
     return loop.run(w.workerId(), w.token());
   }
 
@@ -70,7 +77,7 @@ class CheckInPacingTest {
   }
 
   @Test
-  void a_program_costs_a_statement_only_when_progress_log_or_the_cancel_check_is_due(
+  void a_program_costs_a_statement_only_when_progress_log_or_the_heartbeat_is_due(
       TestDatabase tdb) {
     QueueHarness h = QueueHarness.manual(tdb);
     List<Long> statements = new ArrayList<>();
@@ -93,17 +100,17 @@ class CheckInPacingTest {
           tails.add(tail(h));
 
           c.checkIn(4);
-          statements.add(h.db.statements() - at); // 1: progress waits for its second
-          advance(Duration.ofSeconds(1));
+          statements.add(h.db.statements() - at); // 1: progress waits for its 2 s
+          advance(Duration.ofSeconds(2));
           c.checkIn(4);
           statements.add(h.db.statements() - at); // 2: progress is written
           c.checkIn(4);
-          advance(Duration.ofMillis(4900));
+          advance(JobContext.HEARTBEAT_INTERVAL.minusMillis(100));
           c.checkIn(4);
-          statements.add(h.db.statements() - at); // 2: nothing new, and no cancel check yet
+          statements.add(h.db.statements() - at); // 2: nothing new, and no heartbeat yet
           advance(Duration.ofMillis(100));
           c.checkIn(4);
-          statements.add(h.db.statements() - at); // 3: the cancel check
+          statements.add(h.db.statements() - at); // 3: the heartbeat
         });
 
     assertThat(statements).containsExactly(0L, 1L, 1L, 2L, 2L, 3L);
@@ -113,8 +120,28 @@ class CheckInPacingTest {
   }
 
   @Test
-  void a_cancel_request_is_seen_at_the_next_cancel_check_even_without_progress(TestDatabase tdb) {
+  void a_quiet_program_costs_one_statement_a_minute(TestDatabase tdb) {
     QueueHarness h = QueueHarness.manual(tdb);
+    long[] statements = new long[1];
+
+    runOne(
+        h,
+        c -> {
+          long at = h.db.statements();
+          for (int i = 0; i < 10 * 60 * 10; i++) { // ten minutes of 100 ms polls
+            advance(Duration.ofMillis(100));
+            c.checkIn(null);
+          }
+          statements[0] = h.db.statements() - at;
+        });
+
+    assertThat(statements[0]).isEqualTo(10);
+  }
+
+  @Test
+  void a_cancel_whose_stop_was_lost_is_seen_at_the_next_heartbeat(TestDatabase tdb) {
+    QueueHarness h = QueueHarness.manual(tdb);
+    Duration heartbeat = Duration.ofSeconds(3);
     List<CheckIn> seen = new ArrayList<>();
 
     runOne(
@@ -122,13 +149,67 @@ class CheckInPacingTest {
         c -> {
           h.queue.cancel(c.jobId(), "alice");
           seen.add(c.checkIn(null));
-          advance(JobContext.CANCEL_CHECK_INTERVAL);
+          advance(heartbeat.minusMillis(1));
+          seen.add(c.checkIn(null));
+          advance(Duration.ofMillis(1));
           seen.add(c.checkIn(null));
           seen.add(c.checkIn(null)); // it stays cancelled without asking again
-        });
+        },
+        heartbeat);
 
+    // The manual platform records the stop and sends nothing: the stop is lost.
+    assertThat(h.manual.stopRequests()).hasSize(1);
     assertThat(seen)
-        .containsExactly(CheckIn.GO_ON, CheckIn.CANCEL_REQUESTED, CheckIn.CANCEL_REQUESTED);
+        .containsExactly(
+            CheckIn.GO_ON, CheckIn.GO_ON, CheckIn.CANCEL_REQUESTED, CheckIn.CANCEL_REQUESTED);
+    assertThat(h.testDb.jdbc().query("select status from build_job").get(0).string("status"))
+        .isEqualTo("cancelled");
+  }
+
+  @Test
+  void a_stopped_worker_reads_the_cancel_at_its_first_check_in_after_the_stop(TestDatabase tdb) {
+    QueueHarness h = QueueHarness.manual(tdb);
+    WorkerStop stop = new WorkerStop(Duration.ofSeconds(30), nanos::get);
+    List<CheckIn> seen = new ArrayList<>();
+    long[] statements = new long[1];
+    JobHandler scripted =
+        new JobHandler() {
+          @Override
+          public String kind() {
+            return "scripted";
+          }
+
+          @Override
+          public JobOutcome run(JobContext c) {
+            h.queue.cancel(c.jobId(), "alice");
+            long at = h.db.statements();
+            stop.request("the platform stops it for the cancel");
+            seen.add(c.checkIn(null));
+            seen.add(c.checkIn(null));
+            statements[0] = h.db.statements() - at;
+            // The program exited 0 in its grace: the job still ends cancelled, by its flag.
+            return JobOutcome.succeeded();
+          }
+        };
+    h.submit("alice", "scripted", "{}");
+    WorkerLaunch w = h.manual.lastLaunch();
+    WorkerLoop.Exit exit =
+        new WorkerLoop(
+                h.workerDb,
+                h.config,
+                h.clock,
+                JobHandlers.of(scripted),
+                why -> {
+                  throw new AssertionError("killed: " + why);
+                },
+                WorkerLoop.Listener.NONE)
+            .withNanoTime(nanos::get)
+            .withStop(stop)
+            .run(w.workerId(), w.token());
+
+    assertThat(seen).containsExactly(CheckIn.STOP_REQUESTED, CheckIn.STOP_REQUESTED);
+    assertThat(statements[0]).isEqualTo(1);
+    assertThat(exit).isEqualTo(WorkerLoop.Exit.STOPPED);
     assertThat(h.testDb.jdbc().query("select status from build_job").get(0).string("status"))
         .isEqualTo("cancelled");
   }

@@ -61,7 +61,7 @@ superseded_event as (
          jsonb_build_object('message',
            case when s.status = 'cancelled' then 'superseded by job ' || s.by_id
                 else 'superseded by job ' || s.by_id || ': cancel requested, worker ' || s.worker_id
-                     || ' stops the job at its next check-in' end,
+                     || ' is told to stop' end,
            'supersededBy', s.by_id),
          t.now
   from superseded s, t
@@ -94,6 +94,10 @@ select size.payload_bytes, fits.room, fits.counted_past, queued.n as queued_coun
          as superseded_ids,
        (select string_agg(s.id::text, ',' order by s.id) from superseded s where s.status <> 'cancelled')
          as cancel_requested_ids,
+       -- Their workers' tasks, for the caller to stop: the cancel is pushed, not polled.
+       (select string_agg(w.task_id, ',' order by s.id) from superseded s
+        join build_worker w on w.id = s.worker_id where s.status <> 'cancelled' and w.task_id is not null)
+         as cancel_requested_task_ids,
        -- A new job's request publishes what it wrote: the claim (V009) runs after the history
        -- rows are written (event_done and superseded_event_done, in the from list) and in a
        -- snapshot of its own, so it takes them with any older unpublished rows.

@@ -224,10 +224,11 @@ class ProgramJobsEndToEndTest {
     assertThat(cancel.status()).as(cancel.text()).isEqualTo(200);
     server.awaitStatus(job, "cancelled");
 
-    // The cancel check every 5 s, then SIGTERM (which both programs obey at once).
+    // Pushed, not polled: the server sends the worker process SIGTERM, and the worker sends its
+    // program SIGTERM (which both programs obey at once) and ends the job cancelled.
     assertThat(Duration.ofNanos(System.nanoTime() - asked)).isLessThan(Duration.ofSeconds(10));
     assertThat(ProcessHandle.of(pid).filter(ProcessHandle::isAlive)).isEmpty();
-    assertThat(log(job)).contains("cancel requested: SIGTERM sent to the job's processes");
+    assertThat(log(job)).contains("the worker is stopping: SIGTERM sent to the job's processes");
   }
 
   @ParameterizedTest(name = "{0}")

@@ -229,6 +229,24 @@ class EcsQueueTest {
   }
 
   @Test
+  void cancelling_a_running_job_stops_its_workers_task_so_the_cancel_is_pushed_not_polled() {
+    long jobId = enqueue("alice");
+    String arn = fake.tasks().get(0).arn();
+    Row worker = workers().get(0);
+    new buildqueue.core.WorkerTransitions(db.jdbc(), config, clock)
+        .start(worker.longValue("id"), worker.uuid("token"))
+        .orElseThrow();
+
+    queue.cancel(jobId, "alice");
+
+    // StopTask sends the worker SIGTERM: its graceful stop ends the job cancelled (WorkerStop).
+    assertThat(fake.requests(STOP_TASK)).hasSize(1);
+    assertThat(fake.last(STOP_TASK).path("task").asText()).isEqualTo(arn);
+    assertThat(fake.last(STOP_TASK).path("reason").asText())
+        .isEqualTo("job " + jobId + " cancelled");
+  }
+
+  @Test
   void cancelling_a_job_whose_worker_has_not_started_stops_its_task_and_the_stop_ends_the_job() {
     long jobId = enqueue("alice");
     String arn = fake.tasks().get(0).arn();

@@ -156,22 +156,35 @@ final class ProgramAttempt {
         stopFailure = "timed out after " + human(kind.timeout());
         terminate(stopFailure);
       }
+      if (context.stopRequested()) {
+        // Before the check-in's statement, which may wait: a cancel arrives as this stop, and
+        // the program is signalled as soon as the worker sees it.
+        stopForTheWorker();
+      }
       JobContext.CheckIn said = context.checkIn(latestProgress);
       if (said == JobContext.CheckIn.CANCEL_REQUESTED && !cancelled) {
         cancelled = true;
         if (!termination.terminated()) {
           terminate("cancel requested");
         }
-      } else if (said == JobContext.CheckIn.STOP_REQUESTED && !stopping) {
-        stopping = true;
-        Duration left = context.stopTimeLeft();
-        if (!termination.terminated()) {
-          terminate("the worker is stopping");
-        }
-        termination.cutGraceTo(left);
+      } else if (said == JobContext.CheckIn.STOP_REQUESTED) {
+        stopForTheWorker();
       }
       termination.killWhenGraceIsOver();
     }
+  }
+
+  /** The worker was told to stop: SIGTERM (once), and the grace cut to what the stop leaves. */
+  private void stopForTheWorker() {
+    if (stopping) {
+      return;
+    }
+    stopping = true;
+    Duration left = context.stopTimeLeft();
+    if (!termination.terminated()) {
+      terminate("the worker is stopping");
+    }
+    termination.cutGraceTo(left);
   }
 
   private void handle(List<ControlMessage> messages) {

@@ -18,6 +18,7 @@ import buildqueue.worker.JobHandlers;
 import buildqueue.worker.JobOutcome;
 import buildqueue.worker.WorkerLoop;
 import buildqueue.worker.WorkerProcess;
+import buildqueue.worker.WorkerStop;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -76,15 +77,23 @@ class ProcessRunnerQueueTest {
   }
 
   private static CompletableFuture<WorkerLoop.Exit> work(QueueHarness h, JobHandler handler) {
+    return work(h, handler, WorkerStop.none(), null);
+  }
+
+  /** {@code heartbeat} null: the default. */
+  private static CompletableFuture<WorkerLoop.Exit> work(
+      QueueHarness h, JobHandler handler, WorkerStop stop, Duration heartbeat) {
     WorkerLaunch launch = h.manual.lastLaunch();
-    WorkerLoop loop =
+    WorkerLoop plain =
         new WorkerLoop(
-            h.workerDb,
-            h.config,
-            h.clock,
-            JobHandlers.builtIn().with(handler),
-            MUST_NOT_HALT,
-            WorkerLoop.Listener.NONE);
+                h.workerDb,
+                h.config,
+                h.clock,
+                JobHandlers.builtIn().with(handler),
+                MUST_NOT_HALT,
+                WorkerLoop.Listener.NONE)
+            .withStop(stop);
+    WorkerLoop loop = heartbeat == null ? plain : plain.withHeartbeat(heartbeat);
     return CompletableFuture.supplyAsync(() -> loop.run(launch.workerId(), launch.token()));
   }
 
@@ -131,18 +140,50 @@ class ProcessRunnerQueueTest {
   }
 
   @Test
-  void a_cancel_reaches_a_program_that_never_reports_and_the_job_ends_cancelled(TestDatabase tdb)
+  void a_cancel_stops_the_worker_and_its_program_that_never_reports_and_the_job_ends_cancelled(
+      TestDatabase tdb) throws Exception {
+    try (QueueHarness h = QueueHarness.manual(tdb)) {
+      long job = h.submit("ada", "shell", "{}");
+      WorkerStop stop = new WorkerStop(Duration.ofSeconds(30));
+      // The platform's stop reaches the worker as SIGTERM does: its WorkerStop is requested.
+      h.manual.onStop((taskId, reason) -> stop.request(reason));
+      CompletableFuture<WorkerLoop.Exit> worker =
+          work(h, shell("echo $$ > \"$PIDS\"\nsleep 1000\n", Set.of()), stop, null);
+      Await.until("the program to run", () -> Procs.pidsIn(tmp.resolve("pids")).size() == 1);
+      long pid = Procs.pidsIn(tmp.resolve("pids")).get(0);
+
+      h.queue.cancel(job, "ada");
+
+      assertThat(worker.get(60, TimeUnit.SECONDS)).isEqualTo(WorkerLoop.Exit.STOPPED);
+      assertThat(h.status(job)).isEqualTo("cancelled");
+      // History says cancelled, not interrupted and requeued.
+      assertThat(h.eventTypes(job)).endsWith("cancelled").doesNotContain("interrupted");
+      assertThat(Procs.inSessionOrGroup(pid)).isEmpty();
+      assertThat(log(h, job).string("tail"))
+          .contains("[buildqueue] the worker is stopping: SIGTERM sent to the job's processes")
+          .doesNotContain("SIGKILL");
+    }
+  }
+
+  @Test
+  void a_cancel_whose_stop_is_lost_reaches_the_program_at_the_workers_heartbeat(TestDatabase tdb)
       throws Exception {
     try (QueueHarness h = QueueHarness.manual(tdb)) {
       long job = h.submit("ada", "shell", "{}");
+      // The manual platform signals nothing: the heartbeat (test-sized here) reads the flag.
       CompletableFuture<WorkerLoop.Exit> worker =
-          work(h, shell("echo $$ > \"$PIDS\"\nsleep 1000\n", Set.of()));
+          work(
+              h,
+              shell("echo $$ > \"$PIDS\"\nsleep 1000\n", Set.of()),
+              WorkerStop.none(),
+              Duration.ofSeconds(1));
       Await.until("the program to run", () -> Procs.pidsIn(tmp.resolve("pids")).size() == 1);
       long pid = Procs.pidsIn(tmp.resolve("pids")).get(0);
 
       h.queue.cancel(job, "ada");
 
       assertThat(worker.get(60, TimeUnit.SECONDS)).isEqualTo(WorkerLoop.Exit.DRAINED);
+      assertThat(h.manual.stopRequests()).hasSize(1);
       assertThat(h.status(job)).isEqualTo("cancelled");
       assertThat(Procs.inSessionOrGroup(pid)).isEmpty();
       assertThat(log(h, job).string("tail"))
