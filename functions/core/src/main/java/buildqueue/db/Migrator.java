@@ -51,7 +51,8 @@ public final class Migrator {
           "V005__worker_role.sql",
           "V006__worker_plans.sql",
           "V007__worker_start_lock_order.sql",
-          "V008__lane_choice.sql");
+          "V008__lane_choice.sql",
+          "V011__chained_end_one_statement.sql");
 
   private static final String CREATE_TABLE =
       """

@@ -38,6 +38,9 @@ class MigrationChecksumsTest {
     RELEASED.put(
         "V008__lane_choice.sql",
         "6e1efe921afdc365addab13bad7a93c80ce61238ff10b465e3205513ca2e2de2");
+    RELEASED.put(
+        "V011__chained_end_one_statement.sql",
+        "614328a446c3dfed5849c31d158e7c5e93bda8a20f162f566d90ca2601ae6854");
   }
 
   @Test

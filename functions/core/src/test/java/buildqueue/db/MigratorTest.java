@@ -161,7 +161,8 @@ class MigratorTest {
               "V005__worker_role.sql",
               "V006__worker_plans.sql",
               "V007__worker_start_lock_order.sql",
-              "V008__lane_choice.sql");
+              "V008__lane_choice.sql",
+              "V011__chained_end_one_statement.sql");
 
       assertThat(recorded(db)).isEqualTo(checksums(Migrator.MIGRATIONS));
       assertThat(new Migrator(db.jdbc()).migrate()).isEmpty();
