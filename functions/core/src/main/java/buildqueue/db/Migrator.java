@@ -52,7 +52,8 @@ public final class Migrator {
           "V006__worker_plans.sql",
           "V007__worker_start_lock_order.sql",
           "V008__lane_choice.sql",
-          "V009__fewer_round_trips.sql");
+          "V009__fewer_round_trips.sql",
+          "V010__chained_end_one_statement.sql");
 
   private static final String CREATE_TABLE =
       """

@@ -41,6 +41,9 @@ class MigrationChecksumsTest {
     RELEASED.put(
         "V009__fewer_round_trips.sql",
         "1b84a3013612d85a4ccc9f68a03d836454dc806bc52bf2e6d3797b1439fd4f43");
+    RELEASED.put(
+        "V010__chained_end_one_statement.sql",
+        "614328a446c3dfed5849c31d158e7c5e93bda8a20f162f566d90ca2601ae6854");
   }
 
   @Test
