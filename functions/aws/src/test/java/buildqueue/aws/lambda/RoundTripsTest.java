@@ -498,7 +498,7 @@ class RoundTripsTest {
             },
             (w, x) -> post(w, SUPERSEDING_BODY),
             201,
-            Calls.pin(3, 0, 0, 0, 1),
+            Calls.pin(3, 0, 1, 0, 1),
             false),
         new Case("GET /jobs", w -> w.submit(USER), (w, job) -> get(w, "/jobs"), 200, pin(1), false),
         new Case(
@@ -541,7 +541,7 @@ class RoundTripsTest {
             },
             (w, job) -> call(w, apiEvent("POST", "/jobs/" + job + "/cancel", null)),
             200,
-            Calls.pin(2, 0, 0, 0, 1),
+            Calls.pin(2, 0, 1, 0, 1),
             false),
         new Case(
             "PUT /users/{userId}",
