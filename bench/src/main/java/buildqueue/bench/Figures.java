@@ -60,7 +60,7 @@ final class Figures {
           Report.format(r.statementsPerMinute(), 1),
           "—",
           "1",
-          ran + " s run, beyond the 7 of any fresh-worker job");
+          ran + " s run, beyond the 6 of any fresh-worker job");
     }
     int cancels = 20;
     ExecCost.CancelLatencies latencies = cost.cancelLatencies(cancels);
