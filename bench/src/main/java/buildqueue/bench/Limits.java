@@ -199,28 +199,6 @@ final class Limits {
       lane (`DISPATCH_OLDEST_FIRST`, `DISPATCH_TAKING_TURNS`), PostgreSQL's CPU per job with 2,000 users × 1 job fell
       from 6.5 to 4.4 ms.
 
-      ### How the reference's statements were counted (figure 1)
-
-      From the reference implementation's code (not part of this repository: docs/architecture.md §1), production path (Heroku), one job of a user in the shared
-      lane on an otherwise idle queue. One statement = one SQL round trip Sequelize sends, counting
-      `BEGIN`/`COMMIT`; one commit = one autocommitted statement or one committed transaction (read-only
-      autocommit statements count: PostgreSQL counts them in `xact_commit`, as it does ours). The job's own
-      work (`model.run`, `ArticleBuild.advance`) and the Heroku API calls are not counted.
-
-      | step | statements | commits |
-      |---|---|---|
-      | `enqueue`: BEGIN, SAVEPOINT (Sequelize opens one for `findOrCreate` inside a transaction), SELECT, INSERT, UPDATE job `queued`, COMMIT | 6 | 1 |
-      | `kick`: SELECT active slots, SELECT expired, SELECT user; BEGIN, SELECT slot holder, SELECT head entry (join user), SELECT job, UPDATE claim, UPDATE job `pending`, COMMIT; SELECT job; UPDATE dyno id (inside `launchWorker`, not in the file; needed for liveness checks) | 12 | 6 |
-      | `run`: SELECT entry, UPDATE `running`; BEGIN, SELECT next queued entry (none), UPDATE `finished`, COMMIT | 6 | 3 |
-      | exit, found by the next `kick`/`tick` liveness pass: SELECT worker entry, UPDATE `checkedAt`; `workerExited`: SELECT entries, BEGIN, SELECT … FOR UPDATE, SELECT job FOR UPDATE, UPDATE entry, COMMIT, DELETE finished | 9 | 5 |
-      | **one job on a fresh worker** | **33** | **15** |
-      | chained job: `enqueue` (6, 1 commit) + `kick` on a busy lane (SELECT active, SELECT worker entry, UPDATE `checkedAt`, SELECT expired, SELECT user, BEGIN, SELECT slot holder → held, COMMIT: 8, 6 commits) + the chain transaction in `run` (BEGIN, SELECT next, UPDATE `finished`, SELECT job, UPDATE next `running`, UPDATE job `pending`, COMMIT: 7, 1 commit) | **21** | **8** |
-
-      The two items not in the file (the savepoint, the dyno-id write) make the reference's count uncertain by
-      ±2 statements. Each further live slot adds 3 statements (2 commits) to every `kick`, so the reference's
-      cost per job grows with the number of busy lanes; ours does not.
-
-
       ### Round trips per request on AWS (issue 24)
 
       On AWS every statement is a Data API call over the network, so what a request costs is its calls.
