@@ -53,7 +53,8 @@ public final class Migrator {
           "V007__worker_start_lock_order.sql",
           "V008__lane_choice.sql",
           "V009__fewer_round_trips.sql",
-          "V010__chained_end_one_statement.sql");
+          "V010__chained_end_one_statement.sql",
+          "V011__outbox_claim_fits_a_row.sql");
 
   private static final String CREATE_TABLE =
       """
