@@ -97,6 +97,16 @@ final class ExecCost {
    * {@code cancels} silent programs ({@code sleep}), each cancelled once it runs: milliseconds from
    * the cancel request to the job {@code cancelled}, polled every 2 ms.
    */
+  /**
+   * A cancel the queue never completes would leave the polls below spinning: the figure fails
+   * instead, naming what it waited for. The polls themselves are the measurement (1–2 ms apart).
+   */
+  private static void giveUpAfter(long deadlineNanos, String waitingFor) {
+    if (System.nanoTime() > deadlineNanos) {
+      throw new IllegalStateException("gave up after a minute waiting for " + waitingFor);
+    }
+  }
+
   CancelLatencies cancelLatencies(int cancels) throws InterruptedException {
     List<Double> out = new java.util.ArrayList<>();
     int cancelled = 0;
@@ -107,12 +117,15 @@ final class ExecCost {
       try (QueueRig rig =
           new QueueRig(pg, "bq_exec_cancel", QueueConfig.defaults(), 4, handler(kind))) {
         long job = rig.queue.enqueue("u1", "silent", new Json("{}"), null).jobId();
+        long deadline = System.nanoTime() + java.time.Duration.ofMinutes(1).toNanos();
         while (!Files.exists(started)) {
+          giveUpAfter(deadline, "job " + job + "'s program to start");
           Thread.sleep(1);
         }
         long t0 = System.nanoTime();
         rig.queue.cancel(job, "u1");
         while (!status(rig, job).equals("cancelled")) {
+          giveUpAfter(deadline, "job " + job + " to end cancelled");
           Thread.sleep(2);
         }
         out.add((System.nanoTime() - t0) / 1e6);
