@@ -21,6 +21,8 @@ import java.util.TreeMap;
  * @param body the body bytes; empty when there is none. Adapters should stop reading after {@link
  *     HttpApi#MAX_BODY_BYTES} + 1 bytes: the API answers 413 to anything longer
  * @param caller the authenticated caller, or null when the request carried no valid token
+ * @param tokenRefusal why the adapter refused the request's token (e.g. it has no {@code exp}), for
+ *     the 401's detail; null when the token was accepted or there was none
  */
 public record ApiRequest(
     String method,
@@ -28,7 +30,8 @@ public record ApiRequest(
     String query,
     Map<String, String> headers,
     byte[] body,
-    Caller caller) {
+    Caller caller,
+    String tokenRefusal) {
 
   public ApiRequest {
     Objects.requireNonNull(method, "method");
@@ -36,6 +39,17 @@ public record ApiRequest(
     query = query == null ? "" : query;
     headers = caseInsensitive(headers == null ? Map.of() : headers);
     body = body == null ? new byte[0] : body;
+  }
+
+  /** A request whose token, if any, was accepted. */
+  public ApiRequest(
+      String method,
+      String path,
+      String query,
+      Map<String, String> headers,
+      byte[] body,
+      Caller caller) {
+    this(method, path, query, headers, body, caller, null);
   }
 
   /**
@@ -98,12 +112,14 @@ public record ApiRequest(
         && query.equals(r.query)
         && headers.equals(r.headers)
         && java.util.Arrays.equals(body, r.body)
-        && Objects.equals(caller, r.caller);
+        && Objects.equals(caller, r.caller)
+        && Objects.equals(tokenRefusal, r.tokenRefusal);
   }
 
   @Override
   public int hashCode() {
-    return Objects.hash(method, path, query, headers, java.util.Arrays.hashCode(body), caller);
+    return Objects.hash(
+        method, path, query, headers, java.util.Arrays.hashCode(body), caller, tokenRefusal);
   }
 
   /** Leaves out header values and the body: they may carry tokens and payloads. */

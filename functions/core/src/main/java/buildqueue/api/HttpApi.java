@@ -67,6 +67,8 @@ public final class HttpApi {
 
   private static final String PROBLEM_JSON = "application/problem+json";
 
+  private static final String HEAD = "HEAD";
+
   private final List<Route> routes;
 
   /**
@@ -123,11 +125,17 @@ public final class HttpApi {
     Map<String, String> params = new LinkedHashMap<>();
     Route matched = null;
     Set<String> allowed = new LinkedHashSet<>();
+    // HEAD is GET without the body (RFC 9110 §9.3.2): the same handler answers, and each adapter
+    // leaves the body out, so the headers are exactly GET's.
+    String method = HEAD.equals(request.method()) ? "GET" : request.method();
     for (Route r : routes) {
       Map<String, String> p = r.match(segments);
       if (p != null) {
         allowed.add(r.method());
-        if (r.method().equals(request.method())) {
+        if (r.method().equals("GET")) {
+          allowed.add(HEAD);
+        }
+        if (r.method().equals(method)) {
           matched = r;
           params = p;
         }
@@ -153,7 +161,7 @@ public final class HttpApi {
               + ".",
           Map.of("Allow", allow));
     }
-    Caller caller = authorize(matched.access(), request.caller());
+    Caller caller = authorize(matched.access(), request.caller(), request.tokenRefusal());
     Map<String, List<String>> query = query(request, matched);
     if (request.body().length > MAX_BODY_BYTES) {
       throw new ApiProblem(
@@ -168,9 +176,15 @@ public final class HttpApi {
     return matched.handler().handle(new Call(request, caller, params, query));
   }
 
-  private static Caller authorize(Route.Access access, Caller caller) {
+  private static Caller authorize(Route.Access access, Caller caller, String tokenRefusal) {
     if (access == Route.Access.ANYONE) {
       return caller;
+    }
+    if (caller == null && tokenRefusal != null) {
+      throw new ApiProblem(
+          ApiProblem.Type.UNAUTHORIZED,
+          tokenRefusal,
+          Map.of("WWW-Authenticate", "Bearer realm=\"buildqueue\", error=\"invalid_token\""));
     }
     if (caller == null) {
       throw new ApiProblem(

@@ -4,6 +4,7 @@ import com.fasterxml.jackson.core.JsonLocation;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.core.StreamReadConstraints;
+import com.fasterxml.jackson.core.exc.StreamConstraintsException;
 import com.fasterxml.jackson.core.json.JsonReadFeature;
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonNode;
@@ -26,6 +27,9 @@ import java.util.Set;
 final class JsonBodies {
   static final int MAX_NESTING = 64;
 
+  /** The longest number, in characters; Jackson's default, named here so messages can say it. */
+  static final int MAX_NUMBER_DIGITS = 1000;
+
   /** Decimal exponents beyond this are refused; {@code jsonb} overflows not far past 131072. */
   static final int MAX_DECIMAL_SCALE = 1000;
 
@@ -33,7 +37,10 @@ final class JsonBodies {
       JsonMapper.builder(
               com.fasterxml.jackson.core.JsonFactory.builder()
                   .streamReadConstraints(
-                      StreamReadConstraints.builder().maxNestingDepth(MAX_NESTING).build())
+                      StreamReadConstraints.builder()
+                          .maxNestingDepth(MAX_NESTING)
+                          .maxNumberLength(MAX_NUMBER_DIGITS)
+                          .build())
                   .disable(JsonReadFeature.ALLOW_NON_NUMERIC_NUMBERS)
                   .build())
           .enable(JsonParser.Feature.STRICT_DUPLICATE_DETECTION)
@@ -60,6 +67,8 @@ final class JsonBodies {
     JsonNode node;
     try {
       node = STRICT.readTree(request.body());
+    } catch (StreamConstraintsException e) {
+      throw ApiProblem.invalid(overLimit(e) + "; send a JSON object such as " + example + ".");
     } catch (JsonProcessingException e) {
       throw ApiProblem.invalid(
           "The request body is not valid JSON ("
@@ -225,6 +234,35 @@ final class JsonBodies {
       b.append("…");
     }
     return b.toString();
+  }
+
+  /**
+   * A limit of the JSON reader in plain words. Jackson's own message names its configuration class
+   * and getter, which mean nothing to a client, and calls the body "not valid JSON" when it is
+   * valid but over a limit we chose.
+   */
+  private static String overLimit(StreamConstraintsException e) {
+    String message = String.valueOf(e.getOriginalMessage());
+    String limit;
+    if (message.startsWith("Number")) {
+      limit =
+          "has a number longer than "
+              + String.format(Locale.ROOT, "%,d", MAX_NUMBER_DIGITS)
+              + " digits; send long numbers as strings";
+    } else if (message.contains("nesting")) {
+      limit = "nests objects and arrays more than " + MAX_NESTING + " levels deep; flatten it";
+    } else {
+      // String and name lengths: their limits are far beyond the 256 KiB body limit.
+      limit = "is over a limit of the JSON reader";
+    }
+    return "The request body " + limit + at(e);
+  }
+
+  private static String at(JsonProcessingException e) {
+    JsonLocation at = e.getLocation();
+    return at != null && at.getLineNr() > 0
+        ? " (line " + at.getLineNr() + ", column " + at.getColumnNr() + ")"
+        : "";
   }
 
   private static String describe(JsonProcessingException e) {

@@ -173,15 +173,16 @@ class HttpApiErrorsTest extends ApiTest {
   @Test
   void a_wrong_method_is_405_with_allow() {
     Object[][] cases = {
-      {"DELETE", "/jobs", "POST, GET"},
-      {"PUT", "/jobs/1", "GET"},
+      {"DELETE", "/jobs", "POST, GET, HEAD"},
+      {"PUT", "/jobs/1", "GET, HEAD"},
       {"GET", "/jobs/1/cancel", "POST"},
-      {"POST", "/jobs/1/events", "GET"},
-      {"POST", "/lanes", "GET"},
+      {"HEAD", "/jobs/1/cancel", "POST"},
+      {"POST", "/jobs/1/events", "GET, HEAD"},
+      {"POST", "/lanes", "GET, HEAD"},
       {"GET", "/users/alice", "PUT"},
-      {"POST", "/health", "GET"},
-      {"POST", "/", "GET"},
-      {"get", "/jobs", "POST, GET"},
+      {"POST", "/health", "GET, HEAD"},
+      {"POST", "/", "GET, HEAD"},
+      {"get", "/jobs", "POST, GET, HEAD"},
     };
     for (Object[] c : cases) {
       ApiResponse r = f.api.handle(ApiRequest.of((String) c[0], (String) c[1], ALICE));
@@ -234,6 +235,58 @@ class HttpApiErrorsTest extends ApiTest {
     badSubmit("{\"kind\": \"noop\", \"payload\": {\"n\": NaN}}");
     badSubmit("{\"kind\": \"noop\"");
     badSubmit("");
+  }
+
+  @Test
+  void an_over_long_number_is_400_naming_the_limit_in_plain_words() {
+    Map<String, Long> before = f.rowCounts();
+    for (String number : new String[] {"9".repeat(1001), "0." + "1".repeat(1000)}) {
+      JsonNode p = badSubmit("{\"kind\": \"noop\", \"payload\": {\"n\": " + number + "}}");
+      assertThat(p.get("detail").asText())
+          .contains("a number longer than 1,000 digits")
+          .contains("send long numbers as strings")
+          .doesNotContain("not valid JSON")
+          .doesNotContain("StreamReadConstraints")
+          .doesNotContain("getMax");
+    }
+    assertThat(f.rowCounts()).isEqualTo(before);
+  }
+
+  @Test
+  void over_deep_json_is_400_naming_the_limit_in_plain_words() {
+    String deep = "{\"a\": ".repeat(65) + "1" + "}".repeat(65);
+    JsonNode p = badSubmit("{\"kind\": \"noop\", \"payload\": " + deep + "}");
+    assertThat(p.get("detail").asText())
+        .contains("more than 64 levels deep")
+        .doesNotContain("not valid JSON")
+        .doesNotContain("StreamReadConstraints")
+        .doesNotContain("getMax");
+    String deepArrays = "[".repeat(100) + "]".repeat(100);
+    assertThat(badSubmit(deepArrays).get("detail").asText()).contains("more than 64 levels deep");
+  }
+
+  @Test
+  void head_answers_as_get_wherever_get_does() throws Exception {
+    long id = f.submit(ALICE, "noop", "{}");
+    String[] targets = {
+      "/",
+      "/health",
+      "/openapi.json",
+      "/jobs",
+      "/jobs/" + id,
+      "/jobs/" + id + "/events",
+      "/jobs/" + id + "/log",
+      "/lanes",
+      "/jobs/" + (id + 1000)
+    };
+    for (String target : targets) {
+      ApiResponse get = f.api.handle(ApiRequest.of("GET", target, ADMIN));
+      ApiResponse head = f.api.handle(ApiRequest.of("HEAD", target, ADMIN));
+      assertThat(head.status()).as("HEAD " + target).isEqualTo(get.status());
+      assertThat(head.headers().keySet()).as("HEAD " + target).isEqualTo(get.headers().keySet());
+      assertThat(head.header("Content-Type")).isEqualTo(get.header("Content-Type"));
+    }
+    assertProblem(f.api.handle(ApiRequest.of("HEAD", "/jobs", null)), 401, "/jobs");
   }
 
   @Test

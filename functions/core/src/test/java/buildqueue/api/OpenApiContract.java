@@ -90,7 +90,9 @@ public final class OpenApiContract {
       return problemOnly(response, List.of(400, 404), "a path that is no route");
     }
     String pointer = "/paths/" + escape(template);
-    JsonNode operation = doc.at(pointer).get(method.toLowerCase(Locale.ROOT));
+    // HEAD is held to GET's operation: the same status and headers (the adapters drop the body).
+    String documentedMethod = method.equals("HEAD") ? "get" : method.toLowerCase(Locale.ROOT);
+    JsonNode operation = doc.at(pointer).get(documentedMethod);
     if (operation == null || !operation.isObject()) {
       // A malformed path is refused before its method is looked at.
       List<String> v =
