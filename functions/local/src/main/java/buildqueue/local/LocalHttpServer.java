@@ -2,7 +2,6 @@ package buildqueue.local;
 
 import buildqueue.api.ApiRequest;
 import buildqueue.api.ApiResponse;
-import buildqueue.api.Caller;
 import buildqueue.api.HttpApi;
 import com.sun.net.httpserver.Headers;
 import com.sun.net.httpserver.HttpExchange;
@@ -30,6 +29,13 @@ import java.util.function.Function;
  */
 final class LocalHttpServer implements AutoCloseable {
   private static final System.Logger LOG = System.getLogger(LocalHttpServer.class.getName());
+
+  /**
+   * How much of an over-long body is read and thrown away so that its sender gets the 413: past
+   * this the connection is closed unread (and such a sender sees a reset). 32 MiB is more than any
+   * client of a 256 KiB API sends by mistake, and costs a loopback reader a few milliseconds.
+   */
+  static final long MAX_DISCARDED_BYTES = 32L * 1024 * 1024;
 
   private final HttpServer server;
   private final ExecutorService threads;
@@ -102,12 +108,14 @@ final class LocalHttpServer implements AutoCloseable {
     for (Map.Entry<String, List<String>> h : exchange.getRequestHeaders().entrySet()) {
       headers.put(h.getKey(), String.join(", ", h.getValue()));
     }
-    Caller caller =
-        tokens.callerOf(exchange.getRequestHeaders().getFirst("Authorization")).orElse(null);
+    LocalTokens.Check token = tokens.check(exchange.getRequestHeaders().getFirst("Authorization"));
     byte[] body;
     try (InputStream in = exchange.getRequestBody()) {
-      // One byte past the limit is enough for the API to answer 413; the rest is never read.
+      // One byte past the limit is enough for the API to answer 413.
       body = in.readNBytes(HttpApi.MAX_BODY_BYTES + 1);
+      if (body.length > HttpApi.MAX_BODY_BYTES) {
+        discardOverLongBody(exchange, in);
+      }
     }
     return new ApiRequest(
         exchange.getRequestMethod(),
@@ -115,7 +123,25 @@ final class LocalHttpServer implements AutoCloseable {
         exchange.getRequestURI().getRawQuery(),
         headers,
         body,
-        caller);
+        token.caller(),
+        token.refusal());
+  }
+
+  /**
+   * Reads what is left of a body over the limit, up to {@link #MAX_DISCARDED_BYTES}, and asks for
+   * the connection to be closed after the 413. A client that writes its whole body before it reads
+   * (Python's http.client, requests) would otherwise see its connection reset, not its 413: closing
+   * a socket with unread data in it makes the kernel send RST, which discards the answer.
+   */
+  private static void discardOverLongBody(HttpExchange exchange, InputStream in)
+      throws IOException {
+    exchange.getResponseHeaders().set("Connection", "close");
+    long left = MAX_DISCARDED_BYTES;
+    byte[] buffer = new byte[64 * 1024];
+    int n;
+    while (left > 0 && (n = in.read(buffer, 0, (int) Math.min(buffer.length, left))) > 0) {
+      left -= n;
+    }
   }
 
   private static void write(HttpExchange exchange, ApiResponse response) throws IOException {

@@ -6,6 +6,7 @@ import com.auth0.jwt.JWT;
 import com.auth0.jwt.JWTVerifier;
 import com.auth0.jwt.algorithms.Algorithm;
 import com.auth0.jwt.exceptions.JWTVerificationException;
+import com.auth0.jwt.exceptions.TokenExpiredException;
 import com.auth0.jwt.interfaces.DecodedJWT;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -34,6 +35,13 @@ import java.util.Set;
 public final class LocalTokens {
   static final String SECRET_FILE = "token-secret";
   static final String ISSUER = "buildqueue-local";
+
+  /**
+   * The longest a token may last, from its {@code iat} (or from now, without one) to its {@code
+   * exp}: a leaked token stops working within this. {@code bq token --hours} mints up to it.
+   */
+  public static final Duration MAX_LIFETIME = Duration.ofDays(30);
+
   private static final Set<PosixFilePermission> OWNER_ONLY =
       PosixFilePermissions.fromString("rw-------");
 
@@ -61,6 +69,10 @@ public final class LocalTokens {
     if (userId == null || userId.isBlank()) {
       throw new BuildQueueException("a token needs a user id");
     }
+    if (ttl.compareTo(MAX_LIFETIME) > 0 || ttl.isNegative()) {
+      throw new BuildQueueException(
+          "a token may last at most " + MAX_LIFETIME.toDays() + " days, not " + ttl);
+    }
     Instant now = clock.instant();
     var builder =
         JWT.create()
@@ -79,30 +91,74 @@ public final class LocalTokens {
    * token or it is not one of ours (bad signature, expired, malformed): the API then answers 401.
    */
   public Optional<Caller> callerOf(String authorizationHeader) {
-    if (authorizationHeader == null) {
-      return Optional.empty();
-    }
-    String value = authorizationHeader.strip();
-    if (value.length() < 8 || !value.regionMatches(true, 0, "Bearer ", 0, 7)) {
-      return Optional.empty();
-    }
-    return verify(value.substring(7).strip());
+    return Optional.ofNullable(check(authorizationHeader).caller());
   }
 
   /** The caller a token names, if it verifies. */
   public Optional<Caller> verify(String token) {
-    try {
-      DecodedJWT jwt = verifier.verify(token);
-      String sub = jwt.getSubject();
-      if (sub == null || sub.isBlank()) {
-        return Optional.empty();
-      }
-      String scope = jwt.getClaim("scope").asString();
-      return Optional.of(Caller.of(sub, scope == null ? List.of() : List.of(scope)));
-    } catch (JWTVerificationException e) {
-      return Optional.empty();
-    }
+    return Optional.ofNullable(checkToken(token).caller());
   }
+
+  /**
+   * What the server makes of a request's {@code Authorization} header: the caller, or why its
+   * bearer token was refused (null when there was no bearer token at all), for the 401's detail.
+   */
+  public Check check(String authorizationHeader) {
+    if (authorizationHeader == null) {
+      return new Check(null, null);
+    }
+    String value = authorizationHeader.strip();
+    if (value.length() < 8 || !value.regionMatches(true, 0, "Bearer ", 0, 7)) {
+      return new Check(null, null);
+    }
+    return checkToken(value.substring(7).strip());
+  }
+
+  private Check checkToken(String token) {
+    DecodedJWT jwt;
+    try {
+      jwt = verifier.verify(token);
+    } catch (TokenExpiredException e) {
+      return refused("The token expired at " + e.getExpiredOn() + "; get a new one (bq token).");
+    } catch (JWTVerificationException e) {
+      return refused(
+          "The token is not one of this server's: malformed, or not signed with its secret; get"
+              + " one from bq token on this machine.");
+    }
+    Instant expires = jwt.getExpiresAtAsInstant();
+    if (expires == null) {
+      return refused(
+          "The token has no exp claim; tokens must expire within "
+              + MAX_LIFETIME.toDays()
+              + " days of being issued (bq token mints them so).");
+    }
+    Instant issued = jwt.getIssuedAtAsInstant();
+    Instant from = issued == null ? clock.instant() : issued;
+    if (Duration.between(from, expires).compareTo(MAX_LIFETIME) > 0) {
+      return refused(
+          "The token is valid until "
+              + expires
+              + ", longer than the "
+              + MAX_LIFETIME.toDays()
+              + " days a token may last; get a shorter-lived one (bq token --hours N).");
+    }
+    String sub = jwt.getSubject();
+    if (sub == null || sub.isBlank()) {
+      return refused("The token has no sub claim, so it names no user.");
+    }
+    String scope = jwt.getClaim("scope").asString();
+    return new Check(Caller.of(sub, scope == null ? List.of() : List.of(scope)), null);
+  }
+
+  private static Check refused(String why) {
+    return new Check(null, why);
+  }
+
+  /**
+   * @param caller who is calling, or null
+   * @param refusal why the request's token was refused; null when it was accepted or absent
+   */
+  public record Check(Caller caller, String refusal) {}
 
   private static byte[] secret(Path dataDir) {
     Path file = dataDir.resolve(SECRET_FILE);

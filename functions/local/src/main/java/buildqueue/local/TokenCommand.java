@@ -20,7 +20,7 @@ record TokenCommand(Cli cli) implements CliCommand {
     CommandLine cl = CommandLine.parse("token", args, Set.of("data-dir", "hours"), Set.of("admin"));
     String user = cl.positional(0, "a user id: token <user> [--admin]");
     cl.atMostPositionals(1, "token <user> [--admin] [--hours N]");
-    int hours = cl.intValue("hours", 24, 1, 24 * 366);
+    int hours = cl.intValue("hours", 24, 1, (int) LocalTokens.MAX_LIFETIME.toHours());
     cli.out.println(ApiConnection.tokens(cl).mint(user, cl.has("admin"), Duration.ofHours(hours)));
     return Main.OK;
   }

@@ -5,6 +5,8 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import buildqueue.BuildQueueException;
 import buildqueue.api.Caller;
+import com.auth0.jwt.JWT;
+import com.auth0.jwt.algorithms.Algorithm;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -66,6 +68,45 @@ class LocalTokensTest {
     assertThat(tokens.callerOf(null)).isEmpty();
     assertThat(tokens.callerOf("Basic Ym9iOnB3")).isEmpty();
     assertThat(tokens.callerOf(valid)).as("no Bearer prefix").isEmpty();
+  }
+
+  @Test
+  void a_token_without_exp_or_valid_beyond_the_bound_is_refused_saying_why() {
+    LocalTokens tokens = LocalTokens.open(dataDir);
+    Algorithm ours =
+        Algorithm.HMAC256(
+            Base64.getDecoder().decode(read(dataDir.resolve(LocalTokens.SECRET_FILE)).strip()));
+    Instant now = Instant.now();
+    String noExp = JWT.create().withIssuer(LocalTokens.ISSUER).withSubject("bob").sign(ours);
+    String tooLong =
+        JWT.create()
+            .withIssuer(LocalTokens.ISSUER)
+            .withSubject("bob")
+            .withIssuedAt(now)
+            .withExpiresAt(now.plus(LocalTokens.MAX_LIFETIME).plusSeconds(60))
+            .sign(ours);
+    String tooLongWithoutIat =
+        JWT.create()
+            .withIssuer(LocalTokens.ISSUER)
+            .withSubject("bob")
+            .withExpiresAt(now.plus(LocalTokens.MAX_LIFETIME).plusSeconds(60))
+            .sign(ours);
+    String withinTheBound =
+        JWT.create()
+            .withIssuer(LocalTokens.ISSUER)
+            .withSubject("bob")
+            .withExpiresAt(now.plus(LocalTokens.MAX_LIFETIME).minusSeconds(60))
+            .sign(ours);
+
+    assertThat(tokens.check("Bearer " + noExp).refusal()).contains("no exp claim");
+    assertThat(tokens.check("Bearer " + tooLong).refusal()).contains("longer than the 30 days");
+    assertThat(tokens.check("Bearer " + tooLongWithoutIat).refusal())
+        .contains("longer than the 30 days");
+    assertThat(tokens.check("Bearer " + withinTheBound).caller()).isEqualTo(Caller.user("bob"));
+    assertThat(tokens.check(null)).isEqualTo(new LocalTokens.Check(null, null));
+    assertThatThrownBy(() -> tokens.mint("bob", false, Duration.ofDays(31)))
+        .isInstanceOf(BuildQueueException.class)
+        .hasMessageContaining("at most 30 days");
   }
 
   @Test
