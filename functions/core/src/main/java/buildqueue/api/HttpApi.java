@@ -94,6 +94,13 @@ public final class HttpApi {
 
   /** Answers one request. Never throws: every failure becomes a problem response. */
   public ApiResponse handle(ApiRequest request) {
+    ApiResponse response = answer(request);
+    return HEAD.equals(request.method())
+        ? new ApiResponse(response.status(), response.headers(), new byte[0])
+        : response;
+  }
+
+  private ApiResponse answer(ApiRequest request) {
     try {
       return route(request);
     } catch (ApiProblem p) {

@@ -285,6 +285,7 @@ class HttpApiErrorsTest extends ApiTest {
       assertThat(head.status()).as("HEAD " + target).isEqualTo(get.status());
       assertThat(head.headers().keySet()).as("HEAD " + target).isEqualTo(get.headers().keySet());
       assertThat(head.header("Content-Type")).isEqualTo(get.header("Content-Type"));
+      assertThat(head.body()).as("HEAD " + target).isEmpty();
     }
     assertProblem(f.api.handle(ApiRequest.of("HEAD", "/jobs", null)), 401, "/jobs");
   }

@@ -2,6 +2,7 @@ package buildqueue.local;
 
 import buildqueue.BuildQueueException;
 import buildqueue.api.Caller;
+import buildqueue.api.TokenLifetime;
 import com.auth0.jwt.JWT;
 import com.auth0.jwt.JWTVerifier;
 import com.auth0.jwt.algorithms.Algorithm;
@@ -36,11 +37,8 @@ public final class LocalTokens {
   static final String SECRET_FILE = "token-secret";
   static final String ISSUER = "buildqueue-local";
 
-  /**
-   * The longest a token may last, from its {@code iat} (or from now, without one) to its {@code
-   * exp}: a leaked token stops working within this. {@code bq token --hours} mints up to it.
-   */
-  public static final Duration MAX_LIFETIME = Duration.ofDays(30);
+  /** The longest a token may last ({@link TokenLifetime}); {@code bq token --hours} mints up to it. */
+  public static final Duration MAX_LIFETIME = TokenLifetime.MAX;
 
   private static final Set<PosixFilePermission> OWNER_ONLY =
       PosixFilePermissions.fromString("rw-------");
@@ -125,22 +123,11 @@ public final class LocalTokens {
           "The token is not one of this server's: malformed, or not signed with its secret; get"
               + " one from bq token on this machine.");
     }
-    Instant expires = jwt.getExpiresAtAsInstant();
-    if (expires == null) {
-      return refused(
-          "The token has no exp claim; tokens must expire within "
-              + MAX_LIFETIME.toDays()
-              + " days of being issued (bq token mints them so).");
-    }
-    Instant issued = jwt.getIssuedAtAsInstant();
-    Instant from = issued == null ? clock.instant() : issued;
-    if (Duration.between(from, expires).compareTo(MAX_LIFETIME) > 0) {
-      return refused(
-          "The token is valid until "
-              + expires
-              + ", longer than the "
-              + MAX_LIFETIME.toDays()
-              + " days a token may last; get a shorter-lived one (bq token --hours N).");
+    String lifetime =
+        TokenLifetime.refusal(
+            jwt.getIssuedAtAsInstant(), jwt.getExpiresAtAsInstant(), clock.instant());
+    if (lifetime != null) {
+      return refused(lifetime + " (bq token --hours N mints one.)");
     }
     String sub = jwt.getSubject();
     if (sub == null || sub.isBlank()) {

@@ -97,7 +97,9 @@ class JavaClientTest {
   void list_follows_next_page_by_page() throws Exception {
     List<Long> submitted = new ArrayList<>();
     for (int i = 0; i < 3; i++) {
-      submitted.add(jobs.submitJob(new SubmitJob().kind("noop")).getId());
+      submitted.add(
+          jobs.submitJob(new SubmitJob().kind("demo").payload(Map.of("steps", 1, "stepMillis", 1)))
+              .getId());
     }
     Set<Long> seen = new HashSet<>();
     Long before = null;
@@ -116,8 +118,7 @@ class JavaClientTest {
   @Test
   void the_log_since_a_byte_count_is_what_came_after_it() throws Exception {
     long id =
-        jobs.submitJob(
-                new SubmitJob().kind("demo").payload(Map.of("steps", 2, "stepMillis", 10)))
+        jobs.submitJob(new SubmitJob().kind("demo").payload(Map.of("steps", 2, "stepMillis", 10)))
             .getId();
     awaitFinished(id);
     ApiResponse<String> all = jobs.getJobLogWithHttpInfo(id, null);

@@ -27,8 +27,8 @@ import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * The client the README suggests to integrators, made as they make it: openapi-typescript turns
- * the server's own {@code GET /openapi.json} into types, openapi-fetch calls the API with them, and
+ * The client the README suggests to integrators, made as they make it: openapi-typescript turns the
+ * server's own {@code GET /openapi.json} into types, openapi-fetch calls the API with them, and
  * {@code src/test/typescript/integrator.ts} (submit with an idempotency key and a supersede key,
  * poll, list with next, log with since, cancel, quota 429) must compile under {@code tsc --strict}
  * and pass against a local server. The npm packages are pinned by package-lock.json and installed
@@ -51,9 +51,7 @@ class TypeScriptClientTest {
     Files.createDirectories(WORK);
     for (String f : FILES) {
       Files.copy(
-          SOURCES.resolve(f),
-          WORK.resolve(f),
-          java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+          SOURCES.resolve(f), WORK.resolve(f), java.nio.file.StandardCopyOption.REPLACE_EXISTING);
     }
     // npm ci starts from nothing each time (it needs the registry); skip it while the lock file is
     // the one node_modules was installed from.
@@ -80,7 +78,8 @@ class TypeScriptClientTest {
       env.put("BQ_TOKEN", server.runtime.tokens().mint("ts-ada", false, Duration.ofMinutes(10)));
       env.put("BQ_QUOTA_USER", "ts-quota");
       env.put(
-          "BQ_QUOTA_TOKEN", server.runtime.tokens().mint("ts-quota", false, Duration.ofMinutes(10)));
+          "BQ_QUOTA_TOKEN",
+          server.runtime.tokens().mint("ts-quota", false, Duration.ofMinutes(10)));
       env.put("BQ_ADMIN_TOKEN", server.runtime.tokens().mint("root", true, Duration.ofMinutes(10)));
       Programs.Result run =
           Programs.run(WORK, env, Duration.ofMinutes(5), "node", "dist/integrator.js");

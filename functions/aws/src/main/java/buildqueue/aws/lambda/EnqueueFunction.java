@@ -3,6 +3,7 @@ package buildqueue.aws.lambda;
 import buildqueue.api.ApiRequest;
 import buildqueue.api.ApiResponse;
 import buildqueue.api.Caller;
+import buildqueue.api.TokenLifetime;
 import buildqueue.aws.AwsSettings.Component;
 import buildqueue.aws.metrics.Metrics;
 import com.amazonaws.services.lambda.runtime.Context;
@@ -16,6 +17,7 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Base64;
 import java.util.List;
@@ -63,7 +65,8 @@ public final class EnqueueFunction implements RequestStreamHandler {
        "headers": {"content-type": "application/json"}, "body": "{\\"kind\\": \\"-priming-\\", \\"payload\\": {}}",
        "isBase64Encoded": false,
        "requestContext": {"http": {"method": "POST", "path": "/jobs"}, "requestId": "priming", "timeEpoch": 0,
-         "authorizer": {"jwt": {"claims": {"sub": "priming", "scope": "buildqueue/jobs"}, "scopes": []}}}}
+         "authorizer": {"jwt": {"claims": {"sub": "priming", "scope": "buildqueue/jobs",
+           "iat": "4102441200", "exp": "4102444800"}, "scopes": []}}}}
       """
           .getBytes(StandardCharsets.UTF_8);
 
@@ -158,8 +161,37 @@ public final class EnqueueFunction implements RequestStreamHandler {
             : "GET";
     String path =
         event.getRawPath() == null || event.getRawPath().isEmpty() ? "/" : event.getRawPath();
+    Caller caller = caller(rc);
+    String refusal = caller == null ? null : tokenRefusal(rc.getAuthorizer().getJwt().getClaims());
     return new ApiRequest(
-        method, path, event.getRawQueryString(), event.getHeaders(), body(event), caller(rc));
+        method,
+        path,
+        event.getRawQueryString(),
+        event.getHeaders(),
+        body(event),
+        refusal == null ? caller : null,
+        refusal);
+  }
+
+  /**
+   * Why a token API Gateway verified is still refused ({@link TokenLifetime}): its JWT authorizer
+   * checks that {@code exp} is in the future, not that there is one, nor how far off it is.
+   */
+  static String tokenRefusal(Map<String, String> claims) {
+    return TokenLifetime.refusal(
+        epochSeconds(claims.get("iat")), epochSeconds(claims.get("exp")), Instant.now());
+  }
+
+  /** A NumericDate claim as API Gateway passes it, a string; null when absent or not a number. */
+  private static Instant epochSeconds(String claim) {
+    if (claim == null || claim.isBlank()) {
+      return null;
+    }
+    try {
+      return Instant.ofEpochSecond(new java.math.BigDecimal(claim.trim()).longValueExact());
+    } catch (ArithmeticException | NumberFormatException | java.time.DateTimeException e) {
+      return null;
+    }
   }
 
   private static byte[] body(APIGatewayV2HTTPEvent event) {

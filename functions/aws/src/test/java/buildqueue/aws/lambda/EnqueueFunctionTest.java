@@ -216,6 +216,56 @@ class EnqueueFunctionTest {
   }
 
   @Test
+  void a_verified_token_without_exp_or_lasting_over_30_days_names_no_caller_and_says_why() {
+    ObjectNode noExp = sample();
+    claims(noExp).remove("exp");
+    ObjectNode aYear = sample();
+    claims(aYear).put("exp", Long.toString(claims(aYear).get("iat").asLong() + 366L * 86400));
+    ObjectNode oneHour = sample();
+    for (Object[] c :
+        new Object[][] {
+          {noExp, "The token has no exp claim"}, {aYear, "longer than the 30 days"}, {oneHour, null}
+        }) {
+      ApiRequest r =
+          EnqueueFunction.toApiRequest(
+              EnqueueFunction.readEvent(SampleEvents.bytes((ObjectNode) c[0])));
+      if (c[1] == null) {
+        assertThat(r.caller()).isNotNull();
+        assertThat(r.tokenRefusal()).isNull();
+      } else {
+        assertThat(r.caller()).isNull();
+        assertThat(r.tokenRefusal()).contains((String) c[1]);
+      }
+    }
+  }
+
+  @Test
+  void a_token_without_exp_gets_401_saying_so(TestDatabase tdb) {
+    try (QueueWorld w = new QueueWorld(tdb, Component.ENQUEUE)) {
+      ObjectNode e = route(sample(), "GET", "/jobs", "");
+      claims(e).remove("exp");
+      APIGatewayV2HTTPResponse r = invoke(w, e);
+      assertThat(r.getStatusCode()).isEqualTo(401);
+      assertThat(r.getBody()).contains("no exp claim");
+    }
+  }
+
+  @Test
+  void head_answers_as_get_without_a_body(TestDatabase tdb) {
+    try (QueueWorld w = new QueueWorld(tdb, Component.ENQUEUE)) {
+      ObjectNode health = route(sample(), "HEAD", "/health", "");
+      ((ObjectNode) health.get("requestContext")).remove("authorizer");
+      APIGatewayV2HTTPResponse up = invoke(w, health);
+      APIGatewayV2HTTPResponse jobs = invoke(w, route(sample(), "HEAD", "/jobs", ""));
+      assertThat(up.getStatusCode()).isEqualTo(200);
+      assertThat(jobs.getStatusCode()).isEqualTo(200);
+      assertThat(jobs.getHeaders()).containsEntry("Content-Type", "application/json");
+      assertThat(up.getBody()).isEmpty();
+      assertThat(jobs.getBody()).isEmpty();
+    }
+  }
+
+  @Test
   void a_route_without_an_authorizer_has_no_caller(TestDatabase tdb) {
     try (QueueWorld w = new QueueWorld(tdb, Component.ENQUEUE)) {
       ObjectNode health = route(sample(), "GET", "/health", "");
