@@ -10,7 +10,9 @@ import java.time.Instant;
  * signature and that {@code exp} is in the future, and the API function this.
  */
 public final class TokenLifetime {
-  /** The longest a token may last, from its {@code iat} (or from now, without one) to {@code exp}. */
+  /**
+   * The longest a token may last, from its {@code iat} (or from now, without one) to {@code exp}.
+   */
   public static final Duration MAX = Duration.ofDays(30);
 
   private TokenLifetime() {}

@@ -37,7 +37,9 @@ public final class LocalTokens {
   static final String SECRET_FILE = "token-secret";
   static final String ISSUER = "buildqueue-local";
 
-  /** The longest a token may last ({@link TokenLifetime}); {@code bq token --hours} mints up to it. */
+  /**
+   * The longest a token may last ({@link TokenLifetime}); {@code bq token --hours} mints up to it.
+   */
   public static final Duration MAX_LIFETIME = TokenLifetime.MAX;
 
   private static final Set<PosixFilePermission> OWNER_ONLY =

@@ -4,7 +4,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import buildqueue.testing.PostgresExtension;
 import buildqueue.testing.TestDatabase;
-import com.auth0.jwt.JWT;
 import com.auth0.jwt.algorithms.Algorithm;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
@@ -88,8 +87,8 @@ class LocalHttpDetailsTest {
         Algorithm.HMAC256(
             Base64.getDecoder()
                 .decode(Files.readString(dataDir.resolve(LocalTokens.SECRET_FILE)).strip()));
-    String noExp = JWT.create().withIssuer(LocalTokens.ISSUER).withSubject("bob").sign(secret);
-    HttpResponse<String> r = get("/jobs", noExp);
+    Instant now = Instant.now();
+    HttpResponse<String> r = get("/jobs", LocalTokensTest.signed(secret, now, null));
     assertThat(r.statusCode()).isEqualTo(401);
     assertThat(r.headers().firstValue("Content-Type")).hasValue("application/problem+json");
     assertThat(r.body()).contains("no exp claim");
@@ -98,25 +97,12 @@ class LocalHttpDetailsTest {
         .asString()
         .contains("invalid_token");
 
-    Instant now = Instant.now();
-    String aYear =
-        JWT.create()
-            .withIssuer(LocalTokens.ISSUER)
-            .withSubject("bob")
-            .withIssuedAt(now)
-            .withExpiresAt(now.plus(Duration.ofDays(365)))
-            .sign(secret);
+    String aYear = LocalTokensTest.signed(secret, now, now.plus(Duration.ofDays(365)));
     HttpResponse<String> year = get("/jobs", aYear);
     assertThat(year.statusCode()).isEqualTo(401);
     assertThat(year.body()).contains("longer than the 30 days");
 
-    String expired =
-        JWT.create()
-            .withIssuer(LocalTokens.ISSUER)
-            .withSubject("bob")
-            .withIssuedAt(now.minusSeconds(600))
-            .withExpiresAt(now.minusSeconds(300))
-            .sign(secret);
+    String expired = LocalTokensTest.signed(secret, now.minusSeconds(600), now.minusSeconds(300));
     assertThat(get("/jobs", expired).body()).contains("The token expired");
     assertThat(get("/jobs", server.runtime.tokens().mint("bob", false, Duration.ofDays(30))))
         .extracting(HttpResponse::statusCode)

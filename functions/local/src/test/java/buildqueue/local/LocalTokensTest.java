@@ -77,26 +77,11 @@ class LocalTokensTest {
         Algorithm.HMAC256(
             Base64.getDecoder().decode(read(dataDir.resolve(LocalTokens.SECRET_FILE)).strip()));
     Instant now = Instant.now();
-    String noExp = JWT.create().withIssuer(LocalTokens.ISSUER).withSubject("bob").sign(ours);
-    String tooLong =
-        JWT.create()
-            .withIssuer(LocalTokens.ISSUER)
-            .withSubject("bob")
-            .withIssuedAt(now)
-            .withExpiresAt(now.plus(LocalTokens.MAX_LIFETIME).plusSeconds(60))
-            .sign(ours);
-    String tooLongWithoutIat =
-        JWT.create()
-            .withIssuer(LocalTokens.ISSUER)
-            .withSubject("bob")
-            .withExpiresAt(now.plus(LocalTokens.MAX_LIFETIME).plusSeconds(60))
-            .sign(ours);
-    String withinTheBound =
-        JWT.create()
-            .withIssuer(LocalTokens.ISSUER)
-            .withSubject("bob")
-            .withExpiresAt(now.plus(LocalTokens.MAX_LIFETIME).minusSeconds(60))
-            .sign(ours);
+    Instant tooLate = now.plus(LocalTokens.MAX_LIFETIME).plusSeconds(60);
+    String noExp = signed(ours, now, null);
+    String tooLong = signed(ours, now, tooLate);
+    String tooLongWithoutIat = signed(ours, null, tooLate);
+    String withinTheBound = signed(ours, null, now.plus(LocalTokens.MAX_LIFETIME).minusSeconds(60));
 
     assertThat(tokens.check("Bearer " + noExp).refusal()).contains("no exp claim");
     assertThat(tokens.check("Bearer " + tooLong).refusal()).contains("longer than the 30 days");
@@ -107,6 +92,20 @@ class LocalTokensTest {
     assertThatThrownBy(() -> tokens.mint("bob", false, Duration.ofDays(31)))
         .isInstanceOf(BuildQueueException.class)
         .hasMessageContaining("at most 30 days");
+  }
+
+  /**
+   * A token for bob signed with {@code key}, with the given {@code iat} and {@code exp} or none.
+   */
+  static String signed(Algorithm key, Instant issuedAt, Instant expiresAt) {
+    var token = JWT.create().withIssuer(LocalTokens.ISSUER).withSubject("bob");
+    if (issuedAt != null) {
+      token.withIssuedAt(issuedAt);
+    }
+    if (expiresAt != null) {
+      token.withExpiresAt(expiresAt);
+    }
+    return token.sign(key);
   }
 
   @Test
