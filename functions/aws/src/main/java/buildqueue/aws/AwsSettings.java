@@ -48,7 +48,8 @@ import java.util.function.Function;
  *       queued jobs at most, unless an admin set their own)</td></tr>
  *   <tr><td>{@value #METRICS_NAMESPACE}</td><td>all but migrate and the worker secret
  *       rotation</td><td>{@code buildqueue}</td></tr>
- *   <tr><td>{@value #KINDS_FILE}</td><td>enqueue (the API checks submissions), worker (runs
+ *   <tr><td>{@value #KINDS_FILE}</td><td>enqueue (the API checks submissions), tick and task
+ *       state change (each kind's capacity for the workers they launch), worker (runs
  *       them)</td><td>required: an absolute path to the kind catalogue ({@link #ENQUEUE_KINDS_FILE}
  *       in the functions' jar, {@link #WORKER_KINDS_FILE} in the worker image)</td></tr>
  *   <tr><td>{@value #WORKER_ID}, {@value #WORKER_TOKEN}</td><td>worker (set per task by the
@@ -131,9 +132,13 @@ public final class AwsSettings {
       return this == ENQUEUE || this == TICK || this == TASK_STATE_CHANGE;
     }
 
-    /** The parts that must know the job kinds: the API checks submissions, the worker runs them. */
+    /**
+     * The parts that must know the job kinds: the API checks submissions, the worker runs them, and
+     * every part that launches workers (the API, the tick, the stop handler) reads each kind's
+     * {@code capacity}.
+     */
     public boolean needsKinds() {
-      return this == ENQUEUE || this == WORKER;
+      return this == ENQUEUE || this == TICK || this == TASK_STATE_CHANGE || this == WORKER;
     }
 
     /** The parts that run no queue work: they change the schema or the worker role's login. */

@@ -197,7 +197,7 @@ class AwsSettingsTest {
   }
 
   @Test
-  void the_api_and_the_worker_read_the_catalogue_path_and_the_other_functions_do_not() {
+  void the_parts_that_launch_or_run_jobs_read_the_catalogue_path_and_the_others_do_not() {
     Map<String, String> relative = queueFunctionEnv();
     relative.put(AwsSettings.KINDS_FILE, "kinds.json");
 
@@ -206,8 +206,13 @@ class AwsSettingsTest {
     assertThatThrownBy(() -> AwsSettings.load(Component.ENQUEUE, relative::get))
         .hasMessageContaining(AwsSettings.KINDS_FILE)
         .hasMessageContaining("absolute path");
-    assertThatThrownBy(AwsSettings.load(Component.TICK, queueFunctionEnv()::get)::kindsFile)
-        .hasMessageContaining("tick does not read " + AwsSettings.KINDS_FILE);
+    // The tick and the stop handler launch workers on their kinds' capacity.
+    assertThat(AwsSettings.load(Component.TICK, queueFunctionEnv()::get).kindsFile())
+        .isEqualTo(Path.of(AwsSettings.ENQUEUE_KINDS_FILE));
+    assertThat(AwsSettings.load(Component.TASK_STATE_CHANGE, queueFunctionEnv()::get).kindsFile())
+        .isEqualTo(Path.of(AwsSettings.ENQUEUE_KINDS_FILE));
+    assertThat(Component.MIGRATE.needsKinds()).isFalse();
+    assertThat(Component.WORKER_SECRET_ROTATION.needsKinds()).isFalse();
   }
 
   @Test

@@ -4,6 +4,7 @@ import buildqueue.db.Database;
 import buildqueue.db.DatabaseException;
 import buildqueue.db.Json;
 import buildqueue.db.UniqueViolationException;
+import buildqueue.platform.Capacity;
 import buildqueue.platform.LaunchOutcome;
 import buildqueue.platform.WorkerLaunch;
 import buildqueue.platform.WorkerPlatform;
@@ -46,6 +47,7 @@ public final class BuildQueue {
   private final ExitTransitions exits;
   private final TickTransitions tick;
   private volatile boolean dispatching = true;
+  private volatile Capacities capacities = Capacities.ON_DEMAND;
 
   public BuildQueue(Database db, WorkerPlatform platform, QueueConfig config, QueueClock clock) {
     this(db, platform, config, clock, ExitListener.NONE);
@@ -86,6 +88,15 @@ public final class BuildQueue {
 
   public QueueConfig config() {
     return config;
+  }
+
+  /**
+   * What workers run on, per kind (the catalogue's {@code capacity}) and by default. With every
+   * kind on on-demand (the default) a launch asks nothing of the database.
+   */
+  public BuildQueue useCapacities(Capacities c) {
+    this.capacities = c;
+    return this;
   }
 
   /**
@@ -386,7 +397,8 @@ public final class BuildQueue {
    *     whose read-back too when {@code last}: no launch follows in this request
    */
   private LaunchOutcome launch(
-      WorkerLaunch launch, boolean relaunch, RequestTail tail, boolean last) {
+      WorkerLaunch asked, boolean relaunch, RequestTail tail, boolean last) {
+    WorkerLaunch launch = onChosenCapacity(asked);
     LaunchOutcome outcome;
     try {
       outcome = platform.launch(launch);
@@ -404,7 +416,43 @@ public final class BuildQueue {
     return outcome;
   }
 
+  /**
+   * The launch on the capacity its job's kind asks for: one statement, and only when some kind (or
+   * the default) runs on Spot. If that statement fails the worker runs on on-demand, which costs
+   * more but never less safely.
+   */
+  private WorkerLaunch onChosenCapacity(WorkerLaunch launch) {
+    Capacities c = capacities;
+    if (c.allOnDemand()) {
+      return launch;
+    }
+    try {
+      return launch.on(dispatch.chooseCapacity(launch, c));
+    } catch (DatabaseException e) {
+      LOG.log(
+          Level.WARNING,
+          "worker {0}: choosing its capacity failed ({1}); it runs on on-demand",
+          launch.workerId(),
+          e.getMessage());
+      return launch.on(Capacity.ON_DEMAND);
+    }
+  }
+
   private void record(WorkerLaunch launch, LaunchOutcome outcome, RequestTail tail, boolean last) {
+    if (outcome instanceof LaunchOutcome.Started s
+        && s.ranOn() != null
+        && s.ranOn() != launch.capacity()) {
+      try {
+        dispatch.recordCapacity(launch, s.ranOn());
+      } catch (DatabaseException e) {
+        LOG.log(
+            Level.WARNING,
+            "worker {0} fell back to {1}; recording it failed: {2}",
+            launch.workerId(),
+            s.ranOn().label(),
+            e.getMessage());
+      }
+    }
     if (outcome instanceof LaunchOutcome.Started s) {
       if (tail == null) {
         dispatch.recordStarted(launch, s.taskId());

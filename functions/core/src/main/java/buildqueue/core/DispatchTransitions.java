@@ -3,6 +3,7 @@ package buildqueue.core;
 import buildqueue.db.Database;
 import buildqueue.db.Params;
 import buildqueue.db.Row;
+import buildqueue.platform.Capacity;
 import buildqueue.platform.WorkerLaunch;
 import java.time.Instant;
 import java.util.List;
@@ -115,6 +116,52 @@ public final class DispatchTransitions {
     return db.update(
             RECORD_STARTED,
             Params.of("workerId", launch.workerId(), "token", launch.token(), "taskId", taskId))
+        == 1;
+  }
+
+  private static final String CHOOSE_CAPACITY =
+      """
+      update build_worker w
+      set capacity = case when c.setting = 'on-demand' then 'on-demand' else 'spot' end
+      from (select case when j.reclaims >= :maxReclaims then 'on-demand'
+                        else coalesce(:kindCapacities::jsonb ->> j.kind, :defaultCapacity) end as setting
+            from build_job j
+            where j.worker_id = :workerId and j.status in ('dispatched', 'running')) c
+      where w.id = :workerId and w.token = :token::uuid and w.status <> 'exited'
+      returning c.setting
+      """;
+
+  /**
+   * What a worker about to be launched runs on: its job's kind's setting (or the stack's default),
+   * and on-demand once the job has been reclaimed {@link ExitTransitions#MAX_RECLAIMS} times. The
+   * worker's row records it ({@code capacity}: {@code spot} for both Spot settings until a launch
+   * falls back, {@link #recordCapacity}). The same worker and job always give the same answer, so a
+   * relaunch sends the same request. A worker with no job (cancelled meanwhile) gets the stack's
+   * default.
+   */
+  public Capacity chooseCapacity(WorkerLaunch launch, Capacities capacities) {
+    Params params =
+        Params.of("workerId", launch.workerId(), "token", launch.token())
+            .and("maxReclaims", ExitTransitions.MAX_RECLAIMS)
+            .and("kindCapacities", capacities.kindsJson())
+            .and("defaultCapacity", capacities.stackDefault().label());
+    return db.queryOptional(CHOOSE_CAPACITY, params)
+        .map(r -> Capacity.ofLabel(r.string("setting")))
+        .orElse(capacities.stackDefault());
+  }
+
+  private static final String RECORD_CAPACITY =
+      """
+      update build_worker set capacity = :capacity
+      where id = :workerId and token = :token::uuid and status <> 'exited'
+      """;
+
+  /** A launch that asked for Spot fell back to on-demand: the worker's row says what it runs on. */
+  public boolean recordCapacity(WorkerLaunch launch, Capacity ranOn) {
+    return db.update(
+            RECORD_CAPACITY,
+            Params.of(
+                "workerId", launch.workerId(), "token", launch.token(), "capacity", ranOn.label()))
         == 1;
   }
 

@@ -21,6 +21,13 @@ public final class ExitTransitions {
   /** Interruptions without progress that are retried; the next one fails the job. */
   public static final int MAX_RECOVERIES = 3;
 
+  /**
+   * Spot reclaims a job takes on Spot: after this many, its next attempts run on on-demand ({@link
+   * DispatchTransitions#chooseCapacity}). Reclaims never count as recoveries (V012), so this bound
+   * is what keeps a job from being reclaimed forever.
+   */
+  public static final int MAX_RECLAIMS = 3;
+
   private final Database db;
   private final QueueConfig config;
   private final QueueClock clock;

@@ -1,8 +1,10 @@
 package buildqueue.kinds;
 
+import buildqueue.platform.Capacity;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 
 /**
@@ -16,6 +18,7 @@ import java.util.Set;
  * @param retryExitCodes exit codes that mean "interrupted, try again" under the recovery policy
  * @param env fixed variables for the program, beside the {@code BUILDQUEUE_*} ones
  * @param cancelGracePeriod after SIGTERM (cancel, timeout), how long before SIGKILL
+ * @param capacity what its workers run on ({@code "capacity"}); empty: the stack's default
  */
 public record CommandKind(
     String name,
@@ -24,7 +27,8 @@ public record CommandKind(
     PayloadSchema payloadSchema,
     Set<Integer> retryExitCodes,
     Map<String, String> env,
-    Duration cancelGracePeriod) {
+    Duration cancelGracePeriod,
+    Optional<Capacity> capacity) {
 
   public static final Duration DEFAULT_CANCEL_GRACE_PERIOD = Duration.ofSeconds(10);
 
@@ -32,5 +36,26 @@ public record CommandKind(
     command = List.copyOf(command);
     retryExitCodes = Set.copyOf(retryExitCodes);
     env = Map.copyOf(env);
+    capacity = capacity == null ? Optional.empty() : capacity;
+  }
+
+  /** A kind that runs on the stack's default capacity. */
+  public CommandKind(
+      String name,
+      List<String> command,
+      Duration timeout,
+      PayloadSchema payloadSchema,
+      Set<Integer> retryExitCodes,
+      Map<String, String> env,
+      Duration cancelGracePeriod) {
+    this(
+        name,
+        command,
+        timeout,
+        payloadSchema,
+        retryExitCodes,
+        env,
+        cancelGracePeriod,
+        Optional.empty());
   }
 }

@@ -25,10 +25,12 @@ import java.util.Optional;
  * string), {@code timeout} (required; at most {@link KindLimits#maxTimeout}), {@code payloadSchema}
  * (a JSON Schema, default any JSON object), {@code retryExitCodes} (1 to 255, default none), {@code
  * env} (fixed variables, default none; no {@code BUILDQUEUE_} names) and {@code cancelGracePeriod}
- * (default {@link CommandKind#DEFAULT_CANCEL_GRACE_PERIOD}, at most the lease slack). Durations are
- * written like {@code "90s"}, {@code "15m"}, {@code "1h30m"} or {@code "500ms"} ({@link
- * CatalogueDuration}). A kind's name is 1 to 64 of {@code a-z 0-9 . _ -}, starting with a letter or
- * digit; {@code demo} is built in ({@link DemoKind}).
+ * (default {@link CommandKind#DEFAULT_CANCEL_GRACE_PERIOD}, at most the lease slack) and {@code
+ * capacity} ({@code "on-demand"}, {@code "spot"} or {@code "spot-then-on-demand"}; default the
+ * stack's, {@link buildqueue.platform.Capacity}). Durations are written like {@code "90s"}, {@code
+ * "15m"}, {@code "1h30m"} or {@code "500ms"} ({@link CatalogueDuration}). A kind's name is 1 to 64
+ * of {@code a-z 0-9 . _ -}, starting with a letter or digit; {@code demo} is built in ({@link
+ * DemoKind}).
  *
  * <p>Strict: the file must be JSON with no duplicate keys; an unknown key or a bad value anywhere
  * refuses the whole file with a {@link KindCatalogueException} that names the file, the kind and
@@ -98,6 +100,13 @@ public final class KindCatalogue {
   /** The kinds in file order. */
   public List<CommandKind> kinds() {
     return List.copyOf(kinds.values());
+  }
+
+  /** The kinds that name their {@code capacity}, by name; the others run on the stack's default. */
+  public Map<String, buildqueue.platform.Capacity> capacities() {
+    Map<String, buildqueue.platform.Capacity> named = new LinkedHashMap<>();
+    kinds.values().forEach(k -> k.capacity().ifPresent(c -> named.put(k.name(), c)));
+    return Collections.unmodifiableMap(named);
   }
 
   public Optional<CommandKind> kind(String name) {

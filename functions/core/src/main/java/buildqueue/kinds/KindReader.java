@@ -3,6 +3,7 @@ package buildqueue.kinds;
 import static buildqueue.kinds.CatalogueDuration.format;
 import static buildqueue.kinds.CatalogueReader.quote;
 
+import buildqueue.platform.Capacity;
 import com.fasterxml.jackson.databind.JsonNode;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -34,7 +35,8 @@ final class KindReader {
                   "payloadSchema",
                   "retryExitCodes",
                   "env",
-                  "cancelGracePeriod")));
+                  "cancelGracePeriod",
+                  "capacity")));
 
   private final String source;
   private final String name;
@@ -78,7 +80,30 @@ final class KindReader {
     Set<Integer> retry = retryExitCodes(spec.get("retryExitCodes"));
     Map<String, String> env = env(spec.get("env"));
     Duration grace = cancelGracePeriod(spec.get("cancelGracePeriod"));
-    return new CommandKind(name, command, timeout, schema, retry, env, grace);
+    Optional<Capacity> capacity = capacity(spec.get("capacity"));
+    return new CommandKind(name, command, timeout, schema, retry, env, grace, capacity);
+  }
+
+  private Optional<Capacity> capacity(JsonNode node) {
+    if (node == null || node.isNull()) {
+      return Optional.empty();
+    }
+    if (!node.isTextual()) {
+      throw refused(
+          "capacity", "must be one of " + Capacity.labels() + ", not " + JsonSchemas.kindOf(node));
+    }
+    try {
+      return Optional.of(Capacity.ofLabel(node.textValue()));
+    } catch (IllegalArgumentException e) {
+      throw refused(
+          "capacity",
+          "is "
+              + quote(node.textValue())
+              + "; it must be one of "
+              + Capacity.labels()
+              + " (\"spot\" runs on Fargate Spot, \"spot-then-on-demand\" falls back to on-demand"
+              + " when Spot has no capacity)");
+    }
   }
 
   private List<String> command(JsonNode node) {

@@ -3,8 +3,16 @@ package buildqueue.platform;
 /** What a launch request achieved, as far as the caller can tell. */
 public sealed interface LaunchOutcome {
 
-  /** The platform accepted the task; {@code taskId} is how it can be checked and stopped. */
-  record Started(String taskId) implements LaunchOutcome {}
+  /**
+   * The platform accepted the task; {@code taskId} is how it can be checked and stopped. {@code
+   * ranOn}: the capacity it runs on when it is not the one the launch asked for first (Spot had
+   * none and the launch fell back to on-demand); null otherwise.
+   */
+  record Started(String taskId, Capacity ranOn) implements LaunchOutcome {
+    public Started(String taskId) {
+      this(taskId, null);
+    }
+  }
 
   /**
    * Definitely nothing runs. {@code retryable} marks transient refusals (capacity shortages, a

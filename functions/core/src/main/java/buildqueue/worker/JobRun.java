@@ -173,7 +173,7 @@ final class JobRun {
   }
 
   private String stopReason() {
-    return "stopped with its worker: " + stop.reason();
+    return WorkerStop.INTERRUPTION_REASON_PREFIX + stop.reason();
   }
 
   private JobOutcome runHandler(WorkerJobContext context) {

@@ -33,6 +33,13 @@ public final class WorkerStop {
    */
   public static final String STOP_TIMEOUT_VARIABLE = "BUILDQUEUE_STOP_TIMEOUT_SECONDS";
 
+  /**
+   * How the reason of a job interrupted by its worker's stop begins. On a Spot worker the database
+   * takes such an interruption for a reclaim ({@code build_stop_is_reclaim}, V012): a worker cannot
+   * tell a reclaim's SIGTERM from any other.
+   */
+  public static final String INTERRUPTION_REASON_PREFIX = "stopped with its worker: ";
+
   /** ECS's own default {@code stopTimeout}. */
   public static final Duration DEFAULT_STOP_TIMEOUT = Duration.ofSeconds(30);
 

@@ -47,6 +47,9 @@ class MigrationChecksumsTest {
     RELEASED.put(
         "V011__outbox_claim_fits_a_row.sql",
         "6f780992a6582c642543dee99d2157fc9808e2fe506a07a56450bd5ab1917b27");
+    RELEASED.put(
+        "V012__spot_reclaims.sql",
+        "0f91d655cb93548f4d9dfb30e66ce35a417f1cea930121be27609da0f7be1682");
   }
 
   @Test

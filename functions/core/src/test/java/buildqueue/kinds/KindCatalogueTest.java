@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import buildqueue.BuildQueueException;
 import buildqueue.core.QueueConfig;
+import buildqueue.platform.Capacity;
 import buildqueue.worker.CommandJobHandler;
 import buildqueue.worker.CommandRunner;
 import buildqueue.worker.JobHandlers;
@@ -241,6 +242,18 @@ class KindCatalogueTest {
             "\"cancelGracePeriod\"",
             "must be a duration"),
         bad(
+            "capacity not a string",
+            kind("\"command\": [\"x\"], \"timeout\": \"1m\", \"capacity\": 1"),
+            "render",
+            "\"capacity\"",
+            "must be one of \"on-demand\", \"spot\", \"spot-then-on-demand\""),
+        bad(
+            "capacity unknown",
+            kind("\"command\": [\"x\"], \"timeout\": \"1m\", \"capacity\": \"FARGATE_SPOT\""),
+            "render",
+            "\"capacity\"",
+            "is \"FARGATE_SPOT\"; it must be one of \"on-demand\", \"spot\", \"spot-then-on-demand\""),
+        bad(
             "grace too long",
             kind("\"command\": [\"x\"], \"timeout\": \"1m\", \"cancelGracePeriod\": \"6m\""),
             "render",
@@ -443,6 +456,21 @@ class KindCatalogueTest {
     assertThat(catalogue.kinds()).extracting(CommandKind::name).containsExactly("b", "a");
     assertThat(catalogue.kinds().get(0).retryExitCodes()).isEqualTo(Set.of(75, 3));
     assertThat(catalogue.toString()).contains("kinds.json").contains("b, a");
+  }
+
+  @Test
+  void a_kind_may_name_its_capacity_and_the_others_take_the_stacks() throws Exception {
+    String json =
+        "{\"kinds\": {\"spotty\": {\"command\": [\"x\"], \"timeout\": \"1m\", \"capacity\": \"spot\"},"
+            + " \"either\": {\"command\": [\"x\"], \"timeout\": \"1m\", \"capacity\": \"spot-then-on-demand\"},"
+            + " \"plain\": {\"command\": [\"y\"], \"timeout\": \"1m\"}}}";
+    KindCatalogue catalogue = KindCatalogue.load(write(json), DEFAULTS);
+
+    assertThat(catalogue.kind("spotty").orElseThrow().capacity()).contains(Capacity.SPOT);
+    assertThat(catalogue.kind("plain").orElseThrow().capacity()).isEmpty();
+    assertThat(catalogue.capacities())
+        .containsExactly(
+            Map.entry("spotty", Capacity.SPOT), Map.entry("either", Capacity.SPOT_THEN_ON_DEMAND));
   }
 
   private static Arguments bad(String rule, String json, String kind, String key, String advice) {

@@ -1,6 +1,7 @@
 package buildqueue.aws.ecs;
 
 import buildqueue.platform.CallRates;
+import buildqueue.platform.Capacity;
 import buildqueue.platform.LaunchOutcome;
 import buildqueue.platform.TaskState;
 import buildqueue.platform.WorkerLaunch;
@@ -11,6 +12,7 @@ import java.util.Collection;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.UUID;
 import software.amazon.awssdk.awscore.exception.AwsServiceException;
 import software.amazon.awssdk.core.exception.SdkException;
 import software.amazon.awssdk.services.ecs.EcsClient;
@@ -71,11 +73,44 @@ public final class EcsWorkerPlatform implements WorkerPlatform {
     return settings;
   }
 
+  /** The capacity provider a Spot launch asks for; the cluster must be associated with it. */
+  public static final String FARGATE_SPOT = "FARGATE_SPOT";
+
+  /**
+   * Launches the worker on the capacity it asks for. On-demand is {@code launchType FARGATE}, as it
+   * always was. Spot is a capacity provider strategy of {@value #FARGATE_SPOT} alone (RunTask
+   * refuses a {@code launchType} beside a strategy, and a strategy of two providers splits tasks by
+   * weight rather than falling back: ECS API Reference, RunTask). When Spot has no capacity (a
+   * {@code failures[]} entry, "Capacity is unavailable at this time", or another retryable
+   * refusal), a {@code spot-then-on-demand} worker is launched again on on-demand with a client
+   * token of its own ({@link #onDemandToken}: the same token with other parameters would be a
+   * {@code ConflictException}); a {@code spot} worker's launch fails as any capacity shortage does,
+   * retried with backoff under the launch-failure limit.
+   */
   @Override
   public LaunchOutcome launch(WorkerLaunch launch) {
+    LaunchOutcome outcome = launchOn(launch, launch.capacity().spot());
+    if (launch.capacity() == Capacity.SPOT_THEN_ON_DEMAND
+        && outcome instanceof LaunchOutcome.NotStarted n
+        && n.retryable()
+        && !n.beforeToken()) {
+      LOG.log(
+          Level.INFO,
+          "worker {0}: no Spot capacity ({1}); launching on on-demand",
+          launch.workerId(),
+          n.reason());
+      outcome = launchOn(launch, false);
+      if (outcome instanceof LaunchOutcome.Started s) {
+        outcome = new LaunchOutcome.Started(s.taskId(), Capacity.ON_DEMAND);
+      }
+    }
+    return outcome;
+  }
+
+  private LaunchOutcome launchOn(WorkerLaunch launch, boolean spot) {
     LaunchOutcome outcome;
     try {
-      outcome = RunTaskOutcomes.of(ecs.runTask(runTaskRequest(launch)));
+      outcome = RunTaskOutcomes.of(ecs.runTask(runTaskRequest(launch, spot)));
     } catch (SdkException e) {
       outcome = RunTaskOutcomes.of(e);
     } catch (RuntimeException e) {
@@ -83,19 +118,43 @@ public final class EcsWorkerPlatform implements WorkerPlatform {
     }
     if (outcome instanceof LaunchOutcome.Started s) {
       LOG.log(
-          Level.INFO, "worker {0} in {1}: task {2}", launch.workerId(), launch.slot(), s.taskId());
+          Level.INFO,
+          "worker {0} in {1}: task {2} on {3}",
+          launch.workerId(),
+          launch.slot(),
+          s.taskId(),
+          spot ? FARGATE_SPOT : "FARGATE");
     }
     return outcome;
   }
 
-  /** The RunTask request for a worker; the same worker always gives the same request. */
-  RunTaskRequest runTaskRequest(WorkerLaunch launch) {
-    return RunTaskRequest.builder()
-        .cluster(settings.cluster())
+  /**
+   * The client token of a Spot worker's on-demand fallback: derived from the worker's token, so a
+   * relaunch of the fallback is as idempotent as the first launch.
+   */
+  static String onDemandToken(WorkerLaunch launch) {
+    return UUID.nameUUIDFromBytes(
+            ("on-demand/" + launch.token()).getBytes(java.nio.charset.StandardCharsets.UTF_8))
+        .toString();
+  }
+
+  /**
+   * The RunTask request for a worker, on Spot or on-demand; the same worker always gives the same
+   * request for each.
+   */
+  RunTaskRequest runTaskRequest(WorkerLaunch launch, boolean spot) {
+    RunTaskRequest.Builder b = RunTaskRequest.builder();
+    if (spot) {
+      b.capacityProviderStrategy(p -> p.capacityProvider(FARGATE_SPOT).weight(1))
+          .clientToken(launch.token().toString());
+    } else {
+      b.launchType(LaunchType.FARGATE)
+          .clientToken(
+              launch.capacity().spot() ? onDemandToken(launch) : launch.token().toString());
+    }
+    return b.cluster(settings.cluster())
         .taskDefinition(settings.taskDefinition())
-        .launchType(LaunchType.FARGATE)
         .count(1)
-        .clientToken(launch.token().toString())
         .startedBy(launch.startedBy())
         .networkConfiguration(
             n ->

@@ -5,12 +5,16 @@ import buildqueue.aws.AwsSettings.Component;
 import buildqueue.aws.db.DataApiDatabase;
 import buildqueue.aws.ecs.EcsClients;
 import buildqueue.aws.ecs.EcsWorkerPlatform;
+import buildqueue.core.Capacities;
 import buildqueue.core.QueueClock;
 import buildqueue.db.Database;
 import buildqueue.db.JdbcDatabase;
+import buildqueue.kinds.KindCatalogue;
 import buildqueue.kinds.KindRegistry;
+import buildqueue.platform.Capacity;
 import buildqueue.platform.WorkerPlatform;
 import java.time.Duration;
+import java.util.Optional;
 import org.postgresql.ds.PGSimpleDataSource;
 import software.amazon.awssdk.http.urlconnection.UrlConnectionHttpClient;
 import software.amazon.awssdk.regions.Region;
@@ -26,21 +30,26 @@ public final class AwsServices {
 
   public static QueueServices queueServices(Component component) {
     AwsSettings settings = AwsSettings.fromEnvironment(component);
-    // The API checks submissions against the catalogue; the tick and the stop handler never see
-    // one.
-    KindRegistry kinds =
-        component.needsKinds() ? settings.kindCatalogue().registry() : KindRegistry.builtIn();
-    return new QueueServices(
-        component,
-        database(settings),
-        platform(settings),
-        eventBridge(settings.region()),
-        settings.eventBus(),
-        settings.queue(),
-        QueueClock.DATABASE,
-        settings.metricsNamespace(),
-        System.out,
-        kinds);
+    // The API checks submissions against the catalogue; the API, the tick and the stop handler
+    // launch each worker on the capacity its job's kind names.
+    Optional<KindCatalogue> catalogue =
+        component.needsKinds() ? Optional.of(settings.kindCatalogue()) : Optional.empty();
+    KindRegistry kinds = catalogue.map(KindCatalogue::registry).orElse(KindRegistry.builtIn());
+    QueueServices services =
+        new QueueServices(
+            component,
+            database(settings),
+            platform(settings),
+            eventBridge(settings.region()),
+            settings.eventBus(),
+            settings.queue(),
+            QueueClock.DATABASE,
+            settings.metricsNamespace(),
+            System.out,
+            kinds);
+    catalogue.ifPresent(
+        c -> services.queue().useCapacities(new Capacities(Capacity.ON_DEMAND, c.capacities())));
+    return services;
   }
 
   /** The queue's database: the Data API, or (a self-hosted worker) JDBC without a pool. */

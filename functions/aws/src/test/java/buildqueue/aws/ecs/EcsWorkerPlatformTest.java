@@ -8,6 +8,7 @@ import static org.assertj.core.api.Assertions.assertThatCode;
 
 import buildqueue.aws.fake.FakeEcs;
 import buildqueue.aws.fake.FakeEcs.Answer;
+import buildqueue.platform.Capacity;
 import buildqueue.platform.LaunchOutcome;
 import buildqueue.platform.TaskState;
 import buildqueue.platform.WorkerLaunch;
@@ -431,6 +432,86 @@ class EcsWorkerPlatformTest {
 
     assertThat(a).isNotEqualTo(b);
     assertThat(fake.tasks()).hasSize(2);
+  }
+
+  // ---- Spot -------------------------------------------------------------------------------
+
+  static WorkerLaunch aLaunchOn(Capacity capacity) {
+    return aLaunch().on(capacity);
+  }
+
+  @Test
+  void a_spot_worker_runs_through_a_fargate_spot_strategy_without_a_launch_type() {
+    LaunchOutcome outcome = platform.launch(aLaunchOn(Capacity.SPOT));
+
+    assertThat(outcome).isInstanceOf(LaunchOutcome.Started.class);
+    assertThat(((LaunchOutcome.Started) outcome).ranOn()).isNull();
+    JsonNode body = fake.requests(RUN_TASK).get(0).body();
+    assertThat(body.has("launchType")).isFalse();
+    assertThat(body.path("capacityProviderStrategy").toString())
+        .isEqualTo("[{\"capacityProvider\":\"FARGATE_SPOT\",\"weight\":1}]");
+    assertThat(fake.capacityProviderOf(((LaunchOutcome.Started) outcome).taskId()))
+        .isEqualTo("FARGATE_SPOT");
+  }
+
+  @Test
+  void an_on_demand_worker_keeps_launch_type_fargate() {
+    platform.launch(aLaunch());
+
+    JsonNode body = fake.requests(RUN_TASK).get(0).body();
+    assertThat(body.path("launchType").asText()).isEqualTo("FARGATE");
+    assertThat(body.has("capacityProviderStrategy")).isFalse();
+  }
+
+  @Test
+  void without_spot_capacity_spot_then_on_demand_falls_back_to_on_demand_idempotently() {
+    fake.spotCapacity(false);
+    WorkerLaunch launch = aLaunchOn(Capacity.SPOT_THEN_ON_DEMAND);
+
+    LaunchOutcome first = platform.launch(launch);
+    LaunchOutcome again = platform.launch(launch);
+
+    assertThat(first).isInstanceOf(LaunchOutcome.Started.class);
+    LaunchOutcome.Started started = (LaunchOutcome.Started) first;
+    assertThat(started.ranOn()).isEqualTo(Capacity.ON_DEMAND);
+    assertThat(fake.capacityProviderOf(started.taskId())).isNull();
+    assertThat(again).isEqualTo(first);
+    assertThat(fake.tasks()).hasSize(1);
+    assertThat(fake.requests(RUN_TASK))
+        .extracting(r -> r.body().path("launchType").asText("strategy"))
+        .containsExactly("strategy", "FARGATE", "strategy", "FARGATE");
+    assertThat(fake.requests(RUN_TASK).get(1).body().path("clientToken").asText())
+        .isEqualTo(EcsWorkerPlatform.onDemandToken(launch))
+        .isNotEqualTo(launch.token().toString());
+    assertThat(fake.task(started.taskId()).environment(FakeEcs.CONTAINER))
+        .containsEntry(EcsWorkerPlatform.WORKER_TOKEN_VARIABLE, launch.token().toString());
+  }
+
+  @Test
+  void without_spot_capacity_a_spot_worker_is_a_retryable_launch_failure() {
+    fake.spotCapacity(false);
+
+    LaunchOutcome.NotStarted outcome = notStarted(platform.launch(aLaunchOn(Capacity.SPOT)));
+
+    assertThat(outcome.retryable()).isTrue();
+    assertThat(outcome.reason()).contains(FakeEcs.NO_CAPACITY);
+    assertThat(fake.requests(RUN_TASK)).hasSize(1);
+    assertThat(fake.tasks()).isEmpty();
+  }
+
+  @Test
+  void a_reclaimed_task_is_stopped_evidence_of_a_reclaim() {
+    LaunchOutcome.Started started =
+        (LaunchOutcome.Started) platform.launch(aLaunchOn(Capacity.SPOT));
+    fake.setLastStatus(started.taskId(), "RUNNING");
+    fake.reclaim(started.taskId());
+
+    TaskState state = platform.check(List.of(started.taskId())).get(started.taskId());
+
+    assertThat(state).isInstanceOf(TaskState.Stopped.class);
+    assertThat(((TaskState.Stopped) state).reason())
+        .startsWith("SpotInterruption: Your Spot Task was interrupted.");
+    assertThat(((TaskState.Stopped) state).reclaimed()).isTrue();
   }
 
   // ---- check ------------------------------------------------------------------------------

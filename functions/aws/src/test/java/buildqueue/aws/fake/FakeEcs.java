@@ -271,6 +271,11 @@ public final class FakeEcs implements AutoCloseable {
   private final Map<String, List<Boolean>> revisions = new HashMap<>();
 
   private Instant deniedUntil;
+  private final java.util.Set<String> clusterProviders =
+      new java.util.LinkedHashSet<>(List.of("FARGATE", "FARGATE_SPOT"));
+  private boolean spotCapacity = true;
+  private final List<java.util.function.Consumer<TaskView>> sigtermListeners =
+      new CopyOnWriteArrayList<>();
   private boolean serviceLinkedRole = true;
   private final AtomicLong taskCounter = new AtomicLong();
   private String initialStatus = "PROVISIONING";
@@ -507,6 +512,107 @@ public final class FakeEcs implements AutoCloseable {
     FakeTask t = newTask(cluster, TASK_DEFINITION, 1, null, null, json.createObjectNode());
     t.lastStatus = lastStatus;
     return t.arn;
+  }
+
+  /** The capacity providers at most a RunTask strategy may contain. */
+  static final int MAX_STRATEGY_PROVIDERS = 20;
+
+  /**
+   * ECS's answer in {@code failures[]} when Fargate (on-demand or Spot) has no capacity for a task
+   * (AWS re:Post knowledge center, ecs-fargate-runtask-capacity).
+   */
+  public static final String NO_CAPACITY =
+      "Capacity is unavailable at this time. Please try again later or in a different availability zone";
+
+  /** ECS's stop code and stopped reason for a reclaimed Fargate Spot task. */
+  public static final String SPOT_INTERRUPTION = "SpotInterruption";
+
+  public static final String SPOT_INTERRUPTED_REASON = "Your Spot Task was interrupted.";
+
+  /**
+   * The capacity providers the cluster is associated with (by default FARGATE and FARGATE_SPOT, as
+   * the stack's template associates them); a RunTask strategy naming another is refused.
+   */
+  public synchronized void associateCapacityProviders(String... providers) {
+    clusterProviders.clear();
+    clusterProviders.addAll(List.of(providers));
+  }
+
+  /**
+   * Whether Fargate Spot has capacity: without, a RunTask on FARGATE_SPOT answers one {@code
+   * failures[]} entry, {@link #NO_CAPACITY}, and starts nothing (on-demand is unaffected).
+   */
+  public synchronized void spotCapacity(boolean available) {
+    spotCapacity = available;
+  }
+
+  /** The capacity provider the task runs on, or null for a {@code launchType} FARGATE task. */
+  public synchronized String capacityProviderOf(String arn) {
+    return taskOrFail(arn).capacityProvider;
+  }
+
+  /** Called with the task when it gets its SIGTERM (a reclaim's two-minute warning). */
+  public void onSigterm(java.util.function.Consumer<TaskView> listener) {
+    sigtermListeners.add(listener);
+  }
+
+  /**
+   * AWS reclaims a Fargate Spot task: the task gets SIGTERM (the {@link #onSigterm} listeners run:
+   * the two-minute warning), then stops with stop code {@value #SPOT_INTERRUPTION} and stopped
+   * reason {@value #SPOT_INTERRUPTED_REASON}, its container exiting 143 (killed by SIGTERM). Only a
+   * running task on FARGATE_SPOT can be reclaimed. Returns the "ECS Task State Change" event ECS
+   * sends to EventBridge for the stop ({@link #stateChangeEvent}).
+   */
+  public ObjectNode reclaim(String arn) {
+    TaskView before;
+    synchronized (this) {
+      FakeTask t = taskOrFail(arn);
+      if (!"FARGATE_SPOT".equals(t.capacityProvider) || "STOPPED".equals(t.lastStatus)) {
+        throw new AssertionError(
+            "only a live task on FARGATE_SPOT can be reclaimed: "
+                + arn
+                + " runs on "
+                + t.capacityProvider
+                + ", "
+                + t.lastStatus);
+      }
+      t.desiredStatus = "STOPPED";
+      t.stopCode = SPOT_INTERRUPTION;
+      t.stoppedReason = SPOT_INTERRUPTED_REASON;
+      t.version++;
+      before = t.view();
+    }
+    sigtermListeners.forEach(l -> l.accept(before));
+    stopTask(arn, SPOT_INTERRUPTION, SPOT_INTERRUPTED_REASON, 143, null);
+    return stateChangeEvent(arn);
+  }
+
+  /**
+   * The EventBridge event ECS sends for the task's current state: {@code detail-type} "ECS Task
+   * State Change", {@code source} "aws.ecs", the task ARN in {@code resources}, and the task itself
+   * as {@code detail} (ECS Developer Guide, Amazon ECS task state change events).
+   */
+  public synchronized ObjectNode stateChangeEvent(String arn) {
+    FakeTask t = taskOrFail(arn);
+    ObjectNode e = json.createObjectNode();
+    e.put("version", "0");
+    e.put("id", UUID.randomUUID().toString());
+    e.put("detail-type", "ECS Task State Change");
+    e.put("source", "aws.ecs");
+    e.put("account", ACCOUNT);
+    e.put("time", now().truncatedTo(java.time.temporal.ChronoUnit.SECONDS).toString());
+    e.put("region", REGION);
+    e.putArray("resources").add(arn);
+    ObjectNode detail = t.toJson();
+    // Events write times as ISO-8601 text, DescribeTasks as epoch seconds.
+    for (String time : List.of("createdAt", "stoppedAt")) {
+      if (detail.has(time)) {
+        detail.put(
+            time, Instant.ofEpochMilli((long) (detail.get(time).asDouble() * 1000)).toString());
+      }
+    }
+    e.set("detail", detail);
+    return e;
   }
 
   /** Moves a task to another lastStatus (PROVISIONING, PENDING, RUNNING, DEPROVISIONING, ...). */
@@ -845,6 +951,7 @@ public final class FakeEcs implements AutoCloseable {
           "InvalidParameterException",
           "startedBy must be up to 128 letters, numbers, hyphens, slashes and underscores.");
     }
+    String provider = capacityProvider(body);
     JsonNode overrides = body.path("overrides");
     if (overrides.isMissingNode()) {
       overrides = json.createObjectNode();
@@ -884,14 +991,73 @@ public final class FakeEcs implements AutoCloseable {
     if (!throttling.launch(count, now())) {
       throw refuse("ThrottlingException", "Rate exceeded");
     }
+    if ("FARGATE_SPOT".equals(provider) && !spotCapacity) {
+      ObjectNode failures = json.createObjectNode();
+      failures.putArray("tasks");
+      failures.putArray("failures").addObject().put("reason", NO_CAPACITY);
+      if (token != null) {
+        tokens.put(
+            tokenKey(body, token), new TokenUse(parameters, List.of(), failures.deepCopy(), now()));
+      }
+      return failures;
+    }
     List<String> arns = new ArrayList<>();
     for (int i = 0; i < count; i++) {
-      arns.add(newTask(cluster, family, revision, token, startedBy, overrides).arn);
+      FakeTask t = newTask(cluster, family, revision, token, startedBy, overrides);
+      t.capacityProvider = provider;
+      arns.add(t.arn);
     }
     if (token != null) {
       tokens.put(tokenKey(body, token), new TokenUse(parameters, List.copyOf(arns), null, now()));
     }
     return tasksResponse(arns);
+  }
+
+  /**
+   * The capacity provider a RunTask runs its task on, checked as ECS checks the request: a {@code
+   * launchType} beside a {@code capacityProviderStrategy} is refused, as is a strategy of more than
+   * {@value #MAX_STRATEGY_PROVIDERS} providers, a weight outside 0 to 1,000, or a provider the
+   * cluster is not associated with. Null for a {@code launchType} FARGATE task. Of a strategy, the
+   * fake places every task on its first provider with a positive weight (it runs one at a time).
+   */
+  private String capacityProvider(JsonNode body) {
+    JsonNode strategy = body.path("capacityProviderStrategy");
+    if (strategy.isMissingNode() || strategy.isNull() || strategy.isEmpty()) {
+      return null;
+    }
+    if (body.hasNonNull("launchType")) {
+      throw refuse(
+          "InvalidParameterException",
+          "Specifying both a launch type and capacity provider strategy is not supported. Remove one and try again.");
+    }
+    if (strategy.size() > MAX_STRATEGY_PROVIDERS) {
+      throw refuse(
+          "InvalidParameterException",
+          "A capacity provider strategy can contain a maximum of "
+              + MAX_STRATEGY_PROVIDERS
+              + " capacity providers.");
+    }
+    String first = null;
+    for (JsonNode item : strategy) {
+      String name = item.path("capacityProvider").asText("");
+      int weight = item.path("weight").asInt(0);
+      if (weight < 0 || weight > 1000) {
+        throw refuse(
+            "InvalidParameterException",
+            "The capacity provider strategy weight must be between 0 and 1000.");
+      }
+      if (!clusterProviders.contains(name)) {
+        throw refuse(
+            "InvalidParameterException",
+            "The specified capacity provider strategy cannot contain a capacity provider that is not"
+                + " associated with the cluster. Associate the capacity provider with the cluster or"
+                + " specify a valid capacity provider and try again.");
+      }
+      if (first == null && weight > 0) {
+        first = name;
+      }
+    }
+    return first == null ? strategy.get(0).path("capacityProvider").asText() : first;
   }
 
   private ObjectNode tasksResponse(List<String> arns) {
@@ -1033,6 +1199,7 @@ public final class FakeEcs implements AutoCloseable {
     String desiredStatus = "RUNNING";
     String stopCode;
     String stoppedReason;
+    String capacityProvider;
     Integer exitCode;
     String containerReason;
     Instant stoppedAt;
@@ -1083,6 +1250,9 @@ public final class FakeEcs implements AutoCloseable {
       t.put("lastStatus", lastStatus);
       t.put("desiredStatus", desiredStatus);
       t.put("launchType", "FARGATE");
+      if (capacityProvider != null) {
+        t.put("capacityProviderName", capacityProvider);
+      }
       t.put("platformVersion", "1.4.0");
       t.put("cpu", "1024");
       t.put("memory", "2048");

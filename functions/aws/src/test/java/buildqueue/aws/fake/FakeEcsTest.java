@@ -459,4 +459,113 @@ class FakeEcsTest {
               assertThat(e.awsErrorDetails().errorCode()).isEqualTo("UnknownOperationException");
             });
   }
+
+  RunTaskRequest.Builder runOnSpot(String token) {
+    return runTask(token)
+        .launchType((String) null)
+        .capacityProviderStrategy(p -> p.capacityProvider("FARGATE_SPOT").weight(1));
+  }
+
+  @Test
+  void a_capacity_provider_strategy_runs_the_task_on_its_provider() {
+    Task task = ecs.runTask(runOnSpot("s1").build()).tasks().get(0);
+
+    assertThat(task.capacityProviderName()).isEqualTo("FARGATE_SPOT");
+    assertThat(fake.capacityProviderOf(task.taskArn())).isEqualTo("FARGATE_SPOT");
+    assertThat(ecs.runTask(runTask("d1").build()).tasks().get(0).capacityProviderName()).isNull();
+  }
+
+  @Test
+  void a_launch_type_beside_a_capacity_provider_strategy_is_refused_and_starts_nothing() {
+    assertThatThrownBy(
+            () ->
+                ecs.runTask(
+                    runTask("s1")
+                        .capacityProviderStrategy(p -> p.capacityProvider("FARGATE_SPOT").weight(1))
+                        .build()))
+        .isInstanceOf(InvalidParameterException.class)
+        .hasMessageContaining(
+            "Specifying both a launch type and capacity provider strategy is not supported");
+    assertThat(fake.tasks()).isEmpty();
+  }
+
+  @Test
+  void a_provider_the_cluster_is_not_associated_with_is_refused() {
+    assertThatThrownBy(
+            () ->
+                ecs.runTask(
+                    runOnSpot("s1")
+                        .capacityProviderStrategy(p -> p.capacityProvider("MY_ASG").weight(1))
+                        .build()))
+        .isInstanceOf(InvalidParameterException.class)
+        .hasMessageContaining("not associated with the cluster");
+
+    fake.associateCapacityProviders("FARGATE");
+    assertThatThrownBy(() -> ecs.runTask(runOnSpot("s2").build()))
+        .isInstanceOf(InvalidParameterException.class)
+        .hasMessageContaining("not associated with the cluster");
+    assertThat(fake.tasks()).isEmpty();
+  }
+
+  @Test
+  void a_strategy_weight_outside_0_to_1000_is_refused() {
+    assertThatThrownBy(
+            () ->
+                ecs.runTask(
+                    runOnSpot("s1")
+                        .capacityProviderStrategy(
+                            p -> p.capacityProvider("FARGATE_SPOT").weight(1001))
+                        .build()))
+        .isInstanceOf(InvalidParameterException.class)
+        .hasMessageContaining("between 0 and 1000");
+  }
+
+  @Test
+  void without_spot_capacity_a_spot_run_task_answers_a_failure_and_on_demand_still_runs() {
+    fake.spotCapacity(false);
+
+    RunTaskResponse spot = ecs.runTask(runOnSpot("s1").build());
+    RunTaskResponse again = ecs.runTask(runOnSpot("s1").build());
+    RunTaskResponse onDemand = ecs.runTask(runTask("d1").build());
+
+    assertThat(spot.tasks()).isEmpty();
+    assertThat(spot.failures()).extracting(f -> f.reason()).containsExactly(FakeEcs.NO_CAPACITY);
+    assertThat(again.failures()).as("the token's first answer, replayed").hasSize(1);
+    assertThat(onDemand.tasks()).hasSize(1);
+    assertThat(fake.tasks()).hasSize(1);
+  }
+
+  @Test
+  void a_reclaim_sends_sigterm_then_stops_the_task_with_aws_stop_code_and_reason() {
+    String arn = ecs.runTask(runOnSpot("s1").startedBy("bq-7").build()).tasks().get(0).taskArn();
+    fake.setLastStatus(arn, "RUNNING");
+    List<String> warned = new ArrayList<>();
+    fake.onSigterm(
+        t -> warned.add(t.arn() + " " + t.lastStatus() + " desired " + t.desiredStatus()));
+
+    com.fasterxml.jackson.databind.node.ObjectNode event = fake.reclaim(arn);
+
+    assertThat(warned).containsExactly(arn + " RUNNING desired STOPPED");
+    Task task = ecs.describeTasks(b -> b.cluster("c").tasks(arn)).tasks().get(0);
+    assertThat(task.lastStatus()).isEqualTo("STOPPED");
+    assertThat(task.stopCode()).isEqualTo(TaskStopCode.SPOT_INTERRUPTION);
+    assertThat(task.stoppedReason()).isEqualTo("Your Spot Task was interrupted.");
+    assertThat(task.containers().get(0).exitCode()).isEqualTo(143);
+    assertThat(event.path("detail-type").asText()).isEqualTo("ECS Task State Change");
+    assertThat(event.path("source").asText()).isEqualTo("aws.ecs");
+    assertThat(event.path("detail").path("stopCode").asText()).isEqualTo("SpotInterruption");
+    assertThat(event.path("detail").path("lastStatus").asText()).isEqualTo("STOPPED");
+    assertThat(event.path("detail").path("capacityProviderName").asText())
+        .isEqualTo("FARGATE_SPOT");
+    assertThat(event.path("detail").path("startedBy").asText()).isEqualTo("bq-7");
+  }
+
+  @Test
+  void only_a_live_spot_task_can_be_reclaimed() {
+    String arn = ecs.runTask(runTask("d1").build()).tasks().get(0).taskArn();
+
+    assertThatThrownBy(() -> fake.reclaim(arn))
+        .isInstanceOf(AssertionError.class)
+        .hasMessageContaining("FARGATE_SPOT");
+  }
 }

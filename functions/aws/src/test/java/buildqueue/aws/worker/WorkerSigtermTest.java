@@ -5,9 +5,11 @@ import static org.assertj.core.api.Assertions.assertThat;
 import buildqueue.aws.AwsSettings;
 import buildqueue.aws.testing.MetricsCapture;
 import buildqueue.core.BuildQueue;
+import buildqueue.core.Capacities;
 import buildqueue.core.QueueClock;
 import buildqueue.db.Json;
 import buildqueue.db.Row;
+import buildqueue.platform.Capacity;
 import buildqueue.platform.WorkerLaunch;
 import buildqueue.testing.Await;
 import buildqueue.testing.ChildWorker;
@@ -30,6 +32,8 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 /**
  * The real Fargate worker process (a child JVM running {@link FargateWorkerMain}, over JDBC to the
@@ -104,13 +108,22 @@ class WorkerSigtermTest {
     return new Running(jobId, first, child.firstProgram());
   }
 
-  @Test
+  /**
+   * On Spot too: a reclaim's two-minute warning is this SIGTERM, and the stop event then carries
+   * ECS's stop code; the interruption counts a reclaim, not a recovery.
+   */
+  @ParameterizedTest(name = "on {0}")
+  @EnumSource(
+      value = Capacity.class,
+      names = {"ON_DEMAND", "SPOT"})
   void a_program_that_traps_sigterm_saves_its_progress_and_the_next_attempt_resumes_from_it(
-      TestDatabase tdb) throws Exception {
+      Capacity capacity, TestDatabase tdb) throws Exception {
+    queue.useCapacities(new Capacities(Capacity.ON_DEMAND, Map.of("traps", capacity)));
     Duration stopTimeout = Duration.ofSeconds(8);
     Running running = runOnAWorker(tdb, "traps", TRAPS, "10s", stopTimeout, 10);
     long jobId = running.jobId();
     WorkerLaunch first = running.first();
+    assertThat(first.capacity()).isEqualTo(capacity);
 
     Duration took = child.sigterm(stopTimeout.plusSeconds(30), stopTimeout); // as ECS sends it
 
@@ -127,6 +140,9 @@ class WorkerSigtermTest {
         .isEqualTo(42);
     assertThat(job.get("worker_id")).isNull();
     assertThat(job.intValue("recoveries")).as("it moved forward: the count starts again").isZero();
+    assertThat(job.intValue("reclaims"))
+        .as("a Spot worker's stop is a reclaim")
+        .isEqualTo(capacity == Capacity.SPOT ? 1 : 0);
     assertThat(logTail(tdb, jobId))
         .contains(
             "working",
@@ -144,7 +160,9 @@ class WorkerSigtermTest {
         ManualPlatform.taskIdOf(first.workerId()),
         first.workerId(),
         first.token(),
-        "exit code 143");
+        capacity == Capacity.SPOT
+            ? "SpotInterruption: Your Spot Task was interrupted.; container worker exited 143"
+            : "exit code 143");
     assertThat(job(tdb, jobId).intValue("recoveries"))
         .as("the stop event counts nothing more")
         .isZero();

@@ -287,7 +287,12 @@ final class ProgramAttempt {
       return JobOutcome.failed(stopFailure);
     }
     if (stopping && !(exit instanceof ProgramExit.Exited e0 && e0.code() == 0)) {
-      return interrupted("the worker was told to stop (" + exit.describe() + ")");
+      // The prefix tells the database this is a stop's interruption (a reclaim on Spot, V012).
+      return interrupted(
+          buildqueue.worker.WorkerStop.INTERRUPTION_REASON_PREFIX
+              + "the worker was told to stop ("
+              + exit.describe()
+              + ")");
     }
     if (exit instanceof ProgramExit.Exited e) {
       if (e.code() == 0) {

@@ -17,6 +17,7 @@ import buildqueue.worker.JobOutcome;
 import buildqueue.worker.RunningJobs;
 import buildqueue.worker.WorkerFencedOffException;
 import buildqueue.worker.WorkerLoop;
+import buildqueue.worker.WorkerStop;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -462,7 +463,7 @@ class ProcessRunnerTest {
     JobOutcome outcome = run.get(30, TimeUnit.SECONDS);
     assertThat(outcome).isInstanceOf(JobOutcome.Interrupted.class);
     assertThat(((JobOutcome.Interrupted) outcome).reason())
-        .startsWith("the worker was told to stop");
+        .startsWith(WorkerStop.INTERRUPTION_REASON_PREFIX + "the worker was told to stop");
     assertThat(ctx.finalProgress()).isEqualTo(9);
     assertThat(ctx.lines(WORKER))
         .contains("the worker is stopping: SIGTERM sent to the job's processes")
