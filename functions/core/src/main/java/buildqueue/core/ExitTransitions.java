@@ -54,10 +54,37 @@ public final class ExitTransitions {
    */
   private static final String NOT_STARTED =
       """
-      select * from build_exit_worker_before_start(:taskId::text, :workerId::bigint, :token::uuid, :reason::text,
-                                                   :retryable::boolean, :maxFailures::integer, :backoffMs::bigint,
-                                                   :now::timestamptz)
-      """;
+      select x.*, %s as billed_ms
+      from build_exit_worker_before_start(:taskId::text, :workerId::bigint, :token::uuid, :reason::text,
+                                          :retryable::boolean, :maxFailures::integer, :backoffMs::bigint,
+                                          :now::timestamptz) x
+      """
+          .formatted(Bills.BILL);
+
+  /**
+   * The worker's bill, in the exit's own statement (docs/architecture.md §4.9): {@code
+   * build_worker_bill} (V013) runs after the exit function, in a snapshot of its own, so it sees
+   * the worker exited and shares its billed time among the jobs it ran. A duplicate stop matches no
+   * worker, so nothing is billed twice.
+   */
+  static final class Bills {
+    static final String BILL =
+        "build_worker_bill(x.worker_id, :billedFrom::timestamptz, :billedTo::timestamptz,"
+            + " :billingStepMs::bigint,"
+            + " :billingMinMs::bigint, :vcpuMilli::integer, :memoryMb::integer)";
+
+    static Params params(Params params, Ledger ledger, BilledTime billed) {
+      return params
+          .and("billedFrom", billed == null ? null : billed.from())
+          .and("billedTo", billed == null ? null : billed.to())
+          .and("billingStepMs", ledger.billingStep().toMillis())
+          .and("billingMinMs", ledger.billingMinimum().toMillis())
+          .and("vcpuMilli", ledger.vcpuMilli())
+          .and("memoryMb", ledger.memoryMb());
+    }
+
+    private Bills() {}
+  }
 
   /** A worker that never started is gone, and what became of its job, which never ran. */
   public record NotStarted(Exited exited, String jobError) {}
@@ -83,6 +110,7 @@ public final class ExitTransitions {
             .and("retryable", retryable)
             .and("maxFailures", config.maxLaunchFailures())
             .and("backoffMs", config.launchBackoff().toMillis());
+    params = Bills.params(params, config.ledger(), null);
     return db.queryOptional(NOT_STARTED, params)
         .map(r -> new NotStarted(exitedOf(r, true), r.string("error")));
   }
@@ -102,13 +130,15 @@ public final class ExitTransitions {
 
   private static final String STOPPED =
       """
-      select * from build_exit_worker_and_dispatch(:taskId::text, :workerId::bigint, :token::uuid, :reason::text,
-                                         :maxRecoveries::integer, :repeatedExitError::text,
-                                         :maxFailures::integer, :backoffMs::bigint,
-                                         :dispatch::boolean, :sharedSlots::integer, :fairShared::boolean,
-                                         :newToken::uuid, :leaseMs::bigint,
-                                         :claimMs::bigint, :claimLimit::integer, :now::timestamptz)
-      """;
+      select x.*, %s as billed_ms
+      from build_exit_worker_and_dispatch(:taskId::text, :workerId::bigint, :token::uuid, :reason::text,
+                                          :maxRecoveries::integer, :repeatedExitError::text,
+                                          :maxFailures::integer, :backoffMs::bigint,
+                                          :dispatch::boolean, :sharedSlots::integer, :fairShared::boolean,
+                                          :newToken::uuid, :leaseMs::bigint,
+                                          :claimMs::bigint, :claimLimit::integer, :now::timestamptz) x
+      """
+          .formatted(Bills.BILL);
 
   /**
    * Termination evidence (a stop event, a check that says stopped, a local process confirmed gone,
@@ -129,9 +159,17 @@ public final class ExitTransitions {
    *     may be about a task we never launched
    * @param reason why the worker is gone, as the evidence says; cut to {@link
    *     RowLimits#MAX_ERROR_BYTES}
+   * @param billed when the platform began and stopped billing the task; null: from the worker's
+   *     launch to this exit
    */
   Optional<Stopped> stopped(
-      String taskId, Long workerId, UUID token, String reason, boolean dispatch, RequestTail tail) {
+      String taskId,
+      Long workerId,
+      UUID token,
+      String reason,
+      BilledTime billed,
+      boolean dispatch,
+      RequestTail tail) {
     if (taskId == null && workerId == null) {
       throw new IllegalArgumentException("a worker exit needs a task id or a worker id");
     }
@@ -151,6 +189,7 @@ public final class ExitTransitions {
             .and("leaseMs", config.lease().toMillis())
             .and("claimMs", OutboxTransitions.CLAIM.toMillis())
             .and("claimLimit", tail.claimLimit());
+    params = Bills.params(params, config.ledger(), billed);
     return db.queryOptional(STOPPED, params)
         .map(
             r -> {
