@@ -63,13 +63,13 @@ public final class ExitTransitions {
 
   /**
    * The worker's bill, in the exit's own statement (docs/architecture.md §4.9): {@code
-   * build_worker_bill} (V013) runs after the exit function, in a snapshot of its own, so it sees
+   * build_ledger_bill} (V013) runs after the exit function, in a snapshot of its own, so it sees
    * the worker exited and shares its billed time among the jobs it ran. A duplicate stop matches no
    * worker, so nothing is billed twice.
    */
   static final class Bills {
     static final String BILL =
-        "build_worker_bill(x.worker_id, :billedFrom::timestamptz, :billedTo::timestamptz,"
+        "build_ledger_bill(x.worker_id, :billedFrom::timestamptz, :billedTo::timestamptz,"
             + " :billingStepMs::bigint,"
             + " :billingMinMs::bigint, :vcpuMilli::integer, :memoryMb::integer)";
 
@@ -130,13 +130,20 @@ public final class ExitTransitions {
 
   private static final String STOPPED =
       """
-      select x.*, %s as billed_ms
+      select x.*, b.billed_ms,
+             -- The claim comes last, so it takes the bill's cost events with the exit's and the
+             -- dispatch's; the exit function claims nothing itself (its limit is 0).
+             case when :claimLimit::integer > 0
+                  then build_outbox_claim(:now::timestamptz, :claimMs::bigint, :claimLimit::integer) end
+               as claimed_after_bill
       from build_exit_worker_and_dispatch(:taskId::text, :workerId::bigint, :token::uuid, :reason::text,
                                           :maxRecoveries::integer, :repeatedExitError::text,
                                           :maxFailures::integer, :backoffMs::bigint,
                                           :dispatch::boolean, :sharedSlots::integer, :fairShared::boolean,
                                           :newToken::uuid, :leaseMs::bigint,
-                                          :claimMs::bigint, :claimLimit::integer, :now::timestamptz) x
+                                          :claimMs::bigint, 0, :now::timestamptz) x
+        -- offset 0 keeps the bill a subquery of its own, run before the claim in the select list.
+        cross join lateral (select %s as billed_ms offset 0) b
       """
           .formatted(Bills.BILL);
 
@@ -193,7 +200,7 @@ public final class ExitTransitions {
     return db.queryOptional(STOPPED, params)
         .map(
             r -> {
-              tail.claimed(r.string("claimed_events"));
+              tail.claimed(r.string("claimed_after_bill"));
               Exited exited = exitedOf(r, r.bool("never_started"));
               String outcome = r.string("dispatch_outcome");
               Optional<DispatchTransitions.Dispatched> dispatched =

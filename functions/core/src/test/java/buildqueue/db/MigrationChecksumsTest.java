@@ -47,7 +47,9 @@ class MigrationChecksumsTest {
     RELEASED.put(
         "V011__outbox_claim_fits_a_row.sql",
         "6f780992a6582c642543dee99d2157fc9808e2fe506a07a56450bd5ab1917b27");
-    RELEASED.put("V013__compute_ledger.sql", "PENDING");
+    RELEASED.put(
+        "V013__compute_ledger.sql",
+        "b6670648bc2b646bcf360a34aed4b351de8f39a9d0f0f4eed5d83c1e3cceb17d");
   }
 
   @Test

@@ -5,7 +5,7 @@
 -- migration stands alone; after V012 it changes nothing.
 alter table build_worker add column if not exists capacity text not null default 'on-demand';
 
--- What the worker was billed, recorded by its exit (build_worker_bill): null until it exited.
+-- What the worker was billed, recorded by its exit (build_ledger_bill): null until it exited.
 -- billed_ms is whole seconds, at least a minute, on Fargate; the child's wall time locally.
 alter table build_worker add column billed_ms bigint check (billed_ms >= 0);
 alter table build_worker add column vcpu_milli integer check (vcpu_milli > 0);
@@ -53,7 +53,7 @@ create index build_job_event_dispatched_to on build_job_event (((detail ->> 'wor
 -- for any time, equally. Whole milliseconds: each job gets floor(B * held / total held), and the
 -- remainder (fewer milliseconds than jobs) goes one each to the jobs in id order, so the shares
 -- add up to B exactly and the same rows always give the same split.
-create function build_worker_bill(p_worker_id bigint, p_billed_from timestamptz, p_billed_to timestamptz, p_round_ms bigint,
+create function build_ledger_bill(p_worker_id bigint, p_billed_from timestamptz, p_billed_to timestamptz, p_round_ms bigint,
                                   p_min_ms bigint, p_vcpu_milli integer, p_memory_mb integer)
 returns bigint
 language plpgsql volatile set search_path = public, pg_temp
@@ -120,4 +120,4 @@ begin
   return v_billed;
 end;
 $$;
-revoke all on function build_worker_bill(bigint, timestamptz, timestamptz, bigint, bigint, integer, integer) from public;
+revoke all on function build_ledger_bill(bigint, timestamptz, timestamptz, bigint, bigint, integer, integer) from public;
