@@ -102,27 +102,15 @@ public record Ledger(
 
   /** Local workers: the child's wall time to the millisecond, no minimum. */
   public Ledger wallTime() {
-    return new Ledger(
-        vcpuMilli,
-        memoryMb,
-        Duration.ofMillis(1),
-        Duration.ZERO,
-        onDemand,
-        spot,
-        defaultBudgetVcpuSeconds,
-        budgetPeriod);
+    return with(vcpuMilli, memoryMb, Duration.ofMillis(1), Duration.ZERO, onDemand, spot);
   }
 
   public Ledger withWorkerSize(int vcpuMilli, int memoryMb) {
-    return new Ledger(
-        vcpuMilli,
-        memoryMb,
-        billingStep,
-        billingMinimum,
-        onDemand,
-        spot,
-        defaultBudgetVcpuSeconds,
-        budgetPeriod);
+    return with(vcpuMilli, memoryMb, billingStep, billingMinimum, onDemand, spot);
+  }
+
+  public Ledger withPrices(Prices onDemand, Prices spot) {
+    return with(vcpuMilli, memoryMb, billingStep, billingMinimum, onDemand, spot);
   }
 
   public Ledger withBudget(Long vcpuSeconds, String period) {
@@ -130,16 +118,11 @@ public record Ledger(
         vcpuMilli, memoryMb, billingStep, billingMinimum, onDemand, spot, vcpuSeconds, period);
   }
 
-  public Ledger withPrices(Prices onDemand, Prices spot) {
+  /** These billing settings and prices, with this budget. */
+  private Ledger with(
+      int vcpuMilli, int memoryMb, Duration step, Duration minimum, Prices onDemand, Prices spot) {
     return new Ledger(
-        vcpuMilli,
-        memoryMb,
-        billingStep,
-        billingMinimum,
-        onDemand,
-        spot,
-        defaultBudgetVcpuSeconds,
-        budgetPeriod);
+        vcpuMilli, memoryMb, step, minimum, onDemand, spot, defaultBudgetVcpuSeconds, budgetPeriod);
   }
 
   /** The prices of a worker of {@code capacity} ({@code spot}, else on-demand). */
