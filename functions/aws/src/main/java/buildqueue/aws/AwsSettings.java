@@ -88,7 +88,9 @@ public final class AwsSettings {
 
   public static final String WORKER_MEMORY = "BUILDQUEUE_WORKER_MEMORY";
 
-  /** Prices as {@code <dollars per vCPU-hour>,<dollars per GB-hour>} (docs/architecture.md §4.9). */
+  /**
+   * Prices as {@code <dollars per vCPU-hour>,<dollars per GB-hour>} (docs/architecture.md §4.9).
+   */
   public static final String PRICES_ON_DEMAND = "BUILDQUEUE_PRICES_ON_DEMAND";
 
   public static final String PRICES_SPOT = "BUILDQUEUE_PRICES_SPOT";

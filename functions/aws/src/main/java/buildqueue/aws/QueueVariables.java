@@ -123,7 +123,9 @@ final class QueueVariables {
     return defaults
         .withWorkerSize((int) (cpuUnits * 1000 / 1024), (int) memory)
         .withPrices(
-            r.optional(AwsSettings.PRICES_ON_DEMAND).map(Ledger.Prices::parse).orElse(defaults.onDemand()),
+            r.optional(AwsSettings.PRICES_ON_DEMAND)
+                .map(Ledger.Prices::parse)
+                .orElse(defaults.onDemand()),
             r.optional(AwsSettings.PRICES_SPOT).map(Ledger.Prices::parse).orElse(defaults.spot()))
         .withBudget(budget, r.optional(AwsSettings.BUDGET_PERIOD).orElse(defaults.budgetPeriod()));
   }

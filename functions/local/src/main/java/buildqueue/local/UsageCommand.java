@@ -37,7 +37,10 @@ record UsageCommand(Cli cli) implements CliCommand {
     JsonNode r = reply.json();
     StringBuilder text = new StringBuilder();
     if (user == null) {
-      text.append("from ").append(r.path("from").asText()).append(" to ").append(r.path("to").asText());
+      text.append("from ")
+          .append(r.path("from").asText())
+          .append(" to ")
+          .append(r.path("to").asText());
       for (JsonNode u : r.path("users")) {
         text.append('\n').append(line(u));
       }

@@ -1,11 +1,11 @@
 package buildqueue.aws.lambda;
 
 import buildqueue.aws.AwsSettings;
+import buildqueue.core.BilledTime;
 import com.fasterxml.jackson.annotation.JsonIgnoreProperties;
 import com.fasterxml.jackson.annotation.JsonProperty;
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import buildqueue.core.BilledTime;
 import java.io.IOException;
 import java.time.Instant;
 import java.time.format.DateTimeParseException;
@@ -164,7 +164,8 @@ public record EcsTaskStateChange(
    */
   public BilledTime billedTime() {
     Instant from = instant(detail.pullStartedAt());
-    return new BilledTime(from != null ? from : instant(detail.createdAt()), instant(detail.stoppedAt()));
+    return new BilledTime(
+        from != null ? from : instant(detail.createdAt()), instant(detail.stoppedAt()));
   }
 
   private static Instant instant(String text) {

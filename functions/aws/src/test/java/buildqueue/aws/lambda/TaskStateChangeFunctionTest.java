@@ -162,14 +162,16 @@ class TaskStateChangeFunctionTest {
       assertThat(w.unpublishedEvents()).isZero();
       assertThat(w.eventBridge.accepted())
           .extracting(r -> r.detail().get("type").asText())
-          .containsExactly("enqueued", "dispatched", "started", "interrupted", "dispatched");
+          .containsExactly(
+              "enqueued", "dispatched", "started", "interrupted", "dispatched", "cost");
       JsonNode line = w.metrics.last("task-state-change");
       assertThat(line.get("WorkersExited").asLong()).isEqualTo(1);
       assertThat(line.get("Recoveries").asLong()).isEqualTo(1);
       assertThat(line.get("SlotHeldSeconds").asDouble()).isEqualTo(90.0);
       assertThat(line.get("Launches").asLong()).isEqualTo(1);
-      // enqueued and dispatched went out with the submission's own invocation (BuildQueue#submit)
-      assertThat(line.get("EventsPublished").asLong()).isEqualTo(3);
+      // enqueued and dispatched went out with the submission's own invocation (BuildQueue#submit);
+      // the stopped worker's cost event (docs/architecture.md §4.9) goes out with its stop
+      assertThat(line.get("EventsPublished").asLong()).isEqualTo(4);
     }
   }
 

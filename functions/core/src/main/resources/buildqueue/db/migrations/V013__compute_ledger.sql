@@ -16,9 +16,11 @@ alter table build_user add column budget_vcpu_seconds bigint check (budget_vcpu_
 
 -- Each job's share of each worker that ran it (a job interrupted and run again has one row per
 -- worker). The shares of one worker add up to its billed_ms exactly. user_id and at (the worker's
--- exit) are copied here so a user's usage in a period reads this table's index alone.
+-- exit) are copied here so a user's usage in a period reads this table's index alone. No foreign
+-- keys: the housekeeping deletes finished jobs and exited workers after the retention (7 days by
+-- default), and a month's usage and budget must outlive them.
 create table build_job_cost (
-  job_id     bigint not null references build_job (id) on delete cascade,
+  job_id     bigint not null,
   worker_id  bigint not null,
   user_id    text not null,
   at         timestamptz not null,
