@@ -1,6 +1,6 @@
 select x.*, b.billed_ms,
        -- The claim comes last, so it takes the bill's cost events with the exit's and the
-       -- dispatch's; the exit function claims nothing itself (its limit is 0).
+       -- dispatch's. The exit function claims nothing itself (its limit is 0).
        case when :claimLimit::integer > 0
             then build_outbox_claim(:now::timestamptz, :claimMs::bigint, :claimLimit::integer) end
          as claimed_after_bill
