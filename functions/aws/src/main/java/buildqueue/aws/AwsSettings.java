@@ -83,6 +83,23 @@ public final class AwsSettings {
   public static final String SHARED_ORDER = WorkerEnvironment.SHARED_ORDER;
 
   public static final String MAX_QUEUED_JOBS = "BUILDQUEUE_MAX_QUEUED_JOBS";
+
+  /** A worker task's Fargate CPU units (1,024 a vCPU) and memory in MiB: the ledger's sizes. */
+  public static final String WORKER_CPU = "BUILDQUEUE_WORKER_CPU";
+
+  public static final String WORKER_MEMORY = "BUILDQUEUE_WORKER_MEMORY";
+
+  /**
+   * Prices as {@code <dollars per vCPU-hour>,<dollars per GB-hour>} (docs/architecture.md §4.9).
+   */
+  public static final String PRICES_ON_DEMAND = "BUILDQUEUE_PRICES_ON_DEMAND";
+
+  public static final String PRICES_SPOT = "BUILDQUEUE_PRICES_SPOT";
+
+  /** Every user's budget in vCPU-seconds per period, unless an admin set their own; unset: none. */
+  public static final String BUDGET_VCPU_SECONDS = "BUILDQUEUE_BUDGET_VCPU_SECONDS";
+
+  public static final String BUDGET_PERIOD = "BUILDQUEUE_BUDGET_PERIOD";
   public static final String METRICS_NAMESPACE = "BUILDQUEUE_METRICS_NAMESPACE";
   public static final String KINDS_FILE = KindCatalogue.FILE_VARIABLE;
 

@@ -14,6 +14,7 @@ import static buildqueue.aws.AwsSettings.WORKER_LIFETIME_MINUTES;
 
 import buildqueue.BuildQueueException;
 import buildqueue.aws.ecs.EcsSettings;
+import buildqueue.core.Ledger;
 import buildqueue.core.QueueConfig;
 import buildqueue.worker.WorkerEnvironment;
 import java.time.Duration;
@@ -79,7 +80,10 @@ final class QueueVariables {
               .withLease(lifetime, defaults.leaseSlack(), defaults.deadlineMargin())
               .withChainWindow(chainWindow)
               .withSharedOrder(order)
-              .withMaxQueuedJobs((int) maxQueued);
+              .withMaxQueuedJobs((int) maxQueued)
+              .toBuilder()
+              .ledger(ledger(r, defaults.ledger()))
+              .build();
     } catch (BuildQueueException e) {
       throw new BuildQueueException(
           "the queue settings ("
@@ -93,6 +97,37 @@ final class QueueVariables {
           e);
     }
     return withinTokenLifetime(config);
+  }
+
+  /**
+   * The ledger's settings: the worker's size as the template gives its task definition, Fargate's
+   * billing, prices and the default budget (docs/architecture.md §4.9).
+   */
+  static Ledger ledger(EnvironmentReader r, Ledger defaults) {
+    long cpuUnits = r.positiveLong(AwsSettings.WORKER_CPU, defaults.vcpuMilli() * 1024L / 1000);
+    long memory = r.positiveLong(AwsSettings.WORKER_MEMORY, defaults.memoryMb());
+    if (cpuUnits > 16384 || memory > 122880) {
+      throw new BuildQueueException(
+          AwsSettings.WORKER_CPU
+              + " and "
+              + AwsSettings.WORKER_MEMORY
+              + " must be a Fargate size (at most 16384 units and 122880 MiB), were "
+              + cpuUnits
+              + " and "
+              + memory);
+    }
+    Long budget =
+        r.optional(AwsSettings.BUDGET_VCPU_SECONDS)
+            .map(v -> r.nonNegativeLong(AwsSettings.BUDGET_VCPU_SECONDS, 0))
+            .orElse(defaults.defaultBudgetVcpuSeconds());
+    return defaults
+        .withWorkerSize((int) (cpuUnits * 1000 / 1024), (int) memory)
+        .withPrices(
+            r.optional(AwsSettings.PRICES_ON_DEMAND)
+                .map(Ledger.Prices::parse)
+                .orElse(defaults.onDemand()),
+            r.optional(AwsSettings.PRICES_SPOT).map(Ledger.Prices::parse).orElse(defaults.spot()))
+        .withBudget(budget, r.optional(AwsSettings.BUDGET_PERIOD).orElse(defaults.budgetPeriod()));
   }
 
   private static QueueConfig withinTokenLifetime(QueueConfig config) {

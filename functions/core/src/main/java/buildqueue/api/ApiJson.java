@@ -1,5 +1,6 @@
 package buildqueue.api;
 
+import buildqueue.core.Cost;
 import buildqueue.core.JobQueries.CurrentJob;
 import buildqueue.core.JobQueries.EventView;
 import buildqueue.core.JobQueries.JobView;
@@ -9,6 +10,7 @@ import buildqueue.core.JobQueries.QueuedJob;
 import buildqueue.core.JobQueries.SlotView;
 import buildqueue.core.JobQueries.Waiting;
 import buildqueue.core.JobQueries.WorkerView;
+import buildqueue.core.Ledger;
 import buildqueue.db.Json;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.DeserializationFeature;
@@ -78,7 +80,7 @@ final class ApiJson {
   }
 
   /** The job (openapi.json's {@code Job}) plus {@code waitingFor} while it is queued. */
-  static ObjectNode job(JobView j, Optional<Waiting> waiting) {
+  static ObjectNode job(JobView j, Optional<Waiting> waiting, Ledger ledger) {
     ObjectNode o = object();
     o.put("id", j.id());
     o.put("userId", j.userId());
@@ -101,6 +103,19 @@ final class ApiJson {
     o.put("supersedeKey", j.supersedeKey());
     o.put("supersededBy", j.supersededBy());
     o.set("waitingFor", waiting.map(w -> (JsonNode) waiting(w)).orElse(NODES.nullNode()));
+    Cost cost = Cost.of(j.cost(), ledger);
+    o.set("cost", cost == null ? NODES.nullNode() : cost(cost));
+    return o;
+  }
+
+  /** What was billed (docs/architecture.md §4.9), for a job or a user's usage. */
+  static ObjectNode cost(Cost c) {
+    ObjectNode o = object();
+    o.put("billedSeconds", java.math.BigDecimal.valueOf(c.billedMs(), 3));
+    o.put("vcpuSeconds", c.vcpuSeconds());
+    o.put("gbSeconds", c.gbSeconds());
+    o.put("capacity", c.capacity());
+    o.put("usd", c.dollars());
     return o;
   }
 

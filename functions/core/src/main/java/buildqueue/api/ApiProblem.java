@@ -25,6 +25,7 @@ public final class ApiProblem extends BuildQueueException {
     PAYLOAD_TOO_LARGE(413, "payload-too-large", "Content too large"),
     UNSUPPORTED_MEDIA_TYPE(415, "unsupported-media-type", "Unsupported media type"),
     TOO_MANY_QUEUED_JOBS(429, "too-many-queued-jobs", "Too many queued jobs"),
+    BUDGET_EXCEEDED(429, "budget-exceeded", "Compute budget used up"),
     INTERNAL(500, "internal-error", "Internal server error"),
     UNAVAILABLE(503, "unavailable", "Service unavailable");
 

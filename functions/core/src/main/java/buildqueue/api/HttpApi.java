@@ -88,7 +88,8 @@ public final class HttpApi {
             new JobRoutes(queue, queries, answers),
             new JobLogRoute(queries),
             new LaneRoutes(queries),
-            new UserRoutes(queue));
+            new UserRoutes(queue),
+            new UsageRoutes(queries));
     this.routes = resources.stream().flatMap(r -> r.routes().stream()).toList();
   }
 

@@ -28,7 +28,7 @@ final class JobAnswers {
   }
 
   ObjectNode json(JobView job, Caller caller) {
-    return ApiJson.job(job, queries.waiting(job).map(w -> redact(w, caller)));
+    return ApiJson.job(job, queries.waiting(job).map(w -> redact(w, caller)), queries.ledger());
   }
 
   static ApiProblem notFound(long id) {

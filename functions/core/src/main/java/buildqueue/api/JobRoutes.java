@@ -64,7 +64,8 @@ record JobRoutes(BuildQueue queue, JobQueries queries, JobAnswers answers)
                     ApiJson.job(
                         j,
                         Optional.ofNullable(waiting.get(j.id()))
-                            .map(w -> JobAnswers.redact(w, call.caller())))));
+                            .map(w -> JobAnswers.redact(w, call.caller())),
+                        queries.ledger())));
     out.put(
         "next",
         page.nextBefore().map(next -> nextJobsPage(statuses, asked, limit, next)).orElse(null));

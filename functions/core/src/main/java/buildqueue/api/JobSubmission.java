@@ -1,5 +1,6 @@
 package buildqueue.api;
 
+import buildqueue.core.BudgetExceededException;
 import buildqueue.core.BuildQueue;
 import buildqueue.core.JobQueries.JobView;
 import buildqueue.core.JobTransitions;
@@ -109,6 +110,8 @@ record JobSubmission(BuildQueue queue, KindRegistry kinds, JobAnswers answers)
       throw payloadTooLarge(e.storedBytes());
     } catch (QueueFullException e) {
       throw queueFull(e);
+    } catch (BudgetExceededException e) {
+      throw budgetExceeded(e);
     }
     JobTransitions.Enqueued enqueued = submitted.enqueued();
     // Read back by the request's last statement, after its dispatch (BuildQueue#submit).
@@ -152,6 +155,27 @@ record JobSubmission(BuildQueue queue, KindRegistry kinds, JobAnswers answers)
             + " of them have started, cancel some (POST /jobs/{id}/cancel), or submit with a supersedeKey to"
             + " replace queued jobs with the same key.",
         Map.of("Retry-After", Integer.toString(HttpApi.QUEUE_FULL_RETRY_AFTER_SECONDS)));
+  }
+
+  /**
+   * The enqueue statement summed what the user's jobs were billed this period, found the budget
+   * used, and wrote nothing: a budget of its own (not the quota's), so a client can tell waiting
+   * minutes from waiting for the period's end.
+   */
+  private static ApiProblem budgetExceeded(BudgetExceededException e) {
+    return new ApiProblem(
+        ApiProblem.Type.BUDGET_EXCEEDED,
+        "Your jobs used "
+            + e.usedVcpuSeconds()
+            + " of your "
+            + e.budgetVcpuSeconds()
+            + " vCPU-seconds this "
+            + e.period()
+            + " (UTC). Nothing was written. The budget renews at "
+            + e.periodEnds()
+            + "; an admin can raise it (PUT /users/{id} with budgetVcpuSeconds). Jobs already"
+            + " running go on.",
+        Map.of("Retry-After", Long.toString(e.retryAfterSeconds())));
   }
 
   /** The enqueue statement measured the payload as stored and wrote nothing. */

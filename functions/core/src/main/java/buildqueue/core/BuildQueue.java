@@ -489,11 +489,26 @@ public final class BuildQueue {
    */
   public Optional<ExitTransitions.Exited> taskStopped(
       String taskId, Long workerId, UUID token, String reason) {
-    return taskStopped(taskId, workerId, token, reason, LaunchGate.OPEN);
+    return taskStopped(taskId, workerId, token, reason, null, LaunchGate.OPEN);
+  }
+
+  /**
+   * As {@link #taskStopped(String, Long, UUID, String)}, with when the platform billed the task (an
+   * ECS STOPPED event's {@code pullStartedAt}, else {@code createdAt}, to {@code stoppedAt}): the
+   * worker's bill is that time instead of its launch to this exit (docs/architecture.md §4.9).
+   */
+  public Optional<ExitTransitions.Exited> taskStopped(
+      String taskId, Long workerId, UUID token, String reason, BilledTime billed) {
+    return taskStopped(taskId, workerId, token, reason, billed, LaunchGate.OPEN);
   }
 
   Optional<ExitTransitions.Exited> taskStopped(
       String taskId, Long workerId, UUID token, String reason, LaunchGate gate) {
+    return taskStopped(taskId, workerId, token, reason, null, gate);
+  }
+
+  private Optional<ExitTransitions.Exited> taskStopped(
+      String taskId, Long workerId, UUID token, String reason, BilledTime billed, LaunchGate gate) {
     RequestTail tail = newTail();
     // The exit (or the exit before start, when the worker never started), the dispatch of its lane
     // and the claim of the events they wrote are one round trip (build_exit_worker_and_dispatch,
@@ -504,7 +519,8 @@ public final class BuildQueue {
     // lock on the live workers guarantees that either it sees this exit or this dispatch sees its
     // job (the function's header says why that holds within one transaction too).
     Optional<ExitTransitions.Stopped> stopped =
-        exits.stopped(taskId, workerId, token, reason, dispatching && gate.mayLaunch(), tail);
+        exits.stopped(
+            taskId, workerId, token, reason, billed, dispatching && gate.mayLaunch(), tail);
     if (stopped.isEmpty()) {
       return Optional.empty();
     }

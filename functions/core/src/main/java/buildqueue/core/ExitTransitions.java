@@ -61,10 +61,37 @@ public final class ExitTransitions {
    */
   private static final String NOT_STARTED =
       """
-      select * from build_exit_worker_before_start(:taskId::text, :workerId::bigint, :token::uuid, :reason::text,
-                                                   :retryable::boolean, :maxFailures::integer, :backoffMs::bigint,
-                                                   :now::timestamptz)
-      """;
+      select x.*, %s as billed_ms
+      from build_exit_worker_before_start(:taskId::text, :workerId::bigint, :token::uuid, :reason::text,
+                                          :retryable::boolean, :maxFailures::integer, :backoffMs::bigint,
+                                          :now::timestamptz) x
+      """
+          .formatted(Bills.BILL);
+
+  /**
+   * The worker's bill, in the exit's own statement (docs/architecture.md §4.9): {@code
+   * build_ledger_bill} (V013) runs after the exit function, in a snapshot of its own, so it sees
+   * the worker exited and shares its billed time among the jobs it ran. A duplicate stop matches no
+   * worker, so nothing is billed twice.
+   */
+  static final class Bills {
+    static final String BILL =
+        "build_ledger_bill(x.worker_id, :billedFrom::timestamptz, :billedTo::timestamptz,"
+            + " :billingStepMs::bigint,"
+            + " :billingMinMs::bigint, :vcpuMilli::integer, :memoryMb::integer)";
+
+    static Params params(Params params, Ledger ledger, BilledTime billed) {
+      return params
+          .and("billedFrom", billed == null ? null : billed.from())
+          .and("billedTo", billed == null ? null : billed.to())
+          .and("billingStepMs", ledger.billingStep().toMillis())
+          .and("billingMinMs", ledger.billingMinimum().toMillis())
+          .and("vcpuMilli", ledger.vcpuMilli())
+          .and("memoryMb", ledger.memoryMb());
+    }
+
+    private Bills() {}
+  }
 
   /** A worker that never started is gone, and what became of its job, which never ran. */
   public record NotStarted(Exited exited, String jobError) {}
@@ -90,6 +117,7 @@ public final class ExitTransitions {
             .and("retryable", retryable)
             .and("maxFailures", config.maxLaunchFailures())
             .and("backoffMs", config.launchBackoff().toMillis());
+    params = Bills.params(params, config.ledger(), null);
     return db.queryOptional(NOT_STARTED, params)
         .map(r -> new NotStarted(exitedOf(r, true), r.string("error")));
   }
@@ -109,13 +137,22 @@ public final class ExitTransitions {
 
   private static final String STOPPED =
       """
-      select * from build_exit_worker_and_dispatch(:taskId::text, :workerId::bigint, :token::uuid, :reason::text,
-                                         :maxRecoveries::integer, :repeatedExitError::text,
-                                         :maxFailures::integer, :backoffMs::bigint,
-                                         :dispatch::boolean, :sharedSlots::integer, :fairShared::boolean,
-                                         :newToken::uuid, :leaseMs::bigint,
-                                         :claimMs::bigint, :claimLimit::integer, :now::timestamptz)
-      """;
+      select x.*, b.billed_ms,
+             -- The claim comes last, so it takes the bill's cost events with the exit's and the
+             -- dispatch's. The exit function claims nothing itself (its limit is 0).
+             case when :claimLimit::integer > 0
+                  then build_outbox_claim(:now::timestamptz, :claimMs::bigint, :claimLimit::integer) end
+               as claimed_after_bill
+      from build_exit_worker_and_dispatch(:taskId::text, :workerId::bigint, :token::uuid, :reason::text,
+                                          :maxRecoveries::integer, :repeatedExitError::text,
+                                          :maxFailures::integer, :backoffMs::bigint,
+                                          :dispatch::boolean, :sharedSlots::integer, :fairShared::boolean,
+                                          :newToken::uuid, :leaseMs::bigint,
+                                          :claimMs::bigint, 0, :now::timestamptz) x
+        -- offset 0 keeps the bill a subquery of its own, run before the claim in the select list.
+        cross join lateral (select %s as billed_ms offset 0) b
+      """
+          .formatted(Bills.BILL);
 
   /**
    * Termination evidence (a stop event, a check that says stopped, a local process confirmed gone,
@@ -136,9 +173,17 @@ public final class ExitTransitions {
    *     may be about a task we never launched
    * @param reason why the worker is gone, as the evidence says; cut to {@link
    *     RowLimits#MAX_ERROR_BYTES}
+   * @param billed when the platform began and stopped billing the task; null: from the worker's
+   *     launch to this exit
    */
   Optional<Stopped> stopped(
-      String taskId, Long workerId, UUID token, String reason, boolean dispatch, RequestTail tail) {
+      String taskId,
+      Long workerId,
+      UUID token,
+      String reason,
+      BilledTime billed,
+      boolean dispatch,
+      RequestTail tail) {
     if (taskId == null && workerId == null) {
       throw new IllegalArgumentException("a worker exit needs a task id or a worker id");
     }
@@ -158,10 +203,11 @@ public final class ExitTransitions {
             .and("leaseMs", config.lease().toMillis())
             .and("claimMs", OutboxTransitions.CLAIM.toMillis())
             .and("claimLimit", tail.claimLimit());
+    params = Bills.params(params, config.ledger(), billed);
     return db.queryOptional(STOPPED, params)
         .map(
             r -> {
-              tail.claimed(r.string("claimed_events"));
+              tail.claimed(r.string("claimed_after_bill"));
               Exited exited = exitedOf(r, r.bool("never_started"));
               String outcome = r.string("dispatch_outcome");
               Optional<DispatchTransitions.Dispatched> dispatched =

@@ -34,6 +34,8 @@ public final class JobQueries {
   private final SlotReads slots;
   private final LaneReads lanes;
   private final LogReads log;
+  private final UsageReads usage;
+  private final Ledger ledger;
 
   public JobQueries(Database db, QueueConfig config, QueueClock clock) {
     this.db = db;
@@ -43,6 +45,36 @@ public final class JobQueries {
     this.slots = new SlotReads(db, config, clock);
     this.lanes = new LaneReads(db, config, slots);
     this.log = new LogReads(db);
+    this.usage = new UsageReads(db, config);
+    this.ledger = config.ledger();
+  }
+
+  /**
+   * A user's usage in a time range.
+   *
+   * @param jobs how many of their jobs were billed in it
+   * @param cost what they were billed; null when nothing
+   */
+  public record Usage(String userId, long jobs, Cost cost) {}
+
+  /** What {@code userId}'s jobs were billed by workers that stopped in [from, to). */
+  public Usage usage(String userId, Instant from, Instant to) {
+    return usage.user(userId, from, to);
+  }
+
+  /** Every user's usage in [from, to), by user id (at most 1,000 users). */
+  public List<Usage> usageByUser(Instant from, Instant to) {
+    return usage.byUser(from, to);
+  }
+
+  /** A job's cost so far, priced: null until a worker that ran it stopped. */
+  public Cost cost(JobView job) {
+    return Cost.of(job.cost(), ledger);
+  }
+
+  /** The prices and billing the queue runs with. */
+  public Ledger ledger() {
+    return ledger;
   }
 
   /**
@@ -58,6 +90,8 @@ public final class JobQueries {
    * @param supersededBy the job that superseded it (it was then cancelled, or its cancel requested)
    * @param turns while queued in a lane that takes turns by user: its place in the turns, from
    *     which {@code position} is counted; else empty
+   * @param cost its shares of the workers that ran it and have stopped (docs/architecture.md §4.9),
+   *     by capacity; empty until one of them stopped
    */
   public record JobView(
       long id,
@@ -81,7 +115,8 @@ public final class JobQueries {
       Optional<LogSummary> log,
       String supersedeKey,
       Long supersededBy,
-      Optional<Turns> turns) {}
+      Optional<Turns> turns,
+      List<Cost.Line> cost) {}
 
   /**
    * What is known of a job's output: how many bytes it wrote (the queue keeps the last part, read

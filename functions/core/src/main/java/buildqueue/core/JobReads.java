@@ -76,7 +76,9 @@ record JobReads(Database db, QueueConfig config) {
            where q.lane = j.lane and q.status = 'queued' and q.id < j.id)
         when j.status = 'queued' then fair.position end as position,
         fair.retry as turn_retry, fair.own_ahead as turn_own_ahead, fair.users_ahead as turn_users_ahead,
-        fair.others_waiting as turn_others_waiting""";
+        fair.others_waiting as turn_others_waiting,
+        %s as cost_lines"""
+          .formatted(Cost.linesSql("c.job_id = j.id"));
 
   // Assembled from pieces: AssembledStatementsTest pins the whole text in src/test/resources.
   private static final String JOB =
@@ -135,6 +137,7 @@ record JobReads(Database db, QueueConfig config) {
                     r.bool("turn_retry"),
                     r.intValue("turn_own_ahead"),
                     r.intValue("turn_users_ahead"),
-                    r.intValue("turn_others_waiting"))));
+                    r.intValue("turn_others_waiting"))),
+        Cost.parse(r.string("cost_lines")));
   }
 }

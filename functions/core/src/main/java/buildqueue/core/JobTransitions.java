@@ -74,15 +74,34 @@ public final class JobTransitions {
           where q.user_id = :userId and q.status = 'queued'
           limit (select max_queued from quota) + (select n from replaced) + 1) q
       ),
+      -- The budget (docs/architecture.md section 4.9): the user's own, else the queue's, in
+      -- vCPU-seconds per period (UTC), and what the user's jobs were billed in this period, summed
+      -- from the ledger's index only when there is a budget. A job still on its worker is not billed
+      -- yet, so it is not counted: a budget refuses new jobs, never stops one.
+      period as (
+        select date_trunc(:budgetPeriod::text, t.now at time zone 'UTC') at time zone 'UTC' as starts,
+               (date_trunc(:budgetPeriod::text, t.now at time zone 'UTC') + ('1 ' || :budgetPeriod::text)::interval)
+                 at time zone 'UTC' as ends
+        from t
+      ),
+      budget as (
+        select b.vcpu_seconds, period.ends,
+               case when b.vcpu_seconds is null then 0
+                    else (select coalesce(sum(c.billed_ms * c.vcpu_milli), 0)::bigint from build_job_cost c
+                          where c.user_id = :userId and c.at >= period.starts) end as used_vcpu_micros
+        from period, (select coalesce((select u.budget_vcpu_seconds from build_user u where u.user_id = :userId),
+                                      :defaultBudget::bigint) as vcpu_seconds) b
+      ),
       fits as (
         select size.payload_bytes <= :maxPayloadBytes as small, queued.n - replaced.n < quota.max_queued as room,
-               queued.n = quota.max_queued + replaced.n + 1 as counted_past
-        from size, queued, replaced, quota
+               queued.n = quota.max_queued + replaced.n + 1 as counted_past,
+               budget.vcpu_seconds is null or budget.used_vcpu_micros < budget.vcpu_seconds * 1000000 as in_budget
+        from size, queued, replaced, quota, budget
       ),
       inserted as (
         insert into build_job (user_id, kind, payload, idempotency_key, supersede_key, lane, created_at)
         select :userId, :kind, doc.payload, :key, :supersedeKey, build_lane_of(:userId), t.now from t, doc, fits
-        where fits.small and fits.room
+        where fits.small and fits.room and fits.in_budget
         on conflict (user_id, idempotency_key) do nothing
         returning id, lane, user_id
       ),
@@ -126,6 +145,8 @@ public final class JobTransitions {
       -- One row: sizes, counts, and at most MAX_SUPERSEDED_LISTED ids plus the user's running jobs
       -- with the key (at most the shared lane's 100 slots): under 4 KB.
       select size.payload_bytes, fits.room, fits.counted_past, queued.n as queued_count, quota.max_queued,
+             fits.in_budget, budget.vcpu_seconds as budget_vcpu_seconds, budget.used_vcpu_micros,
+             budget.ends as budget_ends, ceil(extract(epoch from budget.ends - t.now))::bigint as budget_retry_s,
              job.id, job.lane, job.created,
              -- The share lock makes a concurrent worker exit wait for this insert to commit (so
              -- its follow-up dispatch sees the job), or this count wait for the exit (so it sees
@@ -153,7 +174,7 @@ public final class JobTransitions {
              -- snapshot of its own, so it takes them with any older unpublished rows.
              case when job.created and :claimLimit::integer > 0
                   then build_outbox_claim(t.now, :claimMs::bigint, :claimLimit::integer) end as claimed_events
-      from size cross join fits cross join queued cross join quota left join job on true
+      from size cross join fits cross join queued cross join quota cross join budget left join job on true
         cross join (select count(*) from joined) as turn_joined
         cross join (select count(*) from superseded) as supersede_done
         cross join (select count(*) from event) as event_done
@@ -179,6 +200,8 @@ public final class JobTransitions {
    *
    * @throws QueueFullException when the user already has their quota of queued jobs (those this job
    *     supersedes not counted) and the idempotency key is new; nothing is written
+   * @throws BudgetExceededException when the user's jobs used their budget of this period and the
+   *     idempotency key is new; nothing is written
    */
   public Enqueued enqueue(
       String userId, String kind, Json payload, String idempotencyKey, String supersedeKey) {
@@ -204,6 +227,8 @@ public final class JobTransitions {
             .and("sharedSlots", config.sharedSlots())
             .and("maxPayloadBytes", RowLimits.MAX_PAYLOAD_BYTES)
             .and("defaultMaxQueued", config.maxQueuedJobs())
+            .and("defaultBudget", config.ledger().defaultBudgetVcpuSeconds())
+            .and("budgetPeriod", config.ledger().budgetPeriod())
             .and("maxListed", MAX_SUPERSEDED_LISTED)
             .and("claimMs", OutboxTransitions.CLAIM.toMillis())
             .and("claimLimit", tail == null ? 0 : tail.claimLimit());
@@ -231,6 +256,15 @@ public final class JobTransitions {
       if (!r.bool("room")) {
         throw new QueueFullException(
             userId, r.longValue("queued_count"), r.bool("counted_past"), r.intValue("max_queued"));
+      }
+      if (!r.bool("in_budget")) {
+        throw new BudgetExceededException(
+            userId,
+            r.longValue("used_vcpu_micros") / 1_000_000,
+            r.longValue("budget_vcpu_seconds"),
+            config.ledger().budgetPeriod(),
+            r.instant("budget_ends"),
+            Math.max(1, r.longValue("budget_retry_s")));
       }
     }
     throw new buildqueue.BuildQueueException(
@@ -363,7 +397,9 @@ public final class JobTransitions {
       long movedCount,
       List<Long> movedJobs,
       int maxQueuedJobs,
-      boolean ownMaxQueuedJobs) {}
+      boolean ownMaxQueuedJobs,
+      Long budgetVcpuSeconds,
+      boolean ownBudget) {}
 
   /** The most moved job ids a lane change lists: the statement answers them in one row. */
   public static final int MAX_MOVED_LISTED = 1000;
@@ -375,7 +411,14 @@ public final class JobTransitions {
    *     back to the queue's default
    */
   public record UserChange(
-      Optional<Boolean> dedicatedWorker, Optional<java.util.OptionalInt> maxQueuedJobs) {
+      Optional<Boolean> dedicatedWorker,
+      Optional<java.util.OptionalInt> maxQueuedJobs,
+      Optional<java.util.OptionalLong> budgetVcpuSeconds) {
+    public UserChange(
+        Optional<Boolean> dedicatedWorker, Optional<java.util.OptionalInt> maxQueuedJobs) {
+      this(dedicatedWorker, maxQueuedJobs, Optional.empty());
+    }
+
     public static UserChange dedicated(boolean dedicated) {
       return new UserChange(Optional.of(dedicated), Optional.empty());
     }
@@ -385,18 +428,21 @@ public final class JobTransitions {
   private static final String SET_USER =
       """
       with t as (select coalesce(:now::timestamptz, now()) as now),
-      old as (select u.dedicated_worker, u.max_queued_jobs from build_user u where u.user_id = :userId),
+      old as (select u.dedicated_worker, u.max_queued_jobs, u.budget_vcpu_seconds from build_user u where u.user_id = :userId),
       wanted as (
         select coalesce(:dedicated::boolean, (select o.dedicated_worker from old o), false) as dedicated,
                case when :setMaxQueued then :maxQueued::integer else (select o.max_queued_jobs from old o) end
-                 as max_queued
+                 as max_queued,
+               case when :setBudget then :budget::bigint else (select o.budget_vcpu_seconds from old o) end
+                 as budget
       ),
       lane as (select case when wanted.dedicated then 'user:' || :userId else 'shared' end as name from wanted),
       saved as (
-        insert into build_user (user_id, dedicated_worker, max_queued_jobs, updated_at)
-        select :userId, wanted.dedicated, wanted.max_queued, t.now from t, wanted
+        insert into build_user (user_id, dedicated_worker, max_queued_jobs, budget_vcpu_seconds, updated_at)
+        select :userId, wanted.dedicated, wanted.max_queued, wanted.budget, t.now from t, wanted
         on conflict (user_id) do update set dedicated_worker = excluded.dedicated_worker,
-          max_queued_jobs = excluded.max_queued_jobs, updated_at = excluded.updated_at
+          max_queued_jobs = excluded.max_queued_jobs, budget_vcpu_seconds = excluded.budget_vcpu_seconds,
+          updated_at = excluded.updated_at
         returning user_id
       ),
       moved as (
@@ -413,7 +459,7 @@ public final class JobTransitions {
         returning id
       )
       -- One row however many jobs move: a lane, a count and at most MAX_MOVED_LISTED ids (20 KB).
-      select lane.name as lane, wanted.dedicated, wanted.max_queued, (select count(*) from saved) as saved,
+      select lane.name as lane, wanted.dedicated, wanted.max_queued, wanted.budget, (select count(*) from saved) as saved,
              (select count(*) from moved) as moved_count,
              (select string_agg(m.id::text, ',' order by m.id)
               from (select id from moved order by id limit :maxListed) m) as moved_ids,
@@ -456,6 +502,14 @@ public final class JobTransitions {
                         change.dedicatedWorker().orElse(null))
                     .and("setMaxQueued", change.maxQueuedJobs().isPresent())
                     .and("maxQueued", max.isPresent() ? max.getAsInt() : null)
+                    .and("setBudget", change.budgetVcpuSeconds().isPresent())
+                    .and(
+                        "budget",
+                        change
+                            .budgetVcpuSeconds()
+                            .filter(java.util.OptionalLong::isPresent)
+                            .map(b -> (Object) b.getAsLong())
+                            .orElse(null))
                     .and("maxListed", MAX_MOVED_LISTED)
                     .and("claimMs", OutboxTransitions.CLAIM.toMillis())
                     .and("claimLimit", tail == null ? 0 : tail.claimLimit()))
@@ -471,6 +525,10 @@ public final class JobTransitions {
         r.longValue("moved_count"),
         ids(r.string("moved_ids")),
         own == null ? config.maxQueuedJobs() : own,
-        own != null);
+        own != null,
+        r.get("budget") == null
+            ? config.ledger().defaultBudgetVcpuSeconds()
+            : Long.valueOf(r.longValue("budget")),
+        r.get("budget") != null);
   }
 }

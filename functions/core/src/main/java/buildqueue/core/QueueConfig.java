@@ -33,6 +33,8 @@ import java.time.Duration;
  *     SharedOrder#FAIR}: round robin by user); dedicated lanes are always FIFO
  * @param maxQueuedJobs how many queued jobs a user may have at once, unless an admin set the user's
  *     own limit (default 1,000); a submission beyond it is refused and writes nothing
+ * @param ledger how workers are billed and priced, and the default budget (default {@link
+ *     Ledger#fargate()})
  */
 public record QueueConfig(
     int sharedSlots,
@@ -47,7 +49,8 @@ public record QueueConfig(
     Duration retention,
     Duration linger,
     SharedOrder sharedOrder,
-    int maxQueuedJobs) {
+    int maxQueuedJobs,
+    Ledger ledger) {
 
   /** How the {@code shared} lane orders its jobs. */
   public enum SharedOrder {
@@ -126,6 +129,9 @@ public record QueueConfig(
     notNegative("linger", linger);
     if (sharedOrder == null) {
       throw new BuildQueueException("sharedOrder must be fair or fifo, was null");
+    }
+    if (ledger == null) {
+      throw new BuildQueueException("ledger must be set, was null");
     }
     if (maxQueuedJobs < 1) {
       throw new BuildQueueException("maxQueuedJobs must be at least 1, was " + maxQueuedJobs);
@@ -209,6 +215,7 @@ public record QueueConfig(
     private Duration linger = Duration.ZERO;
     private SharedOrder sharedOrder = SharedOrder.FAIR;
     private int maxQueuedJobs = DEFAULT_MAX_QUEUED_JOBS;
+    private Ledger ledger = Ledger.fargate();
 
     private Builder() {}
 
@@ -226,6 +233,7 @@ public record QueueConfig(
       linger = c.linger;
       sharedOrder = c.sharedOrder;
       maxQueuedJobs = c.maxQueuedJobs;
+      ledger = c.ledger;
     }
 
     public Builder sharedSlots(int n) {
@@ -293,6 +301,11 @@ public record QueueConfig(
       return this;
     }
 
+    public Builder ledger(Ledger l) {
+      ledger = l;
+      return this;
+    }
+
     /**
      * The settings; throws {@link BuildQueueException} naming the first field that is out of range.
      */
@@ -310,7 +323,8 @@ public record QueueConfig(
           retention,
           linger,
           sharedOrder,
-          maxQueuedJobs);
+          maxQueuedJobs,
+          ledger);
     }
   }
 

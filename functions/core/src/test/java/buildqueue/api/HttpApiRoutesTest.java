@@ -65,7 +65,8 @@ class HttpApiRoutesTest extends ApiTest {
             "log",
             "supersedeKey",
             "supersededBy",
-            "waitingFor");
+            "waitingFor",
+            "cost");
     assertThat(job.get("status").asText()).isEqualTo("succeeded");
     assertThat(job.get("position").isNull()).isTrue();
     assertThat(job.get("waitingFor").isNull()).isTrue();
@@ -113,6 +114,7 @@ class HttpApiRoutesTest extends ApiTest {
   void events_are_the_jobs_history_oldest_first() {
     long id = f.submit(ALICE, "demo", "{\"steps\": 1, \"stepMillis\": 1}");
     f.h.awaitStatus(id, "succeeded");
+    f.h.awaitWorkersExited(); // its worker's exit bills it: the cost event (§4.9)
 
     ApiResponse r = f.get("/jobs/" + id + "/events", ALICE);
 
@@ -121,12 +123,12 @@ class HttpApiRoutesTest extends ApiTest {
     assertThat(body.get("jobId").asLong()).isEqualTo(id);
     List<String> types = new ArrayList<>();
     body.get("events").forEach(e -> types.add(e.get("type").asText()));
-    assertThat(types).containsExactly("enqueued", "dispatched", "started", "succeeded");
+    assertThat(types).containsExactly("enqueued", "dispatched", "started", "succeeded", "cost");
     JsonNode enqueued = body.get("events").get(0);
     assertThat(enqueued.get("message").asText()).isEqualTo("enqueued in lane shared");
     assertThat(enqueued.get("detail").get("lane").asText()).isEqualTo("shared");
     assertThat(Instant.parse(enqueued.get("at").asText())).isEqualTo(f.h.clock.now());
-    assertThat(json(f.get("/jobs/" + id + "/events", ADMIN)).get("events").size()).isEqualTo(4);
+    assertThat(json(f.get("/jobs/" + id + "/events", ADMIN)).get("events").size()).isEqualTo(5);
   }
 
   @Test

@@ -25,7 +25,8 @@ class QueueConfigTest {
                 Duration.ofDays(7),
                 Duration.ZERO,
                 QueueConfig.SharedOrder.FAIR,
-                1000));
+                1000,
+                Ledger.fargate()));
   }
 
   @Test
@@ -53,7 +54,8 @@ class QueueConfigTest {
             Duration.ofDays(2),
             Duration.ofSeconds(1),
             QueueConfig.SharedOrder.FIFO,
-            12);
+            12,
+            Ledger.fargate().withWorkerSize(250, 512).withBudget(3600L, "day"));
     assertThat(every.toBuilder().build()).isEqualTo(every);
     assertThat(every.withRetention(Duration.ofDays(3)))
         .isEqualTo(
@@ -70,7 +72,8 @@ class QueueConfigTest {
                 Duration.ofDays(3),
                 Duration.ofSeconds(1),
                 QueueConfig.SharedOrder.FIFO,
-                12));
+                12,
+                Ledger.fargate().withWorkerSize(250, 512).withBudget(3600L, "day")));
   }
 
   @Test

@@ -178,7 +178,9 @@ class RequestRoundTripsTest {
     // settle
     assertThat(s.db.statements()).isEqualTo(2);
     assertThat(s.platform.launches()).hasSize(2);
-    assertThat(s.sender.types()).endsWith(second + " dispatched");
+    // the dispatch's event, then the cost of the job the stopped worker ran (docs/architecture.md
+    // §4.9), in one claim
+    assertThat(s.sender.types()).endsWith(second + " dispatched", first + " cost");
     assertThat(unpublished(tdb)).isEmpty();
   }
 
@@ -199,7 +201,7 @@ class RequestRoundTripsTest {
     // exit (its job ends cancelled) + claim; the settle of the cancelled event
     assertThat(s.db.statements()).isEqualTo(2);
     assertThat(s.platform.launches()).hasSize(1);
-    assertThat(s.sender.types()).endsWith(job + " cancelled");
+    assertThat(s.sender.types()).endsWith(job + " cancelled", job + " cost");
     assertThat(unpublished(tdb)).isEmpty();
 
     s.db.reset();
@@ -218,7 +220,7 @@ class RequestRoundTripsTest {
 
     // exit before start + claim (the job backs off, so the lane dispatches nothing); settle
     assertThat(s.db.statements()).isEqualTo(2);
-    assertThat(s.sender.types()).endsWith(job + " launch-failed");
+    assertThat(s.sender.types()).endsWith(job + " launch-failed", job + " cost");
   }
 
   @Test

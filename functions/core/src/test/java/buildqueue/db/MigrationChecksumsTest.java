@@ -50,6 +50,9 @@ class MigrationChecksumsTest {
     RELEASED.put(
         "V012__spot_reclaims.sql",
         "0f91d655cb93548f4d9dfb30e66ce35a417f1cea930121be27609da0f7be1682");
+    RELEASED.put(
+        "V013__compute_ledger.sql",
+        "3028e31997251895fa0db70708dcff19586c5e2b798c7f143dc9317e805d3545");
   }
 
   @Test

@@ -984,6 +984,28 @@ final class Invariants {
     if (!attempts.isEmpty()) {
       return "a job's attempts disagree with its history: " + attempts;
     }
+    return ledger(db);
+  }
+
+  /**
+   * docs/architecture.md §4.9: every exited worker was billed (once), and its jobs' shares add up
+   * to what it was billed exactly; a live worker has no bill yet.
+   */
+  static String ledger(Database db) {
+    List<Row> wrong =
+        db.query(
+            """
+        select w.id, w.status, w.billed_ms,
+               (select sum(c.billed_ms) from build_job_cost c where c.worker_id = w.id) as shared,
+               (select count(*) from build_job_cost c where c.worker_id = w.id) as shares
+        from build_worker w
+        where (w.status = 'exited') <> (w.billed_ms is not null)
+           or (w.billed_ms is not null and exists (select 1 from build_job_cost c where c.worker_id = w.id)
+               and w.billed_ms <> (select sum(c.billed_ms) from build_job_cost c where c.worker_id = w.id))
+        order by w.id limit 5""");
+    if (!wrong.isEmpty()) {
+      return "§4.9 the ledger: a worker's bill is not the sum of its jobs' shares: " + wrong;
+    }
     return null;
   }
 

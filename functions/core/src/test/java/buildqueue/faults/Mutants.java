@@ -88,6 +88,10 @@ final class Mutants {
 
   private static final String EXEC = "src/main/java/buildqueue/worker/exec/";
 
+  /** The compute ledger's share of a worker among its jobs, {@code build_ledger_bill} (V013). */
+  private static final String LEDGER =
+      "src/main/resources/buildqueue/db/migrations/V013__compute_ledger.sql";
+
   static final List<Mutant> ALL =
       List.of(
           new Mutant(
@@ -220,7 +224,17 @@ final class Mutants {
           """,
               """
                 if (false) {
-          """));
+          """),
+          new Mutant(
+              "ledger-remainder-lost",
+              "§4.9: the jobs' shares of a worker add up to its billed time exactly",
+              LEDGER,
+              """
+                       s.base + case when s.n <= r.r then 1 else 0 end, p_vcpu_milli, p_memory_mb, w.capacity
+              """,
+              """
+                       s.base, p_vcpu_milli, p_memory_mb, w.capacity
+              """));
 
   private Mutants() {}
 

@@ -7,7 +7,11 @@ select j.id, j.user_id, j.kind, j.payload, j.status, j.lane, j.progress, j.attem
      where q.lane = j.lane and q.status = 'queued' and q.id < j.id)
   when j.status = 'queued' then fair.position end as position,
   fair.retry as turn_retry, fair.own_ahead as turn_own_ahead, fair.users_ahead as turn_users_ahead,
-  fair.others_waiting as turn_others_waiting
+  fair.others_waiting as turn_others_waiting,
+  (select string_agg(s.capacity || ':' || s.billed || ':' || s.vcpu || ':' || s.mib, ',' order by s.capacity)
+ from (select c.capacity, sum(c.billed_ms)::bigint as billed, sum(c.billed_ms * c.vcpu_milli)::bigint as vcpu,
+              sum(c.billed_ms * c.memory_mb)::bigint as mib
+       from build_job_cost c where c.job_id = j.id group by c.capacity) s) as cost_lines
 from build_job j
 left join build_job_log l on l.job_id = j.id
 left join lateral (

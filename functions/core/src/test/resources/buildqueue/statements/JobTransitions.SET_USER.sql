@@ -1,16 +1,19 @@
 with t as (select coalesce(:now::timestamptz, now()) as now),
-old as (select u.dedicated_worker, u.max_queued_jobs from build_user u where u.user_id = :userId),
+old as (select u.dedicated_worker, u.max_queued_jobs, u.budget_vcpu_seconds from build_user u where u.user_id = :userId),
 wanted as (
   select coalesce(:dedicated::boolean, (select o.dedicated_worker from old o), false) as dedicated,
          case when :setMaxQueued then :maxQueued::integer else (select o.max_queued_jobs from old o) end
-           as max_queued
+           as max_queued,
+         case when :setBudget then :budget::bigint else (select o.budget_vcpu_seconds from old o) end
+           as budget
 ),
 lane as (select case when wanted.dedicated then 'user:' || :userId else 'shared' end as name from wanted),
 saved as (
-  insert into build_user (user_id, dedicated_worker, max_queued_jobs, updated_at)
-  select :userId, wanted.dedicated, wanted.max_queued, t.now from t, wanted
+  insert into build_user (user_id, dedicated_worker, max_queued_jobs, budget_vcpu_seconds, updated_at)
+  select :userId, wanted.dedicated, wanted.max_queued, wanted.budget, t.now from t, wanted
   on conflict (user_id) do update set dedicated_worker = excluded.dedicated_worker,
-    max_queued_jobs = excluded.max_queued_jobs, updated_at = excluded.updated_at
+    max_queued_jobs = excluded.max_queued_jobs, budget_vcpu_seconds = excluded.budget_vcpu_seconds,
+    updated_at = excluded.updated_at
   returning user_id
 ),
 moved as (
@@ -30,7 +33,7 @@ event as (
   returning id
 )
 -- One row however many jobs move: a lane, a count and at most MAX_MOVED_LISTED ids (20 KB).
-select lane.name as lane, wanted.dedicated, wanted.max_queued, (select count(*) from saved) as saved,
+select lane.name as lane, wanted.dedicated, wanted.max_queued, wanted.budget, (select count(*) from saved) as saved,
        (select count(*) from moved) as moved_count,
        (select string_agg(m.id::text, ',' order by m.id)
         from (select id from moved order by id limit :maxListed) m) as moved_ids,

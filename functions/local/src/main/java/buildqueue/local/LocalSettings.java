@@ -24,7 +24,8 @@ import java.util.function.Consumer;
  *     which the server sends SIGTERM, may take to stop their jobs and exit before SIGKILL (default
  *     30 s; each stops within its own stop timeout, 10 s, unless it hangs); with an external
  *     database the server does not stop them: they go on and the next start adopts them
- * @param queue the queue's settings (default {@link QueueConfig#defaults()})
+ * @param queue the queue's settings (default {@link QueueConfig#defaults()}, its ledger billing a
+ *     child's wall time: {@link buildqueue.core.Ledger#wallTime()})
  * @param kindsFile the kind catalogue the API and the workers read (default: none, only the
  *     built-in {@code demo} kind); made absolute, because workers run from another directory
  * @param maxLogBytes a job attempt's output kept at most, in bytes (default {@link
@@ -68,7 +69,9 @@ public record LocalSettings(
         null,
         Duration.ofSeconds(5),
         Duration.ofSeconds(30),
-        QueueConfig.defaults(),
+        QueueConfig.defaults().toBuilder()
+            .ledger(QueueConfig.defaults().ledger().wallTime())
+            .build(),
         Optional.empty(),
         JobLog.DEFAULT_MAX_LOG_BYTES,
         DEFAULT_JOB_USER);

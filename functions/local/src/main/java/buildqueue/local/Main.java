@@ -36,6 +36,7 @@ public final class Main {
           + StatusCommand.USAGE
           + DedicatedCommand.USAGE
           + QuotaCommand.USAGE
+          + UsageCommand.USAGE
           + CancelCommand.USAGE
           + LogsCommand.USAGE
           + """
@@ -63,6 +64,7 @@ public final class Main {
     commands.put("status", new StatusCommand(cli));
     commands.put("dedicated", new DedicatedCommand(cli));
     commands.put("quota", new QuotaCommand(cli));
+    commands.put("usage", new UsageCommand(cli));
     commands.put("cancel", new CancelCommand(cli));
     commands.put("logs", new LogsCommand(cli));
   }

@@ -1,5 +1,6 @@
 package buildqueue.local;
 
+import buildqueue.core.Ledger;
 import buildqueue.core.QueueConfig;
 import com.fasterxml.jackson.databind.JsonNode;
 import java.io.PrintStream;
@@ -51,6 +52,10 @@ record ServeCommand(Cli cli) implements CliCommand {
                 "worker-lifetime",
                 "shared-order",
                 "max-queued-jobs",
+                "worker-cpu",
+                "worker-memory",
+                "budget-vcpu-seconds",
+                "budget-period",
                 "max-log-bytes",
                 "retention",
                 "job-user"),
@@ -73,6 +78,7 @@ record ServeCommand(Cli cli) implements CliCommand {
           "--shared-order must be fair or fifo, was \"" + order + "\"");
     }
     queue = queue.withSharedOrder(QueueConfig.SharedOrder.ofLabel(order));
+    queue = queue.toBuilder().ledger(ledger(cl, queue.ledger())).build();
     Duration lifetime = cl.duration("worker-lifetime", queue.workerLifetime());
     if (lifetime.compareTo(Duration.ofMinutes(1)) < 0) {
       throw new CommandLine.UsageException(
@@ -250,5 +256,24 @@ record ServeCommand(Cli cli) implements CliCommand {
             + runtime.baseUri()
             + "; Ctrl-C to stop.");
     out.flush();
+  }
+
+  /**
+   * The ledger's settings (docs/architecture.md §4.9): what a worker counts as (a child's wall time
+   * × these sizes) and every user's budget unless an admin set their own.
+   */
+  private static Ledger ledger(CommandLine cl, Ledger defaults) {
+    int cpu = cl.intValue("worker-cpu", defaults.vcpuMilli() * 1024 / 1000, 1, 16384);
+    int memory = cl.intValue("worker-memory", defaults.memoryMb(), 1, 122880);
+    Long budget =
+        cl.has("budget-vcpu-seconds")
+            ? Long.valueOf(cl.intValue("budget-vcpu-seconds", 0, 0, Integer.MAX_VALUE))
+            : defaults.defaultBudgetVcpuSeconds();
+    String period = cl.get("budget-period", defaults.budgetPeriod());
+    if (!Ledger.PERIODS.contains(period)) {
+      throw new CommandLine.UsageException(
+          "--budget-period must be month, week or day, was \"" + period + "\"");
+    }
+    return defaults.withWorkerSize(cpu * 1000 / 1024, memory).withBudget(budget, period);
   }
 }

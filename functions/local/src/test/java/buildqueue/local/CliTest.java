@@ -3,6 +3,7 @@ package buildqueue.local;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import buildqueue.api.Caller;
+import buildqueue.testing.Await;
 import buildqueue.testing.PostgresExtension;
 import buildqueue.testing.TestDatabase;
 import com.fasterxml.jackson.databind.JsonNode;
@@ -10,6 +11,7 @@ import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -225,6 +227,24 @@ class CliTest {
     assertThat(out).contains("ada may have 1000 queued jobs at once (the server's default)");
     assertThat(cli("quota", "ada", "lots")).isEqualTo(Main.USAGE);
     assertThat(cli("quota", "ada", "0")).isEqualTo(Main.API_ERROR);
+  }
+
+  @Test
+  void usage_prints_what_a_users_jobs_were_billed_once_their_worker_stopped() throws Exception {
+    long id = server.submitDemo("bob", 2, 1);
+    server.awaitStatus(id, "succeeded");
+    Await.until(
+        "bob's worker is billed",
+        Duration.ofSeconds(60),
+        () ->
+            server.db.jdbc().query("select 1 from build_job_cost where job_id = " + id).size()
+                == 1);
+
+    assertThat(cli("usage", "bob")).isZero();
+    assertThat(out).startsWith("bob: 1 jobs, ").contains(" worker seconds, ").contains(" vCPU-s");
+    assertThat(cli("usage")).isZero();
+    assertThat(out).contains("\nbob: 1 jobs, ");
+    assertThat(cli("usage", "bob", "--from", "someday")).isEqualTo(Main.API_ERROR);
   }
 
   @Test

@@ -1,11 +1,14 @@
 package buildqueue.aws.lambda;
 
 import buildqueue.aws.AwsSettings;
+import buildqueue.core.BilledTime;
 import com.fasterxml.jackson.annotation.JsonIgnoreProperties;
 import com.fasterxml.jackson.annotation.JsonProperty;
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.IOException;
+import java.time.Instant;
+import java.time.format.DateTimeParseException;
 import java.util.List;
 import java.util.Optional;
 import java.util.UUID;
@@ -39,7 +42,10 @@ public record EcsTaskStateChange(
       String stoppedReason,
       Long version,
       List<Container> containers,
-      Overrides overrides) {}
+      Overrides overrides,
+      String createdAt,
+      String pullStartedAt,
+      String stoppedAt) {}
 
   @JsonIgnoreProperties(ignoreUnknown = true)
   public record Container(String name, Integer exitCode, String reason, String lastStatus) {}
@@ -149,6 +155,28 @@ public record EcsTaskStateChange(
       }
     }
     return Optional.empty();
+  }
+
+  /**
+   * When Fargate billed the task: from its image pull's start (else its creation, for a task that
+   * never pulled) to its stop. A time that is absent or unreadable is null, and the queue then uses
+   * its own record (the worker's launch, its exit).
+   */
+  public BilledTime billedTime() {
+    Instant from = instant(detail.pullStartedAt());
+    return new BilledTime(
+        from != null ? from : instant(detail.createdAt()), instant(detail.stoppedAt()));
+  }
+
+  private static Instant instant(String text) {
+    if (text == null) {
+      return null;
+    }
+    try {
+      return Instant.parse(text);
+    } catch (DateTimeParseException e) {
+      return null;
+    }
   }
 
   /** A reason a person can read: the stop code and reason, and each container's exit. */

@@ -130,7 +130,8 @@ public final class TaskStateChangeFunction implements RequestStreamHandler {
                   stop.taskArn(),
                   stop.workerId().orElse(null),
                   stop.token().orElse(null),
-                  stop.reason());
+                  stop.reason(),
+                  event.billedTime());
       if (exited.isEmpty()) {
         LOG.log(
             Level.INFO,

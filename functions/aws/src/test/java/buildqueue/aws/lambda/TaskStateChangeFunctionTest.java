@@ -92,6 +92,31 @@ class TaskStateChangeFunctionTest {
 
   @ParameterizedTest(name = "on {0}")
   @ValueSource(strings = {"jdbc", "dataapi"})
+  void the_worker_is_billed_from_the_events_pull_start_to_its_stop_per_second(
+      String adapter, TestDatabase tdb) {
+    try (QueueWorld w = new QueueWorld(adapter, tdb, Component.TASK_STATE_CHANGE)) {
+      String arn = newTaskArn();
+      WorkerLaunch first = launchedWorker(w, arn);
+      var started = w.workers.start(first.workerId(), first.token()).orElseThrow();
+      long job = started.job().orElseThrow().id();
+      w.workers.end(first.workerId(), first.token(), job, JobStatus.SUCCEEDED, null);
+
+      new TaskStateChangeFunction(() -> w.services).handle(stopped(first, arn));
+
+      // The sample's pullStartedAt 17:04:24.975 to stoppedAt 17:09:40.112: 315.137 s, billed
+      // per second (docs/architecture.md §4.9), all of it the one job's.
+      assertThat(w.worker(first.workerId()).longValue("billed_ms")).isEqualTo(316_000);
+      assertThat(
+              tdb.jdbc()
+                  .query("select billed_ms from build_job_cost where job_id = " + job)
+                  .get(0)
+                  .longValue("billed_ms"))
+          .isEqualTo(316_000);
+    }
+  }
+
+  @ParameterizedTest(name = "on {0}")
+  @ValueSource(strings = {"jdbc", "dataapi"})
   void a_normal_exit_frees_the_slot_and_dispatches_the_next_job(String adapter, TestDatabase tdb) {
     try (QueueWorld w = new QueueWorld(adapter, tdb, Component.TASK_STATE_CHANGE)) {
       String arn = newTaskArn();
@@ -137,14 +162,16 @@ class TaskStateChangeFunctionTest {
       assertThat(w.unpublishedEvents()).isZero();
       assertThat(w.eventBridge.accepted())
           .extracting(r -> r.detail().get("type").asText())
-          .containsExactly("enqueued", "dispatched", "started", "interrupted", "dispatched");
+          .containsExactly(
+              "enqueued", "dispatched", "started", "interrupted", "dispatched", "cost");
       JsonNode line = w.metrics.last("task-state-change");
       assertThat(line.get("WorkersExited").asLong()).isEqualTo(1);
       assertThat(line.get("Recoveries").asLong()).isEqualTo(1);
       assertThat(line.get("SlotHeldSeconds").asDouble()).isEqualTo(90.0);
       assertThat(line.get("Launches").asLong()).isEqualTo(1);
-      // enqueued and dispatched went out with the submission's own invocation (BuildQueue#submit)
-      assertThat(line.get("EventsPublished").asLong()).isEqualTo(3);
+      // enqueued and dispatched went out with the submission's own invocation (BuildQueue#submit);
+      // the stopped worker's cost event (docs/architecture.md §4.9) goes out with its stop
+      assertThat(line.get("EventsPublished").asLong()).isEqualTo(4);
     }
   }
 

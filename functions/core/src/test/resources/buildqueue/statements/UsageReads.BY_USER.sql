@@ -1,0 +1,8 @@
+select u.user_id, u.jobs, (select string_agg(s.capacity || ':' || s.billed || ':' || s.vcpu || ':' || s.mib, ',' order by s.capacity)
+ from (select c.capacity, sum(c.billed_ms)::bigint as billed, sum(c.billed_ms * c.vcpu_milli)::bigint as vcpu,
+              sum(c.billed_ms * c.memory_mb)::bigint as mib
+       from build_job_cost c where c.user_id = u.user_id and c.at >= :from::timestamptz and c.at < :to::timestamptz group by c.capacity) s) as cost_lines
+from (select c.user_id, count(distinct c.job_id) as jobs from build_job_cost c
+      where c.at >= :from::timestamptz and c.at < :to::timestamptz
+      group by c.user_id order by c.user_id limit :limit) u
+order by u.user_id
