@@ -47,6 +47,8 @@ class MigrationChecksumsTest {
     RELEASED.put(
         "V011__outbox_claim_fits_a_row.sql",
         "6f780992a6582c642543dee99d2157fc9808e2fe506a07a56450bd5ab1917b27");
+    RELEASED.put(
+        "V014__idle_tick.sql", "4e8c3110108c24f5e5f8ca38126c5365c9ab75d1de9af2dc46edf456fcddae55");
   }
 
   @Test
