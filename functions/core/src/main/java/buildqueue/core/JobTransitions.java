@@ -96,7 +96,7 @@ public final class JobTransitions {
         returning id
       ),
       -- The first enqueue after idle flips the tick's flag (V014) and arms the tick's schedule after
-      -- its commit; an armed queue's enqueue only reads the row, so enqueues take no common lock.
+      -- its commit. An armed queue's enqueue only reads the row, so enqueues take no common lock.
       tick_armed as (
         update build_tick_arm a set armed = true
         where not a.armed and exists (select 1 from inserted)

@@ -40,7 +40,8 @@ public final class AwsServices {
         QueueClock.DATABASE,
         settings.metricsNamespace(),
         System.out,
-        kinds);
+        kinds,
+        settings.tickRule().orElse(null));
   }
 
   /** The queue's database: the Data API, or (a self-hosted worker) JDBC without a pool. */
