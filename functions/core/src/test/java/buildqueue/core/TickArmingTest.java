@@ -206,7 +206,17 @@ class TickArmingTest {
       for (int round = 0; round < 40; round++) {
         h.testDb.jdbc().update("delete from build_job_event", buildqueue.db.Params.none());
         h.testDb.jdbc().update("delete from build_job", buildqueue.db.Params.none());
-        Switch schedule = new Switch();
+        // The enqueues start when a tick is turning the schedule off: they race with its clear
+        // and with the other ticks, which is the window that matters.
+        CountDownLatch turningOff = new CountDownLatch(1);
+        Switch schedule =
+            new Switch() {
+              @Override
+              public void disarm() {
+                turningOff.countDown();
+                super.disarm();
+              }
+            };
         BuildQueue queue = queue(h, schedule);
         CountDownLatch start = new CountDownLatch(1);
         List<Future<?>> done = new ArrayList<>();
@@ -225,6 +235,7 @@ class TickArmingTest {
               pool.submit(
                   () -> {
                     start.await();
+                    turningOff.await(5, java.util.concurrent.TimeUnit.SECONDS);
                     if ((r + thread) % 3 != 0) {
                       queue.enqueue("u" + thread, "noop", new Json("{}"), "k" + r);
                     }
