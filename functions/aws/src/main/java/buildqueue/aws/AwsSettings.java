@@ -75,6 +75,13 @@ public final class AwsSettings {
   public static final String ASSIGN_PUBLIC_IP = "BUILDQUEUE_ASSIGN_PUBLIC_IP";
   public static final String CONTAINER_NAME = "BUILDQUEUE_CONTAINER_NAME";
   public static final String EVENT_BUS = "BUILDQUEUE_EVENT_BUS";
+
+  /**
+   * The name of the tick's EventBridge rule (on the default bus), which the queue turns on and off
+   * (design §16, "Idle at zero"). Unset: the queue never turns it off.
+   */
+  public static final String TICK_RULE = "BUILDQUEUE_TICK_RULE";
+
   public static final String SHARED_SLOTS = "BUILDQUEUE_SHARED_SLOTS";
   public static final String WORKER_LIFETIME_MINUTES = "BUILDQUEUE_WORKER_LIFETIME_MINUTES";
   public static final String CHAIN_WINDOW_SECONDS = "BUILDQUEUE_CHAIN_WINDOW_SECONDS";
@@ -195,6 +202,7 @@ public final class AwsSettings {
   private final Optional<String> region;
   private final Optional<EcsSettings> ecs;
   private final Optional<String> eventBus;
+  private final Optional<String> tickRule;
   private final Optional<QueueConfig> queue;
   private final Optional<String> metricsNamespace;
   private final Optional<WorkerIdentity> worker;
@@ -220,6 +228,7 @@ public final class AwsSettings {
     boolean queueFunction = component.runsTheQueue();
     this.ecs = queueFunction ? Optional.of(QueueVariables.ecs(r)) : Optional.empty();
     this.eventBus = queueFunction ? Optional.of(r.or(EVENT_BUS, "default")) : Optional.empty();
+    this.tickRule = queueFunction ? r.optional(TICK_RULE) : Optional.empty();
     this.queue =
         component.administers() ? Optional.empty() : Optional.of(QueueVariables.queueConfig(r));
     this.metricsNamespace =
@@ -301,6 +310,11 @@ public final class AwsSettings {
     return eventBus.orElseThrow(() -> notRead(EVENT_BUS));
   }
 
+  /** The tick's rule, when the queue turns it on and off; empty: the tick always runs. */
+  public Optional<String> tickRule() {
+    return tickRule;
+  }
+
   public QueueConfig queue() {
     return queue.orElseThrow(() -> notRead("the queue settings"));
   }
@@ -379,6 +393,8 @@ public final class AwsSettings {
         + ecs
         + ", eventBus="
         + eventBus
+        + ", tickRule="
+        + tickRule
         + ", "
         + queue
         + ", "

@@ -133,7 +133,8 @@ public final class HttpApi {
     Map<String, String> params = new LinkedHashMap<>();
     Route matched = null;
     Set<String> allowed = new LinkedHashSet<>();
-    // HEAD is GET without the body (RFC 9110, section 9.3.2): the same handler answers, and each adapter
+    // HEAD is GET without the body (RFC 9110, section 9.3.2): the same handler answers, and each
+    // adapter
     // leaves the body out, so the headers are exactly GET's.
     String method = HEAD.equals(request.method()) ? "GET" : request.method();
     for (Route r : routes) {

@@ -46,6 +46,7 @@ public final class BuildQueue {
   private final DispatchTransitions dispatch;
   private final ExitTransitions exits;
   private final TickTransitions tick;
+  private final TickSchedule schedule;
   private volatile boolean dispatching = true;
   private volatile Capacities capacities = Capacities.ON_DEMAND;
 
@@ -74,7 +75,23 @@ public final class BuildQueue {
       QueueClock clock,
       ExitListener exitListener,
       OutboxTransitions.Sender sender) {
+    this(db, platform, config, clock, exitListener, sender, TickSchedule.ALWAYS);
+  }
+
+  /**
+   * @param schedule the tick's schedule, which this queue arms on the first enqueue after idle and
+   *     disarms when a tick finds no work ({@link TickSchedule#ALWAYS}: neither)
+   */
+  public BuildQueue(
+      Database db,
+      WorkerPlatform platform,
+      QueueConfig config,
+      QueueClock clock,
+      ExitListener exitListener,
+      OutboxTransitions.Sender sender,
+      TickSchedule schedule) {
     this.db = db;
+    this.schedule = schedule;
     this.clock = clock;
     this.sender = sender;
     this.platform = platform;
@@ -165,6 +182,10 @@ public final class BuildQueue {
       boolean answer) {
     JobTransitions.Enqueued enqueued =
         jobs.enqueue(userId, kind, payload, idempotencyKey, supersedeKey, tail);
+    if (enqueued.armTick()) {
+      // First, before the dispatch: a caller that dies in it has armed already.
+      armAfterCommit(enqueued.jobId());
+    }
     enqueued
         .cancelRequestedTaskIds()
         .forEach(t -> stopForCancel(t, "job superseded by job " + enqueued.jobId()));
@@ -176,6 +197,23 @@ public final class BuildQueue {
       dispatchAfterCommit(enqueued.lane(), LaunchGate.OPEN, tail, 0);
     }
     return enqueued;
+  }
+
+  /**
+   * Arms the tick's schedule after the enqueue that flipped its flag committed. A failure here is
+   * logged, not thrown: the job is recorded (and dispatched, if its lane has room), and the
+   * fallback tick, which finds it, arms the schedule again.
+   */
+  private void armAfterCommit(long jobId) {
+    try {
+      schedule.arm();
+    } catch (RuntimeException e) {
+      LOG.log(
+          Level.WARNING,
+          "arming the tick after job {0} failed ({1}); the fallback tick arms it",
+          jobId,
+          e.toString());
+    }
   }
 
   /** The tail of one request: claims only when this queue has a sender. */
@@ -613,7 +651,47 @@ public final class BuildQueue {
    * the queue's gauges, read in the tick's first statement ({@link TickTransitions#survey}).
    */
   public TickReport tick(TickBudget budget, boolean readGauges) {
-    return new TickPass(this, platform, tick, dispatch, budget.atMost(maxTickBudget()), readGauges)
-        .run();
+    return tick(budget, readGauges, TickSchedule.Cause.SCHEDULE);
+  }
+
+  /**
+   * As {@link #tick(TickBudget, boolean)}, then the arming of the tick's schedule ({@link
+   * #settleSchedule}).
+   */
+  public TickReport tick(TickBudget budget, boolean readGauges, TickSchedule.Cause cause) {
+    TickReport report =
+        new TickPass(this, platform, tick, dispatch, budget.atMost(maxTickBudget()), readGauges)
+            .run();
+    settleSchedule(report, cause);
+    return report;
+  }
+
+  /**
+   * Idle at zero (V014, docs/architecture.md "Idle at zero"). A tick that found work leaves the
+   * schedule on, and a fallback tick that found work turns it on (an arm may have been lost). A
+   * tick that found none turns the schedule off first and then clears the flag: an enqueue that
+   * commits after the clear reads it clear and arms the schedule after its commit, so after this
+   * tick's disarm; one that commits before it (or is in flight) keeps the flag set, and this tick
+   * arms the schedule again. Either way the schedule ends on while work exists.
+   */
+  private void settleSchedule(TickReport report, TickSchedule.Cause cause) {
+    if (schedule == TickSchedule.ALWAYS) {
+      return;
+    }
+    if (report.found().work()) {
+      if (cause == TickSchedule.Cause.FALLBACK) {
+        schedule.arm();
+      }
+      return;
+    }
+    schedule.disarm();
+    boolean clear = false;
+    try {
+      clear = tick.disarm();
+    } finally {
+      if (!clear) {
+        schedule.arm();
+      }
+    }
   }
 }

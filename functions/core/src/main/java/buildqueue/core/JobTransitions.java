@@ -30,6 +30,8 @@ public final class JobTransitions {
    *     requested
    * @param cancelRequestedTaskIds the tasks of those jobs' workers (those with one yet), which the
    *     caller asks the platform to stop: that stop is what ends the jobs {@code cancelled}
+   * @param armTick this statement found the tick disarmed and armed it (V014): the caller arms the
+   *     tick's schedule ({@link TickSchedule#arm}) after the commit
    */
   public record Enqueued(
       long jobId,
@@ -39,9 +41,10 @@ public final class JobTransitions {
       List<Long> superseded,
       long supersededCount,
       List<Long> cancelRequested,
-      List<String> cancelRequestedTaskIds) {
+      List<String> cancelRequestedTaskIds,
+      boolean armTick) {
     public Enqueued(long jobId, String lane, boolean created, boolean laneHasRoom) {
-      this(jobId, lane, created, laneHasRoom, List.of(), 0, List.of(), List.of());
+      this(jobId, lane, created, laneHasRoom, List.of(), 0, List.of(), List.of(), false);
     }
   }
 
@@ -111,6 +114,13 @@ public final class JobTransitions {
         from inserted i, t
         returning id
       ),
+      -- The first enqueue after idle flips the tick's flag (V014) and arms the tick's schedule after
+      -- its commit. An armed queue's enqueue only reads the row, so enqueues take no common lock.
+      tick_armed as (
+        update build_tick_arm a set armed = true
+        where not a.armed and exists (select 1 from inserted)
+        returning a.id
+      ),
       %s
       -- The same user's unfinished jobs with this supersede key: queued ones are cancelled, and a
       -- worker running one sees its cancel at its next check-in, as after POST /jobs/{id}/cancel.
@@ -159,6 +169,7 @@ public final class JobTransitions {
              (select count(*) from (
                 select 1 from build_worker w where w.lane = job.lane and w.status <> 'exited' for share of w) live)
                < case when job.lane = 'shared' then :sharedSlots else 1 end as lane_has_room,
+             exists (select 1 from tick_armed) as arm_tick,
              (select count(*) from superseded s where s.status = 'cancelled') as superseded_count,
              (select string_agg(c.id::text, ',' order by c.id)
               from (select s.id from superseded s where s.status = 'cancelled' order by s.id limit :maxListed) c)
@@ -251,7 +262,8 @@ public final class JobTransitions {
             ids(r.string("superseded_ids")),
             r.longValue("superseded_count"),
             ids(r.string("cancel_requested_ids")),
-            taskIds(r.string("cancel_requested_task_ids")));
+            taskIds(r.string("cancel_requested_task_ids")),
+            r.bool("arm_tick"));
       }
       if (!r.bool("room")) {
         throw new QueueFullException(

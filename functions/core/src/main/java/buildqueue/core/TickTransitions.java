@@ -31,6 +31,8 @@ public final class TickTransitions {
    * @param lanesToDispatch a lane with a queued job and a free slot ({@link #lanesToDispatch})
    * @param eventsPending job events a publisher may claim ({@link OutboxTransitions#claimPending})
    * @param housekeeping rows {@link #housekeep} would delete
+   * @param work the queue has work: a queued job, a worker not exited, or a job event not yet
+   *     published. Without any, the tick may disarm its schedule ({@link #disarm})
    * @param gauges the queue's gauges, when asked for; else null
    */
   public record Survey(
@@ -40,6 +42,7 @@ public final class TickTransitions {
       boolean lanesToDispatch,
       boolean eventsPending,
       boolean housekeeping,
+      boolean work,
       Gauges gauges) {}
 
   /**
@@ -98,6 +101,10 @@ public final class TickTransitions {
          or exists(select 1 from build_worker o
                    where o.status = 'exited'
                      and o.exited_at < t.now - :retentionMs * interval '1 millisecond')) as housekeeping,
+        -- What build_tick_disarm (V014) checks, so a tick that finds none of it disarms.
+        (exists(select 1 from build_job j where j.status = 'queued')
+         or exists(select 1 from build_worker w where w.status <> 'exited')
+         or exists(select 1 from build_job_event e where e.published_at is null)) as work,
         q.queued,
         coalesce(floor(extract(epoch from (t.now - q.oldest))), 0)::bigint as longest_wait_seconds
       from t, queued q
@@ -129,9 +136,22 @@ public final class TickTransitions {
         r.bool("lanes_to_dispatch"),
         r.bool("events_pending"),
         r.bool("housekeeping"),
+        r.bool("work"),
         gauges
             ? new Gauges(r.longValue("queued"), Math.max(0, r.longValue("longest_wait_seconds")))
             : null);
+  }
+
+  private static final String DISARM = "select build_tick_disarm() as disarmed";
+
+  /**
+   * Clears the tick's armed flag if the queue has no work (V014's {@code build_tick_disarm}, which
+   * says why it locks): true when it is clear now. False when work exists or a writer was in
+   * flight; the caller then arms its schedule again. Called after the schedule was turned off, so
+   * an enqueue that commits after this reads the flag clear and arms the schedule itself.
+   */
+  public boolean disarm() {
+    return db.query(DISARM, Params.none()).get(0).bool("disarmed");
   }
 
   /**

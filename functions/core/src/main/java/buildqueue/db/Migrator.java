@@ -56,7 +56,8 @@ public final class Migrator {
           "V010__chained_end_one_statement.sql",
           "V011__outbox_claim_fits_a_row.sql",
           "V012__spot_reclaims.sql",
-          "V013__compute_ledger.sql");
+          "V013__compute_ledger.sql",
+          "V014__idle_tick.sql");
 
   private static final String CREATE_TABLE =
       """

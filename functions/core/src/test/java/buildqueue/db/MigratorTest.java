@@ -166,7 +166,8 @@ class MigratorTest {
               "V010__chained_end_one_statement.sql",
               "V011__outbox_claim_fits_a_row.sql",
               "V012__spot_reclaims.sql",
-              "V013__compute_ledger.sql");
+              "V013__compute_ledger.sql",
+              "V014__idle_tick.sql");
 
       assertThat(recorded(db)).isEqualTo(checksums(Migrator.MIGRATIONS));
       assertThat(new Migrator(db.jdbc()).migrate()).isEmpty();

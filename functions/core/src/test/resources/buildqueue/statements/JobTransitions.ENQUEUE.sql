@@ -58,6 +58,13 @@ event as (
   from inserted i, t
   returning id
 ),
+-- The first enqueue after idle flips the tick's flag (V014) and arms the tick's schedule after
+-- its commit. An armed queue's enqueue only reads the row, so enqueues take no common lock.
+tick_armed as (
+  update build_tick_arm a set armed = true
+  where not a.armed and exists (select 1 from inserted)
+  returning a.id
+),
 joined as (
   select build_lane_turn_join(q.lane, q.user_id, min(q.id)) from inserted q group by q.lane, q.user_id
 ),
@@ -109,6 +116,7 @@ select size.payload_bytes, fits.room, fits.counted_past, queued.n as queued_coun
        (select count(*) from (
           select 1 from build_worker w where w.lane = job.lane and w.status <> 'exited' for share of w) live)
          < case when job.lane = 'shared' then :sharedSlots else 1 end as lane_has_room,
+       exists (select 1 from tick_armed) as arm_tick,
        (select count(*) from superseded s where s.status = 'cancelled') as superseded_count,
        (select string_agg(c.id::text, ',' order by c.id)
         from (select s.id from superseded s where s.status = 'cancelled' order by s.id limit :maxListed) c)

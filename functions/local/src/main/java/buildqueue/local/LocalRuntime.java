@@ -5,6 +5,8 @@ import buildqueue.core.BuildQueue;
 import buildqueue.core.JobQueries;
 import buildqueue.core.OutboxTransitions;
 import buildqueue.core.QueueClock;
+import buildqueue.core.TickBudget;
+import buildqueue.core.TickSchedule;
 import buildqueue.db.Database;
 import buildqueue.db.JdbcDatabase;
 import buildqueue.db.Migrator;
@@ -67,6 +69,8 @@ public final class LocalRuntime implements AutoCloseable {
    */
   private boolean swept;
 
+  private final LocalTickSchedule schedule;
+
   private LocalRuntime(
       LocalSettings settings,
       KindCatalogue kinds,
@@ -77,8 +81,10 @@ public final class LocalRuntime implements AutoCloseable {
       BuildQueue queue,
       HttpApi api,
       LocalHttpServer http,
-      ScheduledExecutorService ticker) {
+      ScheduledExecutorService ticker,
+      LocalTickSchedule schedule) {
     this.settings = settings;
+    this.schedule = schedule;
     this.kinds = kinds;
     this.tokens = tokens;
     this.database = database;
@@ -140,7 +146,16 @@ public final class LocalRuntime implements AutoCloseable {
               settings.maxLogBytes(),
               jobUser);
       opened.push(platform);
-      BuildQueue queue = new BuildQueue(db, platform, settings.queue(), QueueClock.DATABASE);
+      LocalTickSchedule schedule = new LocalTickSchedule(LocalTickSchedule.FALLBACK);
+      BuildQueue queue =
+          new BuildQueue(
+              db,
+              platform,
+              settings.queue(),
+              QueueClock.DATABASE,
+              BuildQueue.ExitListener.NONE,
+              null,
+              schedule);
       platform.onStopped(queue::taskStopped);
       HttpApi api =
           new HttpApi(
@@ -156,7 +171,7 @@ public final class LocalRuntime implements AutoCloseable {
               });
       LocalRuntime runtime =
           new LocalRuntime(
-              settings, kinds, tokens, database, db, platform, queue, api, http, ticker);
+              settings, kinds, tokens, database, db, platform, queue, api, http, ticker, schedule);
       // The first tick runs at once: after a restart it re-checks the workers the last server left.
       ticker.scheduleWithFixedDelay(
           runtime::tick, 0, settings.tickInterval().toMillis(), TimeUnit.MILLISECONDS);
@@ -240,9 +255,13 @@ public final class LocalRuntime implements AutoCloseable {
   }
 
   private void tick() {
+    TickSchedule.Cause cause = schedule.due(System.nanoTime());
+    if (cause == null) {
+      return; // idle: the database is left alone until an enqueue arms the tick, or the fallback
+    }
     try {
       publishLocally();
-      BuildQueue.TickReport r = queue.tick();
+      BuildQueue.TickReport r = queue.tick(TickBudget.of(queue.maxTickBudget()), false, cause);
       if (r.exited() + r.reclaimed() + r.relaunched() + r.stopRequests() > 0) {
         LOG.log(Level.INFO, "tick: {0}", r);
       }

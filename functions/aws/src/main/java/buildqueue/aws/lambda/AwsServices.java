@@ -46,7 +46,8 @@ public final class AwsServices {
             QueueClock.DATABASE,
             settings.metricsNamespace(),
             System.out,
-            kinds);
+            kinds,
+            settings.tickRule().orElse(null));
     catalogue.ifPresent(
         c -> services.queue().useCapacities(new Capacities(Capacity.ON_DEMAND, c.capacities())));
     return services;

@@ -3,6 +3,7 @@ package buildqueue.aws.lambda;
 import buildqueue.api.HttpApi;
 import buildqueue.aws.AwsSettings;
 import buildqueue.aws.events.EventBridgePublisher;
+import buildqueue.aws.events.EventBridgeTickSchedule;
 import buildqueue.aws.metrics.ExitMeter;
 import buildqueue.aws.metrics.MeteredPlatform;
 import buildqueue.aws.metrics.Metrics;
@@ -11,6 +12,7 @@ import buildqueue.core.JobQueries;
 import buildqueue.core.OutboxTransitions;
 import buildqueue.core.QueueClock;
 import buildqueue.core.QueueConfig;
+import buildqueue.core.TickSchedule;
 import buildqueue.db.Database;
 import buildqueue.kinds.KindRegistry;
 import buildqueue.platform.WorkerPlatform;
@@ -53,6 +55,36 @@ public final class QueueServices {
       String metricsNamespace,
       PrintStream metricsOut,
       KindRegistry kinds) {
+    this(
+        component,
+        db,
+        platform,
+        eventBridge,
+        eventBus,
+        config,
+        clock,
+        metricsNamespace,
+        metricsOut,
+        kinds,
+        null);
+  }
+
+  /**
+   * @param tickRule the tick's EventBridge rule, which the queue turns on and off ({@link
+   *     EventBridgeTickSchedule}); null: the tick always runs
+   */
+  public QueueServices(
+      AwsSettings.Component component,
+      Database db,
+      WorkerPlatform platform,
+      EventBridgeClient eventBridge,
+      String eventBus,
+      QueueConfig config,
+      QueueClock clock,
+      String metricsNamespace,
+      PrintStream metricsOut,
+      KindRegistry kinds,
+      String tickRule) {
     this.component = component;
     this.db = db;
     this.platform = new MeteredPlatform(platform);
@@ -73,7 +105,10 @@ public final class QueueServices {
               foldedPublished.addAndGet(sent.accepted().size());
               foldedRefused.addAndGet(sent.refused().size());
               return sent;
-            });
+            },
+            tickRule == null
+                ? TickSchedule.ALWAYS
+                : new EventBridgeTickSchedule(eventBridge, tickRule));
     this.api = new HttpApi(queue, new JobQueries(db, config, clock), kinds);
     this.metricsNamespace = metricsNamespace;
     this.metricsOut = metricsOut;

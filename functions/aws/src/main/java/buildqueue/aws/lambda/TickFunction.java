@@ -5,6 +5,7 @@ import buildqueue.aws.metrics.Metrics;
 import buildqueue.aws.metrics.QueueGauges;
 import buildqueue.core.BuildQueue;
 import buildqueue.core.TickBudget;
+import buildqueue.core.TickSchedule;
 import com.amazonaws.services.lambda.runtime.Context;
 import com.amazonaws.services.lambda.runtime.RequestStreamHandler;
 import com.fasterxml.jackson.databind.JsonNode;
@@ -69,6 +70,7 @@ public final class TickFunction implements RequestStreamHandler {
     s.primeLocally();
     for (int round = 0; round < Priming.ROUNDS; round++) {
       eventId(SAMPLE_EVENT);
+      cause(SAMPLE_EVENT);
       writeReport("primed", OutputStream.nullOutputStream());
       TickBudget.of(budget(null)).limit();
     }
@@ -82,11 +84,35 @@ public final class TickFunction implements RequestStreamHandler {
   @Override
   public void handleRequest(InputStream input, OutputStream output, Context context)
       throws IOException {
-    writeReport(tick(eventId(input.readAllBytes()), context), output);
+    byte[] event = input.readAllBytes();
+    writeReport(tick(eventId(event), cause(event), context), output);
   }
 
   public String handleRequest(Map<String, Object> event, Context context) {
-    return tick(event != null && event.get("id") instanceof String id ? id : null, context);
+    return tick(
+        event != null && event.get("id") instanceof String id ? id : null,
+        event != null && Boolean.TRUE.equals(event.get(FALLBACK))
+            ? TickSchedule.Cause.FALLBACK
+            : TickSchedule.Cause.SCHEDULE,
+        context);
+  }
+
+  /**
+   * The fallback rule's constant input ({@code {"fallback": true}} in template.yaml): the tick it
+   * starts turns the minute rule on when it finds work, since an arm may have been lost.
+   */
+  static final String FALLBACK = "fallback";
+
+  /** Whether the event is the fallback rule's; anything else is the minute rule's. */
+  static TickSchedule.Cause cause(byte[] event) {
+    try {
+      JsonNode tree = JSON.readTree(event);
+      return tree != null && tree.path(FALLBACK).asBoolean(false)
+          ? TickSchedule.Cause.FALLBACK
+          : TickSchedule.Cause.SCHEDULE;
+    } catch (IOException e) {
+      return TickSchedule.Cause.SCHEDULE;
+    }
   }
 
   /** The event's id, or null: an event that is not JSON still ticks (the schedule fired). */
@@ -109,14 +135,14 @@ public final class TickFunction implements RequestStreamHandler {
     }
   }
 
-  private String tick(String eventId, Context context) {
+  private String tick(String eventId, TickSchedule.Cause cause, Context context) {
     QueueServices s = services.get();
     Metrics metrics = s.newMetrics();
     if (eventId != null) {
       metrics.property("scheduleEventId", eventId);
     }
     try {
-      BuildQueue.TickReport report = s.queue().tick(TickBudget.of(budget(context)), true);
+      BuildQueue.TickReport report = s.queue().tick(TickBudget.of(budget(context)), true, cause);
       LOG.log(report.cutShort().isEmpty() ? Level.INFO : Level.WARNING, "tick: {0}", report);
       metrics.count(Metrics.TICK_DISPATCHED, report.dispatched());
       metrics.count(Metrics.LAUNCHES_RETRIED, report.relaunched());

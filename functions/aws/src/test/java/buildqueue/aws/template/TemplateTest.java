@@ -78,15 +78,23 @@ class TemplateTest {
   /**
    * The AWS calls each part makes through the ports, beyond the database: launching (every queue
    * function dispatches), StopTask (a cancel before the worker starts, a worker past its lease),
-   * DescribeTasks (the tick's liveness check), PutEvents (publishing after writes, and the tick).
-   * Every SDK call in the code must be attributed here ({@link
-   * #every_aws_call_in_the_code_is_attributed}).
+   * DescribeTasks (the tick's liveness check), PutEvents (publishing after writes, and the tick);
+   * EnableRule (the first enqueue after idle arms the tick's rule) and DisableRule (the tick that
+   * finds no work), on the tick's rule only. Every SDK call in the code must be attributed here
+   * ({@link #every_aws_call_in_the_code_is_attributed}).
    */
   private static final Map<Component, Set<String>> CALLS =
       Map.of(
-          Component.ENQUEUE, Set.of("ecs:RunTask", "ecs:StopTask", "events:PutEvents"),
+          Component.ENQUEUE,
+              Set.of("ecs:RunTask", "ecs:StopTask", "events:PutEvents", "events:EnableRule"),
           Component.TICK,
-              Set.of("ecs:RunTask", "ecs:DescribeTasks", "ecs:StopTask", "events:PutEvents"),
+              Set.of(
+                  "ecs:RunTask",
+                  "ecs:DescribeTasks",
+                  "ecs:StopTask",
+                  "events:PutEvents",
+                  "events:EnableRule",
+                  "events:DisableRule"),
           Component.TASK_STATE_CHANGE, Set.of("ecs:RunTask", "events:PutEvents"),
           Component.MIGRATE, Set.of("secretsmanager:GetSecretValue"), // the worker role's password
           // Secrets Manager's rotation steps, on the worker role's secret only.
@@ -740,6 +748,10 @@ class TemplateTest {
                   .isEqualTo(standIn("StopEventsDeadLetterQueue", "Arn"));
             } else if (action.equals("events:PutEvents")) {
               assertThat(String.valueOf(resource)).endsWith(":event-bus/default");
+            } else if (action.equals("events:EnableRule") || action.equals("events:DisableRule")) {
+              assertThat(String.valueOf(resource))
+                  .as("%s turns only the tick's rule on and off", who)
+                  .isEqualTo("arn:aws:events:eu-west-1:111122223333:rule/" + STACK + "-tick");
             }
           }
         });

@@ -47,6 +47,12 @@ public final class EventBridgeFake implements AutoCloseable {
   private final AtomicInteger failWholeCalls = new AtomicInteger();
   private volatile Predicate<JsonNode> refuse = detail -> false;
 
+  /** Rules on the default bus by name, and whether each is enabled. */
+  private final java.util.Map<String, Boolean> rules =
+      new java.util.concurrent.ConcurrentHashMap<>();
+
+  private final List<String> ruleCalls = Collections.synchronizedList(new ArrayList<>());
+
   public EventBridgeFake() {
     try {
       server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
@@ -71,6 +77,57 @@ public final class EventBridgeFake implements AutoCloseable {
         .httpClient(UrlConnectionHttpClient.create())
         .overrideConfiguration(c -> c.retryStrategy(AwsRetryStrategy.doNotRetry()))
         .build();
+  }
+
+  /** A rule on the default bus, enabled, as the stack's template creates the tick's. */
+  public void rule(String name) {
+    rules.put(name, true);
+  }
+
+  /** Whether the rule is enabled; null when there is no such rule. */
+  public Boolean enabled(String name) {
+    return rules.get(name);
+  }
+
+  /** Every EnableRule and DisableRule call in order, as "EnableRule name". */
+  public List<String> ruleCalls() {
+    synchronized (ruleCalls) {
+      return List.copyOf(ruleCalls);
+    }
+  }
+
+  /**
+   * EnableRule and DisableRule as EventBridge answers them: an empty 200 (each is idempotent), or,
+   * for a rule that does not exist on the bus, a 400 ResourceNotFoundException "Rule NAME does not
+   * exist on EventBus default." (the only one of their documented errors the queue can reach:
+   * ConcurrentModificationException, InternalException, ManagedRuleException are not).
+   */
+  private void ruleState(HttpExchange exchange, String target, JsonNode request)
+      throws IOException {
+    String name = request.path("Name").asText(null);
+    String bus = request.path("EventBusName").asText("default");
+    if (name == null || name.isEmpty() || name.length() > 64) {
+      respond(
+          exchange,
+          400,
+          error(
+              "ValidationException",
+              "1 validation error detected: Value at 'name' failed to satisfy constraint"));
+      return;
+    }
+    if (!bus.equals("default") || !rules.containsKey(name)) {
+      respond(
+          exchange,
+          400,
+          error(
+              "ResourceNotFoundException",
+              "Rule " + name + " does not exist on EventBus " + bus + "."));
+      return;
+    }
+    boolean enable = target.equals("AWSEvents.EnableRule");
+    rules.put(name, enable);
+    ruleCalls.add((enable ? "EnableRule " : "DisableRule ") + name);
+    respond(exchange, 200, "{}");
   }
 
   /** Entries whose detail matches are refused with an InternalFailure (until changed). */
@@ -104,6 +161,14 @@ public final class EventBridgeFake implements AutoCloseable {
     try (exchange) {
       byte[] body = exchange.getRequestBody().readAllBytes();
       String target = exchange.getRequestHeaders().getFirst("X-Amz-Target");
+      if ("AWSEvents.EnableRule".equals(target) || "AWSEvents.DisableRule".equals(target)) {
+        if (failWholeCalls.getAndUpdate(n -> Math.max(0, n - 1)) > 0) {
+          respond(exchange, 500, error("InternalException", "injected failure"));
+          return;
+        }
+        ruleState(exchange, target, JSON.readTree(body));
+        return;
+      }
       if (!"AWSEvents.PutEvents".equals(target)) {
         respond(exchange, 400, error("UnknownOperationException", "unsupported target " + target));
         return;
