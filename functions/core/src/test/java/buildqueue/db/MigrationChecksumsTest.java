@@ -54,8 +54,7 @@ class MigrationChecksumsTest {
         "V013__compute_ledger.sql",
         "3028e31997251895fa0db70708dcff19586c5e2b798c7f143dc9317e805d3545");
     RELEASED.put(
-        "V014__idle_tick.sql",
-        "4e8c3110108c24f5e5f8ca38126c5365c9ab75d1de9af2dc46edf456fcddae55");
+        "V014__idle_tick.sql", "4e8c3110108c24f5e5f8ca38126c5365c9ab75d1de9af2dc46edf456fcddae55");
   }
 
   @Test
