@@ -1,5 +1,6 @@
 package buildqueue.api;
 
+import buildqueue.core.JobQueries;
 import buildqueue.core.JobQueries.CurrentJob;
 import buildqueue.core.JobQueries.EventView;
 import buildqueue.core.JobQueries.JobView;
@@ -9,6 +10,7 @@ import buildqueue.core.JobQueries.QueuedJob;
 import buildqueue.core.JobQueries.SlotView;
 import buildqueue.core.JobQueries.Waiting;
 import buildqueue.core.JobQueries.WorkerView;
+import buildqueue.core.Priority;
 import buildqueue.db.Json;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.DeserializationFeature;
@@ -100,6 +102,7 @@ final class ApiJson {
     o.set("log", j.log().map(l -> (JsonNode) log(j.id(), l)).orElse(NODES.nullNode()));
     o.put("supersedeKey", j.supersedeKey());
     o.put("supersededBy", j.supersededBy());
+    o.put("priority", Priority.name(j.priority()));
     o.set("waitingFor", waiting.map(w -> (JsonNode) waiting(w)).orElse(NODES.nullNode()));
     return o;
   }
@@ -203,7 +206,11 @@ final class ApiJson {
       j.put("position", q.position());
       j.put("createdAt", time(q.createdAt()));
       j.put("notBefore", time(q.notBefore()));
+      j.put("priority", Priority.name(q.priority()));
     }
+    o.put("paused", l.pause().isPresent());
+    o.put("pausedAt", l.pause().map(p -> time(p.pausedAt())).orElse(null));
+    o.put("pausedBy", l.pause().map(JobQueries.Pause::pausedBy).orElse(null));
     return o;
   }
 

@@ -47,6 +47,9 @@ class MigrationChecksumsTest {
     RELEASED.put(
         "V011__outbox_claim_fits_a_row.sql",
         "6f780992a6582c642543dee99d2157fc9808e2fe506a07a56450bd5ab1917b27");
+    RELEASED.put(
+        "V015__priorities_and_pause.sql",
+        "316b788c8aa7b29f3082b6636a6bc02211fe1f96444206a912fc57f3f0ee5a68");
   }
 
   @Test

@@ -82,9 +82,12 @@ final class Mutants {
   private static final String WORKER_START =
       "src/main/resources/buildqueue/db/migrations/V007__worker_start_lock_order.sql";
 
-  /** The choice of a lane's next job, {@code build_lane_next_job} (V008, written plainly). */
+  /**
+   * The choice of a lane's next job, {@code build_lane_next_job} (V015 last defines it, written
+   * plainly).
+   */
   private static final String LANE_CHOICE =
-      "src/main/resources/buildqueue/db/migrations/V008__lane_choice.sql";
+      "src/main/resources/buildqueue/db/migrations/V015__priorities_and_pause.sql";
 
   private static final String EXEC = "src/main/java/buildqueue/worker/exec/";
 

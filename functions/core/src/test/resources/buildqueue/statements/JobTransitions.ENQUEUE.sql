@@ -27,8 +27,9 @@ fits as (
   from size, queued, replaced, quota
 ),
 inserted as (
-  insert into build_job (user_id, kind, payload, idempotency_key, supersede_key, lane, created_at)
-  select :userId, :kind, doc.payload, :key, :supersedeKey, build_lane_of(:userId), t.now from t, doc, fits
+  insert into build_job (user_id, kind, payload, idempotency_key, supersede_key, priority, lane, created_at)
+  select :userId, :kind, doc.payload, :key, :supersedeKey, :priority::smallint, build_lane_of(:userId), t.now
+  from t, doc, fits
   where fits.small and fits.room
   on conflict (user_id, idempotency_key) do nothing
   returning id, lane, user_id
