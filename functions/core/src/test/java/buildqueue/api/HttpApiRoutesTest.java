@@ -65,6 +65,7 @@ class HttpApiRoutesTest extends ApiTest {
             "log",
             "supersedeKey",
             "supersededBy",
+            "priority",
             "waitingFor");
     assertThat(job.get("status").asText()).isEqualTo("succeeded");
     assertThat(job.get("position").isNull()).isTrue();

@@ -164,6 +164,18 @@ final class Mutants {
               update build_lane_turn u set turn = u.turn
           """),
           new Mutant(
+              "priority-ignored-within-a-user",
+              "§4.7: a user's queued jobs go by priority, then age (a retry aside)",
+              LANE_CHOICE,
+              "             order by q.priority desc, q.id limit 1 for update of q skip locked),\n",
+              "             order by q.id limit 1 for update of q skip locked),\n"),
+          new Mutant(
+              "priority-jumps-the-turns",
+              "§12: a priority orders its user's own jobs, never the turns between users",
+              LANE_CHOICE,
+              "and q.status = 'queued' and q.priority = 2\n",
+              "and q.status = 'queued' and q.priority >= 1\n"),
+          new Mutant(
               "start-without-lease",
               "§4.3 worker start: launching → running only before the lease",
               WORKER_START,
