@@ -37,6 +37,9 @@ public final class Main {
           + DedicatedCommand.USAGE
           + QuotaCommand.USAGE
           + CancelCommand.USAGE
+          + PriorityCommand.USAGE
+          + RunNextCommand.USAGE
+          + LaneCommand.USAGE
           + LogsCommand.USAGE
           + """
 
@@ -64,6 +67,9 @@ public final class Main {
     commands.put("dedicated", new DedicatedCommand(cli));
     commands.put("quota", new QuotaCommand(cli));
     commands.put("cancel", new CancelCommand(cli));
+    commands.put("priority", new PriorityCommand(cli));
+    commands.put("run-next", new RunNextCommand(cli));
+    commands.put("lane", new LaneCommand(cli));
     commands.put("logs", new LogsCommand(cli));
   }
 
