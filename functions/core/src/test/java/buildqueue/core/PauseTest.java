@@ -46,7 +46,8 @@ class PauseTest {
       jobs.add(e.jobId());
       if (second == 30) {
         // The running job ends: its worker would chain the next job, but the lane is paused.
-        assertThat(h.workers.end(first.workerId(), first.token(), running, JobStatus.SUCCEEDED, null))
+        assertThat(
+                h.workers.end(first.workerId(), first.token(), running, JobStatus.SUCCEEDED, null))
             .isInstanceOf(Ended.Drained.class);
         h.queue.taskStopped(
             ManualPlatform.taskIdOf(first.workerId()), first.workerId(), first.token(), "exited");
@@ -56,7 +57,8 @@ class PauseTest {
 
     assertThat(h.manual.launches()).as("launches while paused").hasSize(1);
     assertThat(h.status(running)).isEqualTo("succeeded");
-    assertThat(jobs.subList(1, jobs.size())).allSatisfy(id -> assertThat(h.status(id)).isEqualTo("queued"));
+    assertThat(jobs.subList(1, jobs.size()))
+        .allSatisfy(id -> assertThat(h.status(id)).isEqualTo("queued"));
 
     order.resume(Lanes.SHARED);
     h.queue.dispatchLane(Lanes.SHARED);
