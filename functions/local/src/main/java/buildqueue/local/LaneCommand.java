@@ -26,7 +26,8 @@ record LaneCommand(Cli cli) implements CliCommand {
         Cli.accepted(
             ApiConnection.open(cli, cl, "cli", true)
                 .put(
-                    "lanes/" + java.net.URLEncoder.encode(lane, java.nio.charset.StandardCharsets.UTF_8),
+                    "lanes/"
+                        + java.net.URLEncoder.encode(lane, java.nio.charset.StandardCharsets.UTF_8),
                     Cli.JSON.createObjectNode().put("paused", action.equals("pause"))));
     return cli.answer(cl, reply.text(), Render.lanes(Cli.JSON.createArrayNode().add(reply.json())));
   }

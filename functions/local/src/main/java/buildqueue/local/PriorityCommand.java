@@ -26,8 +26,7 @@ record PriorityCommand(Cli cli) implements CliCommand {
   @Override
   public int run(List<String> args) {
     CommandLine cl =
-        CommandLine.parse(
-            "priority", args, Cli.union(ApiConnection.FLAGS, "user"), Set.of("json"));
+        CommandLine.parse("priority", args, Cli.union(ApiConnection.FLAGS, "user"), Set.of("json"));
     String id = Cli.jobId(cl.positional(0, "a job id: priority <job-id> low|normal|high"));
     String value = priority(cl.positional(1, "a priority: priority <job-id> low|normal|high"));
     cl.atMostPositionals(2, "priority <job-id> low|normal|high");
