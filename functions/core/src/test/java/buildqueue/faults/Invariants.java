@@ -427,7 +427,7 @@ final class Invariants {
                         + after.lane()
                         + " while job "
                         + other.id()
-                        + " of the same order (priority "
+                        + " of the same user (priority "
                         + other.priority()
                         + ") waited"
                     : "§5.6 job "
