@@ -72,7 +72,7 @@ class ArchitectureDocTest {
   private static final Pattern MARGIN_GUARD =
       Pattern.compile("expires_at\\s*-\\s*\\w*deadline_margin\\w*[^<>;\\n]*>\\s*[\\w.]*now\\b");
   private static final Map<String, String> TYPE_NAMES =
-      Map.of("int8", "bigint", "int4", "integer", "bool", "boolean");
+      Map.of("int8", "bigint", "int4", "integer", "int2", "smallint", "bool", "boolean");
 
   /** The migrated schema, read once: columns of each table in order, and each function's body. */
   private record Schema(

@@ -1,6 +1,7 @@
 package buildqueue.api;
 
 import buildqueue.core.Cost;
+import buildqueue.core.JobQueries;
 import buildqueue.core.JobQueries.CurrentJob;
 import buildqueue.core.JobQueries.EventView;
 import buildqueue.core.JobQueries.JobView;
@@ -11,6 +12,7 @@ import buildqueue.core.JobQueries.SlotView;
 import buildqueue.core.JobQueries.Waiting;
 import buildqueue.core.JobQueries.WorkerView;
 import buildqueue.core.Ledger;
+import buildqueue.core.Priority;
 import buildqueue.db.Json;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.DeserializationFeature;
@@ -102,6 +104,7 @@ final class ApiJson {
     o.set("log", j.log().map(l -> (JsonNode) log(j.id(), l)).orElse(NODES.nullNode()));
     o.put("supersedeKey", j.supersedeKey());
     o.put("supersededBy", j.supersededBy());
+    o.put("priority", Priority.name(j.priority()));
     o.set("waitingFor", waiting.map(w -> (JsonNode) waiting(w)).orElse(NODES.nullNode()));
     Cost cost = Cost.of(j.cost(), ledger);
     o.set("cost", cost == null ? NODES.nullNode() : cost(cost));
@@ -218,7 +221,11 @@ final class ApiJson {
       j.put("position", q.position());
       j.put("createdAt", time(q.createdAt()));
       j.put("notBefore", time(q.notBefore()));
+      j.put("priority", Priority.name(q.priority()));
     }
+    o.put("paused", l.pause().isPresent());
+    o.put("pausedAt", l.pause().map(p -> time(p.pausedAt())).orElse(null));
+    o.put("pausedBy", l.pause().map(JobQueries.Pause::pausedBy).orElse(null));
     return o;
   }
 

@@ -87,7 +87,7 @@ public final class HttpApi {
             new JobSubmission(queue, kinds, answers),
             new JobRoutes(queue, queries, answers),
             new JobLogRoute(queries),
-            new LaneRoutes(queries),
+            new LaneRoutes(queue, queries),
             new UserRoutes(queue),
             new UsageRoutes(queries));
     this.routes = resources.stream().flatMap(r -> r.routes().stream()).toList();

@@ -6,6 +6,8 @@ import buildqueue.core.JobQueries.JobView;
 import buildqueue.core.JobQueries.Waiting;
 import buildqueue.core.JobStatus;
 import buildqueue.core.JobTransitions;
+import buildqueue.core.OrderTransitions;
+import buildqueue.core.Priority;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.util.Arrays;
@@ -18,8 +20,10 @@ import java.util.stream.Collectors;
 
 /**
  * The jobs once submitted: {@code GET /jobs} (a page of the caller's, or for an admin anyone's),
- * {@code GET /jobs/{id}}, {@code GET /jobs/{id}/events} (its history) and {@code POST
- * /jobs/{id}/cancel}. Submitting is {@link JobSubmission}; the log is {@link JobLogRoute}.
+ * {@code GET /jobs/{id}}, {@code GET /jobs/{id}/events} (its history), {@code POST
+ * /jobs/{id}/cancel}, {@code PATCH /jobs/{id}} (a queued job's priority) and {@code POST
+ * /jobs/{id}/run-next} (admins). Submitting is {@link JobSubmission}; the log is {@link
+ * JobLogRoute}.
  */
 record JobRoutes(BuildQueue queue, JobQueries queries, JobAnswers answers)
     implements Route.Resource {
@@ -34,7 +38,53 @@ record JobRoutes(BuildQueue queue, JobQueries queries, JobAnswers answers)
             this::listJobs),
         new Route("GET", "/jobs/{id}", Route.Access.USER, Set.of(), this::getJob),
         new Route("GET", "/jobs/{id}/events", Route.Access.USER, Set.of("after"), this::events),
-        new Route("POST", "/jobs/{id}/cancel", Route.Access.USER, Set.of(), this::cancel));
+        new Route("POST", "/jobs/{id}/cancel", Route.Access.USER, Set.of(), this::cancel),
+        new Route("PATCH", "/jobs/{id}", Route.Access.USER, Set.of(), this::patch),
+        new Route("POST", "/jobs/{id}/run-next", Route.Access.ADMIN, Set.of(), this::runNext));
+  }
+
+  private static final String PATCH_EXAMPLE = "{\"priority\": \"high\"}";
+
+  /** A queued job's priority among its owner's queued jobs: the owner's or an admin's change. */
+  private ApiResponse patch(Call call) {
+    long id = call.jobId();
+    ObjectNode body = JsonBodies.object(call.request(), PATCH_EXAMPLE);
+    JsonBodies.onlyFields(body, Set.of("priority"), "PATCH /jobs/{id}");
+    Priority priority = JobSubmission.priority(body.get("priority"), PATCH_EXAMPLE);
+    if (priority == null) {
+      throw ApiProblem.invalid("Send the new \"priority\", e.g. " + PATCH_EXAMPLE + ".");
+    }
+    return reordered(
+        call,
+        queue.setPriority(id, call.caller().admin() ? null : call.caller().userId(), priority));
+  }
+
+  /**
+   * An admin's "run next": the queued job goes to the head of its lane (before retries and the
+   * turns between users), and the lane is dispatched at once.
+   */
+  private ApiResponse runNext(Call call) {
+    JobView job = answers.visibleJob(call);
+    return reordered(call, queue.runNext(job.id(), job.lane()));
+  }
+
+  private ApiResponse reordered(Call call, OrderTransitions.Reordered result) {
+    if (result instanceof OrderTransitions.Reordered.NotFound n) {
+      throw JobAnswers.notFound(n.jobId());
+    }
+    if (result instanceof OrderTransitions.Reordered.NotQueued n) {
+      throw new ApiProblem(
+          ApiProblem.Type.CONFLICT,
+          "Job "
+              + n.jobId()
+              + " is "
+              + n.status().sql()
+              + ", not queued: only a queued job's order can change. "
+              + (n.status().finished()
+                  ? "Submit a new job to run it again."
+                  : "It has started; cancel it with POST /jobs/{id}/cancel if it should not run."));
+    }
+    return ApiJson.response(200, answers.json(answers.visibleJob(call), call.caller()));
   }
 
   private ApiResponse listJobs(Call call) {

@@ -5,6 +5,7 @@ import buildqueue.core.BuildQueue;
 import buildqueue.core.JobQueries.JobView;
 import buildqueue.core.JobTransitions;
 import buildqueue.core.PayloadTooLargeException;
+import buildqueue.core.Priority;
 import buildqueue.core.QueueFullException;
 import buildqueue.core.RowLimits;
 import buildqueue.db.Json;
@@ -17,7 +18,9 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
+import java.util.stream.Collectors;
 
 /**
  * {@code POST /jobs}: a job's kind and payload checked against the known kinds, then enqueued once
@@ -38,7 +41,8 @@ record JobSubmission(BuildQueue queue, KindRegistry kinds, JobAnswers answers)
     ObjectNode body = JsonBodies.object(call.request(), SUBMIT_EXAMPLE);
     JsonBodies.onlyFields(
         body,
-        new LinkedHashSet<>(List.of("kind", "payload", "idempotencyKey", "supersedeKey")),
+        new LinkedHashSet<>(
+            List.of("kind", "payload", "idempotencyKey", "supersedeKey", "priority")),
         "POST /jobs");
     JsonNode kindNode = body.get("kind");
     if (kindNode == null || kindNode.isNull()) {
@@ -94,6 +98,8 @@ record JobSubmission(BuildQueue queue, KindRegistry kinds, JobAnswers answers)
 
     String key = key(body.get("idempotencyKey"), "idempotencyKey");
     String supersedeKey = key(body.get("supersedeKey"), "supersedeKey");
+    Priority priority =
+        Optional.ofNullable(priority(body.get("priority"), SUBMIT_EXAMPLE)).orElse(Priority.NORMAL);
     String payloadText;
     try {
       payloadText = ApiJson.MAPPER.writeValueAsString(payload);
@@ -105,7 +111,8 @@ record JobSubmission(BuildQueue queue, KindRegistry kinds, JobAnswers answers)
     BuildQueue.Submitted submitted;
     try {
       submitted =
-          queue.submit(call.caller().userId(), kind, new Json(payloadText), key, supersedeKey);
+          queue.submit(
+              call.caller().userId(), kind, new Json(payloadText), key, supersedeKey, priority);
     } catch (PayloadTooLargeException e) {
       throw payloadTooLarge(e.storedBytes());
     } catch (QueueFullException e) {
@@ -139,6 +146,34 @@ record JobSubmission(BuildQueue queue, KindRegistry kinds, JobAnswers answers)
     }
     return ApiJson.response(enqueued.created() ? 201 : 200, out)
         .withHeader("Location", "/jobs/" + job.id());
+  }
+
+  /**
+   * The {@code priority} field: {@code low}, {@code normal} or {@code high}; null when it is left
+   * out or null. Anything else is a 400 that lists the values ({@code next} is an admin's, by
+   * {@code POST /jobs/{id}/run-next}).
+   */
+  static Priority priority(JsonNode node, String example) {
+    if (node == null || node.isNull()) {
+      return null;
+    }
+    String names =
+        Priority.CHOSEN.stream().map(Priority::apiName).collect(Collectors.joining(", "));
+    return Optional.ofNullable(node.isTextual() ? node.textValue() : null)
+        .flatMap(Priority::chosen)
+        .orElseThrow(
+            () ->
+                ApiProblem.invalid(
+                    "The field \"priority\" must be one of "
+                        + names
+                        + " (it orders your own queued jobs; normal when left out), not "
+                        + JsonBodies.printable(node.toString())
+                        + (node.isTextual() && node.textValue().equals(Priority.NEXT.apiName())
+                            ? ": \"next\" is an admin's, set by POST /jobs/{id}/run-next"
+                            : "")
+                        + "; e.g. "
+                        + example
+                        + "."));
   }
 
   /** The enqueue statement counted the user's queued jobs against their quota and wrote nothing. */

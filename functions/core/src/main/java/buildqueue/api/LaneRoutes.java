@@ -1,21 +1,67 @@
 package buildqueue.api;
 
+import buildqueue.core.BuildQueue;
 import buildqueue.core.JobQueries;
+import buildqueue.core.JobQueries.LaneView;
+import buildqueue.core.Lanes;
+import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.util.List;
+import java.util.Optional;
 import java.util.Set;
 
 /**
- * {@code GET /lanes} (admins): every lane that matters now with its slots and first queued jobs, a
- * page at a time.
+ * {@code GET /lanes} (admins): every lane that matters now with its slots, first queued jobs and
+ * whether it is paused, a page at a time; {@code PUT /lanes/{lane}} (admins) pauses or resumes one.
  */
-record LaneRoutes(JobQueries queries) implements Route.Resource {
+record LaneRoutes(BuildQueue queue, JobQueries queries) implements Route.Resource {
+  private static final String PAUSE_EXAMPLE = "{\"paused\": true}";
+
   @Override
   public List<Route> routes() {
     return List.of(
-        new Route(
-            "GET", "/lanes", Route.Access.ADMIN, Set.of("queuedLimit", "after"), this::lanes));
+        new Route("GET", "/lanes", Route.Access.ADMIN, Set.of("queuedLimit", "after"), this::lanes),
+        new Route("PUT", "/lanes/{lane}", Route.Access.ADMIN, Set.of(), this::putLane));
+  }
+
+  /**
+   * Pauses a lane (running jobs finish; nothing is dispatched or chained; enqueue still queues) or
+   * resumes it, which dispatches it in the same request, as an enqueue does. Answers the lane as
+   * {@code GET /lanes} shows it.
+   */
+  private ApiResponse putLane(Call call) {
+    String lane = lane(call.params().get("lane"), "The lane in the path");
+    ObjectNode body = JsonBodies.object(call.request(), PAUSE_EXAMPLE);
+    JsonBodies.onlyFields(body, Set.of("paused"), "PUT /lanes/{lane}");
+    JsonNode paused = body.get("paused");
+    if (paused == null || !paused.isBoolean()) {
+      throw ApiProblem.invalid(
+          "The field \"paused\" must be true (pause the lane: running jobs finish, nothing new"
+              + " starts) or false (resume it), not "
+              + (paused == null ? "missing" : JsonBodies.kindOf(paused))
+              + "; send e.g. "
+              + PAUSE_EXAMPLE
+              + ".");
+    }
+    if (paused.booleanValue()) {
+      queue.pauseLane(lane, call.caller().userId());
+    } else {
+      queue.resumeLane(lane);
+    }
+    LaneView view =
+        queries
+            .lane(lane, HttpApi.DEFAULT_QUEUED_LIMIT)
+            .orElseGet(
+                () ->
+                    new LaneView(
+                        lane,
+                        Lanes.capacity(lane, queue.config()),
+                        0,
+                        List.of(),
+                        List.of(),
+                        Optional.empty()));
+    return ApiJson.response(200, ApiJson.lane(view));
   }
 
   private ApiResponse lanes(Call call) {
@@ -36,11 +82,17 @@ record LaneRoutes(JobQueries queries) implements Route.Resource {
 
   /** A lanes page cursor: a lane name, as a previous page's {@code next} link names it. */
   private static String laneCursor(String raw) {
+    return lane(raw, "Query parameter \"after\"");
+  }
+
+  /** A lane's name: "shared" or "user:" and a user id. */
+  private static String lane(String raw, String what) {
     String user = raw.startsWith("user:") ? raw.substring("user:".length()) : raw;
     if (!raw.equals("shared") && !(raw.startsWith("user:") && Ids.usable(user))) {
       throw ApiProblem.invalid(
-          "Query parameter \"after\" must be a lane (\"shared\" or \"user:\" and a user id), "
-              + "as in the \"next\" link of the previous page, not \""
+          what
+              + " must be a lane (\"shared\" or \"user:\" and a user id), "
+              + "as GET /lanes names it, not \""
               + JsonBodies.printable(raw)
               + "\".");
     }

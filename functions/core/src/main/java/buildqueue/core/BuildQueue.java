@@ -47,6 +47,7 @@ public final class BuildQueue {
   private final ExitTransitions exits;
   private final TickTransitions tick;
   private final TickSchedule schedule;
+  private final OrderTransitions order;
   private volatile boolean dispatching = true;
   private volatile Capacities capacities = Capacities.ON_DEMAND;
 
@@ -101,6 +102,7 @@ public final class BuildQueue {
     this.dispatch = new DispatchTransitions(db, config, clock);
     this.exits = new ExitTransitions(db, config, clock);
     this.tick = new TickTransitions(db, config, clock);
+    this.order = new OrderTransitions(db, clock);
   }
 
   public QueueConfig config() {
@@ -139,9 +141,22 @@ public final class BuildQueue {
    */
   public JobTransitions.Enqueued enqueue(
       String userId, String kind, Json payload, String idempotencyKey, String supersedeKey) {
+    return enqueue(userId, kind, payload, idempotencyKey, supersedeKey, Priority.NORMAL);
+  }
+
+  /**
+   * As {@link #enqueue(String, String, Json, String, String)}, with a priority among the user's.
+   */
+  public JobTransitions.Enqueued enqueue(
+      String userId,
+      String kind,
+      Json payload,
+      String idempotencyKey,
+      String supersedeKey,
+      Priority priority) {
     RequestTail tail = newTail();
     JobTransitions.Enqueued enqueued =
-        enqueue(userId, kind, payload, idempotencyKey, supersedeKey, tail, false);
+        enqueue(userId, kind, payload, idempotencyKey, supersedeKey, priority, tail, false);
     finishQuietly(tail, "job " + enqueued.jobId() + "'s enqueue");
     return enqueued;
   }
@@ -160,9 +175,20 @@ public final class BuildQueue {
    */
   public Submitted submit(
       String userId, String kind, Json payload, String idempotencyKey, String supersedeKey) {
+    return submit(userId, kind, payload, idempotencyKey, supersedeKey, Priority.NORMAL);
+  }
+
+  /** As {@link #submit(String, String, Json, String, String)}, with a priority among the user's. */
+  public Submitted submit(
+      String userId,
+      String kind,
+      Json payload,
+      String idempotencyKey,
+      String supersedeKey,
+      Priority priority) {
     RequestTail tail = newTail();
     JobTransitions.Enqueued enqueued =
-        enqueue(userId, kind, payload, idempotencyKey, supersedeKey, tail, true);
+        enqueue(userId, kind, payload, idempotencyKey, supersedeKey, priority, tail, true);
     JobQueries.JobView job =
         tail.finish()
             .orElseThrow(
@@ -178,10 +204,11 @@ public final class BuildQueue {
       Json payload,
       String idempotencyKey,
       String supersedeKey,
+      Priority priority,
       RequestTail tail,
       boolean answer) {
     JobTransitions.Enqueued enqueued =
-        jobs.enqueue(userId, kind, payload, idempotencyKey, supersedeKey, tail);
+        jobs.enqueue(userId, kind, payload, idempotencyKey, supersedeKey, priority, tail);
     if (enqueued.armTick()) {
       // First, before the dispatch: a caller that dies in it has armed already.
       armAfterCommit(enqueued.jobId());
@@ -319,6 +346,40 @@ public final class BuildQueue {
           request,
           e.getMessage());
     }
+  }
+
+  /**
+   * Gives a queued job a priority among its user's ({@code userId}: the owner asking; null: an
+   * admin). The order of the lane changes, not its slots: nothing is dispatched.
+   */
+  public OrderTransitions.Reordered setPriority(long jobId, String userId, Priority priority) {
+    return order.setPriorityIfQueued(jobId, userId, priority);
+  }
+
+  /**
+   * An admin's "run next": the queued job becomes the head of its lane ({@link Priority#NEXT}),
+   * then the lane is dispatched, so a free slot takes it at once.
+   */
+  public OrderTransitions.Reordered runNext(long jobId, String lane) {
+    OrderTransitions.Reordered r = order.setPriorityIfQueued(jobId, null, Priority.NEXT);
+    if (r instanceof OrderTransitions.Reordered.Done) {
+      dispatchLane(lane);
+    }
+    return r;
+  }
+
+  /** Pauses a lane: nothing is dispatched or chained there until it is resumed. */
+  public void pauseLane(String lane, String by) {
+    order.pause(lane, by);
+  }
+
+  /**
+   * Resumes a lane and drains it in the same request, as an enqueue does: its free slots take its
+   * next jobs now, not at the next tick.
+   */
+  public void resumeLane(String lane) {
+    order.resume(lane);
+    dispatchLane(lane);
   }
 
   /**

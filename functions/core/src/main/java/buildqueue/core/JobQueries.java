@@ -81,13 +81,16 @@ public final class JobQueries {
    * A job as its owner sees it.
    *
    * @param position 1-based place in its lane while {@code queued}: how many jobs the lane takes
-   *     before it, plus one (in a FIFO lane its queued jobs with a smaller id; in one that takes
-   *     turns by user, see {@code JobReads.PLACE}); null in any other status
+   *     before it, plus one (in a FIFO lane its queued jobs of a higher priority, or of its own and
+   *     a smaller id; in one that takes turns by user, see {@code JobReads.PLACE}); null in any
+   *     other status
    * @param notBefore while queued after a worker failed to start for lack of capacity: the job is
    *     not dispatched before this; else null
    * @param supersedeKey the key it was submitted with: a later job of its user with the same key
    *     supersedes it; null if none
    * @param supersededBy the job that superseded it (it was then cancelled, or its cancel requested)
+   * @param priority -1 low, 0 normal, 1 high, 2 run next (an admin's): orders its user's queued
+   *     jobs ({@link Priority})
    * @param turns while queued in a lane that takes turns by user: its place in the turns, from
    *     which {@code position} is counted; else empty
    * @param cost its shares of the workers that ran it and have stopped (docs/architecture.md §4.9),
@@ -115,6 +118,7 @@ public final class JobQueries {
       Optional<LogSummary> log,
       String supersedeKey,
       Long supersededBy,
+      int priority,
       Optional<Turns> turns,
       List<Cost.Line> cost) {}
 
@@ -196,15 +200,30 @@ public final class JobQueries {
 
   /** A queued job in a lane's line. */
   public record QueuedJob(
-      long id, String userId, String kind, int position, Instant createdAt, Instant notBefore) {}
+      long id,
+      String userId,
+      String kind,
+      int position,
+      Instant createdAt,
+      Instant notBefore,
+      int priority) {}
 
   /**
    * A lane: its slots with their workers, how many jobs wait, and the first of them in order.
    *
    * @param head the first queued jobs, at most the limit asked for
+   * @param pause when and by whom the lane was paused (PUT /lanes/{lane}); empty while it runs
    */
   public record LaneView(
-      String lane, int capacity, long queued, List<SlotView> slots, List<QueuedJob> head) {}
+      String lane,
+      int capacity,
+      long queued,
+      List<SlotView> slots,
+      List<QueuedJob> head,
+      Optional<Pause> pause) {}
+
+  /** A paused lane starts no job until it is resumed; its running jobs finish. */
+  public record Pause(Instant pausedAt, String pausedBy) {}
 
   /**
    * One page of jobs, newest first.
@@ -295,7 +314,12 @@ public final class JobQueries {
    *     first
    */
   public LanePage lanes(String after, int headLimit) {
-    return lanes.lanes(after, headLimit);
+    return lanes.lanes(after, null, headLimit);
+  }
+
+  /** One lane as {@link #lanes} shows it, if it matters now (or is paused). */
+  public Optional<LaneView> lane(String lane, int headLimit) {
+    return lanes.lanes(null, lane, headLimit).lanes().stream().findFirst();
   }
 
   /** One job's log tail, whoever owns it: the caller decides who may see it. */

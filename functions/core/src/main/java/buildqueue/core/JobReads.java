@@ -17,10 +17,10 @@ record JobReads(Database db, QueueConfig config) {
    * A queued job's place in a lane that takes turns by user ({@link LaneTurns}), as a lateral join
    * on job {@code j}: with {@code :fair} and {@code j} queued in the shared lane, one row; else
    * none. A retry goes after the older retries. Any other job is the user's k-th ({@code own_ahead}
-   * + 1): every retry goes first, then in each round every other user with queued jobs is served
-   * once in turn order, so a user whose turn comes before this user's takes up to k of its jobs
-   * before it, one whose turn comes after up to k − 1. Costs one probe per waiting user, and up to
-   * k index entries each.
+   * + 1, in the user's order: priority, then age): every retry goes first, then in each round every
+   * other user with queued jobs is served once in turn order, so a user whose turn comes before
+   * this user's takes up to k of its jobs before it, one whose turn comes after up to k − 1. Costs
+   * one probe per waiting user, and up to k index entries each.
    */
   static final String PLACE =
       """
@@ -36,7 +36,7 @@ record JobReads(Database db, QueueConfig config) {
                   where q.lane = j.lane and q.status = 'queued' and q.attempts > 0) as retries,
                  (select count(*) from build_job q
                   where q.user_id = j.user_id and q.lane = j.lane and q.status = 'queued' and q.attempts = 0
-                    and q.id < j.id) as own_ahead,
+                    and (q.priority, -q.id) > (j.priority, -j.id)) as own_ahead,
                  coalesce((select u.turn from build_lane_turn u where u.lane = j.lane and u.user_id = j.user_id), 0)
                    as turn
         ) p
@@ -69,11 +69,11 @@ record JobReads(Database db, QueueConfig config) {
       """
       j.id, j.user_id, j.kind, j.payload, j.status, j.lane, j.progress, j.attempts, j.recoveries,
         j.cancel_requested, j.error, j.worker_id, j.created_at, j.dispatched_at, j.started_at,
-        j.finished_at, j.not_before, j.supersede_key, j.superseded_by, l.total_bytes as log_bytes,
+        j.finished_at, j.not_before, j.supersede_key, j.superseded_by, j.priority, l.total_bytes as log_bytes,
         l.location as log_location, l.updated_at as log_updated_at,
         case when j.status = 'queued' and fair.retry is null then
           (select count(*) + 1 from build_job q
-           where q.lane = j.lane and q.status = 'queued' and q.id < j.id)
+           where q.lane = j.lane and q.status = 'queued' and (q.priority, -q.id) > (j.priority, -j.id))
         when j.status = 'queued' then fair.position end as position,
         fair.retry as turn_retry, fair.own_ahead as turn_own_ahead, fair.users_ahead as turn_users_ahead,
         fair.others_waiting as turn_others_waiting,
@@ -130,6 +130,7 @@ record JobReads(Database db, QueueConfig config) {
                     r.instant("log_updated_at"))),
         r.string("supersede_key"),
         r.longValue("superseded_by"),
+        r.intValue("priority"),
         r.get("turn_retry") == null
             ? Optional.empty()
             : Optional.of(

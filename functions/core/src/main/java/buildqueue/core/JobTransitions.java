@@ -102,8 +102,9 @@ public final class JobTransitions {
         from size, queued, replaced, quota, budget
       ),
       inserted as (
-        insert into build_job (user_id, kind, payload, idempotency_key, supersede_key, lane, created_at)
-        select :userId, :kind, doc.payload, :key, :supersedeKey, build_lane_of(:userId), t.now from t, doc, fits
+        insert into build_job (user_id, kind, payload, idempotency_key, supersede_key, priority, lane, created_at)
+        select :userId, :kind, doc.payload, :key, :supersedeKey, :priority::smallint, build_lane_of(:userId), t.now
+        from t, doc, fits
         where fits.small and fits.room and fits.in_budget
         on conflict (user_id, idempotency_key) do nothing
         returning id, lane, user_id
@@ -216,12 +217,13 @@ public final class JobTransitions {
    */
   public Enqueued enqueue(
       String userId, String kind, Json payload, String idempotencyKey, String supersedeKey) {
-    return enqueue(userId, kind, payload, idempotencyKey, supersedeKey, null);
+    return enqueue(userId, kind, payload, idempotencyKey, supersedeKey, Priority.NORMAL, null);
   }
 
   /**
-   * As {@link #enqueue(String, String, Json, String, String)}; when a job is created, its statement
-   * also claims job events for {@code tail} (null: none), its own history rows among them.
+   * As {@link #enqueue(String, String, Json, String, String)}, the new job with {@code priority}
+   * among its user's queued jobs; when a job is created, its statement also claims job events for
+   * {@code tail} (null: none), its own history rows among them.
    */
   Enqueued enqueue(
       String userId,
@@ -229,12 +231,14 @@ public final class JobTransitions {
       Json payload,
       String idempotencyKey,
       String supersedeKey,
+      Priority priority,
       RequestTail tail) {
     Params params =
         Params.of("now", clock.now(), "userId", userId, "kind", kind)
             .and("payload", payload)
             .and("key", idempotencyKey)
             .and("supersedeKey", supersedeKey)
+            .and("priority", priority.value())
             .and("sharedSlots", config.sharedSlots())
             .and("maxPayloadBytes", RowLimits.MAX_PAYLOAD_BYTES)
             .and("defaultMaxQueued", config.maxQueuedJobs())

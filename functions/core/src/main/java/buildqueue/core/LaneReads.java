@@ -43,6 +43,8 @@ record LaneReads(Database db, QueueConfig config, SlotReads slots) {
         select q.lane from build_job q where q.status = 'queued'
         union
         select 'user:' || u.user_id from build_user u where u.dedicated_worker
+        union
+        select p.lane from build_lane_pause p
       ),
       candidate as (
         select l.name, l.queued,
@@ -54,7 +56,7 @@ record LaneReads(Database db, QueueConfig config, SlotReads slots) {
                  (select count(*) from build_job q where q.lane = lane.name and q.status = 'queued') as queued,
                  (select count(*) from build_worker w where w.lane = lane.name and w.status <> 'exited') as live
           from lane
-          where :after::text is null or lane.name > :after
+          where (:after::text is null or lane.name > :after) and (:only::text is null or lane.name = :only)
           order by lane.name
           limit :maxLanes + 1
         ) l
@@ -62,17 +64,19 @@ record LaneReads(Database db, QueueConfig config, SlotReads slots) {
       page as (
         select c.name, c.queued from candidate c where c.n <= :maxLanes and (c.n = 1 or c.running_bytes <= :budgetBytes)
       )
-      select page.name as lane, page.queued, (select count(*) from candidate) > (select count(*) from page) as more
+      select page.name as lane, page.queued, (select count(*) from candidate) > (select count(*) from page) as more,
+             p.paused_at, p.paused_by
       from page
+      left join build_lane_pause p on p.lane = page.name
       order by page.name
       """;
 
   // The first queued jobs of each lane from :firstLane to :lastLane, in the order the lane takes
   // them, found by a loose index scan of the queued-job index (one probe per lane, however many
   // jobs
-  // wait). A FIFO lane takes them by id. The shared lane with :fair takes its retries first, then
-  // rounds: round k serves the k-th oldest job of each waiting user in turn order (as PLACE
-  // counts);
+  // wait). A FIFO lane takes them by priority, then id. The shared lane with :fair takes its jobs
+  // to run next first, then its retries, then rounds: round k serves the k-th job of each waiting
+  // user (by priority, then age) in turn order (as PLACE counts);
   // the first :limit users with queued jobs and their first :limit jobs hold every job of the head.
   private static final String LANE_HEADS =
       """
@@ -83,45 +87,48 @@ record LaneReads(Database db, QueueConfig config, SlotReads slots) {
                 order by q.lane limit 1)
         from lane where lane.name is not null and lane.name < :lastLane
       )
-      select h.id, h.user_id, h.kind, h.lane, h.created_at, h.not_before, h.position
+      select h.id, h.user_id, h.kind, h.lane, h.created_at, h.not_before, h.priority, h.position
       from lane
       cross join lateral (
-        select q.id, q.user_id, q.kind, q.lane, q.created_at, q.not_before,
-               row_number() over (order by q.id) as position
+        select q.id, q.user_id, q.kind, q.lane, q.created_at, q.not_before, q.priority,
+               row_number() over (order by q.priority desc, q.id) as position
         from build_job q
         where q.lane = lane.name and q.status = 'queued' and not (:fair and lane.name = 'shared')
-        order by q.id
+        order by q.priority desc, q.id
         limit :limit
       ) h
       where lane.name <= :lastLane
       union all
-      select h.id, h.user_id, h.kind, h.lane, h.created_at, h.not_before, h.position
+      select h.id, h.user_id, h.kind, h.lane, h.created_at, h.not_before, h.priority, h.position
       from lane
       cross join lateral (
-        select x.id, x.user_id, x.kind, x.lane, x.created_at, x.not_before,
+        select x.id, x.user_id, x.kind, x.lane, x.created_at, x.not_before, x.priority,
                row_number() over (order by x.round, x.turn, x.user_id, x.id) as position
         from (
-          (select q.id, q.user_id, q.kind, q.lane, q.created_at, q.not_before, 0::bigint as round, 0::bigint as turn
+          (select q.id, q.user_id, q.kind, q.lane, q.created_at, q.not_before, q.priority,
+                  case when q.priority = 2 then -1 else 0 end::bigint as round, 0::bigint as turn
            from build_job q
-           where q.lane = lane.name and q.status = 'queued' and q.attempts > 0
-           order by q.id
+           where q.lane = lane.name and q.status = 'queued' and (q.attempts > 0 or q.priority = 2)
+           order by q.priority = 2 desc, q.id
            limit :limit)
           union all
-          select o.id, o.user_id, o.kind, o.lane, o.created_at, o.not_before, o.round, u.turn
+          select o.id, o.user_id, o.kind, o.lane, o.created_at, o.not_before, o.priority, o.round, u.turn
           from (
             select u.user_id, u.turn from build_lane_turn u
             where u.lane = lane.name and u.waiting
               and exists (select 1 from build_job e
-                          where e.user_id = u.user_id and e.lane = u.lane and e.status = 'queued' and e.attempts = 0)
+                          where e.user_id = u.user_id and e.lane = u.lane and e.status = 'queued' and e.attempts = 0
+                            and e.priority < 2)
             order by u.turn, u.user_id
             limit :limit
           ) u
           cross join lateral (
-            select q.id, q.user_id, q.kind, q.lane, q.created_at, q.not_before,
-                   row_number() over (order by q.id) as round
+            select q.id, q.user_id, q.kind, q.lane, q.created_at, q.not_before, q.priority,
+                   row_number() over (order by q.priority desc, q.id) as round
             from build_job q
             where q.user_id = u.user_id and q.lane = lane.name and q.status = 'queued' and q.attempts = 0
-            order by q.id
+              and q.priority < 2
+            order by q.priority desc, q.id
             limit :limit
           ) o
         ) x
@@ -135,9 +142,11 @@ record LaneReads(Database db, QueueConfig config, SlotReads slots) {
   /** The most lanes on one page: as many as fit the budget at their narrowest. */
   static final int MAX_LANES_PER_PAGE = RowLimits.PAGE_BUDGET_BYTES / LANE_ROW_BYTES;
 
-  LanePage lanes(String after, int headLimit) {
+  /** {@code only}: that lane alone (null: every lane after {@code after}). */
+  LanePage lanes(String after, String only, int headLimit) {
     Params pageParams =
         Params.of("after", after, "headLimit", headLimit, "maxLanes", MAX_LANES_PER_PAGE)
+            .and("only", only)
             .and("laneRowBytes", LANE_ROW_BYTES)
             .and("workerRowBytes", SlotReads.WORKER_ROW_BYTES)
             .and("headRowBytes", HEAD_ROW_BYTES)
@@ -165,7 +174,8 @@ record LaneReads(Database db, QueueConfig config, SlotReads slots) {
                     r.string("kind"),
                     r.intValue("position"),
                     r.instant("created_at"),
-                    r.instant("not_before")));
+                    r.instant("not_before"),
+                    r.intValue("priority")));
       }
     }
     List<LaneView> lanes = new ArrayList<>();
@@ -178,7 +188,9 @@ record LaneReads(Database db, QueueConfig config, SlotReads slots) {
               Lanes.capacity(lane, config),
               r.longValue("queued"),
               slots.slotsOf(lane, inLane),
-              heads.getOrDefault(lane, List.of())));
+              heads.getOrDefault(lane, List.of()),
+              Optional.ofNullable(r.instant("paused_at"))
+                  .map(at -> new JobQueries.Pause(at, r.string("paused_by")))));
     }
     return new LanePage(lanes, page.get(0).bool("more") ? Optional.of(last) : Optional.empty());
   }

@@ -57,7 +57,8 @@ public final class Migrator {
           "V011__outbox_claim_fits_a_row.sql",
           "V012__spot_reclaims.sql",
           "V013__compute_ledger.sql",
-          "V014__idle_tick.sql");
+          "V014__idle_tick.sql",
+          "V015__priorities_and_pause.sql");
 
   private static final String CREATE_TABLE =
       """

@@ -65,6 +65,7 @@ class HttpApiRoutesTest extends ApiTest {
             "log",
             "supersedeKey",
             "supersededBy",
+            "priority",
             "waitingFor",
             "cost");
     assertThat(job.get("status").asText()).isEqualTo("succeeded");

@@ -45,6 +45,15 @@ class FairShareTest {
     }
   }
 
+  /** One job of {@code user} with {@code priority}, named as {@link #queue} names them. */
+  private void queue(QueueHarness h, String user, Priority priority) {
+    JobTransitions transitions = new JobTransitions(h.db, h.config, h.clock);
+    int already = (int) jobs.keySet().stream().filter(k -> k.startsWith(user)).count();
+    jobs.put(
+        user + (already + 1),
+        transitions.enqueue(user, "noop", new Json("{}"), null, null, priority, null).jobId());
+  }
+
   private List<String> names(List<Long> ids) {
     Map<Long, String> byId = new LinkedHashMap<>();
     jobs.forEach((name, id) -> byId.put(id, name));
@@ -153,6 +162,85 @@ class FairShareTest {
     queueTenOneAndOne(h);
 
     assertThat(names(run(h, run))).containsExactlyElementsOf(TURNS);
+  }
+
+  /**
+   * Priority orders a user's own jobs and nothing else: a has the same turns as in {@link #TURNS}
+   * (a, b, c, then a alone), but takes its high job first and its low one last; b and c are not
+   * passed by a's high job, whether a worker is dispatched for each job or chains them.
+   */
+  @ParameterizedTest(name = "{0} on {1} shared slot(s)")
+  @CsvSource({"DISPATCH, 1", "DISPATCH, 3", "CHAINING, 1", "CHAINING, 3"})
+  void priority_orders_a_users_own_jobs_and_leaves_the_turns_between_users_as_they_were(
+      Run run, int slots, TestDatabase tdb) {
+    QueueHarness h = harness(tdb, run, slots, QueueConfig.SharedOrder.FAIR);
+    queue(h, "a", Priority.LOW);
+    queue(h, "a", 8);
+    queue(h, "a", Priority.HIGH);
+    queue(h, "b", 1);
+    queue(h, "c", 1);
+
+    List<String> order = names(run(h, run));
+
+    assertThat(order.stream().map(n -> n.substring(0, 1)).toList())
+        .as("whose turn")
+        .containsExactlyElementsOf(TURNS.stream().map(n -> n.substring(0, 1)).toList());
+    assertThat(order)
+        .containsExactly("a10", "b1", "c1", "a2", "a3", "a4", "a5", "a6", "a7", "a8", "a9", "a1");
+  }
+
+  @Test
+  void a_priority_changed_while_queued_reorders_the_users_jobs_and_not_a_started_one(
+      TestDatabase tdb) {
+    QueueHarness h = harness(tdb, 1, Duration.ZERO, QueueConfig.SharedOrder.FAIR);
+    queue(h, "a", 4);
+    OrderTransitions order = new OrderTransitions(h.db, h.clock);
+
+    assertThat(order.setPriorityIfQueued(jobs.get("a4"), "a", Priority.HIGH))
+        .isEqualTo(new OrderTransitions.Reordered.Done(jobs.get("a4")));
+    assertThat(order.setPriorityIfQueued(jobs.get("a1"), "a", Priority.LOW))
+        .isEqualTo(new OrderTransitions.Reordered.Done(jobs.get("a1")));
+    assertThat(order.setPriorityIfQueued(jobs.get("a2"), "b", Priority.HIGH))
+        .as("another user's job")
+        .isEqualTo(new OrderTransitions.Reordered.NotFound(jobs.get("a2")));
+
+    assertThat(names(runByDispatch(h))).containsExactly("a4", "a2", "a3", "a1");
+    assertThat(order.setPriorityIfQueued(jobs.get("a2"), null, Priority.HIGH))
+        .isEqualTo(new OrderTransitions.Reordered.NotQueued(jobs.get("a2"), JobStatus.SUCCEEDED));
+  }
+
+  /**
+   * Run next: the job is the head of the lane, before every user's turn; taking it serves nobody's
+   * turn, so the turns go on as if it had never been queued.
+   */
+  @ParameterizedTest(name = "{0}")
+  @EnumSource(Run.class)
+  void a_job_run_next_goes_first_and_the_turns_go_on_as_before(Run run, TestDatabase tdb) {
+    QueueHarness h = harness(tdb, run, 1, QueueConfig.SharedOrder.FAIR);
+    queue(h, "a", 3);
+    queue(h, "b", 3);
+    assertThat(
+            new OrderTransitions(h.db, h.clock)
+                .setPriorityIfQueued(jobs.get("b3"), null, Priority.NEXT))
+        .isInstanceOf(OrderTransitions.Reordered.Done.class);
+
+    assertThat(names(run(h, run))).containsExactly("b3", "a1", "b1", "a2", "b2", "a3");
+  }
+
+  /**
+   * A lane without turns (a dedicated lane holds one user's jobs) takes them by priority, then age,
+   * whether dispatched or chained.
+   */
+  @ParameterizedTest(name = "{0}")
+  @EnumSource(Run.class)
+  void a_lane_without_turns_takes_its_jobs_by_priority_then_age(Run run, TestDatabase tdb) {
+    QueueHarness h = harness(tdb, run, 1, QueueConfig.SharedOrder.FIFO);
+    queue(h, "a", 2);
+    queue(h, "a", Priority.HIGH);
+    queue(h, "a", Priority.LOW);
+    queue(h, "a", 1);
+
+    assertThat(names(run(h, run))).containsExactly("a3", "a1", "a2", "a5", "a4");
   }
 
   @Test

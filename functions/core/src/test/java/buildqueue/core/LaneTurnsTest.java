@@ -52,7 +52,8 @@ class LaneTurnsTest {
    * The one copy, kept for speed (docs/architecture.md §12, V010): build_worker_end of a lane that
    * takes its oldest job chooses that job inline, in the statement that ends the previous one, as
    * the choice's FIFO branch for chaining does (build_lane_next_job, p_hold_lane false): the lane's
-   * oldest queued job that is not backing off, locked skip locked.
+   * next queued job that is not backing off (by priority, then age), locked skip locked, and none
+   * while the lane is paused.
    */
   @Test
   void the_end_of_a_job_in_a_fifo_lane_chooses_as_the_choices_fifo_branch() throws Exception {
@@ -60,13 +61,14 @@ class LaneTurnsTest {
     String end = live.get("build_worker_end");
     String head = end.substring(end.indexOf("fifo_head as ("), end.indexOf("taken as ("));
     String choice = live.get("build_lane_next_job");
-    String fifoBranch = choice.substring(choice.indexOf("if not p_fair"), choice.indexOf("end if"));
+    int fifoAt = choice.indexOf("if not p_fair");
+    String fifoBranch = choice.substring(fifoAt, choice.indexOf("end if", fifoAt));
     for (String part :
         List.of(
             "from build_job q",
             "q.status = 'queued'",
             "q.not_before is null or q.not_before <= v_now",
-            "order by q.id",
+            "order by q.priority desc, q.id",
             "limit 1",
             "for update of q skip locked")) {
       assertThat(head).as("build_worker_end's fifo_head").contains(part);
@@ -76,6 +78,10 @@ class LaneTurnsTest {
         .as("a lane taking turns is chosen by build_lane_chain")
         .contains("not e.turns");
     assertThat(end).contains("build_lane_chain(");
+    // A paused lane has no next job, for the choice and for its one copy alike (V015).
+    assertThat(choice.substring(0, fifoAt))
+        .contains("from build_lane_pause p where p.lane = p_lane");
+    assertThat(head).contains("from build_lane_pause p where p.lane = e.lane");
   }
 
   @Test

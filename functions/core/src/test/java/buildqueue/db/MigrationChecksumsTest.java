@@ -55,6 +55,9 @@ class MigrationChecksumsTest {
         "3028e31997251895fa0db70708dcff19586c5e2b798c7f143dc9317e805d3545");
     RELEASED.put(
         "V014__idle_tick.sql", "4e8c3110108c24f5e5f8ca38126c5365c9ab75d1de9af2dc46edf456fcddae55");
+    RELEASED.put(
+        "V015__priorities_and_pause.sql",
+        "316b788c8aa7b29f3082b6636a6bc02211fe1f96444206a912fc57f3f0ee5a68");
   }
 
   @Test

@@ -167,7 +167,8 @@ class MigratorTest {
               "V011__outbox_claim_fits_a_row.sql",
               "V012__spot_reclaims.sql",
               "V013__compute_ledger.sql",
-              "V014__idle_tick.sql");
+              "V014__idle_tick.sql",
+              "V015__priorities_and_pause.sql");
 
       assertThat(recorded(db)).isEqualTo(checksums(Migrator.MIGRATIONS));
       assertThat(new Migrator(db.jdbc()).migrate()).isEmpty();

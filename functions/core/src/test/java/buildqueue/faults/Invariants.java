@@ -397,14 +397,20 @@ final class Invariants {
         for (J other : prev.jobs().values()) {
           J otherAfter = next.jobs().get(other.id());
           // In a lane that takes turns, only a retry (a job that ran and came back) goes ahead of
-          // another user's older job; FIFO holds among retries and within one user's new jobs.
+          // another user's job; age orders the retries, and priority, then age, one user's new
+          // jobs (a retry aside, never a lower priority while a higher one of the user waits). A
+          // lane without turns takes its jobs by priority, then age.
           boolean mustGoFirst =
               !turns
                   || (other.attempts() > 0
                       ? true
                       : before.attempts() == 0 && other.userId().equals(after.userId()));
+          boolean retryFirst = turns && other.attempts() > 0;
           boolean older =
-              other.id() < after.id() || (turns && other.attempts() > 0 && before.attempts() == 0);
+              retryFirst
+                  ? other.id() < after.id() || before.attempts() == 0
+                  : other.priority() > before.priority()
+                      || (other.priority() == before.priority() && other.id() < after.id());
           if (mustGoFirst
               && older
               && other.lane().equals(after.lane())
@@ -412,12 +418,24 @@ final class Invariants {
               && otherAfter != null
               && otherAfter.status().equals("queued")
               && (other.notBefore() == null || !other.notBefore().isAfter(step.now()))) {
-            return "§5.6 job "
-                + after.id()
-                + " was taken from lane "
-                + after.lane()
-                + " ahead of older queued job "
-                + other.id()
+            return (other.priority() > before.priority() && !retryFirst
+                    ? "§4.7 job "
+                        + after.id()
+                        + " (priority "
+                        + before.priority()
+                        + ") was taken from lane "
+                        + after.lane()
+                        + " while job "
+                        + other.id()
+                        + " of the same user (priority "
+                        + other.priority()
+                        + ") waited"
+                    : "§5.6 job "
+                        + after.id()
+                        + " was taken from lane "
+                        + after.lane()
+                        + " ahead of older queued job "
+                        + other.id())
                 + " (recoveries "
                 + other.recoveries()
                 + ")";

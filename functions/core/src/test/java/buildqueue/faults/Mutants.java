@@ -82,9 +82,12 @@ final class Mutants {
   private static final String WORKER_START =
       "src/main/resources/buildqueue/db/migrations/V007__worker_start_lock_order.sql";
 
-  /** The choice of a lane's next job, {@code build_lane_next_job} (V008, written plainly). */
+  /**
+   * The choice of a lane's next job, {@code build_lane_next_job} (V015 last defines it, written
+   * plainly).
+   */
   private static final String LANE_CHOICE =
-      "src/main/resources/buildqueue/db/migrations/V008__lane_choice.sql";
+      "src/main/resources/buildqueue/db/migrations/V015__priorities_and_pause.sql";
 
   private static final String EXEC = "src/main/java/buildqueue/worker/exec/";
 
@@ -164,6 +167,18 @@ final class Mutants {
               """
               update build_lane_turn u set turn = u.turn
           """),
+          new Mutant(
+              "priority-ignored-within-a-user",
+              "§4.7: a user's queued jobs go by priority, then age (a retry aside)",
+              LANE_CHOICE,
+              "             order by q.priority desc, q.id limit 1 for update of q skip locked),\n",
+              "             order by q.id limit 1 for update of q skip locked),\n"),
+          new Mutant(
+              "priority-jumps-the-turns",
+              "§12: a priority orders its user's own jobs, never the turns between users",
+              LANE_CHOICE,
+              "and q.status = 'queued' and q.priority = 2\n",
+              "and q.status = 'queued' and q.priority >= 1\n"),
           new Mutant(
               "start-without-lease",
               "§4.3 worker start: launching → running only before the lease",

@@ -157,6 +157,14 @@ final class Simulation {
   /** Who supersedes what: a stream of its own, so the other draws of a seed stay as they were. */
   private final Random supersedes;
 
+  /**
+   * Which priority a submission asks for, and which earlier job of its user it then reorders (PATCH
+   * /jobs/{id}): a stream of its own, drawn only in scenarios with tenants.
+   */
+  private final Random priorities;
+
+  private static final String[] PRIORITIES = {null, "low", "normal", "high"};
+
   private final Faults faults;
   private final QueueClock.Settable clock = new QueueClock.Settable(START);
   private final QueueConfig config;
@@ -237,6 +245,7 @@ final class Simulation {
                     ? QueueConfig.SharedOrder.FIFO
                     : QueueConfig.SharedOrder.FAIR);
     this.supersedes = new Random(options.seed() * 31 + 17);
+    this.priorities = new Random(options.seed() * 37 + 29);
     this.users = new ArrayList<>();
     int userCount = 1 + random.nextInt(3);
     for (int i = 1; i <= userCount; i++) {
@@ -693,11 +702,20 @@ final class Simulation {
         options.tenants() && user.equals("u2") && supersedes.nextInt(3) > 0
             ? "doc" + supersedes.nextInt(2)
             : null;
+    String priority = options.tenants() ? PRIORITIES[priorities.nextInt(PRIORITIES.length)] : null;
+    // Now and then the user also changes the priority of one of their earlier jobs, queued or not.
+    Long reordered =
+        options.tenants() && !keys.isEmpty() && priorities.nextInt(3) == 0
+            ? acknowledged.get(keys.get(priorities.nextInt(keys.size()))).iterator().next()
+            : null;
+    String reorderedTo = reordered == null ? null : PRIORITIES[1 + priorities.nextInt(3)];
     log(
         "enqueue by "
             + user
             + " key "
             + key
+            + (priority == null ? "" : " priority " + priority)
+            + (reordered == null ? "" : " then job " + reordered + " to " + reorderedTo)
             + (supersede == null ? "" : " superseding " + supersede)
             + (program ? " a program job " : " ")
             + jobPayload);
@@ -710,6 +728,7 @@ final class Simulation {
             + key
             + "\""
             + (supersede == null ? "" : ", \"supersedeKey\": \"" + supersede + "\"")
+            + (priority == null ? "" : ", \"priority\": \"" + priority + "\"")
             + "}";
     spawnClient(
         "enqueue",
@@ -723,6 +742,9 @@ final class Simulation {
                     Long.parseLong(r.header("Location").orElseThrow().substring("/jobs/".length()));
                 note(scheduler.current(), "POST /jobs → " + r.status() + " job " + id);
                 acknowledge(user, key, id);
+                if (reordered != null) {
+                  reorder(user, reordered, reorderedTo);
+                }
                 return;
               }
               if (r.status() < 500) {
@@ -748,6 +770,37 @@ final class Simulation {
             }
           }
         });
+  }
+
+  /**
+   * PATCH /jobs/{id} by the job's owner: 200 while it is queued, 409 once it is not; a 5xx (a
+   * fault) leaves it as it was, and the client does not retry.
+   */
+  private void reorder(String user, long jobId, String priority) {
+    newInvocation();
+    try {
+      ApiResponse r =
+          api.handle(
+              ApiRequest.json(
+                  "PATCH",
+                  "/jobs/" + jobId,
+                  "{\"priority\": \"" + priority + "\"}",
+                  Caller.user(user)));
+      note(scheduler.current(), "PATCH /jobs/" + jobId + " → " + r.status());
+      if (r.status() != 200 && r.status() != 409 && r.status() < 500) {
+        violation(
+            "PATCH /jobs/"
+                + jobId
+                + " by "
+                + user
+                + " answered "
+                + r.status()
+                + ": "
+                + r.bodyText());
+      }
+    } catch (FaultyPlatform.CallerDied e) {
+      note(scheduler.current(), "client saw no answer to its PATCH (" + brief(e) + ")");
+    }
   }
 
   private synchronized void acknowledge(String user, String key, long jobId) {

@@ -44,7 +44,8 @@ record Snapshot(Map<Long, W> workers, Map<Long, J> jobs, long lastEvent) {
       boolean cancelRequested,
       String error,
       String idempotencyKey,
-      String payload) {
+      String payload,
+      int priority) {
     boolean finished() {
       return status.equals("succeeded") || status.equals("failed") || status.equals("cancelled");
     }
@@ -68,7 +69,7 @@ record Snapshot(Map<Long, W> workers, Map<Long, J> jobs, long lastEvent) {
               """
           select id, lane, slot, token, status, task_id, expires_at, started_at, exit_reason from build_worker order by id;
           select id, user_id, lane, status, worker_id, progress, checkpoint, recoveries, attempts, launch_failures,
-                 not_before, cancel_requested, error, idempotency_key, payload::text as payload
+                 not_before, cancel_requested, error, idempotency_key, payload::text as payload, priority
           from build_job order by id;
           select coalesce(max(id), 0) from build_job_event""");
     }
@@ -115,7 +116,8 @@ record Snapshot(Map<Long, W> workers, Map<Long, J> jobs, long lastEvent) {
                     r.getBoolean(12),
                     r.getString(13),
                     r.getString(14),
-                    r.getString(15)));
+                    r.getString(15),
+                    r.getInt(16)));
           }
         }
         all.getMoreResults();

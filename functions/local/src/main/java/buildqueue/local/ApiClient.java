@@ -127,6 +127,11 @@ final class ApiClient {
     return send("PUT", path, body, true);
   }
 
+  /** A PATCH that sets a value: sending it twice changes nothing more. */
+  Reply patch(String path, JsonNode body) {
+    return send("PATCH", path, body, true);
+  }
+
   private Reply send(String method, String path, JsonNode body, boolean idempotent) {
     Duration waited = Duration.ZERO;
     for (int attempt = 1; ; attempt++) {

@@ -38,6 +38,9 @@ public final class Main {
           + QuotaCommand.USAGE
           + UsageCommand.USAGE
           + CancelCommand.USAGE
+          + PriorityCommand.USAGE
+          + RunNextCommand.USAGE
+          + LaneCommand.USAGE
           + LogsCommand.USAGE
           + """
 
@@ -66,6 +69,9 @@ public final class Main {
     commands.put("quota", new QuotaCommand(cli));
     commands.put("usage", new UsageCommand(cli));
     commands.put("cancel", new CancelCommand(cli));
+    commands.put("priority", new PriorityCommand(cli));
+    commands.put("run-next", new RunNextCommand(cli));
+    commands.put("lane", new LaneCommand(cli));
     commands.put("logs", new LogsCommand(cli));
   }
 

@@ -100,6 +100,9 @@ final class Render {
     if (!job.path("position").isNull()) {
       out.append("  position    ").append(job.path("position").asInt()).append(" in its lane\n");
     }
+    if (job.has("priority")) {
+      out.append("  priority    ").append(job.path("priority").asText()).append('\n');
+    }
     String waiting = job.path("waitingFor").path("summary").asText("");
     if (!waiting.isEmpty()) {
       out.append("  waiting     ").append(waiting).append('\n');
@@ -164,7 +167,16 @@ final class Render {
           .append(lane.path("capacity").asInt())
           .append(lane.path("capacity").asInt() == 1 ? " slot, " : " slots, ")
           .append(lane.path("queued").asInt())
-          .append(" queued\n");
+          .append(" queued")
+          .append(
+              lane.path("paused").asBoolean()
+                  ? ", PAUSED by "
+                      + lane.path("pausedBy").asText()
+                      + " at "
+                      + time(lane.path("pausedAt").asText())
+                      + ": nothing starts until it is resumed"
+                  : "")
+          .append('\n');
       for (JsonNode slot : lane.path("slots")) {
         JsonNode w = slot.path("worker");
         out.append("  ").append(String.format("%-16s", slot.path("slot").asText()));
@@ -201,6 +213,10 @@ final class Render {
             .append(q.path("kind").asText())
             .append(") of ")
             .append(q.path("userId").asText())
+            .append(
+                "normal".equals(q.path("priority").asText("normal"))
+                    ? ""
+                    : ", priority " + q.path("priority").asText())
             .append('\n');
       }
     }

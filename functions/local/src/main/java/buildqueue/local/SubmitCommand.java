@@ -10,8 +10,10 @@ record SubmitCommand(Cli cli) implements CliCommand {
   static final String USAGE =
       """
         submit <kind> [payload-json] [--user <you>] [--key <idempotency-key>] [--supersede-key <key>]
+               [--priority low|normal|high]
             Submits a job, e.g.: submit demo '{"steps": 5, "stepMillis": 500}'
             --supersede-key cancels your queued jobs with the same key and stops the running one.
+            --priority orders your own queued jobs (normal by default); never other users' turns.
       """;
 
   @Override
@@ -20,7 +22,7 @@ record SubmitCommand(Cli cli) implements CliCommand {
         CommandLine.parse(
             "submit",
             args,
-            Cli.union(ApiConnection.FLAGS, "user", "key", "supersede-key"),
+            Cli.union(ApiConnection.FLAGS, "user", "key", "supersede-key", "priority"),
             Set.of("json"));
     String kind = cl.positional(0, "a job kind: submit <kind> [payload-json]");
     cl.atMostPositionals(
@@ -34,6 +36,9 @@ record SubmitCommand(Cli cli) implements CliCommand {
     }
     if (cl.has("supersede-key")) {
       body.put("supersedeKey", cl.get("supersede-key", null));
+    }
+    if (cl.has("priority")) {
+      body.put("priority", PriorityCommand.priority(cl.get("priority", null)));
     }
     if (cl.has("api-url") && cl.has("user")) {
       throw new CommandLine.UsageException(

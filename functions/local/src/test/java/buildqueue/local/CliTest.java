@@ -286,6 +286,36 @@ class CliTest {
   }
 
   @Test
+  void a_paused_lane_holds_its_jobs_priority_and_run_next_reorder_them_and_resume_runs_them()
+      throws Exception {
+    assertThat(cli("lane", "pause", "shared")).isZero();
+    assertThat(out).contains("lane shared: 1 slot, 0 queued, PAUSED by cli");
+    String quick = "{\"steps\": 1, \"stepMillis\": 1}";
+    assertThat(cli("submit", "demo", quick, "--user", "bob", "--json")).isZero();
+    long first = json(out).path("id").asLong();
+    assertThat(cli("submit", "demo", quick, "--user", "bob", "--priority", "high", "--json"))
+        .isZero();
+    long second = json(out).path("id").asLong();
+    assertThat(json(out).path("priority").asText()).isEqualTo("high");
+
+    assertThat(cli("status")).isZero();
+    assertThat(out).contains("PAUSED by cli").contains("of bob, priority high");
+    assertThat(cli("priority", Long.toString(first), "low", "--user", "bob")).isZero();
+    assertThat(out.strip()).isEqualTo("job " + first + ": priority low, 2 in its lane");
+    assertThat(cli("run-next", Long.toString(first))).isZero();
+    assertThat(out.strip()).isEqualTo("job " + first + ": next in lane shared");
+    assertThat(cli("priority", Long.toString(first), "urgent")).isEqualTo(Main.USAGE);
+    assertThat(cli("lane", "stop", "shared")).isEqualTo(Main.USAGE);
+    assertThat(server.db.jdbc().query("select id from build_job where status = 'queued'"))
+        .hasSize(2);
+
+    assertThat(cli("lane", "resume", "shared")).isZero();
+    assertThat(out).doesNotContain("PAUSED");
+    server.awaitStatus(first, "succeeded");
+    server.awaitStatus(second, "succeeded");
+  }
+
+  @Test
   void mistakes_get_a_message_and_an_exit_code_scripts_can_tell_apart() {
     assertThat(cli("submit", "nosuchkind")).isEqualTo(Main.API_ERROR);
     assertThat(err).contains("HTTP 400").contains("nosuchkind");
