@@ -100,6 +100,8 @@ final class ApiJson {
     o.set("log", j.log().map(l -> (JsonNode) log(j.id(), l)).orElse(NODES.nullNode()));
     o.put("supersedeKey", j.supersedeKey());
     o.put("supersededBy", j.supersededBy());
+    o.put("retryOf", j.retryOf());
+    o.put("retriedBy", j.retriedBy());
     o.set("waitingFor", waiting.map(w -> (JsonNode) waiting(w)).orElse(NODES.nullNode()));
     return o;
   }

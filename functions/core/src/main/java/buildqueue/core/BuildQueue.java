@@ -45,6 +45,7 @@ public final class BuildQueue {
   private final DispatchTransitions dispatch;
   private final ExitTransitions exits;
   private final TickTransitions tick;
+  private final OperatorTransitions operators;
   private volatile boolean dispatching = true;
 
   public BuildQueue(Database db, WorkerPlatform platform, QueueConfig config, QueueClock clock) {
@@ -82,6 +83,7 @@ public final class BuildQueue {
     this.dispatch = new DispatchTransitions(db, config, clock);
     this.exits = new ExitTransitions(db, config, clock);
     this.tick = new TickTransitions(db, config, clock);
+    this.operators = new OperatorTransitions(db, clock);
   }
 
   public QueueConfig config() {
@@ -238,6 +240,39 @@ public final class BuildQueue {
           reason,
           e.toString());
     }
+  }
+
+  /**
+   * Cancels at most {@link OperatorTransitions#MAX_BULK_CANCEL} of the jobs {@code filter} matches,
+   * each as {@link #cancel} does (the workers of running ones are stopped), in one statement that
+   * also claims the events it wrote; {@code remaining} says whether to call again.
+   */
+  public OperatorTransitions.BulkCancelled cancelMatching(OperatorTransitions.CancelFilter filter) {
+    RequestTail tail = newTail();
+    OperatorTransitions.BulkCancelled done = operators.cancelMatching(filter, tail);
+    done.cancelRequestedTaskIds().forEach(t -> stopForCancel(t, "job cancelled by a bulk cancel"));
+    finishQuietly(tail, "a bulk cancel");
+    return done;
+  }
+
+  /** A retry as {@link #retry} enqueued it, and how it was linked to the job it retries. */
+  public record Retried(Submitted submitted, OperatorTransitions.RetryLink link) {}
+
+  /**
+   * Retries failed or cancelled job {@code oldJobId}: a submission of its kind and payload for its
+   * user (quota and all), whose idempotency key names the old job, so a repeated request answers
+   * the same retry; then the two jobs are linked both ways ({@link OperatorTransitions#linkRetry}).
+   *
+   * @throws QueueFullException as {@link #submit}; nothing is written
+   */
+  public Retried retry(long oldJobId, String userId, String kind, Json payload) {
+    Submitted submitted = submit(userId, kind, payload, retryKey(oldJobId), null);
+    return new Retried(submitted, operators.linkRetry(oldJobId, submitted.job().id()));
+  }
+
+  /** The idempotency key of job {@code jobId}'s retry. */
+  public static String retryKey(long jobId) {
+    return "retry-of-job-" + jobId;
   }
 
   /** Gives or takes a user's dedicated worker, moves their queued jobs, dispatches the new lane. */

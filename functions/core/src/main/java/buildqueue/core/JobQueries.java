@@ -56,6 +56,8 @@ public final class JobQueries {
    * @param supersedeKey the key it was submitted with: a later job of its user with the same key
    *     supersedes it; null if none
    * @param supersededBy the job that superseded it (it was then cancelled, or its cancel requested)
+   * @param retryOf the failed or cancelled job this one retries ({@code POST /jobs/{id}/retry})
+   * @param retriedBy the job that retries this one; null until it is retried
    * @param turns while queued in a lane that takes turns by user: its place in the turns, from
    *     which {@code position} is counted; else empty
    */
@@ -81,6 +83,8 @@ public final class JobQueries {
       Optional<LogSummary> log,
       String supersedeKey,
       Long supersededBy,
+      Long retryOf,
+      Long retriedBy,
       Optional<Turns> turns) {}
 
   /**

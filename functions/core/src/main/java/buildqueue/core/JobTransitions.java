@@ -241,13 +241,13 @@ public final class JobTransitions {
             + " found neither a new nor an existing job after 3 attempts; retry the request");
   }
 
-  private static List<Long> ids(String commaSeparated) {
+  static List<Long> ids(String commaSeparated) {
     return commaSeparated == null
         ? List.of()
         : java.util.Arrays.stream(commaSeparated.split(",")).map(Long::valueOf).toList();
   }
 
-  private static List<String> taskIds(String commaSeparated) {
+  static List<String> taskIds(String commaSeparated) {
     // Task ids never hold a comma: ECS task ARNs, local "host:pid:start", in-process "inproc-N".
     return commaSeparated == null ? List.of() : List.of(commaSeparated.split(","));
   }

@@ -65,6 +65,8 @@ class HttpApiRoutesTest extends ApiTest {
             "log",
             "supersedeKey",
             "supersededBy",
+            "retryOf",
+            "retriedBy",
             "waitingFor");
     assertThat(job.get("status").asText()).isEqualTo("succeeded");
     assertThat(job.get("position").isNull()).isTrue();

@@ -47,6 +47,9 @@ class MigrationChecksumsTest {
     RELEASED.put(
         "V011__outbox_claim_fits_a_row.sql",
         "6f780992a6582c642543dee99d2157fc9808e2fe506a07a56450bd5ab1917b27");
+    RELEASED.put(
+        "V016__retry_links.sql",
+        "d6e6d37c9d6969e3a1472cccc0d1ec7eba61237cf2b3e32ff4a0c73ed2f5a7ba");
   }
 
   @Test
