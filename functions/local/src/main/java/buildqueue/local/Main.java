@@ -11,7 +11,7 @@ import java.util.Set;
 /**
  * The runnable jar: {@code serve} runs the whole system; {@code try} runs one job on a queue of its
  * own; {@code token}, {@code submit}, {@code status}, {@code dedicated}, {@code quota}, {@code
- * cancel} and {@code logs} talk to a running server over HTTP with a token they mint from the data
+ * cancel}, {@code retry} and {@code logs} talk to a running server over HTTP with a token they mint from the data
  * directory's secret. Each command is a class of its own with its usage beside its code; this one
  * picks the command and turns its failures into exit codes.
  */
@@ -37,6 +37,7 @@ public final class Main {
           + DedicatedCommand.USAGE
           + QuotaCommand.USAGE
           + CancelCommand.USAGE
+          + RetryCommand.USAGE
           + LogsCommand.USAGE
           + """
 
@@ -64,6 +65,7 @@ public final class Main {
     commands.put("dedicated", new DedicatedCommand(cli));
     commands.put("quota", new QuotaCommand(cli));
     commands.put("cancel", new CancelCommand(cli));
+    commands.put("retry", new RetryCommand(cli));
     commands.put("logs", new LogsCommand(cli));
   }
 
