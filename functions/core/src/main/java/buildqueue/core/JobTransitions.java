@@ -271,14 +271,15 @@ public final class JobTransitions {
     record NotFound(long jobId) implements Cancelled {}
   }
 
-  private static final String CANCEL =
+  /**
+   * The cancel of the jobs in a statement's {@code target} (by {@code id}, locked), as its CTEs
+   * {@code changed} and {@code event}: a queued job is cancelled at once, one on a worker gets its
+   * flag (its worker is then stopped by the caller); each changed job gets its history row. The
+   * {@code %s} is a further guard on {@code j} (empty: none). One text for the single cancel and
+   * the bulk one ({@link OperatorTransitions}), so both write the same rows.
+   */
+  static final String CANCELLING =
       """
-      with t as (select coalesce(:now::timestamptz, now()) as now),
-      target as (
-        select j.id, j.status from build_job j
-        where j.id = :jobId and (:userId::text is null or j.user_id = :userId)
-        for update
-      ),
       changed as (
         update build_job j set
           status = case when j.status = 'queued' then 'cancelled' else j.status end,
@@ -286,7 +287,7 @@ public final class JobTransitions {
           cancel_requested = true
         from target, t
         where j.id = target.id
-          and (j.status = 'queued' or (j.status in ('dispatched', 'running') and not j.cancel_requested))
+          and (j.status = 'queued' or (j.status in ('dispatched', 'running') and not j.cancel_requested))%s
         returning j.id, j.status, j.worker_id
       ),
       event as (
@@ -299,7 +300,18 @@ public final class JobTransitions {
                t.now
         from changed c, t
         returning id
-      )
+      )""";
+
+  // Assembled from pieces: AssembledStatementsTest pins the whole text in src/test/resources.
+  private static final String CANCEL =
+      """
+      with t as (select coalesce(:now::timestamptz, now()) as now),
+      target as (
+        select j.id, j.status from build_job j
+        where j.id = :jobId and (:userId::text is null or j.user_id = :userId)
+        for update
+      ),
+      %s
       select target.id, target.status as old_status, changed.status as new_status, changed.worker_id,
              w.task_id, w.status as worker_status,
              -- As the enqueue's: the claim (V009) runs after the history row is written (event_done).
@@ -310,7 +322,8 @@ public final class JobTransitions {
       left join build_worker w on w.id = changed.worker_id
       cross join (select count(*) from event) as event_done
       cross join t
-      """;
+      """
+          .formatted(CANCELLING.formatted(""));
 
   /**
    * Cancels a job: a queued one at once, one on a worker by a flag that the worker's interruption

@@ -65,11 +65,14 @@ public final class OperatorTransitions {
       List<String> cancelRequestedTaskIds,
       long remaining) {}
 
+  // Assembled from pieces: AssembledStatementsTest pins the whole text in src/test/resources.
   // The matching jobs are chosen as an array, by two branches that each fit a partial index
   // (build_job_queued, build_job_on_worker) or the user's (build_job_user), oldest first, and
   // locked skipping those a concurrent transition holds (see TickTransitions' HOUSEKEEP for why an
   // array). The update re-checks each job's status under its lock, as CANCEL does: a job that
   // moved since (dispatched, finished) is left as the filter and the guards say.
+  // (Each job is cancelled by the single cancel's own text, JobTransitions.CANCELLING, with the
+  // filter's statuses as a further guard.)
   private static final String CANCEL_MATCHING =
       """
       with t as (select coalesce(:now::timestamptz, now()) as now),
@@ -89,28 +92,7 @@ public final class OperatorTransitions {
           limit :limit))
         for update skip locked
       ),
-      changed as (
-        update build_job j set
-          status = case when j.status = 'queued' then 'cancelled' else j.status end,
-          finished_at = case when j.status = 'queued' then t.now else j.finished_at end,
-          cancel_requested = true
-        from target, t
-        where j.id = target.id
-          and ((:queued and j.status = 'queued')
-               or (:running and j.status in ('dispatched', 'running') and not j.cancel_requested))
-        returning j.id, j.status, j.worker_id
-      ),
-      event as (
-        insert into build_job_event (job_id, type, detail, at)
-        select c.id,
-               case when c.status = 'cancelled' then 'cancelled' else 'cancel-requested' end,
-               jsonb_build_object('message',
-                 case when c.status = 'cancelled' then 'cancelled while queued, by a bulk cancel'
-                      else 'cancel requested by a bulk cancel, worker ' || c.worker_id || ' is told to stop' end),
-               t.now
-        from changed c, t
-        returning id
-      )
+      %s
       select (select string_agg(c.id::text, ',' order by c.id) from changed c where c.status = 'cancelled')
                as cancelled_ids,
              (select string_agg(c.id::text, ',' order by c.id) from changed c where c.status <> 'cancelled')
@@ -135,7 +117,10 @@ public final class OperatorTransitions {
                   then build_outbox_claim(t.now, :claimMs::bigint, :claimLimit::integer) end as claimed_events
       from (select count(*) as n from event) as event_done
         cross join t
-      """;
+      """
+          .formatted(
+              JobTransitions.CANCELLING.formatted(
+                  "\n    and ((:queued and j.status = 'queued') or (:running and j.status <> 'queued'))"));
 
   /**
    * Cancels at most {@link #MAX_BULK_CANCEL} of the jobs {@code filter} matches, oldest first, as a

@@ -29,12 +29,12 @@ record CancelCommand(Cli cli) implements CliCommand {
     CommandLine cl = CommandLine.parse("cancel", args, options, Set.of("json"));
     boolean filtered = FILTERS.stream().anyMatch(cl::has);
     if (filtered) {
-      cl.atMostPositionals(0, "cancel [--user U] [--kind K] [--status S] (no job id with a filter)");
+      cl.atMostPositionals(
+          0, "cancel [--user U] [--kind K] [--status S] (no job id with a filter)");
       return cancelMatching(cl);
     }
     String id =
-        Cli.jobId(
-            cl.positional(0, "a job id, or a filter: cancel <job-id> | cancel --user U ..."));
+        Cli.jobId(cl.positional(0, "a job id, or a filter: cancel <job-id> | cancel --user U ..."));
     cl.atMostPositionals(1, "cancel <job-id>");
     ApiClient.Reply reply =
         Cli.accepted(

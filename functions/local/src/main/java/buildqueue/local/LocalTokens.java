@@ -29,8 +29,7 @@ import java.util.Set;
  * directory on first use (file mode 600) and kept there, so tokens outlive restarts and the CLI on
  * the same machine can mint its own. The user is the {@code sub} claim; the scope {@value
  * Caller#ADMIN_SCOPE} in the space-separated {@code scope} claim makes an admin, {@value
- * Caller#READ_ONLY_ADMIN_SCOPE} a read-only admin. Stands in for API
- * Gateway's JWT authorizer.
+ * Caller#READ_ONLY_ADMIN_SCOPE} a read-only admin. Stands in for API Gateway's JWT authorizer.
  */
 public final class LocalTokens {
   static final String SECRET_FILE = "token-secret";

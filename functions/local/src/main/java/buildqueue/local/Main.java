@@ -11,9 +11,9 @@ import java.util.Set;
 /**
  * The runnable jar: {@code serve} runs the whole system; {@code try} runs one job on a queue of its
  * own; {@code token}, {@code submit}, {@code status}, {@code dedicated}, {@code quota}, {@code
- * cancel}, {@code retry} and {@code logs} talk to a running server over HTTP with a token they mint from the data
- * directory's secret. Each command is a class of its own with its usage beside its code; this one
- * picks the command and turns its failures into exit codes.
+ * cancel}, {@code retry} and {@code logs} talk to a running server over HTTP with a token they mint
+ * from the data directory's secret. Each command is a class of its own with its usage beside its
+ * code; this one picks the command and turns its failures into exit codes.
  */
 public final class Main {
   static final int OK = 0;

@@ -19,8 +19,7 @@ record TokenCommand(Cli cli) implements CliCommand {
   @Override
   public int run(List<String> args) {
     CommandLine cl =
-        CommandLine.parse(
-            "token", args, Set.of("data-dir", "hours"), Set.of("admin", "read-only"));
+        CommandLine.parse("token", args, Set.of("data-dir", "hours"), Set.of("admin", "read-only"));
     String user = cl.positional(0, "a user id: token <user> [--admin | --read-only]");
     cl.atMostPositionals(1, "token <user> [--admin | --read-only] [--hours N]");
     if (cl.has("admin") && cl.has("read-only")) {

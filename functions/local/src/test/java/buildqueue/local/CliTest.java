@@ -346,7 +346,8 @@ class CliTest {
   void help_lists_every_command() {
     assertThat(raw("--help")).isZero();
     assertThat(out)
-        .contains("serve", "token", "submit", "status", "dedicated", "cancel", "retry", "--read-only");
+        .contains(
+            "serve", "token", "submit", "status", "dedicated", "cancel", "retry", "--read-only");
   }
 
   private static void signal(String name, ProcessHandle process) throws Exception {
