@@ -36,10 +36,7 @@ record CancelCommand(Cli cli) implements CliCommand {
     String id =
         Cli.jobId(cl.positional(0, "a job id, or a filter: cancel <job-id> | cancel --user U ..."));
     cl.atMostPositionals(1, "cancel <job-id>");
-    ApiClient.Reply reply =
-        Cli.accepted(
-            ApiConnection.open(cli, cl, "cli", true)
-                .post("jobs/" + id + "/cancel", Cli.JSON.createObjectNode()));
+    ApiClient.Reply reply = Cli.postToJob(cli, cl, id, "cancel");
     JsonNode job = reply.json();
     return cli.answer(
         cl,

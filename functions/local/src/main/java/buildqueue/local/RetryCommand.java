@@ -17,10 +17,7 @@ record RetryCommand(Cli cli) implements CliCommand {
     CommandLine cl = CommandLine.parse("retry", args, ApiConnection.FLAGS, Set.of("json"));
     String id = Cli.jobId(cl.positional(0, "a job id: retry <job-id>"));
     cl.atMostPositionals(1, "retry <job-id>");
-    ApiClient.Reply reply =
-        Cli.accepted(
-            ApiConnection.open(cli, cl, "cli", true)
-                .post("jobs/" + id + "/retry", Cli.JSON.createObjectNode()));
+    ApiClient.Reply reply = Cli.postToJob(cli, cl, id, "retry");
     JsonNode job = reply.json();
     return cli.answer(
         cl,
