@@ -97,7 +97,7 @@ public final class AwsSettings {
   public static final String WORKER_MEMORY = "BUILDQUEUE_WORKER_MEMORY";
 
   /**
-   * Prices as {@code <dollars per vCPU-hour>,<dollars per GB-hour>} (docs/architecture.md §4.9).
+   * Prices as {@code <dollars per vCPU-hour>,<dollars per GB-hour>} (docs/architecture.md §4.8).
    */
   public static final String PRICES_ON_DEMAND = "BUILDQUEUE_PRICES_ON_DEMAND";
 

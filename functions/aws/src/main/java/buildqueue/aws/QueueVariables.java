@@ -101,7 +101,7 @@ final class QueueVariables {
 
   /**
    * The ledger's settings: the worker's size as the template gives its task definition, Fargate's
-   * billing, prices and the default budget (docs/architecture.md §4.9).
+   * billing, prices and the default budget (docs/architecture.md §4.8).
    */
   static Ledger ledger(EnvironmentReader r, Ledger defaults) {
     long cpuUnits = r.positiveLong(AwsSettings.WORKER_CPU, defaults.vcpuMilli() * 1024L / 1000);

@@ -105,13 +105,15 @@ final class ApiJson {
     o.put("supersedeKey", j.supersedeKey());
     o.put("supersededBy", j.supersededBy());
     o.put("priority", Priority.name(j.priority()));
+    o.put("retryOf", j.retryOf());
+    o.put("retriedBy", j.retriedBy());
     o.set("waitingFor", waiting.map(w -> (JsonNode) waiting(w)).orElse(NODES.nullNode()));
     Cost cost = Cost.of(j.cost(), ledger);
     o.set("cost", cost == null ? NODES.nullNode() : cost(cost));
     return o;
   }
 
-  /** What was billed (docs/architecture.md §4.9), for a job or a user's usage. */
+  /** What was billed (docs/architecture.md §4.8), for a job or a user's usage. */
   static ObjectNode cost(Cost c) {
     ObjectNode o = object();
     o.put("billedSeconds", java.math.BigDecimal.valueOf(c.billedMs(), 3));

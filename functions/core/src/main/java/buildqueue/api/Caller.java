@@ -1,7 +1,10 @@
 package buildqueue.api;
 
+import java.util.Arrays;
 import java.util.Collection;
 import java.util.Objects;
+import java.util.Set;
+import java.util.stream.Collectors;
 
 /**
  * Who is calling, from an already verified token: API Gateway's JWT authorizer in AWS, the local
@@ -9,14 +12,31 @@ import java.util.Objects;
  * carried no valid token.
  *
  * @param userId the token's {@code sub} claim
- * @param admin whether the token carries the scope {@value #ADMIN_SCOPE}
+ * @param admin whether the token carries the scope {@value #ADMIN_SCOPE} or {@value
+ *     #READ_ONLY_ADMIN_SCOPE}: the caller sees every user's jobs and the lanes
+ * @param readOnly whether the caller may only read: a token with {@value #READ_ONLY_ADMIN_SCOPE}
+ *     and without {@value #ADMIN_SCOPE}. {@link HttpApi} refuses it every route but GET and HEAD.
  */
-public record Caller(String userId, boolean admin) {
+public record Caller(String userId, boolean admin, boolean readOnly) {
   /** The OAuth scope that makes a caller an admin. */
   public static final String ADMIN_SCOPE = "buildqueue/admin";
 
+  /**
+   * The OAuth scope of a read-only admin: sees everything an admin sees, changes nothing (a support
+   * colleague's view). Scopes add up: a token that also has {@value #ADMIN_SCOPE} is a full admin.
+   */
+  public static final String READ_ONLY_ADMIN_SCOPE = "buildqueue/admin.read";
+
   public Caller {
     Objects.requireNonNull(userId, "userId");
+    if (readOnly && !admin) {
+      throw new IllegalArgumentException("a read-only caller is a read-only admin");
+    }
+  }
+
+  /** A caller that may change what it may see. */
+  public Caller(String userId, boolean admin) {
+    this(userId, admin, false);
   }
 
   /**
@@ -26,13 +46,18 @@ public record Caller(String userId, boolean admin) {
    *     space-separated scope strings (the form of the {@code scope} claim)
    */
   public static Caller of(String sub, Collection<String> scopes) {
-    boolean admin =
-        scopes != null
-            && scopes.stream()
+    Set<String> granted =
+        scopes == null
+            ? Set.of()
+            : scopes.stream()
                 .filter(Objects::nonNull)
-                .flatMap(s -> java.util.Arrays.stream(s.trim().split("\\s+")))
-                .anyMatch(ADMIN_SCOPE::equals);
-    return new Caller(sub, admin);
+                .flatMap(s -> Arrays.stream(s.trim().split("\\s+")))
+                .collect(Collectors.toSet());
+    if (granted.contains(ADMIN_SCOPE)) {
+      return new Caller(sub, true, false);
+    }
+    return new Caller(
+        sub, granted.contains(READ_ONLY_ADMIN_SCOPE), granted.contains(READ_ONLY_ADMIN_SCOPE));
   }
 
   public static Caller user(String userId) {
@@ -41,5 +66,9 @@ public record Caller(String userId, boolean admin) {
 
   public static Caller admin(String userId) {
     return new Caller(userId, true);
+  }
+
+  public static Caller readOnlyAdmin(String userId) {
+    return new Caller(userId, true, true);
   }
 }

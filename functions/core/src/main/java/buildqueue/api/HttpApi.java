@@ -30,12 +30,13 @@ import java.util.stream.Collectors;
  * <p>Routes, one class per resource: {@link SiteRoutes} ({@code GET /}, the dashboard page, {@code
  * GET /health}, {@code GET /openapi.json}, no token needed), {@link JobSubmission} ({@code POST
  * /jobs}), {@link JobRoutes} ({@code GET /jobs}, {@code GET /jobs/{id}}, {@code GET
- * /jobs/{id}/events}, {@code POST /jobs/{id}/cancel}), {@link JobLogRoute} ({@code GET
+ * /jobs/{id}/events}, {@code POST /jobs/{id}/cancel}), {@link OperatorRoutes} ({@code POST
+ * /jobs/cancel}, admin; {@code POST /jobs/{id}/retry}), {@link JobLogRoute} ({@code GET
  * /jobs/{id}/log}), {@link LaneRoutes} ({@code GET /lanes}, admin), {@link UserRoutes} ({@code PUT
  * /users/{userId}}, admin). This class is the router: it matches a route, authenticates the caller
- * for the route's {@link Route.Access}, checks the query and the body's size, and maps every
- * failure to a problem response, so a handler does none of that. A new resource is one class
- * implementing {@link Route.Resource}, listed in the constructor.
+ * for the route's {@link Route.Access}, refuses every write to a read-only caller, checks the query
+ * and the body's size, and maps every failure to a problem response, so a handler does none of
+ * that. A new resource is one class implementing {@link Route.Resource}, listed in the constructor.
  */
 public final class HttpApi {
   private static final System.Logger LOG = System.getLogger(HttpApi.class.getName());
@@ -86,6 +87,7 @@ public final class HttpApi {
             new SiteRoutes(queries),
             new JobSubmission(queue, kinds, answers),
             new JobRoutes(queue, queries, answers),
+            new OperatorRoutes(queue, kinds, answers),
             new JobLogRoute(queries),
             new LaneRoutes(queue, queries),
             new UserRoutes(queue),
@@ -171,6 +173,7 @@ public final class HttpApi {
           Map.of("Allow", allow));
     }
     Caller caller = authorize(matched.access(), request.caller(), request.tokenRefusal());
+    refuseWritesOfReadOnly(matched, caller);
     Map<String, List<String>> query = query(request, matched);
     if (request.body().length > MAX_BODY_BYTES) {
       throw new ApiProblem(
@@ -216,6 +219,29 @@ public final class HttpApi {
     }
     return caller;
   }
+
+  /**
+   * The one place a read-only admin ({@link Caller#READ_ONLY_ADMIN_SCOPE}) is held to reading:
+   * every route but GET and HEAD is refused before its handler runs, so a route added later is
+   * covered without a word of its own.
+   */
+  private static void refuseWritesOfReadOnly(Route route, Caller caller) {
+    if (caller != null && caller.readOnly() && !READS.contains(route.method())) {
+      throw new ApiProblem(
+          ApiProblem.Type.FORBIDDEN,
+          "Your token is read-only (scope "
+              + Caller.READ_ONLY_ADMIN_SCOPE
+              + "): it may see everything an admin sees but change nothing, so "
+              + route.operation()
+              + " is refused and nothing was written. Ask an operator to do it, or use a token with"
+              + " the scope "
+              + Caller.ADMIN_SCOPE
+              + ".");
+    }
+  }
+
+  /** The methods that change nothing: all a read-only caller may use. */
+  private static final Set<String> READS = Set.of("GET", "HEAD");
 
   private static Map<String, List<String>> query(ApiRequest request, Route route) {
     Map<String, List<String>> query;

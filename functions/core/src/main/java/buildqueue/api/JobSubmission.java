@@ -62,18 +62,7 @@ record JobSubmission(BuildQueue queue, KindRegistry kinds, JobAnswers answers)
               + ".");
     }
     String kind = kindNode.textValue();
-    PayloadSchema schema =
-        kinds
-            .payloadSchema(kind)
-            .orElseThrow(
-                () ->
-                    ApiProblem.invalid(
-                        "Unknown kind \""
-                            + JsonBodies.printable(kind)
-                            + "\"; the known kinds are: "
-                            + knownKinds()
-                            + "."));
-
+    checkKind(kinds, kind);
     JsonNode payload = body.get("payload");
     if (payload == null || payload.isNull()) {
       payload = ApiJson.object();
@@ -84,17 +73,7 @@ record JobSubmission(BuildQueue queue, KindRegistry kinds, JobAnswers answers)
               + ".");
     }
     JsonBodies.requireStorable(payload, "payload");
-    try {
-      schema.check(payload.deepCopy());
-    } catch (IllegalArgumentException e) {
-      throw ApiProblem.invalid(
-          "The payload is not valid for kind \""
-              + kind
-              + "\": "
-              + (e.getMessage() == null
-                  ? "the kind's validation refused it without saying why"
-                  : e.getMessage()));
-    }
+    checkPayload(kinds, kind, payload);
 
     String key = key(body.get("idempotencyKey"), "idempotencyKey");
     String supersedeKey = key(body.get("supersedeKey"), "supersedeKey");
@@ -177,7 +156,7 @@ record JobSubmission(BuildQueue queue, KindRegistry kinds, JobAnswers answers)
   }
 
   /** The enqueue statement counted the user's queued jobs against their quota and wrote nothing. */
-  private static ApiProblem queueFull(QueueFullException e) {
+  static ApiProblem queueFull(QueueFullException e) {
     return new ApiProblem(
         ApiProblem.Type.TOO_MANY_QUEUED_JOBS,
         "You have "
@@ -214,7 +193,7 @@ record JobSubmission(BuildQueue queue, KindRegistry kinds, JobAnswers answers)
   }
 
   /** The enqueue statement measured the payload as stored and wrote nothing. */
-  private static ApiProblem payloadTooLarge(long storedBytes) {
+  static ApiProblem payloadTooLarge(long storedBytes) {
     return new ApiProblem(
         ApiProblem.Type.PAYLOAD_TOO_LARGE,
         "The payload takes "
@@ -225,6 +204,34 @@ record JobSubmission(BuildQueue queue, KindRegistry kinds, JobAnswers answers)
             + " bytes, so that a"
             + " worker can read its job back in one row of the RDS Data API (64 KB). Nothing was written. Keep large"
             + " inputs in object storage (e.g. S3) and pass a reference in the payload.");
+  }
+
+  /** Refuses (400) a kind the catalogue does not hold. */
+  static void checkKind(KindRegistry kinds, String kind) {
+    if (kinds.payloadSchema(kind).isEmpty()) {
+      throw ApiProblem.invalid(
+          "Unknown kind \""
+              + JsonBodies.printable(kind)
+              + "\"; the known kinds are: "
+              + knownKinds(kinds)
+              + ".");
+    }
+  }
+
+  /** Refuses (400) a payload the kind's schema does not accept; the kind is known. */
+  static void checkPayload(KindRegistry kinds, String kind, JsonNode payload) {
+    PayloadSchema schema = kinds.payloadSchema(kind).orElseThrow();
+    try {
+      schema.check(payload.deepCopy());
+    } catch (IllegalArgumentException e) {
+      throw ApiProblem.invalid(
+          "The payload is not valid for kind \""
+              + kind
+              + "\": "
+              + (e.getMessage() == null
+                  ? "the kind's validation refused it without saying why"
+                  : e.getMessage()));
+    }
   }
 
   private static String key(JsonNode node, String field) {
@@ -272,6 +279,10 @@ record JobSubmission(BuildQueue queue, KindRegistry kinds, JobAnswers answers)
       };
 
   private String knownKinds() {
+    return knownKinds(kinds);
+  }
+
+  private static String knownKinds(KindRegistry kinds) {
     return String.join(", ", kinds.kinds());
   }
 }

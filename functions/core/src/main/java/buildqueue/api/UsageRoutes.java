@@ -13,7 +13,7 @@ import java.util.Optional;
 import java.util.Set;
 
 /**
- * What users' jobs were billed (docs/architecture.md §4.9): {@code GET /users/{userId}/usage} (the
+ * What users' jobs were billed (docs/architecture.md §4.8): {@code GET /users/{userId}/usage} (the
  * user, or an admin; anyone else is told there is no such usage, as for jobs) and {@code GET
  * /usage} (admins, by user). A share counts in the range its worker stopped in.
  */

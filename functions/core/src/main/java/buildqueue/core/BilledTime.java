@@ -3,7 +3,7 @@ package buildqueue.core;
 import java.time.Instant;
 
 /**
- * When the platform billed a task, as its stop evidence says (docs/architecture.md §4.9).
+ * When the platform billed a task, as its stop evidence says (docs/architecture.md §4.8).
  *
  * @param from the start of billing (Fargate: the image pull's start, else the task's creation);
  *     null: the worker's launch

@@ -5,7 +5,7 @@ import java.time.Instant;
 
 /**
  * A user's jobs were billed their budget of this period already: the submission wrote nothing
- * (docs/architecture.md §4.9).
+ * (docs/architecture.md §4.8).
  *
  * @see Ledger#defaultBudgetVcpuSeconds()
  */

@@ -48,6 +48,7 @@ public final class BuildQueue {
   private final TickTransitions tick;
   private final TickSchedule schedule;
   private final OrderTransitions order;
+  private final OperatorTransitions operators;
   private volatile boolean dispatching = true;
   private volatile Capacities capacities = Capacities.ON_DEMAND;
 
@@ -103,6 +104,7 @@ public final class BuildQueue {
     this.exits = new ExitTransitions(db, config, clock);
     this.tick = new TickTransitions(db, config, clock);
     this.order = new OrderTransitions(db, clock);
+    this.operators = new OperatorTransitions(db, clock);
   }
 
   public QueueConfig config() {
@@ -314,6 +316,39 @@ public final class BuildQueue {
           reason,
           e.toString());
     }
+  }
+
+  /**
+   * Cancels at most {@link OperatorTransitions#MAX_BULK_CANCEL} of the jobs {@code filter} matches,
+   * each as {@link #cancel} does (the workers of running ones are stopped), in one statement that
+   * also claims the events it wrote; {@code remaining} says whether to call again.
+   */
+  public OperatorTransitions.BulkCancelled cancelMatching(OperatorTransitions.CancelFilter filter) {
+    RequestTail tail = newTail();
+    OperatorTransitions.BulkCancelled done = operators.cancelMatching(filter, tail);
+    done.cancelRequestedTaskIds().forEach(t -> stopForCancel(t, "job cancelled by a bulk cancel"));
+    finishQuietly(tail, "a bulk cancel");
+    return done;
+  }
+
+  /** A retry as {@link #retry} enqueued it, and how it was linked to the job it retries. */
+  public record Retried(Submitted submitted, OperatorTransitions.RetryLink link) {}
+
+  /**
+   * Retries failed or cancelled job {@code oldJobId}: a submission of its kind and payload for its
+   * user (quota and all), whose idempotency key names the old job, so a repeated request answers
+   * the same retry; then the two jobs are linked both ways ({@link OperatorTransitions#linkRetry}).
+   *
+   * @throws QueueFullException as {@link #submit}; nothing is written
+   */
+  public Retried retry(long oldJobId, String userId, String kind, Json payload) {
+    Submitted submitted = submit(userId, kind, payload, retryKey(oldJobId), null);
+    return new Retried(submitted, operators.linkRetry(oldJobId, submitted.job().id()));
+  }
+
+  /** The idempotency key of job {@code jobId}'s retry. */
+  public static String retryKey(long jobId) {
+    return "retry-of-job-" + jobId;
   }
 
   /** Gives or takes a user's dedicated worker, moves their queued jobs, dispatches the new lane. */
@@ -594,7 +629,7 @@ public final class BuildQueue {
   /**
    * As {@link #taskStopped(String, Long, UUID, String)}, with when the platform billed the task (an
    * ECS STOPPED event's {@code pullStartedAt}, else {@code createdAt}, to {@code stoppedAt}): the
-   * worker's bill is that time instead of its launch to this exit (docs/architecture.md §4.9).
+   * worker's bill is that time instead of its launch to this exit (docs/architecture.md §4.8).
    */
   public Optional<ExitTransitions.Exited> taskStopped(
       String taskId, Long workerId, UUID token, String reason, BilledTime billed) {

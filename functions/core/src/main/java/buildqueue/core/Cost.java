@@ -6,7 +6,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * What jobs were billed (docs/architecture.md §4.9): a job's shares of the workers that ran it, or
+ * What jobs were billed (docs/architecture.md §4.8): a job's shares of the workers that ran it, or
  * a user's in a period, summed by capacity, with the money at the operator's prices.
  *
  * @param billedMs worker time billed, in milliseconds (the jobs' shares add up to the workers')

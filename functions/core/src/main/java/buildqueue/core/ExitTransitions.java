@@ -69,7 +69,7 @@ public final class ExitTransitions {
           .formatted(Bills.BILL);
 
   /**
-   * The worker's bill, in the exit's own statement (docs/architecture.md §4.9): {@code
+   * The worker's bill, in the exit's own statement (docs/architecture.md §4.8): {@code
    * build_ledger_bill} (V013) runs after the exit function, in a snapshot of its own, so it sees
    * the worker exited and shares its billed time among the jobs it ran. A duplicate stop matches no
    * worker, so nothing is billed twice.

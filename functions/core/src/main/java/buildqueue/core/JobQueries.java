@@ -91,9 +91,11 @@ public final class JobQueries {
    * @param supersededBy the job that superseded it (it was then cancelled, or its cancel requested)
    * @param priority -1 low, 0 normal, 1 high, 2 run next (an admin's): orders its user's queued
    *     jobs ({@link Priority})
+   * @param retryOf the failed or cancelled job this one retries ({@code POST /jobs/{id}/retry})
+   * @param retriedBy the job that retries this one; null until it is retried
    * @param turns while queued in a lane that takes turns by user: its place in the turns, from
    *     which {@code position} is counted; else empty
-   * @param cost its shares of the workers that ran it and have stopped (docs/architecture.md §4.9),
+   * @param cost its shares of the workers that ran it and have stopped (docs/architecture.md §4.8),
    *     by capacity; empty until one of them stopped
    */
   public record JobView(
@@ -119,6 +121,8 @@ public final class JobQueries {
       String supersedeKey,
       Long supersededBy,
       int priority,
+      Long retryOf,
+      Long retriedBy,
       Optional<Turns> turns,
       List<Cost.Line> cost) {}
 

@@ -69,7 +69,8 @@ record JobReads(Database db, QueueConfig config) {
       """
       j.id, j.user_id, j.kind, j.payload, j.status, j.lane, j.progress, j.attempts, j.recoveries,
         j.cancel_requested, j.error, j.worker_id, j.created_at, j.dispatched_at, j.started_at,
-        j.finished_at, j.not_before, j.supersede_key, j.superseded_by, j.priority, l.total_bytes as log_bytes,
+        j.finished_at, j.not_before, j.supersede_key, j.superseded_by, j.priority, j.retry_of, j.retried_by,
+        l.total_bytes as log_bytes,
         l.location as log_location, l.updated_at as log_updated_at,
         case when j.status = 'queued' and fair.retry is null then
           (select count(*) + 1 from build_job q
@@ -131,6 +132,8 @@ record JobReads(Database db, QueueConfig config) {
         r.string("supersede_key"),
         r.longValue("superseded_by"),
         r.intValue("priority"),
+        r.longValue("retry_of"),
+        r.longValue("retried_by"),
         r.get("turn_retry") == null
             ? Optional.empty()
             : Optional.of(

@@ -77,7 +77,7 @@ public final class JobTransitions {
           where q.user_id = :userId and q.status = 'queued'
           limit (select max_queued from quota) + (select n from replaced) + 1) q
       ),
-      -- The budget (docs/architecture.md section 4.9): the user's own, else the queue's, in
+      -- The budget (docs/architecture.md section 4.8): the user's own, else the queue's, in
       -- vCPU-seconds per period (UTC), and what the user's jobs were billed in this period, summed
       -- from the ledger's index only when there is a budget. A job still on its worker is not billed
       -- yet, so it is not counted: a budget refuses new jobs, never stops one.
@@ -291,13 +291,13 @@ public final class JobTransitions {
             + " found neither a new nor an existing job after 3 attempts; retry the request");
   }
 
-  private static List<Long> ids(String commaSeparated) {
+  static List<Long> ids(String commaSeparated) {
     return commaSeparated == null
         ? List.of()
         : java.util.Arrays.stream(commaSeparated.split(",")).map(Long::valueOf).toList();
   }
 
-  private static List<String> taskIds(String commaSeparated) {
+  static List<String> taskIds(String commaSeparated) {
     // Task ids never hold a comma: ECS task ARNs, local "host:pid:start", in-process "inproc-N".
     return commaSeparated == null ? List.of() : List.of(commaSeparated.split(","));
   }
@@ -321,14 +321,15 @@ public final class JobTransitions {
     record NotFound(long jobId) implements Cancelled {}
   }
 
-  private static final String CANCEL =
+  /**
+   * The cancel of the jobs in a statement's {@code target} (by {@code id}, locked), as its CTEs
+   * {@code changed} and {@code event}: a queued job is cancelled at once, one on a worker gets its
+   * flag (its worker is then stopped by the caller); each changed job gets its history row. The
+   * {@code %s} is a further guard on {@code j} (empty: none). One text for the single cancel and
+   * the bulk one ({@link OperatorTransitions}), so both write the same rows.
+   */
+  static final String CANCELLING =
       """
-      with t as (select coalesce(:now::timestamptz, now()) as now),
-      target as (
-        select j.id, j.status from build_job j
-        where j.id = :jobId and (:userId::text is null or j.user_id = :userId)
-        for update
-      ),
       changed as (
         update build_job j set
           status = case when j.status = 'queued' then 'cancelled' else j.status end,
@@ -336,7 +337,7 @@ public final class JobTransitions {
           cancel_requested = true
         from target, t
         where j.id = target.id
-          and (j.status = 'queued' or (j.status in ('dispatched', 'running') and not j.cancel_requested))
+          and (j.status = 'queued' or (j.status in ('dispatched', 'running') and not j.cancel_requested))%s
         returning j.id, j.status, j.worker_id
       ),
       event as (
@@ -349,7 +350,18 @@ public final class JobTransitions {
                t.now
         from changed c, t
         returning id
-      )
+      )""";
+
+  // Assembled from pieces: AssembledStatementsTest pins the whole text in src/test/resources.
+  private static final String CANCEL =
+      """
+      with t as (select coalesce(:now::timestamptz, now()) as now),
+      target as (
+        select j.id, j.status from build_job j
+        where j.id = :jobId and (:userId::text is null or j.user_id = :userId)
+        for update
+      ),
+      %s
       select target.id, target.status as old_status, changed.status as new_status, changed.worker_id,
              w.task_id, w.status as worker_status,
              -- As the enqueue's: the claim (V009) runs after the history row is written (event_done).
@@ -360,7 +372,8 @@ public final class JobTransitions {
       left join build_worker w on w.id = changed.worker_id
       cross join (select count(*) from event) as event_done
       cross join t
-      """;
+      """
+          .formatted(CANCELLING.formatted(""));
 
   /**
    * Cancels a job: a queued one at once, one on a worker by a flag that the worker's interruption

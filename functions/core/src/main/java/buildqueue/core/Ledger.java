@@ -9,7 +9,7 @@ import java.util.Set;
 
 /**
  * How workers are billed and priced, and the budget every user has unless an admin set their own
- * (docs/architecture.md §4.9).
+ * (docs/architecture.md §4.8).
  *
  * @param vcpuMilli a worker's vCPU in thousandths (default 1,000: the template's {@code WorkerCpu}
  *     1024 units)

@@ -8,7 +8,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * What users' jobs were billed in a time range (docs/architecture.md §4.9): a share counts in the
+ * What users' jobs were billed in a time range (docs/architecture.md §4.8): a share counts in the
  * range its worker stopped in. One statement each, on {@code build_job_cost}'s index.
  */
 final class UsageReads {

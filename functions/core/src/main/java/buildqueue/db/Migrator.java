@@ -58,7 +58,8 @@ public final class Migrator {
           "V012__spot_reclaims.sql",
           "V013__compute_ledger.sql",
           "V014__idle_tick.sql",
-          "V015__priorities_and_pause.sql");
+          "V015__priorities_and_pause.sql",
+          "V016__retry_links.sql");
 
   private static final String CREATE_TABLE =
       """

@@ -66,6 +66,8 @@ class HttpApiRoutesTest extends ApiTest {
             "supersedeKey",
             "supersededBy",
             "priority",
+            "retryOf",
+            "retriedBy",
             "waitingFor",
             "cost");
     assertThat(job.get("status").asText()).isEqualTo("succeeded");
@@ -115,7 +117,7 @@ class HttpApiRoutesTest extends ApiTest {
   void events_are_the_jobs_history_oldest_first() {
     long id = f.submit(ALICE, "demo", "{\"steps\": 1, \"stepMillis\": 1}");
     f.h.awaitStatus(id, "succeeded");
-    f.h.awaitWorkersExited(); // its worker's exit bills it: the cost event (§4.9)
+    f.h.awaitWorkersExited(); // its worker's exit bills it: the cost event (§4.8)
 
     ApiResponse r = f.get("/jobs/" + id + "/events", ALICE);
 

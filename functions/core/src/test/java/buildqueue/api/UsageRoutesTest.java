@@ -19,7 +19,7 @@ import java.util.Map;
 import org.junit.jupiter.api.Test;
 
 /**
- * docs/architecture.md §4.9 over HTTP: a job's {@code cost}, a user's usage (invisible to other
+ * docs/architecture.md §4.8 over HTTP: a job's {@code cost}, a user's usage (invisible to other
  * users), every user's (admins), and a budget's 429, held to openapi.json.
  */
 class UsageRoutesTest extends ApiTest {

@@ -22,7 +22,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
- * docs/architecture.md §4.9: a worker's billed time is shared among the jobs it ran so that the
+ * docs/architecture.md §4.8: a worker's billed time is shared among the jobs it ran so that the
  * shares add up to it exactly, a job's cost is on its view, and a budget refuses an enqueue inside
  * the enqueue statement. Runs on every database adapter (the aws module runs this package on the
  * Data API).

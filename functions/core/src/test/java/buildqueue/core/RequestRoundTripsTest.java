@@ -179,7 +179,7 @@ class RequestRoundTripsTest {
     assertThat(s.db.statements()).isEqualTo(2);
     assertThat(s.platform.launches()).hasSize(2);
     // the dispatch's event, then the cost of the job the stopped worker ran (docs/architecture.md
-    // §4.9), in one claim
+    // §4.8), in one claim
     assertThat(s.sender.types()).endsWith(second + " dispatched", first + " cost");
     assertThat(unpublished(tdb)).isEmpty();
   }

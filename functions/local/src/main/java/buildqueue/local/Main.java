@@ -11,9 +11,9 @@ import java.util.Set;
 /**
  * The runnable jar: {@code serve} runs the whole system; {@code try} runs one job on a queue of its
  * own; {@code token}, {@code submit}, {@code status}, {@code dedicated}, {@code quota}, {@code
- * cancel} and {@code logs} talk to a running server over HTTP with a token they mint from the data
- * directory's secret. Each command is a class of its own with its usage beside its code; this one
- * picks the command and turns its failures into exit codes.
+ * cancel}, {@code retry} and {@code logs} talk to a running server over HTTP with a token they mint
+ * from the data directory's secret. Each command is a class of its own with its usage beside its
+ * code; this one picks the command and turns its failures into exit codes.
  */
 public final class Main {
   static final int OK = 0;
@@ -41,6 +41,7 @@ public final class Main {
           + PriorityCommand.USAGE
           + RunNextCommand.USAGE
           + LaneCommand.USAGE
+          + RetryCommand.USAGE
           + LogsCommand.USAGE
           + """
 
@@ -72,6 +73,7 @@ public final class Main {
     commands.put("priority", new PriorityCommand(cli));
     commands.put("run-next", new RunNextCommand(cli));
     commands.put("lane", new LaneCommand(cli));
+    commands.put("retry", new RetryCommand(cli));
     commands.put("logs", new LogsCommand(cli));
   }
 

@@ -259,7 +259,7 @@ record ServeCommand(Cli cli) implements CliCommand {
   }
 
   /**
-   * The ledger's settings (docs/architecture.md §4.9): what a worker counts as (a child's wall time
+   * The ledger's settings (docs/architecture.md §4.8): what a worker counts as (a child's wall time
    * × these sizes) and every user's budget unless an admin set their own.
    */
   private static Ledger ledger(CommandLine cl, Ledger defaults) {

@@ -6,7 +6,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.Set;
 
-/** {@code usage}: what a user's jobs (or every user's) were billed (docs/architecture.md §4.9). */
+/** {@code usage}: what a user's jobs (or every user's) were billed (docs/architecture.md §4.8). */
 record UsageCommand(Cli cli) implements CliCommand {
   static final String USAGE =
       """

@@ -316,6 +316,60 @@ class CliTest {
   }
 
   @Test
+  void token_read_only_prints_a_read_only_admins_token_and_not_with_admin() {
+    assertThat(raw("token", "sam", "--read-only", "--data-dir", dataDir.toString())).isZero();
+    assertThat(server.runtime.tokens().verify(out.strip())).contains(Caller.readOnlyAdmin("sam"));
+    assertThat(raw("token", "sam", "--read-only", "--admin", "--data-dir", dataDir.toString()))
+        .isEqualTo(Main.USAGE);
+    assertThat(err).contains("not both");
+  }
+
+  @Test
+  void cancel_with_a_filter_cancels_every_matching_job_and_says_how_many() throws Exception {
+    long running = server.submitDemo("bob", 50, 100);
+    server.awaitProgress(running, 1);
+    long queued1 = server.submitDemo("bob", 1, 1);
+    long queued2 = server.submitDemo("bob", 1, 1);
+    long other = server.submitDemo("cy", 1, 1);
+
+    assertThat(cli("cancel", "--user", "bob", "--status", "queued")).isZero();
+
+    assertThat(out).contains("2 queued jobs cancelled, 0 running jobs asked to stop");
+    assertThat(server.jobRow(queued1).string("status")).isEqualTo("cancelled");
+    assertThat(server.jobRow(queued2).string("status")).isEqualTo("cancelled");
+    assertThat(server.jobRow(running).bool("cancel_requested")).isFalse();
+    assertThat(server.jobRow(other).string("status")).isEqualTo("queued");
+
+    assertThat(cli("cancel", "--user", "bob", "--json")).isZero();
+    assertThat(json(out).path("cancelRequestedCount").asInt()).isEqualTo(1);
+    server.awaitStatus(running, "cancelled");
+
+    assertThat(cli("cancel", "--status", "done")).isEqualTo(Main.API_ERROR);
+    assertThat(err).contains("HTTP 400").contains("done");
+    assertThat(cli("cancel")).isEqualTo(Main.USAGE);
+    assertThat(cli("cancel", "7", "--user", "bob")).isEqualTo(Main.USAGE);
+  }
+
+  @Test
+  void retry_submits_a_failed_job_again_as_a_new_job_linked_to_it() {
+    long failed =
+        buildqueue.testing.Rows.job()
+            .user("bob")
+            .kind("demo")
+            .payload("{\"steps\": 1, \"stepMillis\": 1}")
+            .status(buildqueue.core.JobStatus.FAILED)
+            .insert(server.db.jdbc());
+
+    assertThat(cli("retry", Long.toString(failed))).isZero();
+
+    long retry = server.jobRow(failed).longValue("retried_by");
+    assertThat(out).startsWith("job " + failed + " retried as job " + retry + " (demo) for bob");
+    server.awaitStatus(retry, "succeeded");
+    assertThat(cli("retry", Long.toString(failed))).isEqualTo(Main.API_ERROR);
+    assertThat(err).contains("HTTP 409").contains("already retried by job " + retry);
+  }
+
+  @Test
   void mistakes_get_a_message_and_an_exit_code_scripts_can_tell_apart() {
     assertThat(cli("submit", "nosuchkind")).isEqualTo(Main.API_ERROR);
     assertThat(err).contains("HTTP 400").contains("nosuchkind");
@@ -341,7 +395,9 @@ class CliTest {
   @Test
   void help_lists_every_command() {
     assertThat(raw("--help")).isZero();
-    assertThat(out).contains("serve", "token", "submit", "status", "dedicated", "cancel");
+    assertThat(out)
+        .contains(
+            "serve", "token", "submit", "status", "dedicated", "cancel", "retry", "--read-only");
   }
 
   private static void signal(String name, ProcessHandle process) throws Exception {

@@ -266,6 +266,34 @@ class EnqueueFunctionTest {
   }
 
   @Test
+  void the_read_only_admin_scope_from_the_jwt_reads_what_an_admin_reads_and_submits_nothing(
+      TestDatabase tdb) {
+    try (QueueWorld w = new QueueWorld(tdb, Component.ENQUEUE)) {
+      ObjectNode lanes = route(sample(), "GET", "/lanes", "");
+      claims(lanes).put("scope", "openid buildqueue/admin.read");
+      ObjectNode submit = sample();
+      claims(submit).remove("scope");
+      claims(submit).put("scp", "[buildqueue/admin.read]");
+      long jobsBefore = count(tdb, "build_job");
+
+      APIGatewayV2HTTPResponse read = invoke(w, lanes);
+      APIGatewayV2HTTPResponse refused = invoke(w, submit);
+
+      assertThat(read.getStatusCode()).isEqualTo(200);
+      assertThat(refused.getStatusCode()).isEqualTo(403);
+      assertThat(refused.getBody()).contains("read-only", "buildqueue/admin.read");
+      assertThat(count(tdb, "build_job")).isEqualTo(jobsBefore);
+    }
+  }
+
+  private static long count(TestDatabase tdb, String table) {
+    return tdb.jdbc()
+        .query("select count(*) as n from " + table, buildqueue.db.Params.none())
+        .get(0)
+        .longValue("n");
+  }
+
+  @Test
   void a_route_without_an_authorizer_has_no_caller(TestDatabase tdb) {
     try (QueueWorld w = new QueueWorld(tdb, Component.ENQUEUE)) {
       ObjectNode health = route(sample(), "GET", "/health", "");

@@ -223,6 +223,16 @@ class RoundTripsTest {
       return api.queue().enqueue(user, "demo", new Json("{\"steps\": 1}"), null).jobId();
     }
 
+    /** A failed job of the user's, to retry. */
+    long failed(String user) {
+      return buildqueue.testing.Rows.job()
+          .user(user)
+          .kind("demo")
+          .payload("{\"steps\": 1}")
+          .status(JobStatus.FAILED)
+          .insert(tdb.jdbc());
+    }
+
     /** The shared lane's one slot taken by someone else's job. */
     void fillSharedLane() {
       submit("bob");
@@ -544,6 +554,28 @@ class RoundTripsTest {
             Calls.pin(2, 0, 1, 0, 1),
             false),
         new Case(
+            "POST /jobs/cancel, a user's queued job",
+            w -> {
+              w.fillSharedLane();
+              return w.submit(USER);
+            },
+            (w, job) ->
+                call(
+                    w, asAdmin(apiEvent("POST", "/jobs/cancel", "{\"userId\": \"" + USER + "\"}"))),
+            200,
+            Calls.pin(2, 0, 0, 0, 1),
+            false),
+        new Case(
+            "POST /jobs/{id}/retry, the lane full",
+            w -> {
+              w.fillSharedLane();
+              return w.failed(USER);
+            },
+            (w, job) -> call(w, apiEvent("POST", "/jobs/" + job + "/retry", null)),
+            201,
+            Calls.pin(5, 0, 0, 0, 1),
+            false),
+        new Case(
             "PUT /users/{userId}",
             w -> w.submit(USER),
             (w, x) ->
@@ -575,7 +607,7 @@ class RoundTripsTest {
             w -> w.runToEnd(w.submit(USER)),
             (w, worker) -> stopEvent(w, w.stoppedEvent(worker)),
             0,
-            // The exit writes the job's cost event (docs/architecture.md §4.9), which the stop
+            // The exit writes the job's cost event (docs/architecture.md §4.8), which the stop
             // publishes and settles: one PutEvents and one Data API call more than before V013.
             Calls.pin(2, 0, 0, 0, 1),
             false),

@@ -104,7 +104,7 @@ class TaskStateChangeFunctionTest {
       new TaskStateChangeFunction(() -> w.services).handle(stopped(first, arn));
 
       // The sample's pullStartedAt 17:04:24.975 to stoppedAt 17:09:40.112: 315.137 s, billed
-      // per second (docs/architecture.md §4.9), all of it the one job's.
+      // per second (docs/architecture.md §4.8), all of it the one job's.
       assertThat(w.worker(first.workerId()).longValue("billed_ms")).isEqualTo(316_000);
       assertThat(
               tdb.jdbc()
@@ -170,7 +170,7 @@ class TaskStateChangeFunctionTest {
       assertThat(line.get("SlotHeldSeconds").asDouble()).isEqualTo(90.0);
       assertThat(line.get("Launches").asLong()).isEqualTo(1);
       // enqueued and dispatched went out with the submission's own invocation (BuildQueue#submit);
-      // the stopped worker's cost event (docs/architecture.md §4.9) goes out with its stop
+      // the stopped worker's cost event (docs/architecture.md §4.8) goes out with its stop
       assertThat(line.get("EventsPublished").asLong()).isEqualTo(4);
     }
   }

@@ -1,4 +1,4 @@
--- The compute ledger and budgets (docs/architecture.md section 4.9): what each worker was billed,
+-- The compute ledger and budgets (docs/architecture.md section 4.8): what each worker was billed,
 -- each job's share of it, and a per-user budget the enqueue checks.
 
 -- What the worker was billed, recorded by its exit (build_ledger_bill): null until it exited.
@@ -44,7 +44,7 @@ create index build_job_event_dispatched_to on build_job_event (((detail ->> 'wor
 -- to p_billed_to (the task's stop; null, or later than the exit: the exit), rounded up to
 -- p_round_ms, at least p_min_ms.
 --
--- The share (docs/architecture.md section 4.9): each job held the worker from its dispatch to it
+-- The share (docs/architecture.md section 4.8): each job held the worker from its dispatch to it
 -- until the job's next event that took it off (an end, an interruption, a launch failure), or to
 -- the exit. The worker's billed time B is split pro rata to the time each job held it, which is
 -- each job's held time plus the same fraction of the start-up and idle time; when no job held it
