@@ -133,6 +133,8 @@ public final class JobQueries {
    * @param notBefore when a launch for it failed for lack of capacity: not retried before this
    * @param turns in a lane that takes turns by user, where the job's user is in them; empty in a
    *     FIFO lane
+   * @param estimatedStart when it will probably start; empty while the lane has no recently
+   *     finished job to estimate from
    */
   public record Waiting(
       String lane,
@@ -140,7 +142,8 @@ public final class JobQueries {
       int jobsAhead,
       List<SlotView> slots,
       Instant notBefore,
-      Optional<Turns> turns) {
+      Optional<Turns> turns,
+      Optional<StartEstimate> estimatedStart) {
     public boolean allSlotsHeld() {
       return slots.stream().noneMatch(SlotView::free);
     }

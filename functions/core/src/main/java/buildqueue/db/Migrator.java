@@ -54,7 +54,8 @@ public final class Migrator {
           "V008__lane_choice.sql",
           "V009__fewer_round_trips.sql",
           "V010__chained_end_one_statement.sql",
-          "V011__outbox_claim_fits_a_row.sql");
+          "V011__outbox_claim_fits_a_row.sql",
+          "V017__lane_recent_finished.sql");
 
   private static final String CREATE_TABLE =
       """

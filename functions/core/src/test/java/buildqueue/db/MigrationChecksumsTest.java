@@ -47,6 +47,9 @@ class MigrationChecksumsTest {
     RELEASED.put(
         "V011__outbox_claim_fits_a_row.sql",
         "6f780992a6582c642543dee99d2157fc9808e2fe506a07a56450bd5ab1917b27");
+    RELEASED.put(
+        "V017__lane_recent_finished.sql",
+        "f1f1f53a923dac15b587083da4bdafba842a4e2e80a10de3003a6a062c0329c0");
   }
 
   @Test
