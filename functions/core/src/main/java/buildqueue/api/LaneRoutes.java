@@ -1,6 +1,7 @@
 package buildqueue.api;
 
 import buildqueue.core.JobQueries;
+import buildqueue.core.LaneHistory;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.util.List;
@@ -8,14 +9,41 @@ import java.util.Set;
 
 /**
  * {@code GET /lanes} (admins): every lane that matters now with its slots and first queued jobs, a
- * page at a time.
+ * page at a time; {@code GET /lanes/history} (admins): each lane's queue depth and waits over the
+ * last hours.
  */
 record LaneRoutes(JobQueries queries) implements Route.Resource {
   @Override
   public List<Route> routes() {
     return List.of(
-        new Route(
-            "GET", "/lanes", Route.Access.ADMIN, Set.of("queuedLimit", "after"), this::lanes));
+        new Route("GET", "/lanes", Route.Access.ADMIN, Set.of("queuedLimit", "after"), this::lanes),
+        new Route("GET", "/lanes/history", Route.Access.ADMIN, Set.of("hours"), this::history));
+  }
+
+  /**
+   * Each lane's queue depth and waits over the last hours, in buckets, for the dashboard's plots.
+   */
+  private ApiResponse history(Call call) {
+    int hours = call.wholeNumber("hours", LaneHistory.DEFAULT_HOURS, 1, LaneHistory.MAX_HOURS);
+    LaneHistory.History h = queries.history(hours);
+    ObjectNode out = ApiJson.object();
+    out.put("to", ApiJson.time(h.to()));
+    out.put("bucketSeconds", h.bucket().toSeconds());
+    ArrayNode lanes = out.putArray("lanes");
+    for (LaneHistory.LaneSeries series : h.lanes()) {
+      ObjectNode lane = lanes.addObject();
+      lane.put("lane", series.lane());
+      ArrayNode buckets = lane.putArray("buckets");
+      for (LaneHistory.Bucket b : series.buckets()) {
+        ObjectNode o = buckets.addObject();
+        o.put("end", ApiJson.time(b.end()));
+        o.put("queued", b.queued());
+        o.put("started", b.started());
+        o.put("waitP50Seconds", b.waitP50());
+        o.put("waitP90Seconds", b.waitP90());
+      }
+    }
+    return ApiJson.response(200, out);
   }
 
   private ApiResponse lanes(Call call) {

@@ -34,6 +34,7 @@ public final class JobQueries {
   private final SlotReads slots;
   private final LaneReads lanes;
   private final LogReads log;
+  private final LaneHistory history;
 
   public JobQueries(Database db, QueueConfig config, QueueClock clock) {
     this.db = db;
@@ -43,6 +44,7 @@ public final class JobQueries {
     this.slots = new SlotReads(db, config, clock);
     this.lanes = new LaneReads(db, config, slots);
     this.log = new LogReads(db);
+    this.history = new LaneHistory(db, clock);
   }
 
   /**
@@ -264,6 +266,14 @@ public final class JobQueries {
    */
   public LanePage lanes(String after, int headLimit) {
     return lanes.lanes(after, headLimit);
+  }
+
+  /**
+   * Each lane's queue depth and waits over the last {@code hours} ({@link LaneHistory}), in one
+   * statement.
+   */
+  public LaneHistory.History history(int hours) {
+    return history.history(hours);
   }
 
   /** One job's log tail, whoever owns it: the caller decides who may see it. */

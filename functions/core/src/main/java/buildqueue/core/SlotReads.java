@@ -8,6 +8,7 @@ import buildqueue.core.JobQueries.WorkerView;
 import buildqueue.db.Database;
 import buildqueue.db.Params;
 import buildqueue.db.Row;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -109,7 +110,14 @@ record SlotReads(Database db, QueueConfig config, QueueClock clock) {
       int capacity = Lanes.capacity(j.lane(), config);
       Optional<StartEstimate> estimate =
           StartEstimate.of(
-              lane.readAt(), capacity, lane.busy(), ahead, j.notBefore(), lane.samples(), j.id());
+              lane.readAt(),
+              capacity,
+              config.chainWindow(),
+              lane.busy(),
+              ahead,
+              j.notBefore(),
+              lane.samples(),
+              j.id());
       byJob.put(
           j.id(),
           new Waiting(j.lane(), capacity, ahead, lane.slots(), j.notBefore(), j.turns(), estimate));
@@ -137,6 +145,7 @@ record SlotReads(Database db, QueueConfig config, QueueClock clock) {
     List<WorkerView> workers = new ArrayList<>();
     List<StartEstimate.Held> busy = new ArrayList<>();
     List<StartEstimate.Sample> samples = new ArrayList<>();
+    List<Row> held = new ArrayList<>();
     for (Row r : rows) {
       if (r.get("samples") != null) {
         samples.addAll(StartEstimate.samples(r.json("samples")));
@@ -147,10 +156,18 @@ record SlotReads(Database db, QueueConfig config, QueueClock clock) {
       WorkerView w = workerView(r);
       workers.add(w);
       if (w.job().isPresent() && r.get("job_held_ms") != null) {
-        busy.add(new StartEstimate.Held(w.job().get().kind(), r.longValue("job_held_ms")));
+        held.add(r);
       }
     }
     Instant readAt = rows.get(0).instant("read_at");
+    for (Row r : held) {
+      Instant started = r.instant("started_at");
+      busy.add(
+          new StartEstimate.Held(
+              r.string("job_kind"),
+              r.longValue("job_held_ms"),
+              started == null ? 0 : Math.max(0, Duration.between(started, readAt).toMillis())));
+    }
     return new LaneNow(slotsOf(lane, workers), busy, samples, readAt);
   }
 

@@ -7,6 +7,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Comparator;
 import java.util.List;
 import java.util.Optional;
 import java.util.PriorityQueue;
@@ -17,20 +18,22 @@ import java.util.SplittableRandom;
  * and the lane's slots.
  *
  * <p>The lane is replayed many times with durations drawn from its last {@link #MAX_SAMPLES}
- * finished jobs (within {@link #WINDOW}): each slot frees when its job ends (a job that has held
- * its slot for {@code e} ms draws among the samples that held theirs longer than {@code e}, from
- * its own kind's when the lane has {@link #MIN_KIND_SAMPLES} of them, else from all), each of the
- * jobs ahead takes the first free slot for a drawn time, and this job takes the next and starts
- * after a drawn start-up time. The range is the 10th to 90th percentile of those starts. The draws
- * are seeded by the job's id, so one lane state always gives one answer.
+ * finished jobs (within {@link #WINDOW}; each replay from a resample of them, so that how little a
+ * few dozen jobs say widens the range over a long queue). Each slot frees when its job ends (a job
+ * that has held its slot for {@code e} ms draws among the samples that held theirs longer than
+ * {@code e}, from its own kind's when the lane has {@link #MIN_KIND_SAMPLES} of them, else from
+ * all). Each job ahead takes the first slot to free: at once if that slot's worker is still within
+ * its chain window, else after a drawn launch time (a new worker), and runs for a drawn run time;
+ * this job takes the next slot the same way. The range is the 5th to 95th percentile of those
+ * starts. The draws are seeded by the job's id, so one lane state always gives one answer.
  *
  * <p>What it cannot know: jobs submitted later that go before this one (a new user's turn in a lane
  * that takes turns by user, a retry), and capacity the platform refuses (then {@code notBefore}
  * says more). The kinds of the jobs ahead are not read (that would cost a read per job); their
  * durations come from the lane's mix.
  *
- * @param from the 10th percentile of the replayed starts, whole seconds
- * @param to the 90th percentile, whole seconds
+ * @param from the 5th percentile of the replayed starts, whole seconds
+ * @param to the 95th percentile, whole seconds
  * @param samples how many finished jobs of the lane it drew from
  */
 public record StartEstimate(Instant from, Instant to, int samples) {
@@ -43,8 +46,8 @@ public record StartEstimate(Instant from, Instant to, int samples) {
   /** A running job's remaining time draws from its kind's samples when there are this many. */
   public static final int MIN_KIND_SAMPLES = 10;
 
-  static final double LOW = 0.10;
-  static final double HIGH = 0.90;
+  static final double LOW = 0.05;
+  static final double HIGH = 0.95;
   private static final int MAX_TRIALS = 200;
   private static final int MIN_TRIALS = 20;
 
@@ -60,8 +63,11 @@ public record StartEstimate(Instant from, Instant to, int samples) {
    */
   public record Sample(String kind, long startMs, long slotMs) {}
 
-  /** A job holding one of the lane's slots: its kind, and for how long it has held it. */
-  public record Held(String kind, long heldMs) {}
+  /**
+   * A job holding one of the lane's slots: its kind, for how long it has held the slot, and how
+   * long its worker has run (0 while it starts).
+   */
+  public record Held(String kind, long heldMs, long workerAgeMs) {}
 
   /** The samples as the waiting read returns them: {@code [[kind, startMs, slotMs], ...]}. */
   static List<Sample> samples(Json json) {
@@ -89,6 +95,7 @@ public record StartEstimate(Instant from, Instant to, int samples) {
   public static Optional<StartEstimate> of(
       Instant now,
       int capacity,
+      Duration chainWindow,
       List<Held> held,
       int jobsAhead,
       Instant notBefore,
@@ -97,34 +104,48 @@ public record StartEstimate(Instant from, Instant to, int samples) {
     if (samples.isEmpty() || now == null) {
       return Optional.empty();
     }
-    long[] slotMs = samples.stream().mapToLong(Sample::slotMs).toArray();
-    long[] startMs = samples.stream().mapToLong(Sample::startMs).toArray();
     long waitFloor =
         notBefore == null ? 0 : Math.max(0, Duration.between(now, notBefore).toMillis());
+    long windowMs = chainWindow.toMillis();
     int trials =
         Math.max(MIN_TRIALS, Math.min(MAX_TRIALS, MAX_DRAWS / (jobsAhead + held.size() + 1)));
     SplittableRandom random = new SplittableRandom(seed);
     long[] starts = new long[trials];
     int slots = Math.max(1, capacity);
+    int n = samples.size();
     for (int t = 0; t < trials; t++) {
-      PriorityQueue<Long> free = new PriorityQueue<>();
+      // Each trial draws from a resample of the samples (a bootstrap): a few dozen jobs say only
+      // roughly what the lane's jobs take, and over many jobs ahead that error adds up; a range
+      // drawn from the samples alone would be too narrow for a long queue.
+      List<Sample> drawn = new ArrayList<>(n);
+      for (int i = 0; i < n; i++) {
+        drawn.add(samples.get(random.nextInt(n)));
+      }
+      long[] runMs = drawn.stream().mapToLong(x -> Math.max(0, x.slotMs() - x.startMs())).toArray();
+      long[] launchMs = drawn.stream().mapToLong(Sample::startMs).filter(ms -> ms > 0).toArray();
+      PriorityQueue<Slot> free = new PriorityQueue<>(Comparator.comparingLong(Slot::freeAt));
       for (Held h : held) {
-        free.add(remaining(h, samples, random));
+        free.add(new Slot(remaining(h, drawn, random), -h.workerAgeMs()));
       }
       while (free.size() < slots) {
-        free.add(0L);
+        free.add(new Slot(0, null));
       }
       if (free.size() > slots) {
         // More held than the capacity (it was lowered): only the first `slots` ever take a job.
-        List<Long> all = new ArrayList<>(free);
-        all.sort(null);
-        free = new PriorityQueue<>(all.subList(0, slots));
+        List<Slot> all = new ArrayList<>(free);
+        all.sort(free.comparator());
+        free = new PriorityQueue<>(free.comparator());
+        free.addAll(all.subList(0, slots));
       }
       for (int i = 0; i < jobsAhead; i++) {
-        long at = free.poll();
-        free.add(at + slotMs[random.nextInt(slotMs.length)]);
+        Slot slot = free.poll();
+        Slot taken = slot.take(slot.freeAt(), windowMs, launchMs, random);
+        free.add(
+            new Slot(taken.freeAt() + runMs[random.nextInt(runMs.length)], taken.workerFrom()));
       }
-      starts[t] = Math.max(free.poll(), waitFloor) + startMs[random.nextInt(startMs.length)];
+      Slot slot = free.poll();
+      starts[t] =
+          slot.take(Math.max(slot.freeAt(), waitFloor), windowMs, launchMs, random).freeAt();
     }
     Arrays.sort(starts);
     return Optional.of(
@@ -132,6 +153,25 @@ public record StartEstimate(Instant from, Instant to, int samples) {
             now.plusSeconds(Math.floorDiv(quantile(starts, LOW), 1000)),
             now.plusSeconds(Math.floorDiv(quantile(starts, HIGH) + 999, 1000)),
             samples.size()));
+  }
+
+  /**
+   * A slot in a replay: when it frees (ms from now), and since when its worker runs (null: no
+   * worker, a job there waits for a launch).
+   */
+  private record Slot(long freeAt, Long workerFrom) {
+    /**
+     * A job takes the slot at {@code at}: its worker's chain takes it at once while the chain
+     * window is open; otherwise the worker exits and a new one is launched for it. Answers when the
+     * job starts and since when its worker runs.
+     */
+    Slot take(long at, long windowMs, long[] launchMs, SplittableRandom random) {
+      if (workerFrom != null && at - workerFrom < windowMs) {
+        return new Slot(at, workerFrom);
+      }
+      long started = at + (launchMs.length == 0 ? 0 : launchMs[random.nextInt(launchMs.length)]);
+      return new Slot(started, started);
+    }
   }
 
   /**
