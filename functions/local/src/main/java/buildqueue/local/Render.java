@@ -97,8 +97,12 @@ final class Render {
     if (!estimate.path("from").isTextual() || !estimate.path("to").isTextual()) {
       return "";
     }
-    long from = Math.max(0, Duration.between(now, Instant.parse(estimate.get("from").asText())).toSeconds());
-    long to = Math.max(from, Duration.between(now, Instant.parse(estimate.get("to").asText())).toSeconds());
+    long from =
+        Math.max(
+            0, Duration.between(now, Instant.parse(estimate.get("from").asText())).toSeconds());
+    long to =
+        Math.max(
+            from, Duration.between(now, Instant.parse(estimate.get("to").asText())).toSeconds());
     if (to < 60) {
       return "starts within a minute";
     }
