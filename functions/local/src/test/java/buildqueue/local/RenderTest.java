@@ -18,11 +18,7 @@ class RenderTest {
 
   @Test
   void a_program_job_that_counted_steps_without_a_total_ends_with_a_full_bar() throws Exception {
-    JsonNode job =
-        json(
-            "{\"id\": 7, \"userId\": \"ada\", \"kind\": \"program\", \"payload\": {}, \"status\":"
-                + " \"succeeded\", \"lane\": \"shared\", \"progress\": 3, \"position\": null,"
-                + " \"attempts\": 1}");
+    JsonNode job = programJob("succeeded");
 
     assertThat(Render.jobLine(job)).contains("[" + "#".repeat(20) + "]").contains("100%");
     assertThat(Render.jobDetail(job, json("[]"))).contains("[" + "#".repeat(20) + "]");
@@ -30,11 +26,7 @@ class RenderTest {
 
   @Test
   void a_running_job_without_a_total_has_an_empty_bar_until_it_succeeds() throws Exception {
-    JsonNode job =
-        json(
-            "{\"id\": 7, \"userId\": \"ada\", \"kind\": \"program\", \"payload\": {}, \"status\":"
-                + " \"running\", \"lane\": \"shared\", \"progress\": 3, \"position\": null,"
-                + " \"attempts\": 1}");
+    JsonNode job = programJob("running");
 
     assertThat(Render.jobLine(job)).contains("[" + " ".repeat(20) + "]").doesNotContain("100%");
   }
@@ -48,6 +40,14 @@ class RenderTest {
     assertThat(Render.startsIn(estimate("11:10:00", "12:20:00"), NOW))
         .isEqualTo("starts in about 1\u20133 h");
     assertThat(Render.startsIn(json("null"), NOW)).isEmpty();
+  }
+
+  /** A program job at step 3 that never said how many steps it has. */
+  private static JsonNode programJob(String status) throws Exception {
+    return json(
+        "{\"id\": 7, \"userId\": \"ada\", \"kind\": \"program\", \"payload\": {}, \"status\": \""
+            + status
+            + "\", \"lane\": \"shared\", \"progress\": 3, \"position\": null, \"attempts\": 1}");
   }
 
   private static JsonNode estimate(String from, String to) throws Exception {
