@@ -13,6 +13,7 @@ import buildqueue.core.JobQueries.Waiting;
 import buildqueue.core.JobQueries.WorkerView;
 import buildqueue.core.Ledger;
 import buildqueue.core.Priority;
+import buildqueue.core.StartEstimate;
 import buildqueue.db.Json;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.DeserializationFeature;
@@ -143,6 +144,18 @@ final class ApiJson {
     o.set("turns", w.turns().map(t -> (JsonNode) turns(t)).orElse(NODES.nullNode()));
     o.put("notBefore", time(w.notBefore()));
     o.set("slots", slots(w.slots()));
+    o.set(
+        "estimatedStart",
+        w.estimatedStart().map(e -> (JsonNode) estimate(e)).orElse(NODES.nullNode()));
+    return o;
+  }
+
+  /** When a queued job will probably start: a range, and how many finished jobs it rests on. */
+  static ObjectNode estimate(StartEstimate e) {
+    ObjectNode o = object();
+    o.put("from", time(e.from()));
+    o.put("to", time(e.to()));
+    o.put("samples", e.samples());
     return o;
   }
 

@@ -79,6 +79,7 @@ final class JobAnswers {
                                                             j.progress(),
                                                             j.payloadSteps()))))))
             .toList();
-    return new Waiting(w.lane(), w.capacity(), w.jobsAhead(), slots, w.notBefore(), w.turns());
+    return new Waiting(
+        w.lane(), w.capacity(), w.jobsAhead(), slots, w.notBefore(), w.turns(), w.estimatedStart());
   }
 }

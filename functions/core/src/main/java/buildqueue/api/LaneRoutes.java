@@ -5,6 +5,7 @@ import buildqueue.core.JobQueries;
 import buildqueue.core.JobQueries.LaneView;
 import buildqueue.core.Lanes;
 import com.fasterxml.jackson.databind.JsonNode;
+import buildqueue.core.LaneHistory;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.util.List;
@@ -13,7 +14,8 @@ import java.util.Set;
 
 /**
  * {@code GET /lanes} (admins): every lane that matters now with its slots, first queued jobs and
- * whether it is paused, a page at a time; {@code PUT /lanes/{lane}} (admins) pauses or resumes one.
+ * whether it is paused, a page at a time; {@code PUT /lanes/{lane}} (admins) pauses or resumes one;
+ * {@code GET /lanes/history} (admins): each lane's queue depth and waits over the last hours.
  */
 record LaneRoutes(BuildQueue queue, JobQueries queries) implements Route.Resource {
   private static final String PAUSE_EXAMPLE = "{\"paused\": true}";
@@ -22,6 +24,7 @@ record LaneRoutes(BuildQueue queue, JobQueries queries) implements Route.Resourc
   public List<Route> routes() {
     return List.of(
         new Route("GET", "/lanes", Route.Access.ADMIN, Set.of("queuedLimit", "after"), this::lanes),
+        new Route("GET", "/lanes/history", Route.Access.ADMIN, Set.of("hours"), this::history),
         new Route("PUT", "/lanes/{lane}", Route.Access.ADMIN, Set.of(), this::putLane));
   }
 
@@ -62,6 +65,33 @@ record LaneRoutes(BuildQueue queue, JobQueries queries) implements Route.Resourc
                         List.of(),
                         Optional.empty()));
     return ApiJson.response(200, ApiJson.lane(view));
+  }
+
+
+  /**
+   * Each lane's queue depth and waits over the last hours, in buckets, for the dashboard's plots.
+   */
+  private ApiResponse history(Call call) {
+    int hours = call.wholeNumber("hours", LaneHistory.DEFAULT_HOURS, 1, LaneHistory.MAX_HOURS);
+    LaneHistory.History h = queries.history(hours);
+    ObjectNode out = ApiJson.object();
+    out.put("to", ApiJson.time(h.to()));
+    out.put("bucketSeconds", h.bucket().toSeconds());
+    ArrayNode lanes = out.putArray("lanes");
+    for (LaneHistory.LaneSeries series : h.lanes()) {
+      ObjectNode lane = lanes.addObject();
+      lane.put("lane", series.lane());
+      ArrayNode buckets = lane.putArray("buckets");
+      for (LaneHistory.Bucket b : series.buckets()) {
+        ObjectNode o = buckets.addObject();
+        o.put("end", ApiJson.time(b.end()));
+        o.put("queued", b.queued());
+        o.put("started", b.started());
+        o.put("waitP50Seconds", b.waitP50());
+        o.put("waitP90Seconds", b.waitP90());
+      }
+    }
+    return ApiJson.response(200, out);
   }
 
   private ApiResponse lanes(Call call) {

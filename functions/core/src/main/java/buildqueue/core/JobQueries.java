@@ -36,6 +36,7 @@ public final class JobQueries {
   private final LogReads log;
   private final UsageReads usage;
   private final Ledger ledger;
+  private final LaneHistory history;
 
   public JobQueries(Database db, QueueConfig config, QueueClock clock) {
     this.db = db;
@@ -47,6 +48,7 @@ public final class JobQueries {
     this.log = new LogReads(db);
     this.usage = new UsageReads(db, config);
     this.ledger = config.ledger();
+    this.history = new LaneHistory(db, clock);
   }
 
   /**
@@ -176,6 +178,8 @@ public final class JobQueries {
    * @param notBefore when a launch for it failed for lack of capacity: not retried before this
    * @param turns in a lane that takes turns by user, where the job's user is in them; empty in a
    *     FIFO lane
+   * @param estimatedStart when it will probably start; empty while the lane has no recently
+   *     finished job to estimate from
    */
   public record Waiting(
       String lane,
@@ -183,7 +187,8 @@ public final class JobQueries {
       int jobsAhead,
       List<SlotView> slots,
       Instant notBefore,
-      Optional<Turns> turns) {
+      Optional<Turns> turns,
+      Optional<StartEstimate> estimatedStart) {
     public boolean allSlotsHeld() {
       return slots.stream().noneMatch(SlotView::free);
     }
@@ -324,6 +329,14 @@ public final class JobQueries {
   /** One lane as {@link #lanes} shows it, if it matters now (or is paused). */
   public Optional<LaneView> lane(String lane, int headLimit) {
     return lanes.lanes(null, lane, headLimit).lanes().stream().findFirst();
+  }
+
+  /**
+   * Each lane's queue depth and waits over the last {@code hours} ({@link LaneHistory}), in one
+   * statement.
+   */
+  public LaneHistory.History history(int hours) {
+    return history.history(hours);
   }
 
   /** One job's log tail, whoever owns it: the caller decides who may see it. */

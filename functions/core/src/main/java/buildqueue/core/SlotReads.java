@@ -8,6 +8,9 @@ import buildqueue.core.JobQueries.WorkerView;
 import buildqueue.db.Database;
 import buildqueue.db.Params;
 import buildqueue.db.Row;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
 import java.util.Collection;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -45,6 +48,41 @@ record SlotReads(Database db, QueueConfig config, QueueClock clock) {
       order by w.lane, substring(w.slot from '#([0-9]+)$')::int
       """;
 
+  /**
+   * A waiting job's lane in one read: its live workers as {@link #LIVE_WORKERS} reads them, each
+   * with how long its job has held the slot, and the lane's recent finished jobs ({@link
+   * StartEstimate}'s samples) on the first row (on a row of nulls when no worker is live). The
+   * samples are the last {@link StartEstimate#MAX_SAMPLES} jobs that ran and finished in the lane
+   * within {@link StartEstimate#WINDOW}, found on build_job_lane_finished (V017): at most
+   * MAX_SAMPLES × (a kind and two numbers), well within a row.
+   */
+  // Assembled from pieces: AssembledStatementsTest pins the whole text in src/test/resources.
+  private static final String WAITING_LANE =
+      """
+      with recent as (
+        select coalesce(:now::timestamptz, now()) as read_at,
+               coalesce(jsonb_agg(jsonb_build_array(f.kind, f.start_ms, f.slot_ms) order by f.finished_at desc),
+                        '[]'::jsonb) as samples
+        from (
+          select f.kind, f.finished_at,
+                 floor(extract(epoch from (f.started_at - f.dispatched_at)) * 1000)::bigint as start_ms,
+                 floor(extract(epoch from (f.finished_at - f.dispatched_at)) * 1000)::bigint as slot_ms
+          from build_job f
+          where f.lane = :firstLane and f.finished_at is not null
+            and f.finished_at > coalesce(:now::timestamptz, now()) - make_interval(secs => :windowSeconds)
+            and f.started_at is not null and f.dispatched_at is not null
+          order by f.finished_at desc
+          limit :maxSamples
+        ) f
+      )
+      select lw.*, recent.read_at, case when lw.first is not false then recent.samples end as samples,
+             floor(extract(epoch from (recent.read_at - j.dispatched_at)) * 1000)::bigint as job_held_ms
+      from recent
+      left join lateral (select w.*, row_number() over () = 1 as first from (%s) w) lw on true
+      left join build_job j on j.id = lw.job_id
+      """
+          .formatted(LIVE_WORKERS.strip());
+
   /** The most a task id takes, as ECS (a task ARN) and the local platform write it. */
   static final int MAX_TASK_ID_BYTES = 400;
 
@@ -61,20 +99,76 @@ record SlotReads(Database db, QueueConfig config, QueueClock clock) {
   }
 
   Map<Long, Waiting> waiting(Collection<JobView> jobs) {
-    Map<String, List<SlotView>> slotsByLane = new LinkedHashMap<>();
+    Map<String, LaneNow> byLane = new LinkedHashMap<>();
     Map<Long, Waiting> byJob = new LinkedHashMap<>();
     for (JobView j : jobs) {
       if (j.status() != JobStatus.QUEUED) {
         continue;
       }
-      List<SlotView> slots = slotsByLane.computeIfAbsent(j.lane(), this::slots);
+      LaneNow lane = byLane.computeIfAbsent(j.lane(), this::laneNow);
       int ahead = j.position() == null ? 0 : j.position() - 1;
+      int capacity = Lanes.capacity(j.lane(), config);
+      Optional<StartEstimate> estimate =
+          StartEstimate.of(
+              lane.readAt(),
+              capacity,
+              config.chainWindow(),
+              lane.busy(),
+              ahead,
+              j.notBefore(),
+              lane.samples(),
+              j.id());
       byJob.put(
           j.id(),
-          new Waiting(
-              j.lane(), Lanes.capacity(j.lane(), config), ahead, slots, j.notBefore(), j.turns()));
+          new Waiting(j.lane(), capacity, ahead, lane.slots(), j.notBefore(), j.turns(), estimate));
     }
     return byJob;
+  }
+
+  /**
+   * A lane as {@link #WAITING_LANE} read it: its slots, the jobs holding them (kind and how long
+   * held), its recent finished jobs, and the time of the read.
+   */
+  private record LaneNow(
+      List<SlotView> slots,
+      List<StartEstimate.Held> busy,
+      List<StartEstimate.Sample> samples,
+      Instant readAt) {}
+
+  private LaneNow laneNow(String lane) {
+    List<Row> rows =
+        db.query(
+            WAITING_LANE,
+            Params.of("now", clock.now(), "firstLane", lane, "lastLane", lane)
+                .and("windowSeconds", StartEstimate.WINDOW.toSeconds())
+                .and("maxSamples", StartEstimate.MAX_SAMPLES));
+    List<WorkerView> workers = new ArrayList<>();
+    List<StartEstimate.Held> busy = new ArrayList<>();
+    List<StartEstimate.Sample> samples = new ArrayList<>();
+    List<Row> held = new ArrayList<>();
+    for (Row r : rows) {
+      if (r.get("samples") != null) {
+        samples.addAll(StartEstimate.samples(r.json("samples")));
+      }
+      if (r.get("id") == null) {
+        continue;
+      }
+      WorkerView w = workerView(r);
+      workers.add(w);
+      if (w.job().isPresent() && r.get("job_held_ms") != null) {
+        held.add(r);
+      }
+    }
+    Instant readAt = rows.get(0).instant("read_at");
+    for (Row r : held) {
+      Instant started = r.instant("started_at");
+      busy.add(
+          new StartEstimate.Held(
+              r.string("job_kind"),
+              r.longValue("job_held_ms"),
+              started == null ? 0 : Math.max(0, Duration.between(started, readAt).toMillis())));
+    }
+    return new LaneNow(slotsOf(lane, workers), busy, samples, readAt);
   }
 
   /** Live workers of the lanes from {@code firstLane} to {@code lastLane}, in name order. */

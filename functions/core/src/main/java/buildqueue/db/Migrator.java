@@ -59,7 +59,8 @@ public final class Migrator {
           "V013__compute_ledger.sql",
           "V014__idle_tick.sql",
           "V015__priorities_and_pause.sql",
-          "V016__retry_links.sql");
+          "V016__retry_links.sql",
+          "V017__lane_recent_finished.sql");
 
   private static final String CREATE_TABLE =
       """

@@ -61,6 +61,9 @@ class MigrationChecksumsTest {
     RELEASED.put(
         "V016__retry_links.sql",
         "4dce98c8690e45f88a30b916716da3552b432984d838ac458ea56b933496629a");
+    RELEASED.put(
+        "V017__lane_recent_finished.sql",
+        "f1f1f53a923dac15b587083da4bdafba842a4e2e80a10de3003a6a062c0329c0");
   }
 
   @Test

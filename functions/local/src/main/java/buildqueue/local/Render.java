@@ -1,6 +1,7 @@
 package buildqueue.local;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import java.time.Duration;
 import java.time.Instant;
 import java.time.ZoneId;
 import java.time.format.DateTimeFormatter;
@@ -22,7 +23,11 @@ final class Render {
     return "demo".equals(job.path("kind").asText()) ? 5 : null; // the demo kind's default
   }
 
-  static String bar(int progress, Integer steps) {
+  static String bar(int progress, Integer steps, boolean done) {
+    if (done) {
+      // A job that succeeded went all the way, whether or not it said how many steps there were.
+      return "[" + "#".repeat(BAR_WIDTH) + "]";
+    }
     if (steps == null || steps <= 0) {
       return "[" + " ".repeat(BAR_WIDTH) + "]";
     }
@@ -40,17 +45,20 @@ final class Render {
   static String jobLine(JsonNode job, String note) {
     int progress = job.path("progress").asInt();
     Integer steps = steps(job);
+    boolean done = succeeded(job);
     String pct =
-        steps == null || steps == 0
-            ? "   "
-            : String.format("%3d%%", Math.min(100, 100 * progress / steps));
+        done
+            ? "100%"
+            : steps == null || steps == 0
+                ? "   "
+                : String.format("%3d%%", Math.min(100, 100 * progress / steps));
     String count = steps == null ? "step " + progress : progress + "/" + steps;
     return String.format(
             "#%-4d %-8s %-12s %s %s  %-10s %-6s %s",
             job.path("id").asLong(),
             clip(job.path("userId").asText(), 8),
             clip(job.path("lane").asText(), 12),
-            bar(progress, steps),
+            bar(progress, steps, done),
             pct,
             job.path("status").asText(),
             count,
@@ -77,6 +85,33 @@ final class Render {
     return attempts > 1 ? "attempt " + attempts : "";
   }
 
+  private static boolean succeeded(JsonNode job) {
+    return "succeeded".equals(job.path("status").asText());
+  }
+
+  /**
+   * {@code waitingFor.estimatedStart} as a person reads it, from {@code now}: "starts in about 4–7
+   * min" (minutes rounded outwards), in hours past 90 minutes; empty when there is no estimate.
+   */
+  static String startsIn(JsonNode estimate, Instant now) {
+    if (!estimate.path("from").isTextual() || !estimate.path("to").isTextual()) {
+      return "";
+    }
+    long from =
+        Math.max(
+            0, Duration.between(now, Instant.parse(estimate.get("from").asText())).toSeconds());
+    long to =
+        Math.max(
+            from, Duration.between(now, Instant.parse(estimate.get("to").asText())).toSeconds());
+    if (to < 60) {
+      return "starts within a minute";
+    }
+    long unit = to > 90 * 60 ? 3600 : 60;
+    long a = from / unit;
+    long b = (to + unit - 1) / unit;
+    return "starts in about " + (a == b ? "" + a : a + "\u2013" + b) + (unit == 60 ? " min" : " h");
+  }
+
   static String jobDetail(JsonNode job, JsonNode events) {
     StringBuilder out = new StringBuilder();
     out.append("job ")
@@ -93,7 +128,7 @@ final class Render {
     int progress = job.path("progress").asInt();
     Integer steps = steps(job);
     out.append("  progress    ")
-        .append(bar(progress, steps))
+        .append(bar(progress, steps, succeeded(job)))
         .append(' ')
         .append(steps == null ? "step " + progress : progress + "/" + steps)
         .append('\n');
@@ -106,6 +141,10 @@ final class Render {
     String waiting = job.path("waitingFor").path("summary").asText("");
     if (!waiting.isEmpty()) {
       out.append("  waiting     ").append(waiting).append('\n');
+    }
+    String startsIn = startsIn(job.path("waitingFor").path("estimatedStart"), Instant.now());
+    if (!startsIn.isEmpty()) {
+      out.append("  estimate    ").append(startsIn).append('\n');
     }
     out.append("  attempts    ")
         .append(job.path("attempts").asInt())
@@ -200,7 +239,7 @@ final class Render {
               .append(" of ")
               .append(job.path("userId").asText())
               .append(' ')
-              .append(bar(job.path("progress").asInt(), steps));
+              .append(bar(job.path("progress").asInt(), steps, false));
         }
         out.append('\n');
       }
