@@ -3,9 +3,9 @@ package buildqueue.api;
 import buildqueue.core.BuildQueue;
 import buildqueue.core.JobQueries;
 import buildqueue.core.JobQueries.LaneView;
+import buildqueue.core.LaneHistory;
 import buildqueue.core.Lanes;
 import com.fasterxml.jackson.databind.JsonNode;
-import buildqueue.core.LaneHistory;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.util.List;
@@ -66,7 +66,6 @@ record LaneRoutes(BuildQueue queue, JobQueries queries) implements Route.Resourc
                         Optional.empty()));
     return ApiJson.response(200, ApiJson.lane(view));
   }
-
 
   /**
    * Each lane's queue depth and waits over the last hours, in buckets, for the dashboard's plots.

@@ -21,16 +21,35 @@ queued as (
     where q.user_id = :userId and q.status = 'queued'
     limit (select max_queued from quota) + (select n from replaced) + 1) q
 ),
+-- The budget (docs/architecture.md section 4.8): the user's own, else the queue's, in
+-- vCPU-seconds per period (UTC), and what the user's jobs were billed in this period, summed
+-- from the ledger's index only when there is a budget. A job still on its worker is not billed
+-- yet, so it is not counted: a budget refuses new jobs, never stops one.
+period as (
+  select date_trunc(:budgetPeriod::text, t.now at time zone 'UTC') at time zone 'UTC' as starts,
+         (date_trunc(:budgetPeriod::text, t.now at time zone 'UTC') + ('1 ' || :budgetPeriod::text)::interval)
+           at time zone 'UTC' as ends
+  from t
+),
+budget as (
+  select b.vcpu_seconds, period.ends,
+         case when b.vcpu_seconds is null then 0
+              else (select coalesce(sum(c.billed_ms * c.vcpu_milli), 0)::bigint from build_job_cost c
+                    where c.user_id = :userId and c.at >= period.starts) end as used_vcpu_micros
+  from period, (select coalesce((select u.budget_vcpu_seconds from build_user u where u.user_id = :userId),
+                                :defaultBudget::bigint) as vcpu_seconds) b
+),
 fits as (
   select size.payload_bytes <= :maxPayloadBytes as small, queued.n - replaced.n < quota.max_queued as room,
-         queued.n = quota.max_queued + replaced.n + 1 as counted_past
-  from size, queued, replaced, quota
+         queued.n = quota.max_queued + replaced.n + 1 as counted_past,
+         budget.vcpu_seconds is null or budget.used_vcpu_micros < budget.vcpu_seconds * 1000000 as in_budget
+  from size, queued, replaced, quota, budget
 ),
 inserted as (
   insert into build_job (user_id, kind, payload, idempotency_key, supersede_key, priority, lane, created_at)
   select :userId, :kind, doc.payload, :key, :supersedeKey, :priority::smallint, build_lane_of(:userId), t.now
   from t, doc, fits
-  where fits.small and fits.room
+  where fits.small and fits.room and fits.in_budget
   on conflict (user_id, idempotency_key) do nothing
   returning id, lane, user_id
 ),
@@ -39,6 +58,13 @@ event as (
   select i.id, 'enqueued', jsonb_build_object('message', 'enqueued in lane ' || i.lane, 'lane', i.lane), t.now
   from inserted i, t
   returning id
+),
+-- The first enqueue after idle flips the tick's flag (V014) and arms the tick's schedule after
+-- its commit. An armed queue's enqueue only reads the row, so enqueues take no common lock.
+tick_armed as (
+  update build_tick_arm a set armed = true
+  where not a.armed and exists (select 1 from inserted)
+  returning a.id
 ),
 joined as (
   select build_lane_turn_join(q.lane, q.user_id, min(q.id)) from inserted q group by q.lane, q.user_id
@@ -77,6 +103,8 @@ job as (
 -- One row: sizes, counts, and at most MAX_SUPERSEDED_LISTED ids plus the user's running jobs
 -- with the key (at most the shared lane's 100 slots): under 4 KB.
 select size.payload_bytes, fits.room, fits.counted_past, queued.n as queued_count, quota.max_queued,
+       fits.in_budget, budget.vcpu_seconds as budget_vcpu_seconds, budget.used_vcpu_micros,
+       budget.ends as budget_ends, ceil(extract(epoch from budget.ends - t.now))::bigint as budget_retry_s,
        job.id, job.lane, job.created,
        -- The share lock makes a concurrent worker exit wait for this insert to commit (so
        -- its follow-up dispatch sees the job), or this count wait for the exit (so it sees
@@ -89,6 +117,7 @@ select size.payload_bytes, fits.room, fits.counted_past, queued.n as queued_coun
        (select count(*) from (
           select 1 from build_worker w where w.lane = job.lane and w.status <> 'exited' for share of w) live)
          < case when job.lane = 'shared' then :sharedSlots else 1 end as lane_has_room,
+       exists (select 1 from tick_armed) as arm_tick,
        (select count(*) from superseded s where s.status = 'cancelled') as superseded_count,
        (select string_agg(c.id::text, ',' order by c.id)
         from (select s.id from superseded s where s.status = 'cancelled' order by s.id limit :maxListed) c)
@@ -104,7 +133,7 @@ select size.payload_bytes, fits.room, fits.counted_past, queued.n as queued_coun
        -- snapshot of its own, so it takes them with any older unpublished rows.
        case when job.created and :claimLimit::integer > 0
             then build_outbox_claim(t.now, :claimMs::bigint, :claimLimit::integer) end as claimed_events
-from size cross join fits cross join queued cross join quota left join job on true
+from size cross join fits cross join queued cross join quota cross join budget left join job on true
   cross join (select count(*) from joined) as turn_joined
   cross join (select count(*) from superseded) as supersede_done
   cross join (select count(*) from event) as event_done
