@@ -106,7 +106,9 @@ record TrafficCostFigure(BenchPostgres pg, BenchMain.Plan plan, Report report) {
         (`ExitTransitions.MAX_RECLAIMS`) has its next attempt, and the chain after it, on on-demand. Each Spot figure is the mean of
         %,d draws of a seeded reclaim stream over the replay's tasks (the same figures on every run of the same replay); each cell is the
         median over the replays. The replay's timing is not changed by the reclaims: they cost money here, not waits. The target
-        (issue 25) is ours on Spot at most 0.4× one task per job on-demand.
+        (issue 25) is ours on Spot at most 0.4× one task per job on-demand. Spot at these prices costs %s× on-demand for this
+        worker; on builds of minutes a reclaim at these rates is rare (reclaims per job in the table's rows), so ours on Spot is
+        about ours on-demand times that: most of what it saves against one task per job is Spot's price, the rest is chaining.
         """
                 .formatted(
                     COST_PLOT,
@@ -128,7 +130,13 @@ record TrafficCostFigure(BenchPostgres pg, BenchMain.Plan plan, Report report) {
                     FargateModel.START_MIN_S,
                     FargateModel.START_MAX_S,
                     ExitTransitions.MAX_RECLAIMS,
-                    MoneyModel.DRAWS)
+                    MoneyModel.DRAWS,
+                    Report.format(
+                        new MoneyModel.Bill(0, 3600, 0, 0).dollars(TrafficCost.LEDGER).doubleValue()
+                            / new MoneyModel.Bill(3600, 0, 0, 0)
+                                .dollars(TrafficCost.LEDGER)
+                                .doubleValue(),
+                        2))
             + "\n"
             + money);
   }
@@ -160,7 +168,7 @@ record TrafficCostFigure(BenchPostgres pg, BenchMain.Plan plan, Report report) {
         onDemand,
         "÷ one task per job " + ratio(ours, oneTask, r -> r.onDemandPerJob()));
     List<Stats> spot = new ArrayList<>();
-    String lastRatio = "";
+    Stats ratio = null; // Spot ÷ one task per job, in the end at the highest reclaim rate
     for (double perHour : RECLAIMS_PER_HOUR) {
       Stats s =
           stats(
@@ -173,18 +181,17 @@ record TrafficCostFigure(BenchPostgres pg, BenchMain.Plan plan, Report report) {
               i ->
                   ours.get(i).spot(perHour, MoneyModel.PROGRESS_EVERY_S, SPOT_SEED + i).reclaims()
                       / ours.get(i).jobs());
-      Stats ratio =
+      ratio =
           stats(
               indices(ours),
               i ->
                   ours.get(i).spotPerJob(perHour, MoneyModel.PROGRESS_EVERY_S, SPOT_SEED + i)
                       / oneTask.get(i).onDemandPerJob());
-      lastRatio = Report.format(ratio.median(), 2);
       addDollars(
           prefix + "ours on Spot, " + percent(perHour) + " reclaims/h",
           s,
           "÷ one task per job "
-              + lastRatio
+              + Report.format(ratio.median(), 2)
               + " (target ≤ 0.4: "
               + (ratio.max() <= 0.4 ? "met" : "not met")
               + "); reclaims per job "
@@ -195,12 +202,6 @@ record TrafficCostFigure(BenchPostgres pg, BenchMain.Plan plan, Report report) {
         stats(
             indices(ours),
             i -> ours.get(i).spotPerJob(worst, MoneyModel.NO_PROGRESS, SPOT_SEED + i));
-    Stats worstRatio =
-        stats(
-            indices(ours),
-            i ->
-                ours.get(i).spotPerJob(worst, MoneyModel.PROGRESS_EVERY_S, SPOT_SEED + i)
-                    / oneTask.get(i).onDemandPerJob());
     return "| "
         + trace.name()
         + " ("
@@ -216,9 +217,9 @@ record TrafficCostFigure(BenchPostgres pg, BenchMain.Plan plan, Report report) {
         + " | "
         + dollars(noProgress.median())
         + " | "
-        + Report.format(worstRatio.median(), 2)
+        + Report.format(ratio.median(), 2)
         + "× | "
-        + (worstRatio.max() <= 0.4 ? "met in every replay" : "**not met**")
+        + (ratio.max() <= 0.4 ? "met in every replay" : "**not met**")
         + " |\n";
   }
 
