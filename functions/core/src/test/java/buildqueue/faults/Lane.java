@@ -25,6 +25,8 @@ final class Lane implements AutoCloseable {
       delete from build_job;
       delete from build_worker;
       delete from build_user;
+      delete from build_job_cost;
+      update build_tick_arm set armed = true;
       select setval('build_job_id_seq', 1, false), setval('build_worker_id_seq', 1, false),
              setval('build_job_event_id_seq', 1, false)""";
 
