@@ -767,6 +767,15 @@ final class Simulation {
    * the fallback fires in some), and must settle with the schedule off.
    */
   private void finalIdle() {
+    if (!schedule.on()
+        && lane.database()
+                .query(
+                    "select 1 from build_job_event where published_at is null limit 1",
+                    buildqueue.db.Params.none())
+                .size()
+            > 0) {
+      scheduleOffWithWork(); // events wait to be published: work the tick must still do
+    }
     idleStretch(Duration.ofMinutes(10 + sixth.nextInt(36 * 60)));
     if (schedule.on()) {
       throw new Violation(
@@ -786,9 +795,6 @@ final class Simulation {
     log("— idle for " + length.toMinutes() + " min: no submissions");
     if (idle == null) {
       idle = new IdlePeriod();
-    }
-    if (!schedule.on()) {
-      idle.begun = true; // a tick has turned it off already
     }
     while (violation == null) {
       if (schedule.on()) {
