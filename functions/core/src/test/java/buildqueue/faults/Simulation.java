@@ -1104,9 +1104,15 @@ final class Simulation {
         fallback ? "fallback-tick" : "tick",
         () -> {
           try {
+            int landedBefore = schedule == null ? 0 : schedule.landed();
             BuildQueue.TickReport r = queue.tick(UNHURRIED, false, cause);
             note(scheduler.current(), "tick: " + r);
             if (schedule != null && !r.found().work() && idle != null) {
+              if (!idle.begun && schedule.landed() > landedBefore) {
+                // Its clear was refused (a writer held a table) and it armed again: the next tick
+                // may survey and clear once more.
+                idle.armsLanded++;
+              }
               idle.begun = true;
             }
             if (schedule != null && r.eventsMayBePending()) {
