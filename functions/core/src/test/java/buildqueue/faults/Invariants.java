@@ -945,11 +945,15 @@ final class Invariants {
     Set<String> waitingBefore = waitingInShared(prev);
     for (J after : next.jobs().values()) {
       J before = prev.jobs().get(after.id());
-      if (before == null
-          || !before.status().equals("queued")
+      // A job created and taken in one step serves its user too: a follow-up the ending worker
+      // chains in the same transaction (it may go first among its user's jobs by priority).
+      boolean queuedBefore = before == null || before.status().equals("queued");
+      String laneBefore = before == null ? after.lane() : before.lane();
+      int attemptsBefore = before == null ? 0 : before.attempts();
+      if (!queuedBefore
           || !after.onWorker()
-          || !before.lane().equals("shared")
-          || before.attempts() > 0) {
+          || !laneBefore.equals("shared")
+          || attemptsBefore > 0) {
         continue;
       }
       String served = after.userId();

@@ -125,11 +125,19 @@ begin
     where u.lane = p_lane and u.user_id = f.user_id
     returning u.user_id
   ),
+  -- No turn to take (the walk met only rows a concurrent statement holds): the user of the oldest
+  -- ready job, as V008's FIFO fallback, and that user's first job by priority. Priority across
+  -- users here would let a high job pass another user's older one, which the turns never allow.
   fallback as (
     select q.id from build_job q
     where q.lane = p_lane and q.status = 'queued'
       and (q.not_before is null or q.not_before <= v_now)
       and not exists (select 1 from retry_head) and not exists (select 1 from fair_next)
+      and q.user_id = (select o.user_id from build_job o
+                       where o.lane = p_lane and o.status = 'queued'
+                         and (o.not_before is null or o.not_before <= v_now)
+                       order by o.id
+                       limit 1)
     order by q.priority desc, q.id
     limit 1
     for update of q skip locked
