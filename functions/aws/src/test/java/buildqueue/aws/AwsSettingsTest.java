@@ -50,14 +50,17 @@ class AwsSettingsTest {
     assertThat(s.queue().maxQueuedJobs()).isEqualTo(1000);
   }
 
+  private static Map<String, String> withDefaultCapacity(String value) {
+    Map<String, String> env = queueFunctionEnv();
+    env.put(AwsSettings.DEFAULT_CAPACITY, value);
+    return env;
+  }
+
   @Test
   void the_stack_default_capacity_is_on_demand_unless_set_and_a_bad_one_fails_the_start() {
-    Map<String, String> spot = queueFunctionEnv();
-    spot.put(AwsSettings.DEFAULT_CAPACITY, "spot-then-on-demand");
-    Map<String, String> bad = queueFunctionEnv();
-    bad.put(AwsSettings.DEFAULT_CAPACITY, "Spot");
-    Map<String, String> empty = queueFunctionEnv();
-    empty.put(AwsSettings.DEFAULT_CAPACITY, "");
+    Map<String, String> spot = withDefaultCapacity("spot-then-on-demand");
+    Map<String, String> bad = withDefaultCapacity("Spot");
+    Map<String, String> empty = withDefaultCapacity("");
 
     assertThat(AwsSettings.load(Component.TICK, queueFunctionEnv()::get).defaultCapacity())
         .isEqualTo(Capacity.ON_DEMAND);

@@ -20,15 +20,9 @@ record ReclaimCommand(Cli cli) implements CliCommand {
   @Override
   public int run(List<String> args) {
     CommandLine cl = CommandLine.parse("reclaim", args, ApiConnection.FLAGS, Set.of("json"));
-    String id = cl.positional(0, "a worker id: reclaim <worker-id>");
-    if (!id.matches("[0-9]{1,18}")) {
-      throw new CommandLine.UsageException("a worker id is a whole number, not \"" + id + "\"");
-    }
+    String id = Cli.id(cl.positional(0, "a worker id: reclaim <worker-id>"), "worker");
     cl.atMostPositionals(1, "reclaim <worker-id>");
-    ApiClient.Reply reply =
-        Cli.accepted(
-            ApiConnection.open(cli, cl, "cli", true)
-                .post("workers/" + id + "/reclaim", Cli.JSON.createObjectNode()));
+    ApiClient.Reply reply = Cli.postAsAdmin(cli, cl, "workers/" + id + "/reclaim");
     JsonNode r = reply.json();
     return cli.answer(
         cl,

@@ -11,8 +11,6 @@ import buildqueue.testing.PostgresExtension;
 import buildqueue.testing.Procs;
 import buildqueue.testing.TestDatabase;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import java.io.ByteArrayOutputStream;
-import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -148,17 +146,10 @@ class SpotReclaimEndToEndTest {
     all.addAll(
         List.of(
             "--port", Integer.toString(server.runtime.port()), "--data-dir", dataDir.toString()));
-    ByteArrayOutputStream o = new ByteArrayOutputStream();
-    ByteArrayOutputStream e = new ByteArrayOutputStream();
-    int code =
-        new Main(
-                new PrintStream(o, true, StandardCharsets.UTF_8),
-                new PrintStream(e, true, StandardCharsets.UTF_8),
-                Map.of("USER", "tester"))
-            .run(all.toArray(String[]::new));
-    out = o.toString(StandardCharsets.UTF_8);
-    err = e.toString(StandardCharsets.UTF_8);
-    return code;
+    CliRun run = CliRun.of(all.toArray(String[]::new));
+    out = run.out();
+    err = run.err();
+    return run.code();
   }
 
   @Test
