@@ -215,6 +215,13 @@ record ServeCommand(Cli cli) implements CliCommand {
             + "; worker logs in "
             + settings.dataDir().resolve("workers"));
     out.println(
+        "  workers run on "
+            + settings.defaultCapacity().label()
+            + " unless their kind names its capacity; a Spot worker can be reclaimed"
+            + " (reclaim <worker-id>: SIGTERM, SIGKILL after "
+            + describe(settings.reclaimGrace())
+            + ")");
+    out.println(
         "  job logs in "
             + settings.dataDir().resolve("jobs")
             + ", at most "

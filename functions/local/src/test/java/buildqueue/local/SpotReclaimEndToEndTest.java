@@ -307,6 +307,22 @@ class SpotReclaimEndToEndTest {
     assertThat(err).contains("HTTP 409");
   }
 
+  @Test
+  void serve_refuses_an_unknown_default_capacity_or_a_grace_past_two_minutes_before_it_starts() {
+    CliRun capacity =
+        CliRun.of("serve", "--default-capacity", "cheap", "--data-dir", dataDir.toString());
+    CliRun grace = CliRun.of("serve", "--reclaim-grace", "3m", "--data-dir", dataDir.toString());
+
+    assertThat(capacity.code()).isEqualTo(Main.USAGE);
+    assertThat(capacity.err())
+        .contains(
+            "--default-capacity must be one of \"on-demand\", \"spot\","
+                + " \"spot-then-on-demand\", not \"cheap\"");
+    assertThat(grace.code()).isEqualTo(Main.USAGE);
+    assertThat(grace.err()).contains("--reclaim-grace must be from 0s to 2m");
+    assertThat(dataDir).as("nothing started").isEmptyDirectory();
+  }
+
   /** The pid of the job's program, as it printed it. */
   private long programPid(long job) {
     Await.until("the program's pid", TestServer.JOB_TIMEOUT, () -> PID.matcher(log(job)).find());
