@@ -7,7 +7,10 @@ import buildqueue.platform.LaunchOutcome;
 import buildqueue.platform.TaskState;
 import buildqueue.platform.WorkerLaunch;
 import buildqueue.platform.WorkerPlatform;
+import buildqueue.worker.JobContext;
+import buildqueue.worker.JobHandler;
 import buildqueue.worker.JobHandlers;
+import buildqueue.worker.JobOutcome;
 import buildqueue.worker.WorkerLoop;
 import buildqueue.worker.WorkerProcess;
 import java.util.ArrayList;
@@ -26,14 +29,13 @@ import java.util.concurrent.atomic.AtomicInteger;
 /**
  * Workers as threads that behave, time-scaled, like Fargate tasks for the cost figure: a task
  * starts its worker after a start delay drawn from 30–60 s, is billed from the launch request to
- * its exit (per second, one-minute minimum), and its STOPPED evidence reaches the queue a few
- * seconds after the exit.
+ * its exit (per second, one-minute minimum: {@link MoneyModel}, from each task's timeline), and its
+ * STOPPED evidence reaches the queue a few seconds after the exit.
  */
 final class FargateModel implements WorkerPlatform {
   static final double START_MIN_S = 30;
   static final double START_MAX_S = 60;
   static final double STOP_EVIDENCE_S = 5;
-  static final double MIN_BILLED_S = 60;
 
   /** Where stop evidence goes. */
   interface StopListener {
@@ -63,8 +65,12 @@ final class FargateModel implements WorkerPlatform {
     final String id;
     final WorkerLaunch launch;
     final long launchedAt = System.nanoTime();
+    volatile long startedAt;
     volatile long exitedAt;
     volatile Thread thread;
+
+    /** Each job's run, start and end in System.nanoTime(): what the money model prices. */
+    final List<long[]> jobs = new java.util.concurrent.CopyOnWriteArrayList<>();
 
     Task(String id, WorkerLaunch launch) {
       this.id = id;
@@ -106,6 +112,8 @@ final class FargateModel implements WorkerPlatform {
   }
 
   private void start(Task task) {
+    task.startedAt = System.nanoTime();
+    JobHandlers timed = timed(task);
     Thread t =
         new Thread(
             () -> {
@@ -117,12 +125,7 @@ final class FargateModel implements WorkerPlatform {
                     };
                 WorkerLoop loop =
                     new WorkerLoop(
-                        db,
-                        config,
-                        QueueClock.DATABASE,
-                        handlers,
-                        process,
-                        WorkerLoop.Listener.NONE);
+                        db, config, QueueClock.DATABASE, timed, process, WorkerLoop.Listener.NONE);
                 reason =
                     "exited: "
                         + loop.run(task.launch.workerId(), task.launch.token())
@@ -190,14 +193,55 @@ final class FargateModel implements WorkerPlatform {
     return byId.size();
   }
 
-  /** Billed seconds of every task: launch to exit in model time, rounded up, one-minute minimum. */
-  List<Double> billedSeconds() {
-    List<Double> out = new ArrayList<>();
+  /** The handlers, each run recorded in the task's timeline. */
+  private JobHandlers timed(Task task) {
+    return JobHandlers.of(
+        handlers.kinds().stream()
+            .map(
+                kind -> {
+                  JobHandler inner = handlers.get(kind).orElseThrow();
+                  return new JobHandler() {
+                    @Override
+                    public String kind() {
+                      return kind;
+                    }
+
+                    @Override
+                    public void validate(com.fasterxml.jackson.databind.JsonNode payload) {
+                      inner.validate(payload);
+                    }
+
+                    @Override
+                    public JobOutcome run(JobContext context) throws Exception {
+                      long from = System.nanoTime();
+                      try {
+                        return inner.run(context);
+                      } finally {
+                        task.jobs.add(new long[] {from, System.nanoTime()});
+                      }
+                    }
+                  };
+                })
+            .toArray(JobHandler[]::new));
+  }
+
+  /** Every task's timeline in model seconds from its launch request, for the money model. */
+  List<MoneyModel.Worker> workers() {
+    List<MoneyModel.Worker> out = new ArrayList<>();
     for (Task t : byId.values()) {
-      double seconds = (t.exitedAt - t.launchedAt) / 1e9 * scale;
-      out.add(Math.max(MIN_BILLED_S, Math.ceil(seconds)));
+      List<MoneyModel.Span> jobs = new ArrayList<>();
+      for (long[] j : t.jobs) {
+        jobs.add(new MoneyModel.Span(model(j[0] - t.launchedAt), model(j[1] - t.launchedAt)));
+      }
+      out.add(
+          new MoneyModel.Worker(
+              model(t.startedAt - t.launchedAt), jobs, model(t.exitedAt - t.launchedAt)));
     }
     return out;
+  }
+
+  private double model(long realNanos) {
+    return realNanos / 1e9 * scale;
   }
 
   long realNanos(double modelSeconds) {

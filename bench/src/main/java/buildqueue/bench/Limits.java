@@ -67,7 +67,9 @@ final class Limits {
          whether or not a build runs. One task per job pays them for every job; the chain window pays them
          once per run of work in a lane. Linger buys a chance to save a start with idle billed seconds; with
          builds of minutes and arrivals minutes apart the chance is small, so it loses on every trace and
-         stays off by default.
+         stays off by default. In money, the price per second is the larger lever: Fargate Spot's is a third
+         of on-demand's, and a reclaim, which costs a start-up and the work since the last progress, is rare
+         on builds of minutes.
       7. **Cold start: loading classes and building SDK clients** on the first event (thousands of classes
          against the trivial handler's 880). A smaller jar barely moves it; SnapStart (on in `template.yaml`)
          starts from a snapshot taken after the classes are loaded. **After priming, the round trips the

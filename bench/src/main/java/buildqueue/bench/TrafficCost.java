@@ -1,6 +1,7 @@
 package buildqueue.bench;
 
 import buildqueue.core.BuildQueue;
+import buildqueue.core.Ledger;
 import buildqueue.core.QueueClock;
 import buildqueue.core.QueueConfig;
 import buildqueue.db.JdbcDatabase;
@@ -38,7 +39,8 @@ final class TrafficCost {
 
   /**
    * What one replay cost. {@code lightWaitP99} and {@code heavyWaitP50} split the waits by user:
-   * {@link #HEAVY} against everyone else.
+   * {@link #HEAVY} against everyone else. {@code workers}: every task's timeline, which {@link
+   * MoneyModel} prices.
    */
   record Result(
       double launchesPerJob,
@@ -46,7 +48,27 @@ final class TrafficCost {
       double waitP50,
       double waitP99,
       double lightWaitP99,
-      double heavyWaitP50) {}
+      double heavyWaitP50,
+      int jobs,
+      List<MoneyModel.Worker> workers) {
+
+    /** Dollars per job of this replay's workers, all on on-demand. */
+    double onDemandPerJob() {
+      return MoneyModel.onDemand(workers, LEDGER).dollars(LEDGER).doubleValue() / jobs;
+    }
+
+    /** Dollars per job of this replay's workers on Spot, reclaimed at {@code perHour}. */
+    double spotPerJob(double perHour, double progressEvery, long seed) {
+      return spot(perHour, progressEvery, seed).dollars(LEDGER).doubleValue() / jobs;
+    }
+
+    MoneyModel.Bill spot(double perHour, double progressEvery, long seed) {
+      return MoneyModel.spotMean(workers, LEDGER, perHour, progressEvery, seed);
+    }
+  }
+
+  /** Fargate's billing and published prices for the template's default worker (1 vCPU, 2 GiB). */
+  static final Ledger LEDGER = Ledger.fargate();
 
   /** The user who builds far more than the others in the "heavy + light" traces. */
   static final String HEAVY = "heavy";
@@ -238,14 +260,17 @@ final class TrafficCost {
         (HEAVY.equals(userOf.get(e.getKey())) ? heavyWaits : light).add(wait);
       }
       Stats w = new Stats(waits);
-      double billed = model.billedSeconds().stream().mapToDouble(Double::doubleValue).sum();
+      List<MoneyModel.Worker> workers = model.workers();
+      double billed = MoneyModel.onDemand(workers, LEDGER).onDemandSeconds();
       return new Result(
           (double) model.launches() / arrivedAt.size(),
           billed / jobSeconds,
           w.percentile(50),
           w.percentile(99),
           light.isEmpty() ? Double.NaN : new Stats(light).percentile(99),
-          heavyWaits.isEmpty() ? Double.NaN : new Stats(heavyWaits).percentile(50));
+          heavyWaits.isEmpty() ? Double.NaN : new Stats(heavyWaits).percentile(50),
+          arrivedAt.size(),
+          workers);
     } finally {
       if (model != null) {
         model.shutdown();

@@ -82,7 +82,7 @@ public final class AwsSettings {
 
   /**
    * The name of the tick's EventBridge rule (on the default bus), which the queue turns on and off
-   * (design §16, "Idle at zero"). Unset: the queue never turns it off.
+   * (docs/architecture.md §4.5, "Idle at zero"). Unset: the queue never turns it off.
    */
   public static final String TICK_RULE = "BUILDQUEUE_TICK_RULE";
 

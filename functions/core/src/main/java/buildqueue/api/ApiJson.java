@@ -147,6 +147,7 @@ final class ApiJson {
     o.set(
         "estimatedStart",
         w.estimatedStart().map(e -> (JsonNode) estimate(e)).orElse(NODES.nullNode()));
+    o.put("lanePausedAt", w.pause().map(p -> time(p.pausedAt())).orElse(null));
     return o;
   }
 

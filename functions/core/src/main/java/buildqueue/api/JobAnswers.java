@@ -80,6 +80,13 @@ final class JobAnswers {
                                                             j.payloadSteps()))))))
             .toList();
     return new Waiting(
-        w.lane(), w.capacity(), w.jobsAhead(), slots, w.notBefore(), w.turns(), w.estimatedStart());
+        w.lane(),
+        w.capacity(),
+        w.jobsAhead(),
+        slots,
+        w.notBefore(),
+        w.turns(),
+        w.estimatedStart(),
+        w.pause());
   }
 }

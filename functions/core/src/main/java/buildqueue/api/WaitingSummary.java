@@ -24,6 +24,13 @@ final class WaitingSummary {
           .append(w.lane())
           .append('.');
     }
+    if (w.pause().isPresent()) {
+      // Not who paused it: that is an admin's user id, which the lanes page shows to admins only.
+      s.append(" The lane is paused since ")
+          .append(ApiJson.time(w.pause().get().pausedAt()))
+          .append(": it starts nothing until an admin resumes it; running jobs finish.");
+      return s.toString();
+    }
     if (w.notBefore() != null) {
       s.append(" A worker for it could not start for lack of capacity; it is retried from ")
           .append(ApiJson.time(w.notBefore()))

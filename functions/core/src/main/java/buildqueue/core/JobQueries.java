@@ -179,7 +179,8 @@ public final class JobQueries {
    * @param turns in a lane that takes turns by user, where the job's user is in them; empty in a
    *     FIFO lane
    * @param estimatedStart when it will probably start; empty while the lane has no recently
-   *     finished job to estimate from
+   *     finished job to estimate from, or is paused
+   * @param pause when and by whom its lane was paused: nothing starts until it is resumed
    */
   public record Waiting(
       String lane,
@@ -188,7 +189,8 @@ public final class JobQueries {
       List<SlotView> slots,
       Instant notBefore,
       Optional<Turns> turns,
-      Optional<StartEstimate> estimatedStart) {
+      Optional<StartEstimate> estimatedStart,
+      Optional<Pause> pause) {
     public boolean allSlotsHeld() {
       return slots.stream().noneMatch(SlotView::free);
     }

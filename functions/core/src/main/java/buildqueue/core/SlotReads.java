@@ -54,13 +54,16 @@ record SlotReads(Database db, QueueConfig config, QueueClock clock) {
    * StartEstimate}'s samples) on the first row (on a row of nulls when no worker is live). The
    * samples are the last {@link StartEstimate#MAX_SAMPLES} jobs that ran and finished in the lane
    * within {@link StartEstimate#WINDOW}, found on build_job_lane_finished (V017): at most
-   * MAX_SAMPLES × (a kind and two numbers), well within a row.
+   * MAX_SAMPLES × (a kind and two numbers), well within a row. Every row also says whether the lane
+   * is paused (V015): a paused lane starts nothing, so its jobs get no estimate.
    */
   // Assembled from pieces: AssembledStatementsTest pins the whole text in src/test/resources.
   private static final String WAITING_LANE =
       """
       with recent as (
         select coalesce(:now::timestamptz, now()) as read_at,
+               (select p.paused_at from build_lane_pause p where p.lane = :firstLane) as paused_at,
+               (select p.paused_by from build_lane_pause p where p.lane = :firstLane) as paused_by,
                coalesce(jsonb_agg(jsonb_build_array(f.kind, f.start_ms, f.slot_ms) order by f.finished_at desc),
                         '[]'::jsonb) as samples
         from (
@@ -75,7 +78,7 @@ record SlotReads(Database db, QueueConfig config, QueueClock clock) {
           limit :maxSamples
         ) f
       )
-      select lw.*, recent.read_at, case when lw.first is not false then recent.samples end as samples,
+      select lw.*, recent.read_at, recent.paused_at, recent.paused_by, case when lw.first is not false then recent.samples end as samples,
              floor(extract(epoch from (recent.read_at - j.dispatched_at)) * 1000)::bigint as job_held_ms
       from recent
       left join lateral (select w.*, row_number() over () = 1 as first from (%s) w) lw on true
@@ -108,32 +111,44 @@ record SlotReads(Database db, QueueConfig config, QueueClock clock) {
       LaneNow lane = byLane.computeIfAbsent(j.lane(), this::laneNow);
       int ahead = j.position() == null ? 0 : j.position() - 1;
       int capacity = Lanes.capacity(j.lane(), config);
+      // A paused lane starts nothing until an admin resumes it: no time can be promised.
       Optional<StartEstimate> estimate =
-          StartEstimate.of(
-              lane.readAt(),
-              capacity,
-              config.chainWindow(),
-              lane.busy(),
-              ahead,
-              j.notBefore(),
-              lane.samples(),
-              j.id());
+          lane.pause().isPresent()
+              ? Optional.empty()
+              : StartEstimate.of(
+                  lane.readAt(),
+                  capacity,
+                  config.chainWindow(),
+                  lane.busy(),
+                  ahead,
+                  j.notBefore(),
+                  lane.samples(),
+                  j.id());
       byJob.put(
           j.id(),
-          new Waiting(j.lane(), capacity, ahead, lane.slots(), j.notBefore(), j.turns(), estimate));
+          new Waiting(
+              j.lane(),
+              capacity,
+              ahead,
+              lane.slots(),
+              j.notBefore(),
+              j.turns(),
+              estimate,
+              lane.pause()));
     }
     return byJob;
   }
 
   /**
    * A lane as {@link #WAITING_LANE} read it: its slots, the jobs holding them (kind and how long
-   * held), its recent finished jobs, and the time of the read.
+   * held), its recent finished jobs, the time of the read, and its pause if paused.
    */
   private record LaneNow(
       List<SlotView> slots,
       List<StartEstimate.Held> busy,
       List<StartEstimate.Sample> samples,
-      Instant readAt) {}
+      Instant readAt,
+      Optional<JobQueries.Pause> pause) {}
 
   private LaneNow laneNow(String lane) {
     List<Row> rows =
@@ -159,7 +174,11 @@ record SlotReads(Database db, QueueConfig config, QueueClock clock) {
         held.add(r);
       }
     }
-    Instant readAt = rows.get(0).instant("read_at");
+    Row first = rows.get(0);
+    Instant readAt = first.instant("read_at");
+    Optional<JobQueries.Pause> pause =
+        Optional.ofNullable(first.instant("paused_at"))
+            .map(at -> new JobQueries.Pause(at, first.string("paused_by")));
     for (Row r : held) {
       Instant started = r.instant("started_at");
       busy.add(
@@ -168,7 +187,7 @@ record SlotReads(Database db, QueueConfig config, QueueClock clock) {
               r.longValue("job_held_ms"),
               started == null ? 0 : Math.max(0, Duration.between(started, readAt).toMillis())));
     }
-    return new LaneNow(slotsOf(lane, workers), busy, samples, readAt);
+    return new LaneNow(slotsOf(lane, workers), busy, samples, readAt, pause);
   }
 
   /** Live workers of the lanes from {@code firstLane} to {@code lastLane}, in name order. */

@@ -167,9 +167,10 @@ class BadInputTest {
                     c.method, pathOf(c.target), queryOf(c.target), JSON, c.body, c.caller));
         soft.assertThat(r.status()).as(c.name + ": " + r.bodyText()).isEqualTo(c.expected);
         if (r.status() == 201) {
-          // let the accepted job finish, so that its worker's writes do not land in the next case's
-          // count
+          // let the accepted job finish and its worker exit (the exit bills it: a cost event), so
+          // that its worker's writes do not land in the next case's count
           f.h.awaitStatus(ApiFixture.json(r).get("id").asLong(), "succeeded");
+          f.h.awaitWorkersExited();
         }
         if (r.status() >= 400) {
           soft.assertThat(r.header("Content-Type")).as(c.name).hasValue("application/problem+json");

@@ -134,6 +134,7 @@ class HttpApiErrorsTest extends ApiTest {
   void cancelling_a_finished_job_answers_409() {
     long id = f.submit(ALICE, "noop", "{}");
     f.h.awaitStatus(id, "succeeded");
+    f.h.awaitWorkersExited(); // its exit writes a cost event
     Map<String, Long> before = f.rowCounts();
 
     JsonNode p =
@@ -174,7 +175,7 @@ class HttpApiErrorsTest extends ApiTest {
   void a_wrong_method_is_405_with_allow() {
     Object[][] cases = {
       {"DELETE", "/jobs", "POST, GET, HEAD"},
-      {"PUT", "/jobs/1", "GET, HEAD"},
+      {"PUT", "/jobs/1", "GET, HEAD, PATCH"},
       {"GET", "/jobs/1/cancel", "POST"},
       {"POST", "/jobs/1/events", "GET, HEAD"},
       {"POST", "/lanes", "GET, HEAD"},
@@ -307,9 +308,9 @@ class HttpApiErrorsTest extends ApiTest {
 
   @Test
   void an_unknown_top_level_field_is_400_naming_it() {
-    JsonNode p = badSubmit("{\"kind\": \"noop\", \"priority\": 1}");
+    JsonNode p = badSubmit("{\"kind\": \"noop\", \"urgency\": 1}");
     assertThat(p.get("detail").asText())
-        .contains("Unknown field \"priority\"")
+        .contains("Unknown field \"urgency\"")
         .contains("kind, payload, idempotencyKey");
   }
 
@@ -331,6 +332,7 @@ class HttpApiErrorsTest extends ApiTest {
     f.post(
         "/jobs", "{\"kind\": \"noop\", \"payload\": {\"a\": 1}, \"idempotencyKey\": \"k\"}", ALICE);
     f.h.awaitStatus(1, "succeeded");
+    f.h.awaitWorkersExited(); // its exit writes a cost event
     Map<String, Long> before = f.rowCounts();
 
     ApiResponse r =

@@ -17,8 +17,9 @@ import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * docs/architecture.md §4.7 over HTTP: a priority on submit and by PATCH while queued, an admin's
- * run next, and pausing and resuming a lane. Workers are only recorded (manual), so a job stays
- * where the request left it; every answer is held to openapi.json.
+ * run next, and pausing and resuming a lane (a waiting job says its lane is paused, and promises no
+ * start). Workers are only recorded (manual), so a job stays where the request left it; every
+ * answer is held to openapi.json.
  */
 @ExtendWith(PostgresExtension.class)
 class PriorityAndPauseApiTest {
@@ -127,7 +128,15 @@ class PriorityAndPauseApiTest {
       f.h.queue.tick();
 
       assertThat(f.h.manual.launches()).isEmpty();
-      assertThat(json(f.get("/jobs/" + first, ALICE)).get("status").asText()).isEqualTo("queued");
+      JsonNode waiting = json(f.get("/jobs/" + first, ALICE));
+      assertThat(waiting.get("status").asText()).isEqualTo("queued");
+      JsonNode why = waiting.get("waitingFor");
+      assertThat(why.get("lanePausedAt").isNull()).isFalse();
+      assertThat(why.get("estimatedStart").isNull()).isTrue();
+      assertThat(why.get("summary").asText())
+          .contains("The lane is paused since")
+          .contains("until an admin resumes it")
+          .doesNotContain("root");
       JsonNode lane = json(f.get("/lanes", ADMIN)).get("lanes").get(0);
       assertThat(lane.get("paused").asBoolean()).isTrue();
       assertThat(lane.get("queued").asInt()).isEqualTo(2);
@@ -139,6 +148,8 @@ class PriorityAndPauseApiTest {
       assertThat(f.h.manual.launches()).hasSize(2);
       assertThat(json(f.get("/jobs/" + first, ALICE)).get("status").asText())
           .isEqualTo("dispatched");
+      JsonNode later = json(f.get("/jobs/" + queued(f, ALICE, null), ALICE)).get("waitingFor");
+      assertThat(later.get("lanePausedAt").isNull()).isTrue();
     }
   }
 

@@ -3,10 +3,12 @@ package buildqueue.core;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import buildqueue.db.Json;
+import buildqueue.db.Row;
 import buildqueue.platform.WorkerLaunch;
 import buildqueue.testing.PostgresExtension;
 import buildqueue.testing.QueueHarness;
 import buildqueue.testing.TestDatabase;
+import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
@@ -39,9 +41,12 @@ class JobHistoryTest {
             "started: started on worker 1",
             "interrupted: interrupted: progress 0→3, recoveries 0, stop reason OutOfMemoryError",
             "dispatched: dispatched to worker 2 in slot shared#1 (attempt 2)",
+            // the exit bills its worker after the lane's new dispatch (docs/architecture.md §4.8)
+            "cost: billed 60.000 s of worker 1 (on-demand, 1.000 vCPU, 2048 MiB)",
             "started: started on worker 2",
             "interrupted: interrupted: progress 3→3, recoveries 1, stop reason Essential container in task exited",
             "dispatched: dispatched to worker 3 in slot shared#1 (attempt 3)",
+            "cost: billed 60.000 s of worker 2 (on-demand, 1.000 vCPU, 2048 MiB)",
             "started: started on worker 3",
             "succeeded: succeeded");
   }
@@ -55,7 +60,10 @@ class JobHistoryTest {
       WorkerLaunch started = h.workers.start(w.workerId(), w.token()).map(s -> w).orElseThrow();
       h.queue.taskStopped(null, started.workerId(), null, "Essential container in task exited");
     }
-    assertThat(h.events(job).get(h.events(job).size() - 1).string("message"))
+    List<Row> events = h.events(job);
+    // The last worker's exit failed the job, then billed that worker: the cost event comes last.
+    assertThat(events.get(events.size() - 1).string("type")).isEqualTo("cost");
+    assertThat(events.get(events.size() - 2).string("message"))
         .isEqualTo(
             "failed: Build worker repeatedly exited without progress. Check worker logs and retry. "
                 + "interrupted: progress 0→0, recoveries 4, stop reason Essential container in task exited");

@@ -60,6 +60,21 @@ class WorkerRoleTest {
             "update build_lane_turn set turn = 0 where user_id = 'mallory'",
             "delete from build_lane_turn"));
     m.put(
+        "build_job_cost",
+        List.of(
+            "select * from build_job_cost",
+            "update build_job_cost set billed_ms = 0",
+            "delete from build_job_cost"));
+    m.put(
+        "build_tick_arm",
+        List.of("select * from build_tick_arm", "update build_tick_arm set armed = false"));
+    m.put(
+        "build_lane_pause",
+        List.of(
+            "select * from build_lane_pause",
+            "insert into build_lane_pause (lane, paused_at, paused_by) values ('shared', now(), 'mallory')",
+            "delete from build_lane_pause"));
+    m.put(
         "build_schema_migration",
         List.of("select * from build_schema_migration", "delete from build_schema_migration"));
     return m;

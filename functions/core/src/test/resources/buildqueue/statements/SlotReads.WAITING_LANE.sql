@@ -1,5 +1,7 @@
 with recent as (
   select coalesce(:now::timestamptz, now()) as read_at,
+         (select p.paused_at from build_lane_pause p where p.lane = :firstLane) as paused_at,
+         (select p.paused_by from build_lane_pause p where p.lane = :firstLane) as paused_by,
          coalesce(jsonb_agg(jsonb_build_array(f.kind, f.start_ms, f.slot_ms) order by f.finished_at desc),
                   '[]'::jsonb) as samples
   from (
@@ -14,7 +16,7 @@ with recent as (
     limit :maxSamples
   ) f
 )
-select lw.*, recent.read_at, case when lw.first is not false then recent.samples end as samples,
+select lw.*, recent.read_at, recent.paused_at, recent.paused_by, case when lw.first is not false then recent.samples end as samples,
        floor(extract(epoch from (recent.read_at - j.dispatched_at)) * 1000)::bigint as job_held_ms
 from recent
 left join lateral (select w.*, row_number() over () = 1 as first from (with t as (select coalesce(:now::timestamptz, now()) as now)

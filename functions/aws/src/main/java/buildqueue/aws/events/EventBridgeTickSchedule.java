@@ -5,7 +5,7 @@ import software.amazon.awssdk.services.eventbridge.EventBridgeClient;
 
 /**
  * The tick's schedule on AWS: its EventBridge rule ({@code rate(1 minute)}), enabled and disabled
- * with EnableRule and DisableRule (design §16, "Idle at zero"). A rule rather than EventBridge
+ * with EnableRule and DisableRule (docs/architecture.md §4.5, "Idle at zero"). A rule rather than EventBridge
  * Scheduler's one-time schedules: the queue needs "on until turned off", which a rule is; both
  * calls are idempotent, so a late or repeated one changes nothing a later one does not undo; the
  * EventBridge client is already in every queue function (PutEvents); and there is nothing to create

@@ -1,4 +1,4 @@
--- Idle at zero (design §16): the scheduled tick leaves the database alone while the queue has no
+-- Idle at zero (docs/architecture.md §4.5): the scheduled tick leaves the database alone while the queue has no
 -- work, so Aurora Serverless v2 can pause. One row says whether the tick's schedule is armed. The
 -- first statement that creates work after idle (the enqueue) flips it to true and tells its caller
 -- to arm the schedule; a tick that finds no work turns the schedule off and then clears the flag
@@ -41,3 +41,6 @@ begin
   return true;
 end;
 $$;
+
+-- Like every queue function: only the queue's own role calls it (the worker role never does).
+revoke all on function build_tick_disarm() from public;

@@ -1,5 +1,5 @@
 -- Priorities within a user, an admin's "run next", and pausing a lane (issue 27, docs/architecture.md
--- section 4.7 and section 12; design.md section 18).
+-- section 4.7 and section 12).
 --
 -- A job's priority orders its user's own queued jobs: -1 low, 0 normal (the default), 1 high. The
 -- turns between users are unchanged: the choice still picks the user whose turn it is, then takes
