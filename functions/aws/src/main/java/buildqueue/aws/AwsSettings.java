@@ -7,6 +7,7 @@ import buildqueue.aws.ecs.EcsWorkerPlatform;
 import buildqueue.core.QueueConfig;
 import buildqueue.kinds.KindCatalogue;
 import buildqueue.kinds.KindCatalogueException;
+import buildqueue.platform.Capacity;
 import buildqueue.worker.QueueKindLimits;
 import buildqueue.worker.WorkerEnvironment;
 import java.nio.file.Path;
@@ -46,6 +47,9 @@ import java.util.function.Function;
  *       ({@code fifo}: the oldest job first, whoever submitted it)</td></tr>
  *   <tr><td>{@value #MAX_QUEUED_JOBS}</td><td>enqueue (checks the quota)</td><td>1000 (each user's
  *       queued jobs at most, unless an admin set their own)</td></tr>
+ *   <tr><td>{@value #DEFAULT_CAPACITY}</td><td>the three queue functions (they launch
+ *       workers)</td><td>{@code on-demand} ({@code spot}, {@code spot-then-on-demand}): what kinds
+ *       that name no {@code capacity} run on</td></tr>
  *   <tr><td>{@value #METRICS_NAMESPACE}</td><td>all but migrate and the worker secret
  *       rotation</td><td>{@code buildqueue}</td></tr>
  *   <tr><td>{@value #KINDS_FILE}</td><td>enqueue (the API checks submissions), tick and task
@@ -90,6 +94,12 @@ public final class AwsSettings {
   public static final String SHARED_ORDER = WorkerEnvironment.SHARED_ORDER;
 
   public static final String MAX_QUEUED_JOBS = "BUILDQUEUE_MAX_QUEUED_JOBS";
+
+  /**
+   * What the workers of kinds that name no {@code capacity} run on ({@link Capacity}): the stack's
+   * {@code DefaultCapacity}.
+   */
+  public static final String DEFAULT_CAPACITY = "BUILDQUEUE_DEFAULT_CAPACITY";
 
   /** A worker task's Fargate CPU units (1,024 a vCPU) and memory in MiB: the ledger's sizes. */
   public static final String WORKER_CPU = "BUILDQUEUE_WORKER_CPU";
@@ -203,6 +213,7 @@ public final class AwsSettings {
   private final Optional<EcsSettings> ecs;
   private final Optional<String> eventBus;
   private final Optional<String> tickRule;
+  private final Optional<Capacity> defaultCapacity;
   private final Optional<QueueConfig> queue;
   private final Optional<String> metricsNamespace;
   private final Optional<WorkerIdentity> worker;
@@ -229,6 +240,7 @@ public final class AwsSettings {
     this.ecs = queueFunction ? Optional.of(QueueVariables.ecs(r)) : Optional.empty();
     this.eventBus = queueFunction ? Optional.of(r.or(EVENT_BUS, "default")) : Optional.empty();
     this.tickRule = queueFunction ? r.optional(TICK_RULE) : Optional.empty();
+    this.defaultCapacity = queueFunction ? Optional.of(defaultCapacity(r)) : Optional.empty();
     this.queue =
         component.administers() ? Optional.empty() : Optional.of(QueueVariables.queueConfig(r));
     this.metricsNamespace =
@@ -256,6 +268,30 @@ public final class AwsSettings {
   public String workerSecretArn() {
     return workerSecretArn.orElseThrow(
         () -> new IllegalStateException(component + " has no worker secret"));
+  }
+
+  private static Capacity defaultCapacity(EnvironmentReader r) {
+    String label = r.or(DEFAULT_CAPACITY, Capacity.ON_DEMAND.label());
+    try {
+      return Capacity.ofLabel(label);
+    } catch (IllegalArgumentException e) {
+      throw new BuildQueueException(
+          DEFAULT_CAPACITY
+              + " must be one of "
+              + Capacity.labels()
+              + " (the stack parameter DefaultCapacity), was \""
+              + label
+              + "\"");
+    }
+  }
+
+  /**
+   * What the workers of kinds that name no {@code capacity} run on (the three queue functions
+   * only): with the catalogue's kinds, {@link buildqueue.core.Capacities}.
+   */
+  public Capacity defaultCapacity() {
+    return defaultCapacity.orElseThrow(
+        () -> new IllegalStateException(component + " launches no workers"));
   }
 
   /** Reads the variables {@code component} needs from the process environment. */
@@ -395,6 +431,8 @@ public final class AwsSettings {
         + eventBus
         + ", tickRule="
         + tickRule
+        + ", defaultCapacity="
+        + defaultCapacity.map(Capacity::label)
         + ", "
         + queue
         + ", "

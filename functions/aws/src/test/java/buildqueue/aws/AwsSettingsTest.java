@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import buildqueue.BuildQueueException;
 import buildqueue.aws.AwsSettings.Component;
 import buildqueue.kinds.KindCatalogueException;
+import buildqueue.platform.Capacity;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -47,6 +48,36 @@ class AwsSettingsTest {
     assertThat(s.queue().chainWindow()).isEqualTo(Duration.ofMinutes(5));
     assertThat(s.queue().sharedOrder()).isEqualTo(buildqueue.core.QueueConfig.SharedOrder.FAIR);
     assertThat(s.queue().maxQueuedJobs()).isEqualTo(1000);
+  }
+
+  private static Map<String, String> withDefaultCapacity(String value) {
+    Map<String, String> env = queueFunctionEnv();
+    env.put(AwsSettings.DEFAULT_CAPACITY, value);
+    return env;
+  }
+
+  @Test
+  void the_stack_default_capacity_is_on_demand_unless_set_and_a_bad_one_fails_the_start() {
+    Map<String, String> spot = withDefaultCapacity("spot-then-on-demand");
+    Map<String, String> bad = withDefaultCapacity("Spot");
+    Map<String, String> empty = withDefaultCapacity("");
+
+    assertThat(AwsSettings.load(Component.TICK, queueFunctionEnv()::get).defaultCapacity())
+        .isEqualTo(Capacity.ON_DEMAND);
+    for (Component c : List.of(Component.ENQUEUE, Component.TICK, Component.TASK_STATE_CHANGE)) {
+      assertThat(AwsSettings.load(c, spot::get).defaultCapacity())
+          .as("%s launches workers", c)
+          .isEqualTo(Capacity.SPOT_THEN_ON_DEMAND);
+      assertThatThrownBy(() -> AwsSettings.load(c, bad::get))
+          .isInstanceOf(BuildQueueException.class)
+          .hasMessage(
+              AwsSettings.DEFAULT_CAPACITY
+                  + " must be one of \"on-demand\", \"spot\", \"spot-then-on-demand\" (the"
+                  + " stack parameter DefaultCapacity), was \"Spot\"");
+    }
+    assertThat(AwsSettings.load(Component.ENQUEUE, empty::get).defaultCapacity())
+        .as("an empty variable is an unset one")
+        .isEqualTo(Capacity.ON_DEMAND);
   }
 
   @Test

@@ -73,12 +73,27 @@ record Call(
 
   /** The job id in the path; a path that cannot name a job is "not found". */
   long jobId() {
+    return pathId("job", "as returned by POST /jobs");
+  }
+
+  /** The worker id in the path; a path that cannot name a worker is "not found". */
+  long workerId() {
+    return pathId("worker", "as GET /lanes lists them");
+  }
+
+  private long pathId(String what, String whence) {
     String raw = params.get("id");
     if (!JOB_ID.matcher(raw).matches()) {
       throw ApiProblem.notFound(
-          "There is no job \""
+          "There is no "
+              + what
+              + " \""
               + JsonBodies.printable(raw)
-              + "\": job ids are whole numbers, as returned by POST /jobs.");
+              + "\": "
+              + what
+              + " ids are whole numbers, "
+              + whence
+              + ".");
     }
     return Long.parseLong(raw);
   }

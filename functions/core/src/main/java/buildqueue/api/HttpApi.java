@@ -33,10 +33,12 @@ import java.util.stream.Collectors;
  * /jobs/{id}/events}, {@code POST /jobs/{id}/cancel}), {@link OperatorRoutes} ({@code POST
  * /jobs/cancel}, admin; {@code POST /jobs/{id}/retry}), {@link JobLogRoute} ({@code GET
  * /jobs/{id}/log}), {@link LaneRoutes} ({@code GET /lanes}, admin), {@link UserRoutes} ({@code PUT
- * /users/{userId}}, admin). This class is the router: it matches a route, authenticates the caller
- * for the route's {@link Route.Access}, refuses every write to a read-only caller, checks the query
- * and the body's size, and maps every failure to a problem response, so a handler does none of
- * that. A new resource is one class implementing {@link Route.Resource}, listed in the constructor.
+ * /users/{userId}}, admin), {@link WorkerRoutes} ({@code POST /workers/{id}/reclaim}, admin, the
+ * local server's only: {@link #withSpotReclaims}). This class is the router: it matches a route,
+ * authenticates the caller for the route's {@link Route.Access}, refuses every write to a read-only
+ * caller, checks the query and the body's size, and maps every failure to a problem response, so a
+ * handler does none of that. A new resource is one class implementing {@link Route.Resource},
+ * listed in the constructor.
  */
 public final class HttpApi {
   private static final System.Logger LOG = System.getLogger(HttpApi.class.getName());
@@ -93,6 +95,22 @@ public final class HttpApi {
             new UserRoutes(queue),
             new UsageRoutes(queries));
     this.routes = resources.stream().flatMap(r -> r.routes().stream()).toList();
+  }
+
+  private HttpApi(List<Route> routes) {
+    this.routes = List.copyOf(routes);
+  }
+
+  /**
+   * This API and {@code POST /workers/{id}/reclaim} (admins), which simulates a Fargate Spot
+   * reclaim ({@link WorkerRoutes}): the local server's alone. On AWS a reclaim is AWS's doing, so
+   * the deployed API is built without it and answers that path as any unknown one (404).
+   */
+  public HttpApi withSpotReclaims(buildqueue.platform.SpotReclaims reclaims) {
+    Objects.requireNonNull(reclaims, "reclaims");
+    List<Route> all = new ArrayList<>(routes);
+    all.addAll(new WorkerRoutes(reclaims).routes());
+    return new HttpApi(all);
   }
 
   /** Answers one request. Never throws: every failure becomes a problem response. */

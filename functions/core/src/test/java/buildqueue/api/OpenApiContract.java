@@ -256,6 +256,18 @@ public final class OpenApiContract {
 
   /** Each documented operation as "METHOD /template". */
   List<String> operations() {
+    return operations(false);
+  }
+
+  /**
+   * The operations only the local server answers ({@code x-buildqueue-local-only}: {@link
+   * HttpApi#withSpotReclaims}).
+   */
+  List<String> localOnlyOperations() {
+    return operations(true);
+  }
+
+  private List<String> operations(boolean localOnly) {
     List<String> ops = new ArrayList<>();
     doc.path("paths")
         .fields()
@@ -266,7 +278,12 @@ public final class OpenApiContract {
                     .forEachRemaining(
                         m -> {
                           if (List.of("get", "put", "post", "delete", "patch", "head", "options")
-                              .contains(m)) {
+                                  .contains(m)
+                              && (!localOnly
+                                  || p.getValue()
+                                      .path(m)
+                                      .path("x-buildqueue-local-only")
+                                      .asBoolean())) {
                             ops.add(m.toUpperCase(Locale.ROOT) + " " + p.getKey());
                           }
                         }));

@@ -29,8 +29,20 @@ import org.junit.jupiter.api.Test;
 class OpenApiContractTest extends ApiTest {
   @Test
   void every_route_of_the_api_is_documented_and_every_documented_operation_is_a_route() {
+    List<String> shared = new ArrayList<>(OpenApiContract.shipped().operations());
+    shared.removeAll(OpenApiContract.shipped().localOnlyOperations());
+
+    assertThat(shared).containsExactlyInAnyOrderElementsOf(f.api.unchecked().routes());
+  }
+
+  @Test
+  void the_local_only_operations_are_the_routes_only_the_local_server_adds() {
+    HttpApi local = f.api.unchecked().withSpotReclaims(id -> null);
+
+    assertThat(OpenApiContract.shipped().localOnlyOperations())
+        .containsExactly("POST /workers/{id}/reclaim");
     assertThat(OpenApiContract.shipped().operations())
-        .containsExactlyInAnyOrderElementsOf(f.api.unchecked().routes());
+        .containsExactlyInAnyOrderElementsOf(local.routes());
   }
 
   @Test
@@ -153,7 +165,7 @@ class OpenApiContractTest extends ApiTest {
 
     assertThat(parsed.getMessages()).isEmpty();
     assertThat(parsed.getOpenAPI().getOpenapi()).isEqualTo("3.1.0");
-    assertThat(parsed.getOpenAPI().getPaths()).hasSize(17);
+    assertThat(parsed.getOpenAPI().getPaths()).hasSize(18);
   }
 
   @Test

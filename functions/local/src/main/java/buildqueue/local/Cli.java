@@ -43,9 +43,15 @@ final class Cli {
    * reply (a refusal ends the command with its problem).
    */
   static ApiClient.Reply postToJob(Cli cli, CommandLine cl, String id, String action) {
-    return accepted(
-        ApiConnection.open(cli, cl, "cli", true)
-            .post("jobs/" + id + "/" + action, JSON.createObjectNode()));
+    return postAsAdmin(cli, cl, "jobs/" + id + "/" + action);
+  }
+
+  /**
+   * {@code POST <path>} with an empty JSON body, as the CLI's admin: the accepted reply (a refusal
+   * ends the command with its problem).
+   */
+  static ApiClient.Reply postAsAdmin(Cli cli, CommandLine cl, String path) {
+    return accepted(ApiConnection.open(cli, cl, "cli", true).post(path, JSON.createObjectNode()));
   }
 
   /** The reply if the API accepted the request; a refusal ends the command with its problem. */
@@ -99,8 +105,14 @@ final class Cli {
   }
 
   static String jobId(String text) {
+    return id(text, "job");
+  }
+
+  /** A job's or a worker's id ({@code what}) given on the command line: a whole number. */
+  static String id(String text, String what) {
     if (!text.matches("[0-9]{1,18}")) {
-      throw new CommandLine.UsageException("a job id is a whole number, not \"" + text + "\"");
+      throw new CommandLine.UsageException(
+          "a " + what + " id is a whole number, not \"" + text + "\"");
     }
     return text;
   }

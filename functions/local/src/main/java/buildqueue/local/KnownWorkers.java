@@ -1,5 +1,6 @@
 package buildqueue.local;
 
+import buildqueue.platform.TaskState;
 import buildqueue.worker.exec.LeftoverJobs;
 import java.io.IOException;
 import java.lang.System.Logger.Level;
@@ -41,6 +42,12 @@ final class KnownWorkers {
   private final Map<UUID, Child> byToken = new ConcurrentHashMap<>();
   private final Map<String, Child> adoptedByLabel;
   private final Map<LocalTaskId, Child> live = new ConcurrentHashMap<>();
+
+  /**
+   * Workers a simulated Spot reclaim stopped ({@link LocalProcessPlatform#reclaim}), until their
+   * exit's evidence has been delivered: it says {@value TaskState#SPOT_INTERRUPTION} first.
+   */
+  private final Set<LocalTaskId> reclaimed = ConcurrentHashMap.newKeySet();
 
   /** Known workers whose process is gone and whose jobs' leftovers are gone too. */
   private final Set<LocalTaskId> cleared = ConcurrentHashMap.newKeySet();
@@ -93,6 +100,24 @@ final class KnownWorkers {
    */
   boolean exiting(LocalTaskId id) {
     return live.containsKey(id) && !cleared.contains(id);
+  }
+
+  /** A reclaim is under way: the worker's exit is a reclaim's evidence. */
+  void reclaimed(LocalTaskId id) {
+    reclaimed.add(id);
+  }
+
+  /** Whether the worker was reclaimed and its exit's evidence is not delivered yet. */
+  boolean wasReclaimed(LocalTaskId id) {
+    return reclaimed.contains(id);
+  }
+
+  /**
+   * A reclaimed worker's exit as ECS describes a reclaimed task's stop: the stop code first, then
+   * the stopped reason, then what the process said.
+   */
+  static String reclaimEvidence(String exit) {
+    return TaskState.SPOT_INTERRUPTION + ": " + TaskState.SPOT_INTERRUPTED_REASON + "; " + exit;
   }
 
   List<LocalTaskId> running() {
@@ -164,14 +189,17 @@ final class KnownWorkers {
     return "worker process failed (code " + code + "); see its log";
   }
 
-  private void exited(Child child, String reason) {
+  private void exited(Child child, String exit) {
     try {
       if (child.workerId() != null) {
         // The slot must not be freed while programs of the worker's jobs may still run.
         clearJobsOf(child.workerId());
       }
       cleared.add(child.id()); // from now on a check reports it stopped too
+      String reason = reclaimed.contains(child.id()) ? reclaimEvidence(exit) : exit;
       listener.stopped(child.id().toString(), child.workerId(), child.token(), reason);
+      // Delivered; if not, the tick's liveness check delivers it, still as a reclaim's.
+      reclaimed.remove(child.id());
     } catch (RuntimeException e) {
       // The tick's liveness check finds the process gone and delivers the evidence again.
       LOG.log(

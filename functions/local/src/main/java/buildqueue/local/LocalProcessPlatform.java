@@ -221,12 +221,15 @@ public final class LocalProcessPlatform implements WorkerPlatform, AutoCloseable
     }
     LocalTaskId id = LocalTaskId.of(host, process.toHandle(), start.get());
     known.add(id, launch.workerId(), launch.token(), process);
+    // Spot is a label here, never short of capacity: the queue recorded it (chooseCapacity), the
+    // ledger bills it at Spot prices, and only such a worker can be reclaimed (bq reclaim).
     LOG.log(
         Level.INFO,
-        "worker {0} started as process {1} in slot {2}; log {3}",
+        "worker {0} started as process {1} in slot {2} on {3}; log {4}",
         launch.workerId(),
         Long.toString(process.pid()),
         launch.slot(),
+        launch.capacity().spot() ? "spot" : "on-demand",
         log);
     return new LaunchOutcome.Started(id.toString());
   }
@@ -245,6 +248,10 @@ public final class LocalProcessPlatform implements WorkerPlatform, AutoCloseable
         // Its exit is being handled: its jobs' programs are being killed, then the exit is
         // delivered.
         state = new TaskState.Running();
+      } else if (state instanceof TaskState.Stopped stopped
+          && id.isPresent()
+          && known.wasReclaimed(id.get())) {
+        state = new TaskState.Stopped(KnownWorkers.reclaimEvidence(stopped.reason()));
       }
       states.put(taskId, state);
     }
@@ -258,19 +265,51 @@ public final class LocalProcessPlatform implements WorkerPlatform, AutoCloseable
 
   @Override
   public void stop(String taskId, String reason) {
-    Optional<LocalTaskId> id = LocalTaskId.parse(taskId).filter(t -> t.host().equals(host));
-    if (id.isEmpty() || !(WorkerProcesses.stateOf(id.get()) instanceof TaskState.Running)) {
-      return;
-    }
-    LOG.log(Level.INFO, "stopping worker process {0}: {1}", Long.toString(id.get().pid()), reason);
-    ProcessHandle.of(id.get().pid()).ifPresent(ProcessHandle::destroy);
+    running(taskId).ifPresent(id -> terminate(id, "stopping", reason, KILL_AFTER_STOP));
+  }
+
+  /**
+   * A simulated Fargate Spot reclaim, what AWS does to a Spot task: SIGTERM now (the two-minute
+   * warning, which the worker passes to its job's program like any stop), SIGKILL after {@code
+   * grace} if the worker still runs, and its exit's evidence carries the stop code {@value
+   * TaskState#SPOT_INTERRUPTION} first, as an ECS reclaim's does ({@code build_stop_is_reclaim}).
+   * Whether the worker runs on Spot is the caller's to check (the worker's row says). False if the
+   * task is not a process running on this host: nothing was sent.
+   */
+  public boolean reclaim(String taskId, Duration grace) {
+    Optional<LocalTaskId> id = running(taskId);
+    // Marked before the signal: a worker that exits at once still leaves a reclaim's evidence.
+    id.ifPresent(
+        t -> {
+          known.reclaimed(t);
+          terminate(t, "reclaiming", "a simulated Spot reclaim", grace);
+        });
+    return id.isPresent();
+  }
+
+  private Optional<LocalTaskId> running(String taskId) {
+    return LocalTaskId.parse(taskId)
+        .filter(t -> t.host().equals(host))
+        .filter(t -> WorkerProcesses.stateOf(t) instanceof TaskState.Running);
+  }
+
+  /** SIGTERM, and SIGKILL after {@code killAfter} if the same process still runs. */
+  private void terminate(LocalTaskId id, String doing, String reason, Duration killAfter) {
+    LOG.log(
+        Level.INFO,
+        "{0} worker process {1}: {2}; SIGKILL in {3} ms if it still runs",
+        doing,
+        Long.toString(id.pid()),
+        reason,
+        killAfter.toMillis());
+    ProcessHandle.of(id.pid()).ifPresent(ProcessHandle::destroy);
     killer.schedule(
         () -> {
-          if (WorkerProcesses.stateOf(id.get()) instanceof TaskState.Running) {
-            ProcessHandle.of(id.get().pid()).ifPresent(ProcessHandle::destroyForcibly);
+          if (WorkerProcesses.stateOf(id) instanceof TaskState.Running) {
+            ProcessHandle.of(id.pid()).ifPresent(ProcessHandle::destroyForcibly);
           }
         },
-        KILL_AFTER_STOP.toMillis(),
+        killAfter.toMillis(),
         TimeUnit.MILLISECONDS);
   }
 

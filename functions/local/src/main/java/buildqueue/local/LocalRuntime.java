@@ -2,6 +2,7 @@ package buildqueue.local;
 
 import buildqueue.api.HttpApi;
 import buildqueue.core.BuildQueue;
+import buildqueue.core.Capacities;
 import buildqueue.core.JobQueries;
 import buildqueue.core.OutboxTransitions;
 import buildqueue.core.QueueClock;
@@ -156,10 +157,16 @@ public final class LocalRuntime implements AutoCloseable {
               BuildQueue.ExitListener.NONE,
               null,
               schedule);
+      // Each kind on the capacity its catalogue names, as on AWS: a Spot worker is recorded as
+      // such, billed at Spot prices, and open to a simulated reclaim.
+      queue.useCapacities(new Capacities(settings.defaultCapacity(), kinds.capacities()));
       platform.onStopped(queue::taskStopped);
       HttpApi api =
           new HttpApi(
-              queue, new JobQueries(db, settings.queue(), QueueClock.DATABASE), kinds.registry());
+                  queue,
+                  new JobQueries(db, settings.queue(), QueueClock.DATABASE),
+                  kinds.registry())
+              .withSpotReclaims(new LocalReclaims(db, platform, settings.reclaimGrace()));
       LocalHttpServer http = LocalHttpServer.start(settings.port(), tokens, api::handle);
       opened.push(http);
       ScheduledExecutorService ticker =
@@ -333,6 +340,15 @@ public final class LocalRuntime implements AutoCloseable {
 
   public LocalProcessPlatform platform() {
     return platform;
+  }
+
+  /**
+   * A simulated Fargate Spot reclaim of worker {@code workerId} (what {@code bq reclaim} asks the
+   * server for): SIGTERM, SIGKILL after {@link LocalSettings#reclaimGrace}, and evidence with the
+   * stop code {@code SpotInterruption}; refused for a worker not running on Spot.
+   */
+  public buildqueue.platform.SpotReclaims.Outcome reclaim(long workerId) {
+    return new LocalReclaims(db, platform, settings.reclaimGrace()).reclaim(workerId);
   }
 
   /** The server's own database handle. */

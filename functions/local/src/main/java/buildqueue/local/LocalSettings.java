@@ -2,6 +2,7 @@ package buildqueue.local;
 
 import buildqueue.BuildQueueException;
 import buildqueue.core.QueueConfig;
+import buildqueue.platform.Capacity;
 import buildqueue.worker.JobLog;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -34,6 +35,12 @@ import java.util.function.Consumer;
  * @param jobUser when the server runs as root, the unprivileged user its jobs' programs run as
  *     (default {@value #DEFAULT_JOB_USER}); naming the server's own user runs them as that user.
  *     Without root, jobs run as the server's user whatever this says.
+ * @param defaultCapacity what the workers of kinds that name no {@code capacity} run on (default
+ *     {@code on-demand}): locally a Spot worker is a child process like any other, recorded as
+ *     {@code spot} (its bill at Spot prices) and open to a simulated reclaim ({@code bq reclaim})
+ * @param reclaimGrace what a simulated Spot reclaim gives a worker between SIGTERM and SIGKILL
+ *     (default 10 s, the workers' own stop timeout; AWS gives two minutes): a shorter one kills a
+ *     worker before it has recorded its job's interruption, and the exit's evidence recovers it
  */
 public record LocalSettings(
     int port,
@@ -46,7 +53,9 @@ public record LocalSettings(
     QueueConfig queue,
     Optional<Path> kindsFile,
     long maxLogBytes,
-    String jobUser) {
+    String jobUser,
+    Capacity defaultCapacity,
+    Duration reclaimGrace) {
 
   /** The user jobs run as when the server runs as root: it exists on Debian and owns nothing. */
   public static final String DEFAULT_JOB_USER = "nobody";
@@ -74,7 +83,9 @@ public record LocalSettings(
             .build(),
         Optional.empty(),
         JobLog.DEFAULT_MAX_LOG_BYTES,
-        DEFAULT_JOB_USER);
+        DEFAULT_JOB_USER,
+        Capacity.ON_DEMAND,
+        WorkerProcessStarter.KILL_AFTER_STOP);
   }
 
   public LocalSettings {
@@ -103,6 +114,12 @@ public record LocalSettings(
     }
     if (jobUser == null || !USER_NAME.matcher(jobUser).matches()) {
       throw new BuildQueueException("jobUser must be a user name, was " + jobUser);
+    }
+    if (defaultCapacity == null) {
+      throw new BuildQueueException("defaultCapacity must be set: one of " + Capacity.labels());
+    }
+    if (reclaimGrace == null || reclaimGrace.isNegative()) {
+      throw new BuildQueueException("reclaimGrace must not be negative, was " + reclaimGrace);
     }
     dataDir = dataDir.toAbsolutePath().normalize();
     kindsFile =
@@ -150,6 +167,14 @@ public record LocalSettings(
     return with(v -> v.jobUser = user);
   }
 
+  public LocalSettings withDefaultCapacity(Capacity c) {
+    return with(v -> v.defaultCapacity = c);
+  }
+
+  public LocalSettings withReclaimGrace(Duration d) {
+    return with(v -> v.reclaimGrace = d);
+  }
+
   /** A copy with {@code change} made to its values; the record's checks run on the copy. */
   private LocalSettings with(Consumer<Values> change) {
     Values v = new Values(this);
@@ -165,7 +190,9 @@ public record LocalSettings(
         v.queue,
         v.kindsFile,
         v.maxLogBytes,
-        v.jobUser);
+        v.jobUser,
+        v.defaultCapacity,
+        v.reclaimGrace);
   }
 
   /** The record's components, as a wither changes them. */
@@ -181,6 +208,8 @@ public record LocalSettings(
     Optional<Path> kindsFile;
     long maxLogBytes;
     String jobUser;
+    Capacity defaultCapacity;
+    Duration reclaimGrace;
 
     Values(LocalSettings s) {
       port = s.port;
@@ -194,6 +223,8 @@ public record LocalSettings(
       kindsFile = s.kindsFile;
       maxLogBytes = s.maxLogBytes;
       jobUser = s.jobUser;
+      defaultCapacity = s.defaultCapacity;
+      reclaimGrace = s.reclaimGrace;
     }
   }
 
@@ -231,6 +262,10 @@ public record LocalSettings(
         + maxLogBytes
         + ", jobUser="
         + jobUser
+        + ", defaultCapacity="
+        + defaultCapacity.label()
+        + ", reclaimGrace="
+        + reclaimGrace
         + "]";
   }
 }

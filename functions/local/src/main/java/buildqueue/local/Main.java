@@ -11,9 +11,9 @@ import java.util.Set;
 /**
  * The runnable jar: {@code serve} runs the whole system; {@code try} runs one job on a queue of its
  * own; {@code token}, {@code submit}, {@code status}, {@code dedicated}, {@code quota}, {@code
- * cancel}, {@code retry} and {@code logs} talk to a running server over HTTP with a token they mint
- * from the data directory's secret. Each command is a class of its own with its usage beside its
- * code; this one picks the command and turns its failures into exit codes.
+ * cancel}, {@code retry}, {@code logs} and {@code reclaim} talk to a running server over HTTP with
+ * a token they mint from the data directory's secret. Each command is a class of its own with its
+ * usage beside its code; this one picks the command and turns its failures into exit codes.
  */
 public final class Main {
   static final int OK = 0;
@@ -43,6 +43,7 @@ public final class Main {
           + LaneCommand.USAGE
           + RetryCommand.USAGE
           + LogsCommand.USAGE
+          + ReclaimCommand.USAGE
           + """
 
       Client commands also take --port, --data-dir (where the token secret is) and --json; or
@@ -75,6 +76,7 @@ public final class Main {
     commands.put("lane", new LaneCommand(cli));
     commands.put("retry", new RetryCommand(cli));
     commands.put("logs", new LogsCommand(cli));
+    commands.put("reclaim", new ReclaimCommand(cli));
   }
 
   public static void main(String[] args) {

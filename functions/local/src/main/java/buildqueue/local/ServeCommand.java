@@ -2,6 +2,7 @@ package buildqueue.local;
 
 import buildqueue.core.Ledger;
 import buildqueue.core.QueueConfig;
+import buildqueue.platform.Capacity;
 import com.fasterxml.jackson.databind.JsonNode;
 import java.io.PrintStream;
 import java.nio.file.Path;
@@ -24,6 +25,7 @@ record ServeCommand(Cli cli) implements CliCommand {
               [--tick-interval 5s] [--shared-slots 1] [--shutdown-grace 30s] [--kinds kinds.json]
               [--worker-lifetime 60m] [--shared-order fair|fifo] [--max-queued-jobs 1000]
               [--max-log-bytes 100m] [--retention 7d] [--job-user nobody]
+              [--default-capacity on-demand|spot|spot-then-on-demand] [--reclaim-grace 10s]
             Runs the queue, the HTTP API and the dashboard on http://127.0.0.1:<port>/, with
             workers as child processes. --demo also submits a mix of jobs and shows them live.
             --kinds adds the job kinds of a kind catalogue (README: Job kinds) to the built-in demo.
@@ -33,6 +35,8 @@ record ServeCommand(Cli cli) implements CliCommand {
             (k, m, g: KiB, MiB, GiB); the rest is dropped and one line says how much.
             --retention: finished jobs, their logs and exited workers are deleted after this.
             --job-user: run as root, the server runs its jobs' programs as this user (default nobody).
+            --default-capacity: what the workers of kinds that name no capacity run on; a Spot
+            worker can be reclaimed (reclaim <worker-id>), with --reclaim-grace before SIGKILL.
       """;
 
   @Override
@@ -58,7 +62,9 @@ record ServeCommand(Cli cli) implements CliCommand {
                 "budget-period",
                 "max-log-bytes",
                 "retention",
-                "job-user"),
+                "job-user",
+                "default-capacity",
+                "reclaim-grace"),
             Set.of("demo"));
     cl.atMostPositionals(
         0, "serve [--demo] [--port N] [--data-dir DIR] [--database-url URL] [--kinds FILE]");
@@ -110,6 +116,20 @@ record ServeCommand(Cli cli) implements CliCommand {
           "--job-user must be a user name, was \"" + jobUser + "\"");
     }
     settings = settings.withJobUser(jobUser);
+    String capacity = cl.get("default-capacity", defaults.defaultCapacity().label());
+    try {
+      settings = settings.withDefaultCapacity(Capacity.ofLabel(capacity));
+    } catch (IllegalArgumentException e) {
+      throw new CommandLine.UsageException(
+          "--default-capacity must be one of " + Capacity.labels() + ", not \"" + capacity + "\"");
+    }
+    Duration reclaimGrace = cl.duration("reclaim-grace", defaults.reclaimGrace());
+    if (reclaimGrace.isNegative() || reclaimGrace.compareTo(Duration.ofMinutes(2)) > 0) {
+      throw new CommandLine.UsageException(
+          "--reclaim-grace must be from 0s to 2m (a Spot reclaim's warning on AWS), was "
+              + cl.get("reclaim-grace", ""));
+    }
+    settings = settings.withReclaimGrace(reclaimGrace);
 
     LocalRuntime runtime;
     try {
@@ -194,6 +214,13 @@ record ServeCommand(Cli cli) implements CliCommand {
             + " queued jobs a user"
             + "; worker logs in "
             + settings.dataDir().resolve("workers"));
+    out.println(
+        "  workers run on "
+            + settings.defaultCapacity().label()
+            + " unless their kind names its capacity; a Spot worker can be reclaimed"
+            + " (reclaim <worker-id>: SIGTERM, SIGKILL after "
+            + describe(settings.reclaimGrace())
+            + ")");
     out.println(
         "  job logs in "
             + settings.dataDir().resolve("jobs")

@@ -7,14 +7,10 @@ import buildqueue.testing.Await;
 import buildqueue.testing.PostgresExtension;
 import buildqueue.testing.TestDatabase;
 import com.fasterxml.jackson.databind.JsonNode;
-import java.io.ByteArrayOutputStream;
-import java.io.PrintStream;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -49,17 +45,10 @@ class CliTest {
   }
 
   private int raw(String... args) {
-    ByteArrayOutputStream o = new ByteArrayOutputStream();
-    ByteArrayOutputStream e = new ByteArrayOutputStream();
-    int code =
-        new Main(
-                new PrintStream(o, true, StandardCharsets.UTF_8),
-                new PrintStream(e, true, StandardCharsets.UTF_8),
-                Map.of("USER", "tester"))
-            .run(args);
-    out = o.toString(StandardCharsets.UTF_8);
-    err = e.toString(StandardCharsets.UTF_8);
-    return code;
+    CliRun run = CliRun.of(args);
+    out = run.out();
+    err = run.err();
+    return run.code();
   }
 
   private static JsonNode json(String text) throws Exception {

@@ -5,12 +5,12 @@ import software.amazon.awssdk.services.eventbridge.EventBridgeClient;
 
 /**
  * The tick's schedule on AWS: its EventBridge rule ({@code rate(1 minute)}), enabled and disabled
- * with EnableRule and DisableRule (docs/architecture.md §4.5, "Idle at zero"). A rule rather than EventBridge
- * Scheduler's one-time schedules: the queue needs "on until turned off", which a rule is; both
- * calls are idempotent, so a late or repeated one changes nothing a later one does not undo; the
- * EventBridge client is already in every queue function (PutEvents); and there is nothing to create
- * or clean up per arm (a one-time schedule per arm would be, and Scheduler needs a role of its own
- * to invoke the function). The fallback rule ({@code rate(1 day)}) is never disabled.
+ * with EnableRule and DisableRule (docs/architecture.md §4.5, "Idle at zero"). A rule rather than
+ * EventBridge Scheduler's one-time schedules: the queue needs "on until turned off", which a rule
+ * is; both calls are idempotent, so a late or repeated one changes nothing a later one does not
+ * undo; the EventBridge client is already in every queue function (PutEvents); and there is nothing
+ * to create or clean up per arm (a one-time schedule per arm would be, and Scheduler needs a role
+ * of its own to invoke the function). The fallback rule ({@code rate(1 day)}) is never disabled.
  */
 public final class EventBridgeTickSchedule implements TickSchedule {
   private final EventBridgeClient client;

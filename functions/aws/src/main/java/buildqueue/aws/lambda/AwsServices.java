@@ -11,7 +11,6 @@ import buildqueue.db.Database;
 import buildqueue.db.JdbcDatabase;
 import buildqueue.kinds.KindCatalogue;
 import buildqueue.kinds.KindRegistry;
-import buildqueue.platform.Capacity;
 import buildqueue.platform.WorkerPlatform;
 import java.time.Duration;
 import java.util.Optional;
@@ -31,7 +30,7 @@ public final class AwsServices {
   public static QueueServices queueServices(Component component) {
     AwsSettings settings = AwsSettings.fromEnvironment(component);
     // The API checks submissions against the catalogue; the API, the tick and the stop handler
-    // launch each worker on the capacity its job's kind names.
+    // launch each worker on the capacity its job's kind names, else the stack's DefaultCapacity.
     Optional<KindCatalogue> catalogue =
         component.needsKinds() ? Optional.of(settings.kindCatalogue()) : Optional.empty();
     KindRegistry kinds = catalogue.map(KindCatalogue::registry).orElse(KindRegistry.builtIn());
@@ -49,7 +48,10 @@ public final class AwsServices {
             kinds,
             settings.tickRule().orElse(null));
     catalogue.ifPresent(
-        c -> services.queue().useCapacities(new Capacities(Capacity.ON_DEMAND, c.capacities())));
+        c ->
+            services
+                .queue()
+                .useCapacities(new Capacities(settings.defaultCapacity(), c.capacities())));
     return services;
   }
 

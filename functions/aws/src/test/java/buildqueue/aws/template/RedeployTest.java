@@ -66,6 +66,7 @@ class RedeployTest {
         "VPC (the security groups are replaced)",
         Map.of("VpcId", "vpc-0bbb2222", "SubnetIds", "subnet-0ddd4444,subnet-0eee5555"));
     c.put("database capacity", Map.of("DatabaseMaxCapacity", "8"));
+    c.put("default capacity", Map.of("DefaultCapacity", "spot-then-on-demand"));
     c.put("log retention", Map.of("LogRetentionDays", "90"));
     c.put(
         "JWT issuer and audience",
@@ -180,6 +181,8 @@ class RedeployTest {
             "1000000",
             "WorkerPublicIp",
             "false",
+            "DefaultCapacity",
+            "on-demand",
             "SubnetIds",
             String.join(",", java.util.Collections.nCopies(6, "subnet-0123456789abcdef0"))));
     Deploy deploy = Deploy.of(translated, longest, null);

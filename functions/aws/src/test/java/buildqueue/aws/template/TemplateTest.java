@@ -14,6 +14,7 @@ import buildqueue.aws.lambda.WorkerSecretRotationFunction;
 import buildqueue.aws.testing.SampleEvents;
 import buildqueue.kinds.CommandKind;
 import buildqueue.kinds.KindCatalogue;
+import buildqueue.platform.Capacity;
 import buildqueue.worker.QueueKindLimits;
 import buildqueue.worker.WorkerStop;
 import com.amazonaws.services.lambda.runtime.RequestHandler;
@@ -462,6 +463,35 @@ class TemplateTest {
             .isTrue();
       }
     }
+  }
+
+  @Test
+  void the_stack_default_capacity_is_a_parameter_that_every_launching_function_reads()
+      throws Exception {
+    Map<String, Object> parameter = map(TEMPLATE.parameters().get("DefaultCapacity"));
+    assertThat(parameter.get("AllowedValues"))
+        .isEqualTo(Stream.of(Capacity.values()).map(Capacity::label).toList());
+    assertThat(parameter.get("Default")).isEqualTo(Capacity.ON_DEMAND.label());
+    int launching = 0;
+    for (String f : functions()) {
+      Component c = HANDLERS.get(handlerClass(f));
+      Object raw =
+          map(map(TEMPLATE.properties(f).getOrDefault("Environment", Map.of("Variables", Map.of())))
+                  .get("Variables"))
+              .get(AwsSettings.DEFAULT_CAPACITY);
+      if (isQueueFunction(c)) {
+        launching++;
+        assertThat(raw).as(f).isEqualTo(Map.of("Ref", "DefaultCapacity"));
+        Map<String, String> env = environment(f);
+        env.put(AwsSettings.AWS_REGION, "eu-west-1");
+        assertThat(AwsSettings.load(c, env::get).defaultCapacity())
+            .as("%s's default", f)
+            .isEqualTo(Capacity.ON_DEMAND);
+      } else {
+        assertThat(raw).as("%s launches no worker", f).isNull();
+      }
+    }
+    assertThat(launching).as("the API, the tick, the stop handler").isEqualTo(3);
   }
 
   @Test
