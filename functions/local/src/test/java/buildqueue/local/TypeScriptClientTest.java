@@ -75,12 +75,16 @@ class TypeScriptClientTest {
       Map<String, String> env = new HashMap<>();
       env.put("BQ_URL", server.runtime.baseUri().toString().replaceAll("/$", ""));
       env.put("BQ_RUN", Long.toString(System.nanoTime()));
+      env.put("BQ_USER", "ts-ada");
       env.put("BQ_TOKEN", server.runtime.tokens().mint("ts-ada", false, Duration.ofMinutes(10)));
       env.put("BQ_QUOTA_USER", "ts-quota");
       env.put(
           "BQ_QUOTA_TOKEN",
           server.runtime.tokens().mint("ts-quota", false, Duration.ofMinutes(10)));
       env.put("BQ_ADMIN_TOKEN", server.runtime.tokens().mint("root", true, Duration.ofMinutes(10)));
+      env.put(
+          "BQ_READ_ONLY_TOKEN",
+          server.runtime.tokens().mint("ts-support", false, true, Duration.ofMinutes(10)));
       Programs.Result run =
           Programs.run(WORK, env, Duration.ofMinutes(5), "node", "dist/integrator.js");
       assertThat(run.exit()).as("the program's checks:\n%s", run.output()).isZero();
