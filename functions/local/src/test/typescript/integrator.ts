@@ -200,15 +200,33 @@ async function sharedLane(client: Client): Promise<Lane | undefined> {
   return data.lanes.find((l) => l.lane === SHARED);
 }
 
-// A fresh server's lane has finished no job: a queued job has its waitingFor but no estimate.
+// A job queued behind a running one, in a lane that runs: its waitingFor, and what that says of
+// when it starts.
+async function queuedBehindARunningJob(): Promise<components["schemas"]["Waiting"]> {
+  const running = await submit(user, { kind: "demo", payload: { steps: 100, stepMillis: 200 } });
+  const queued = await submit(user, { kind: "demo", payload: quick });
+  try {
+    check(queued.job.status === "queued", `queued behind job ${running.job.id}: one slot`);
+    check(queued.job.waitingFor !== null, "waitingFor on a queued job");
+    check(queued.job.waitingFor.lanePausedAt === null, "the lane is not paused");
+    return queued.job.waitingFor;
+  } finally {
+    await cancel(queued.job.id);
+    await cancel(running.job.id);
+  }
+}
+
+// A fresh server's lane has finished no job: a queued job has no estimate yet.
 async function noStartEstimateWithoutHistory(): Promise<void> {
-  await whilePaused(async () => {
-    const { job: j } = await submit(user, { kind: "demo", payload: quick });
-    check(j.status === "queued", `queued in a paused lane, got ${j.status}`);
-    check(j.waitingFor !== null, "waitingFor on a queued job");
-    check(j.waitingFor.estimatedStart === null, "no estimate before a job of the lane finished");
-    await cancel(j.id);
-  });
+  const waiting = await queuedBehindARunningJob();
+  check(waiting.estimatedStart === null, "no estimate before a job of the lane finished");
+}
+
+async function aStartEstimateFromTheLanesHistory(): Promise<void> {
+  const eta = (await queuedBehindARunningJob()).estimatedStart;
+  check(eta !== null, "an estimate: jobs of this lane finished in earlier steps");
+  check(Date.parse(eta.from) <= Date.parse(eta.to), `from ${eta.from} <= to ${eta.to}`);
+  check(eta.samples >= 1, `an estimate rests on finished jobs, got ${eta.samples}`);
 }
 
 async function pauseShowsInLanes(): Promise<void> {
@@ -244,10 +262,8 @@ async function prioritiesOrderOwnJobsAndRunNext(): Promise<void> {
 
     const waiting = (await job(ids.low)).waitingFor;
     check(waiting !== null, "waitingFor on a queued job");
-    const eta = waiting.estimatedStart;
-    check(eta !== null, "an estimate: jobs of this lane finished in earlier steps");
-    check(Date.parse(eta.from) <= Date.parse(eta.to), `from ${eta.from} <= to ${eta.to}`);
-    check(eta.samples >= 1, `an estimate rests on finished jobs, got ${eta.samples}`);
+    check(waiting.lanePausedAt !== null, "waitingFor says the lane is paused");
+    check(waiting.estimatedStart === null, "no estimate while the lane is paused");
 
     const patched = await user.PATCH("/jobs/{id}", {
       params: { path: { id: ids.low } },
@@ -398,6 +414,7 @@ const steps: [string, () => Promise<void>][] = [
   ["log with since", logSince],
   ["cancel", cancelAQueuedOrRunningJob],
   ["quota 429", quotaAnswers429],
+  ["a start estimate from the lane's history", aStartEstimateFromTheLanesHistory],
   ["pause and resume a lane", pauseShowsInLanes],
   ["priorities, PATCH and run-next in a paused lane", prioritiesOrderOwnJobsAndRunNext],
   ["bulk cancel, then retry", bulkCancelThenRetry],
