@@ -52,8 +52,10 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * The Java client an integrator generates from openapi.json (openapi-generator's {@code native}
  * library; this module's pom generates it into the test sources) drives a local server through the
- * flow the TypeScript client's program does. A new route is a method of the generated {@code
- * JobsApi} or {@code AdminApi} (by the operation's tag) and one more test here.
+ * flow the TypeScript client's program does, the operators' routes included. Jobs whose order a
+ * test checks are submitted while the shared lane is paused ({@link #whilePaused}). A new route is
+ * a method of the generated {@code JobsApi} or {@code AdminApi} (by the operation's tag) and one
+ * more test here.
  */
 @ExtendWith(PostgresExtension.class)
 class JavaClientTest {

@@ -30,7 +30,9 @@ import org.junit.jupiter.api.io.TempDir;
  * The client the README suggests to integrators, made as they make it: openapi-typescript turns the
  * server's own {@code GET /openapi.json} into types, openapi-fetch calls the API with them, and
  * {@code src/test/typescript/integrator.ts} (submit with an idempotency key and a supersede key,
- * poll, list with next, log with since, cancel, quota 429) must compile under {@code tsc --strict}
+ * poll, list with next, log with since, cancel, quota 429, and the operators' routes: priorities,
+ * run next, pause, bulk cancel, retry, cost and usage, lane history, the start estimate, a
+ * read-only admin; README's client section lists the steps) must compile under {@code tsc --strict}
  * and pass against a local server. The npm packages are pinned by package-lock.json and installed
  * with {@code npm ci} into target/, never into the sources.
  */
@@ -99,16 +101,47 @@ class TypeScriptClientTest {
    */
   @Test
   void a_bare_object_payload_in_the_document_fails_the_compile() throws Exception {
-    ObjectNode doc =
-        (ObjectNode)
-            TestServer.JSON.readTree(
-                Path.of("../core/src/main/resources/buildqueue/api/openapi.json").toFile());
+    ObjectNode doc = shipped();
     int stripped = stripFreeForm(doc.path("components").path("schemas"));
     assertThat(stripped).as("free-form payload schemas found").isGreaterThanOrEqualTo(2);
+    assertCompileFails(doc, "is not assignable to type 'Record<string, never>'");
+  }
+
+  /**
+   * Issue 27's other compile error, which {@code POST /jobs/{id}/retry} and {@code
+   * /jobs/{id}/run-next} brought back: a path's {@code {id}} declared as a string of digits while
+   * {@code Job.id} is an integer, so the program cannot pass a job's id to the route.
+   */
+  @Test
+  void a_job_id_declared_as_a_string_in_a_path_fails_the_compile() throws Exception {
+    ObjectNode doc = shipped();
+    int changed = 0;
+    for (JsonNode path : doc.path("paths")) {
+      for (JsonNode parameter : path.path("parameters")) {
+        if (parameter.path("name").asText().equals("id")) {
+          ((ObjectNode) parameter)
+              .putObject("schema")
+              .put("type", "string")
+              .put("pattern", "^[0-9]{1,18}$");
+          changed++;
+        }
+      }
+    }
+    assertThat(changed).as("paths with a job id").isEqualTo(6);
+    assertCompileFails(doc, "Type 'number' is not assignable to type 'string'");
+  }
+
+  private static ObjectNode shipped() throws IOException {
+    return (ObjectNode)
+        TestServer.JSON.readTree(
+            Path.of("../core/src/main/resources/buildqueue/api/openapi.json").toFile());
+  }
+
+  private static void assertCompileFails(ObjectNode doc, String error) throws Exception {
     Files.write(WORK.resolve("openapi.json"), TestServer.JSON.writeValueAsBytes(doc));
     Programs.Result tsc = generateAndCompile();
     assertThat(tsc.exit()).as("tsc must fail:\n%s", tsc.output()).isNotZero();
-    assertThat(tsc.output()).contains("is not assignable to type 'Record<string, never>'");
+    assertThat(tsc.output()).contains(error);
   }
 
   private static void compile() throws Exception {
