@@ -184,11 +184,15 @@ async function setPaused(paused: boolean): Promise<Lane> {
 }
 
 // Jobs whose order a step checks are submitted to a paused lane, so nothing starts before the
-// step has seen the order; the lane is resumed however the step ends.
-async function whilePaused(body: () => Promise<void>): Promise<void> {
+// step has seen the order; the lane is resumed however the step ends. A failed check cancels the
+// step's jobs (`mine`, filled by the body), so the next step starts from an empty lane.
+async function whilePaused(body: () => Promise<void>, mine: number[] = []): Promise<void> {
   await setPaused(true);
   try {
     await body();
+  } catch (e) {
+    for (const id of mine) await user.POST("/jobs/{id}/cancel", { params: { path: { id } } });
+    throw e;
   } finally {
     await setPaused(false);
   }
@@ -247,9 +251,11 @@ async function position(id: number): Promise<number> {
 
 async function prioritiesOrderOwnJobsAndRunNext(): Promise<void> {
   const ids: { low: number; normal: number; high: number } = { low: 0, normal: 0, high: 0 };
+  const mine: number[] = [];
   await whilePaused(async () => {
     for (const priority of ["low", "normal", "high"] as const) {
       const { job: j } = await submit(user, { kind: "demo", payload: quick, priority });
+      mine.push(j.id);
       check(j.priority === priority, `priority ${priority}, got ${j.priority}`);
       ids[priority] = j.id;
     }
@@ -284,7 +290,7 @@ async function prioritiesOrderOwnJobsAndRunNext(): Promise<void> {
     const queued = lane.queuedJobs.map((q) => q.id).join(",");
     const expected = [ids.normal, ids.low, ids.high].join(",");
     check(queued === expected, `GET /lanes in the order ${expected}, got ${queued}`);
-  });
+  }, mine);
   const ended: Job[] = [];
   for (const id of [ids.normal, ids.low, ids.high]) {
     ended.push(await until(id, finished, "finished"));
@@ -322,7 +328,7 @@ async function bulkCancelThenRetry(): Promise<void> {
     for (const id of mine) {
       check((await job(id)).status === "cancelled", `job ${id} cancelled`);
     }
-  });
+  }, mine);
   const old = mine[0]!;
   const retried = await user.POST("/jobs/{id}/retry", { params: { path: { id: old } } });
   check(retried.data !== undefined, `retry, got ${JSON.stringify(retried.error)}`);
