@@ -10,6 +10,8 @@ import createClient from "openapi-fetch";
 import type { components, paths } from "./buildqueue.js";
 
 type Job = components["schemas"]["Job"];
+type Lane = components["schemas"]["Lane"];
+type Cost = components["schemas"]["Cost"];
 type Client = ReturnType<typeof createClient<paths>>;
 
 const baseUrl = need("BQ_URL");
@@ -18,6 +20,11 @@ const user = clientFor(need("BQ_TOKEN"));
 const quotaUser = clientFor(need("BQ_QUOTA_TOKEN"));
 const quotaUserId = need("BQ_QUOTA_USER");
 const admin = clientFor(need("BQ_ADMIN_TOKEN"));
+const userId = need("BQ_USER");
+const readOnlyAdmin = clientFor(need("BQ_READ_ONLY_TOKEN"));
+// The lane a user without a dedicated worker queues in; the server has one slot there.
+const SHARED = "shared";
+const quick = { steps: 1, stepMillis: 10 };
 
 function need(name: string): string {
   const v = process.env[name];
@@ -165,13 +172,261 @@ async function quotaAnswers429(): Promise<void> {
   }
 }
 
+
+async function setPaused(paused: boolean): Promise<Lane> {
+  const { data, error } = await admin.PUT("/lanes/{lane}", {
+    params: { path: { lane: SHARED } },
+    body: { paused },
+  });
+  check(data !== undefined, `PUT /lanes/${SHARED} paused ${paused}, got ${JSON.stringify(error)}`);
+  check(data.paused === paused, `the lane's paused ${paused}, got ${data.paused}`);
+  return data;
+}
+
+// Jobs whose order a step checks are submitted to a paused lane, so nothing starts before the
+// step has seen the order; the lane is resumed however the step ends. A failed check cancels the
+// step's jobs (`mine`, filled by the body), so the next step starts from an empty lane.
+async function whilePaused(body: () => Promise<void>, mine: number[] = []): Promise<void> {
+  await setPaused(true);
+  try {
+    await body();
+  } catch (e) {
+    for (const id of mine) await user.POST("/jobs/{id}/cancel", { params: { path: { id } } });
+    throw e;
+  } finally {
+    await setPaused(false);
+  }
+}
+
+async function sharedLane(client: Client): Promise<Lane | undefined> {
+  const { data, error } = await client.GET("/lanes", { params: { query: { queuedLimit: 200 } } });
+  check(data !== undefined, `GET /lanes, got ${JSON.stringify(error)}`);
+  return data.lanes.find((l) => l.lane === SHARED);
+}
+
+// A job queued behind a running one, in a lane that runs: its waitingFor, and what that says of
+// when it starts.
+async function queuedBehindARunningJob(): Promise<components["schemas"]["Waiting"]> {
+  const running = await submit(user, { kind: "demo", payload: { steps: 100, stepMillis: 200 } });
+  const queued = await submit(user, { kind: "demo", payload: quick });
+  try {
+    check(queued.job.status === "queued", `queued behind job ${running.job.id}: one slot`);
+    check(queued.job.waitingFor !== null, "waitingFor on a queued job");
+    check(queued.job.waitingFor.lanePausedAt === null, "the lane is not paused");
+    return queued.job.waitingFor;
+  } finally {
+    await cancel(queued.job.id);
+    await cancel(running.job.id);
+  }
+}
+
+// A fresh server's lane has finished no job: a queued job has no estimate yet.
+async function noStartEstimateWithoutHistory(): Promise<void> {
+  const waiting = await queuedBehindARunningJob();
+  check(waiting.estimatedStart === null, "no estimate before a job of the lane finished");
+}
+
+async function aStartEstimateFromTheLanesHistory(): Promise<void> {
+  const eta = (await queuedBehindARunningJob()).estimatedStart;
+  check(eta !== null, "an estimate: jobs of this lane finished in earlier steps");
+  check(Date.parse(eta.from) <= Date.parse(eta.to), `from ${eta.from} <= to ${eta.to}`);
+  check(eta.samples >= 1, `an estimate rests on finished jobs, got ${eta.samples}`);
+}
+
+async function pauseShowsInLanes(): Promise<void> {
+  await whilePaused(async () => {
+    const lane = await sharedLane(admin);
+    check(lane !== undefined && lane.paused, `GET /lanes shows ${SHARED} paused`);
+    check(lane.pausedAt !== null && lane.pausedBy !== null, "who paused it and when");
+  });
+  const lane = await sharedLane(admin);
+  check(lane === undefined || !lane.paused, `GET /lanes shows ${SHARED} running again`);
+}
+
+async function position(id: number): Promise<number> {
+  const j = await job(id);
+  check(j.status === "queued" && j.position !== null, `job ${id} queued with a place`);
+  return j.position;
+}
+
+async function prioritiesOrderOwnJobsAndRunNext(): Promise<void> {
+  const ids: { low: number; normal: number; high: number } = { low: 0, normal: 0, high: 0 };
+  const mine: number[] = [];
+  await whilePaused(async () => {
+    for (const priority of ["low", "normal", "high"] as const) {
+      const { job: j } = await submit(user, { kind: "demo", payload: quick, priority });
+      mine.push(j.id);
+      check(j.priority === priority, `priority ${priority}, got ${j.priority}`);
+      ids[priority] = j.id;
+    }
+    const unnamed = await submit(user, { kind: "demo", payload: quick });
+    check(unnamed.job.priority === "normal", `normal by default, got ${unnamed.job.priority}`);
+    await cancel(unnamed.job.id);
+    const order = async () =>
+      [await position(ids.high), await position(ids.normal), await position(ids.low)].join(",");
+    check((await order()) === "1,2,3", `high, normal, low in the lane, got ${await order()}`);
+
+    const waiting = (await job(ids.low)).waitingFor;
+    check(waiting !== null, "waitingFor on a queued job");
+    check(waiting.lanePausedAt !== null, "waitingFor says the lane is paused");
+    check(waiting.estimatedStart === null, "no estimate while the lane is paused");
+
+    const patched = await user.PATCH("/jobs/{id}", {
+      params: { path: { id: ids.low } },
+      body: { priority: "high" },
+    });
+    check(patched.data !== undefined, `PATCH priority, got ${JSON.stringify(patched.error)}`);
+    check(patched.data.priority === "high", `now high, got ${patched.data.priority}`);
+    // Among equal priorities the older job goes first: the patched one was submitted first.
+    check(patched.data.position === 1, `the older high job first, got ${patched.data.position}`);
+
+    const next = await admin.POST("/jobs/{id}/run-next", { params: { path: { id: ids.normal } } });
+    check(next.data !== undefined, `run-next, got ${JSON.stringify(next.error)}`);
+    check(next.data.priority === "next", `priority next, got ${next.data.priority}`);
+    check(next.data.status === "queued", `still queued in a paused lane, got ${next.data.status}`);
+    check(next.data.position === 1, `the head of the lane, got ${next.data.position}`);
+    const lane = await sharedLane(admin);
+    check(lane !== undefined, `GET /lanes lists ${SHARED}`);
+    const queued = lane.queuedJobs.map((q) => q.id).join(",");
+    const expected = [ids.normal, ids.low, ids.high].join(",");
+    check(queued === expected, `GET /lanes in the order ${expected}, got ${queued}`);
+  }, mine);
+  const ended: Job[] = [];
+  for (const id of [ids.normal, ids.low, ids.high]) {
+    ended.push(await until(id, finished, "finished"));
+  }
+  for (const j of ended) {
+    check(j.status === "succeeded" && j.dispatchedAt !== null, `job ${j.id} ran: ${j.status}`);
+  }
+  const started = ended.map((j) => Date.parse(j.dispatchedAt ?? ""));
+  check(
+    started[0]! <= started[1]! && started[1]! <= started[2]!,
+    `dispatched in the lane's order, got ${ended.map((j) => j.dispatchedAt).join(", ")}`,
+  );
+  const late = await user.PATCH("/jobs/{id}", {
+    params: { path: { id: ids.high } },
+    body: { priority: "low" },
+  });
+  check(late.response.status === 409, `409 for a finished job, got ${late.response.status}`);
+}
+
+async function bulkCancelThenRetry(): Promise<void> {
+  const mine: number[] = [];
+  await whilePaused(async () => {
+    for (let i = 0; i < 3; i++) {
+      const payload = { steps: 2, stepMillis: 10 };
+      const { job: j } = await submit(user, { kind: "demo", payload });
+      mine.push(j.id);
+    }
+    const { data, error } = await admin.POST("/jobs/cancel", {
+      body: { userId, status: ["queued"] },
+    });
+    check(data !== undefined, `POST /jobs/cancel, got ${JSON.stringify(error)}`);
+    check(data.cancelledCount === 3, `3 cancelled, got ${data.cancelledCount}`);
+    check(data.cancelled.join(",") === mine.join(","), `ids ${mine}, got ${data.cancelled}`);
+    check(data.cancelRequestedCount === 0 && data.remaining === 0 && !data.more, "nothing left");
+    for (const id of mine) {
+      check((await job(id)).status === "cancelled", `job ${id} cancelled`);
+    }
+  }, mine);
+  const old = mine[0]!;
+  const retried = await user.POST("/jobs/{id}/retry", { params: { path: { id: old } } });
+  check(retried.data !== undefined, `retry, got ${JSON.stringify(retried.error)}`);
+  check(retried.response.status === 201, `201 for a retry, got ${retried.response.status}`);
+  const fresh = retried.data;
+  check(fresh.retryOf === old && fresh.id !== old, `a new job with retryOf ${old}`);
+  check(fresh.kind === "demo" && fresh.payload["steps"] === 2, "the old job's kind and payload");
+  check((await job(old)).retriedBy === fresh.id, `the old job's retriedBy ${fresh.id}`);
+  const again = await user.POST("/jobs/{id}/retry", { params: { path: { id: old } } });
+  check(again.response.status === 409, `409 for a second retry, got ${again.response.status}`);
+  const done = await until(fresh.id, finished, "finished");
+  check(done.status === "succeeded", `the retry succeeded, got ${done.status}`);
+  const twice = await user.POST("/jobs/{id}/retry", { params: { path: { id: fresh.id } } });
+  check(twice.response.status === 409, `409 for a succeeded job, got ${twice.response.status}`);
+}
+
+function checkCost(cost: Cost, what: string): void {
+  check(cost.billedSeconds > 0, `${what}: billed seconds, got ${cost.billedSeconds}`);
+  check(cost.vcpuSeconds > 0 && cost.gbSeconds > 0, `${what}: vCPU- and GB-seconds`);
+  check(cost.usd >= 0, `${what}: dollars, got ${cost.usd}`);
+  check(["on-demand", "spot", "mixed"].includes(cost.capacity), `${what}: ${cost.capacity}`);
+}
+
+async function costAndUsage(): Promise<void> {
+  const { job: j } = await submit(user, { kind: "demo", payload: quick });
+  // A worker stops when its lane is empty; then its time is shared out and the cost appears.
+  const billed = await until(j.id, (x) => finished(x) && x.cost !== null, "billed");
+  check(billed.cost !== null, "a cost");
+  checkCost(billed.cost, `job ${j.id}`);
+  const day = 86_400_000;
+  const range = {
+    from: new Date(Date.now() - day).toISOString(),
+    to: new Date(Date.now() + day).toISOString(),
+  };
+  const own = await user.GET("/users/{userId}/usage", {
+    params: { path: { userId }, query: range },
+  });
+  check(own.data !== undefined, `GET /users/${userId}/usage, got ${JSON.stringify(own.error)}`);
+  check(own.data.userId === userId && own.data.jobs >= 1, `billed jobs, got ${own.data.jobs}`);
+  check(own.data.cost !== null, "the user's cost");
+  checkCost(own.data.cost, "usage");
+  const other = await user.GET("/users/{userId}/usage", {
+    params: { path: { userId: quotaUserId }, query: range },
+  });
+  check(other.response.status === 404, `404 for another's usage, got ${other.response.status}`);
+  const all = await admin.GET("/usage", { params: { query: range } });
+  check(all.data !== undefined, `GET /usage, got ${JSON.stringify(all.error)}`);
+  const row = all.data.users.find((u) => u.userId === userId);
+  check(row !== undefined && row.jobs === own.data.jobs, `GET /usage lists ${userId}`);
+}
+
+async function laneHistory(): Promise<void> {
+  const { data, error } = await admin.GET("/lanes/history", { params: { query: { hours: 1 } } });
+  check(data !== undefined, `GET /lanes/history, got ${JSON.stringify(error)}`);
+  check(data.bucketSeconds === 100, `100 s buckets over an hour, got ${data.bucketSeconds}`);
+  const lane = data.lanes.find((l) => l.lane === SHARED);
+  check(lane !== undefined, `the history of ${SHARED}, where this program's jobs ran`);
+  check(lane.buckets.length === 36, `36 buckets, got ${lane.buckets.length}`);
+  const started = lane.buckets.reduce((n, b) => n + b.started, 0);
+  check(started >= 5, `this program's jobs dispatched in the span, got ${started}`);
+  for (const b of lane.buckets) {
+    check((b.started === 0) === (b.waitP50Seconds === null), `p50 null iff none started: ${b.end}`);
+    const p50 = b.waitP50Seconds;
+    const p90 = b.waitP90Seconds;
+    check(p50 === null || (p90 !== null && p50 <= p90), `p50 <= p90 at ${b.end}`);
+  }
+}
+
+async function readOnlyAdminSeesButChangesNothing(): Promise<void> {
+  const lanes = await readOnlyAdmin.GET("/lanes");
+  check(lanes.response.status === 200 && lanes.data !== undefined, "200 on GET /lanes");
+  const pause = await readOnlyAdmin.PUT("/lanes/{lane}", {
+    params: { path: { lane: SHARED } },
+    body: { paused: true },
+  });
+  check(pause.response.status === 403, `403 on PUT /lanes, got ${pause.response.status}`);
+  check(pause.error !== undefined && pause.error.status === 403, "a problem saying why");
+  const bulk = await readOnlyAdmin.POST("/jobs/cancel", { body: { userId } });
+  check(bulk.response.status === 403, `403 on POST /jobs/cancel, got ${bulk.response.status}`);
+  const lane = await sharedLane(admin);
+  check(lane === undefined || !lane.paused, "the lane still runs");
+}
+
 const steps: [string, () => Promise<void>][] = [
+  ["no start estimate without lane history", noStartEstimateWithoutHistory],
   ["submit with an idempotency key, poll", submitWithIdempotencyKeyAndPoll],
   ["a supersede key cancels the earlier job", supersedeKeyCancelsTheEarlierJob],
   ["list with next", listPagesWithNext],
   ["log with since", logSince],
   ["cancel", cancelAQueuedOrRunningJob],
   ["quota 429", quotaAnswers429],
+  ["a start estimate from the lane's history", aStartEstimateFromTheLanesHistory],
+  ["pause and resume a lane", pauseShowsInLanes],
+  ["priorities, PATCH and run-next in a paused lane", prioritiesOrderOwnJobsAndRunNext],
+  ["bulk cancel, then retry", bulkCancelThenRetry],
+  ["a job's cost and the usage routes", costAndUsage],
+  ["lane history", laneHistory],
+  ["a read-only admin", readOnlyAdminSeesButChangesNothing],
 ];
 
 let passed = 0;

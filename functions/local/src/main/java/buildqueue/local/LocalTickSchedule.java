@@ -4,10 +4,10 @@ import buildqueue.core.TickSchedule;
 import java.time.Duration;
 
 /**
- * The local server's tick schedule (docs/architecture.md §4.5, "Idle at zero"): the tick loop still wakes every
- * tick interval, in process, but touches the database only while armed, or when the fallback is
- * due. An arm made by a request is seen at the loop's next wake-up (a few seconds at most); the
- * request's own dispatch has started its job already.
+ * The local server's tick schedule (docs/architecture.md §4.5, "Idle at zero"): the tick loop still
+ * wakes every tick interval, in process, but touches the database only while armed, or when the
+ * fallback is due. An arm made by a request is seen at the loop's next wake-up (a few seconds at
+ * most); the request's own dispatch has started its job already.
  */
 final class LocalTickSchedule implements TickSchedule {
   /** As on AWS (the fallback rule's {@code rate(1 day)}): what a lost arm can delay at most. */

@@ -8,22 +8,41 @@ import buildqueue.client.ApiException;
 import buildqueue.client.ApiResponse;
 import buildqueue.client.api.AdminApi;
 import buildqueue.client.api.JobsApi;
+import buildqueue.client.model.BulkCancel;
+import buildqueue.client.model.CancelFilter;
+import buildqueue.client.model.ChosenPriority;
+import buildqueue.client.model.Cost;
 import buildqueue.client.model.Job;
 import buildqueue.client.model.JobPage;
 import buildqueue.client.model.JobStatus;
+import buildqueue.client.model.Lane;
+import buildqueue.client.model.LaneHistory;
+import buildqueue.client.model.LaneHistoryBucket;
+import buildqueue.client.model.LaneHistoryLanesInner;
+import buildqueue.client.model.Priority;
+import buildqueue.client.model.QueuedJob;
+import buildqueue.client.model.SetLane;
+import buildqueue.client.model.SetPriority;
 import buildqueue.client.model.SetUser;
+import buildqueue.client.model.StartEstimate;
 import buildqueue.client.model.SubmitJob;
+import buildqueue.client.model.Usage;
+import buildqueue.client.model.UsageByUser;
+import buildqueue.client.model.Waiting;
 import buildqueue.testing.Await;
 import buildqueue.testing.PostgresExtension;
 import buildqueue.testing.TestDatabase;
+import java.math.BigDecimal;
 import java.net.URI;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.Predicate;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -33,21 +52,30 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * The Java client an integrator generates from openapi.json (openapi-generator's {@code native}
  * library; this module's pom generates it into the test sources) drives a local server through the
- * flow the TypeScript client's program does. A new route is a method of the generated {@code
- * JobsApi} or {@code AdminApi} (by the operation's tag) and one more test here.
+ * flow the TypeScript client's program does, the operators' routes included. Jobs whose order a
+ * test checks are submitted while the shared lane is paused ({@link #whilePaused}). A new route is
+ * a method of the generated {@code JobsApi} or {@code AdminApi} (by the operation's tag) and one
+ * more test here.
  */
 @ExtendWith(PostgresExtension.class)
 class JavaClientTest {
   private static final Map<String, Object> LONG = Map.of("steps", 100, "stepMillis", 200);
+  private static final Map<String, Object> QUICK = Map.of("steps", 1, "stepMillis", 10);
+
+  /** The lane of a user without a dedicated worker; the test server has one slot there. */
+  private static final String SHARED = "shared";
 
   @TempDir Path dataDir;
   private TestServer server;
   private JobsApi jobs;
 
+  private AdminApi admin;
+
   @BeforeEach
   void start(TestDatabase db) {
     server = TestServer.start(db, dataDir);
     jobs = new JobsApi(client("java-ada", false));
+    admin = new AdminApi(client("root", true));
   }
 
   @AfterEach
@@ -56,7 +84,10 @@ class JavaClientTest {
   }
 
   private ApiClient client(String user, boolean admin) {
-    String token = server.runtime.tokens().mint(user, admin, Duration.ofMinutes(10));
+    return client(server.runtime.tokens().mint(user, admin, Duration.ofMinutes(10)));
+  }
+
+  private ApiClient client(String token) {
     ApiClient client = new ApiClient();
     client.updateBaseUri(server.runtime.baseUri().toString().replaceAll("/$", ""));
     client.setRequestInterceptor(r -> r.header("Authorization", "Bearer " + token));
@@ -167,10 +198,266 @@ class JavaClientTest {
     }
   }
 
+  @Test
+  void a_queued_job_has_no_start_estimate_until_a_job_of_its_lane_finished() throws Exception {
+    assertThat(queuedBehindARunningJob().getEstimatedStart()).isNull();
+
+    long done = jobs.submitJob(new SubmitJob().kind("demo").payload(QUICK)).getId();
+    assertThat(awaitFinished(done).getStatus()).isEqualTo(JobStatus.SUCCEEDED);
+
+    StartEstimate eta = queuedBehindARunningJob().getEstimatedStart();
+    assertThat(eta).as("an estimate once a job of the lane finished").isNotNull();
+    assertThat(eta.getFrom()).isBeforeOrEqualTo(eta.getTo());
+    // The first job, and the long one the first call cancelled if its worker had started it.
+    assertThat(eta.getSamples()).isBetween(1, 2);
+  }
+
+  /** The waitingFor of a job queued behind a running one in a running lane; both cancelled. */
+  private Waiting queuedBehindARunningJob() throws ApiException {
+    long running = jobs.submitJob(new SubmitJob().kind("demo").payload(LONG)).getId();
+    Job queued = jobs.submitJob(new SubmitJob().kind("demo").payload(QUICK));
+    try {
+      assertThat(queued.getStatus())
+          .as("one slot: behind job %d", running)
+          .isEqualTo(JobStatus.QUEUED);
+      assertThat(queued.getWaitingFor().getLanePausedAt()).isNull();
+      return queued.getWaitingFor();
+    } finally {
+      jobs.cancelJob(queued.getId());
+      jobs.cancelJob(running);
+      awaitFinished(running);
+    }
+  }
+
+  @Test
+  void priorities_order_a_users_queued_jobs_and_run_next_heads_the_paused_lane() throws Exception {
+    List<Long> order =
+        whilePaused(
+            () -> {
+              Lane paused = shared();
+              assertThat(paused.getPaused()).isTrue();
+              assertThat(paused.getPausedBy()).isEqualTo("root");
+              assertThat(paused.getPausedAt()).isNotNull();
+              long low = submit(ChosenPriority.LOW);
+              long normal = submit(null);
+              long high = submit(ChosenPriority.HIGH);
+              Waiting waiting = jobs.getJob(low).getWaitingFor();
+              assertThat(waiting.getLanePausedAt()).as("waitingFor says it is paused").isNotNull();
+              assertThat(waiting.getEstimatedStart()).as("none while paused").isNull();
+              assertThat(jobs.getJob(normal).getPriority()).isEqualTo(Priority.NORMAL);
+              assertThat(queuedInLane()).containsExactly(high, normal, low);
+              assertThat(List.of(position(high), position(normal), position(low)))
+                  .containsExactly(1, 2, 3);
+
+              Job raised =
+                  jobs.setJobPriority(
+                      low, new SetPriority().priority(SetPriority.PriorityEnum.HIGH));
+              assertThat(raised.getPriority()).isEqualTo(Priority.HIGH);
+              // The older of two high jobs goes first.
+              assertThat(raised.getPosition()).isEqualTo(1);
+
+              Job next = admin.runJobNext(normal);
+              assertThat(next.getPriority()).isEqualTo(Priority.NEXT);
+              assertThat(next.getStatus())
+                  .as("a paused lane starts nothing")
+                  .isEqualTo(JobStatus.QUEUED);
+              assertThat(next.getPosition()).isEqualTo(1);
+              assertThat(queuedInLane()).containsExactly(normal, low, high);
+              return List.of(normal, low, high);
+            });
+    assertThat(shared().getPaused()).isFalse();
+
+    List<Instant> dispatched = new ArrayList<>();
+    for (long id : order) {
+      Job done = awaitFinished(id);
+      assertThat(done.getStatus()).isEqualTo(JobStatus.SUCCEEDED);
+      dispatched.add(done.getDispatchedAt().toInstant());
+    }
+    assertThat(dispatched).as("dispatched in the lane's order").isSorted();
+    assertThatThrownBy(
+            () ->
+                jobs.setJobPriority(
+                    order.get(0), new SetPriority().priority(SetPriority.PriorityEnum.LOW)))
+        .isInstanceOfSatisfying(ApiException.class, e -> assertThat(e.getCode()).isEqualTo(409));
+  }
+
+  @Test
+  void bulk_cancel_answers_how_many_and_a_cancelled_job_is_retried_once() throws Exception {
+    List<Long> mine =
+        whilePaused(
+            () -> {
+              List<Long> ids = new ArrayList<>();
+              for (int i = 0; i < 3; i++) {
+                ids.add(jobs.submitJob(new SubmitJob().kind("demo").payload(QUICK)).getId());
+              }
+              // No status: the generated CancelFilter must send none (not []), meaning both.
+              BulkCancel done = admin.cancelJobs(new CancelFilter().userId("java-ada"));
+              assertThat(done.getCancelledCount()).isEqualTo(3);
+              assertThat(done.getCancelled()).containsExactlyElementsOf(ids);
+              assertThat(done.getCancelRequestedCount()).isZero();
+              assertThat(done.getRemaining()).isZero();
+              assertThat(done.getMore()).isFalse();
+              return ids;
+            });
+    for (long id : mine) {
+      assertThat(jobs.getJob(id).getStatus()).isEqualTo(JobStatus.CANCELLED);
+    }
+
+    long old = mine.get(0);
+    ApiResponse<Job> retried = jobs.retryJobWithHttpInfo(old);
+    assertThat(retried.getStatusCode()).isEqualTo(201);
+    Job fresh = retried.getData();
+    assertThat(fresh.getId()).isNotEqualTo(old);
+    assertThat(fresh.getRetryOf()).isEqualTo(old);
+    assertThat(fresh.getKind()).isEqualTo("demo");
+    assertThat(fresh.getPayload()).containsEntry("steps", 1);
+    assertThat(jobs.getJob(old).getRetriedBy()).isEqualTo(fresh.getId());
+    assertThat(failure(() -> jobs.retryJob(old))).as("a second retry").isEqualTo(409);
+    assertThat(awaitFinished(fresh.getId()).getStatus()).isEqualTo(JobStatus.SUCCEEDED);
+    assertThat(failure(() -> jobs.retryJob(fresh.getId()))).as("a succeeded job").isEqualTo(409);
+  }
+
+  @Test
+  void a_jobs_cost_appears_once_its_worker_stopped_and_the_usage_routes_add_it_up()
+      throws Exception {
+    long id = jobs.submitJob(new SubmitJob().kind("demo").payload(QUICK)).getId();
+    Job billed = await(id, j -> j.getCost() != null, "billed");
+    assertThat(billed.getStatus()).isEqualTo(JobStatus.SUCCEEDED);
+    assertPositive(billed.getCost());
+
+    String from = Instant.now().minus(Duration.ofDays(1)).toString();
+    String to = Instant.now().plus(Duration.ofDays(1)).toString();
+    Usage own = jobs.getUsage("java-ada", from, to);
+    assertThat(own.getUserId()).isEqualTo("java-ada");
+    assertThat(own.getJobs()).isEqualTo(1);
+    assertThat(own.getCost().getBilledSeconds())
+        .isEqualByComparingTo(billed.getCost().getBilledSeconds());
+    assertThat(own.getCost().getUsd()).isEqualByComparingTo(billed.getCost().getUsd());
+    assertThat(failure(() -> jobs.getUsage("someone-else", from, to)))
+        .as("another user's usage")
+        .isEqualTo(404);
+
+    UsageByUser all = admin.listUsage(from, to);
+    assertThat(all.getUsers())
+        .singleElement()
+        .satisfies(u -> assertThat(u.getUserId()).isEqualTo("java-ada"))
+        .satisfies(u -> assertThat(u.getJobs()).isEqualTo(1));
+  }
+
+  @Test
+  void lane_history_has_36_buckets_holding_the_lanes_dispatches() throws Exception {
+    for (int i = 0; i < 2; i++) {
+      awaitFinished(jobs.submitJob(new SubmitJob().kind("demo").payload(QUICK)).getId());
+    }
+    LaneHistory history = admin.laneHistory(1);
+    assertThat(history.getBucketSeconds()).isEqualTo(100);
+    LaneHistoryLanesInner lane =
+        history.getLanes().stream()
+            .filter(l -> l.getLane().equals(SHARED))
+            .findFirst()
+            .orElseThrow(() -> new AssertionError("no history of " + SHARED));
+    assertThat(lane.getBuckets()).hasSize(36);
+    assertThat(lane.getBuckets().stream().mapToInt(LaneHistoryBucket::getStarted).sum())
+        .isEqualTo(2);
+    assertThat(lane.getBuckets())
+        .allSatisfy(
+            b -> {
+              assertThat(b.getWaitP50Seconds() == null).isEqualTo(b.getStarted() == 0);
+              assertThat(b.getWaitP90Seconds() == null).isEqualTo(b.getStarted() == 0);
+            });
+  }
+
+  @Test
+  void a_read_only_admin_sees_the_lanes_and_gets_403_on_a_change() throws Exception {
+    AdminApi readOnly =
+        new AdminApi(
+            client(
+                server.runtime.tokens().mint("java-support", false, true, Duration.ofMinutes(10))));
+    assertThat(readOnly.listLanesWithHttpInfo(null, null).getStatusCode()).isEqualTo(200);
+    assertThat(failure(() -> readOnly.setLane(SHARED, new SetLane().paused(true)))).isEqualTo(403);
+    assertThat(failure(() -> readOnly.cancelJobs(new CancelFilter().userId("java-ada"))))
+        .isEqualTo(403);
+    assertThat(admin.listLanes(null, null).getLanes().stream().noneMatch(l -> l.getPaused()))
+        .as("no lane paused")
+        .isTrue();
+  }
+
+  /** The status a call that must fail answers. */
+  private static int failure(ThrowingCall call) {
+    try {
+      call.run();
+    } catch (ApiException e) {
+      return e.getCode();
+    }
+    throw new AssertionError("the call succeeded");
+  }
+
+  @FunctionalInterface
+  private interface ThrowingCall {
+    void run() throws ApiException;
+  }
+
+  @FunctionalInterface
+  private interface Paused<T> {
+    T run() throws ApiException;
+  }
+
+  /**
+   * Runs {@code body} with the shared lane paused, so the jobs it submits stay queued in the order
+   * it checks, and resumes the lane however it ends.
+   */
+  private <T> T whilePaused(Paused<T> body) throws ApiException {
+    assertThat(admin.setLane(SHARED, new SetLane().paused(true)).getPaused()).isTrue();
+    try {
+      return body.run();
+    } finally {
+      assertThat(admin.setLane(SHARED, new SetLane().paused(false)).getPaused()).isFalse();
+    }
+  }
+
+  private Lane shared() throws ApiException {
+    return admin.listLanes(200, null).getLanes().stream()
+        .filter(l -> l.getLane().equals(SHARED))
+        .findFirst()
+        .orElseThrow(() -> new AssertionError("GET /lanes has no " + SHARED));
+  }
+
+  private List<Long> queuedInLane() throws ApiException {
+    return shared().getQueuedJobs().stream().map(QueuedJob::getId).toList();
+  }
+
+  private long submit(ChosenPriority priority) throws ApiException {
+    Job j = jobs.submitJob(new SubmitJob().kind("demo").payload(QUICK).priority(priority));
+    assertThat(j.getPriority().getValue())
+        .isEqualTo(priority == null ? "normal" : priority.getValue());
+    return j.getId();
+  }
+
+  private int position(long id) throws ApiException {
+    return jobs.getJob(id).getPosition();
+  }
+
+  private static void assertPositive(Cost cost) {
+    assertThat(cost.getBilledSeconds()).isPositive();
+    assertThat(cost.getVcpuSeconds()).isPositive();
+    assertThat(cost.getGbSeconds()).isPositive();
+    assertThat(cost.getUsd()).isGreaterThanOrEqualTo(BigDecimal.ZERO);
+    assertThat(cost.getCapacity()).isNotNull();
+  }
+
   private Job awaitFinished(long id) {
+    return await(
+        id,
+        j ->
+            Set.of(JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED)
+                .contains(j.getStatus()),
+        "finish");
+  }
+
+  private Job await(long id, Predicate<Job> done, String what) {
     Job[] last = new Job[1];
     Await.until(
-        "job " + id + " to finish",
+        "job " + id + " to " + what,
         TestServer.JOB_TIMEOUT,
         () -> {
           try {
@@ -178,8 +465,7 @@ class JavaClientTest {
           } catch (ApiException e) {
             throw new AssertionError("GET /jobs/" + id + ": " + e.getCode(), e);
           }
-          return Set.of(JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED)
-              .contains(last[0].getStatus());
+          return done.test(last[0]);
         });
     return last[0];
   }

@@ -30,7 +30,9 @@ import org.junit.jupiter.api.io.TempDir;
  * The client the README suggests to integrators, made as they make it: openapi-typescript turns the
  * server's own {@code GET /openapi.json} into types, openapi-fetch calls the API with them, and
  * {@code src/test/typescript/integrator.ts} (submit with an idempotency key and a supersede key,
- * poll, list with next, log with since, cancel, quota 429) must compile under {@code tsc --strict}
+ * poll, list with next, log with since, cancel, quota 429, and the operators' routes: priorities,
+ * run next, pause, bulk cancel, retry, cost and usage, lane history, the start estimate, a
+ * read-only admin; README's client section lists the steps) must compile under {@code tsc --strict}
  * and pass against a local server. The npm packages are pinned by package-lock.json and installed
  * with {@code npm ci} into target/, never into the sources.
  */
@@ -38,6 +40,13 @@ import org.junit.jupiter.api.io.TempDir;
 class TypeScriptClientTest {
   private static final Path SOURCES = Path.of("src/test/typescript");
   private static final Path WORK = Path.of("target/typescript-client").toAbsolutePath();
+
+  /**
+   * For openapi-typescript and tsc: seconds on an idle machine, but over two minutes on a shared
+   * one with a load of 20 on 2 cores (a timeout there failed a test that was right).
+   */
+  private static final Duration TOOL_TIMEOUT = Duration.ofMinutes(5);
+
   private static final List<String> FILES =
       List.of("package.json", "package-lock.json", "tsconfig.json", "integrator.ts");
 
@@ -75,12 +84,16 @@ class TypeScriptClientTest {
       Map<String, String> env = new HashMap<>();
       env.put("BQ_URL", server.runtime.baseUri().toString().replaceAll("/$", ""));
       env.put("BQ_RUN", Long.toString(System.nanoTime()));
+      env.put("BQ_USER", "ts-ada");
       env.put("BQ_TOKEN", server.runtime.tokens().mint("ts-ada", false, Duration.ofMinutes(10)));
       env.put("BQ_QUOTA_USER", "ts-quota");
       env.put(
           "BQ_QUOTA_TOKEN",
           server.runtime.tokens().mint("ts-quota", false, Duration.ofMinutes(10)));
       env.put("BQ_ADMIN_TOKEN", server.runtime.tokens().mint("root", true, Duration.ofMinutes(10)));
+      env.put(
+          "BQ_READ_ONLY_TOKEN",
+          server.runtime.tokens().mint("ts-support", false, true, Duration.ofMinutes(10)));
       Programs.Result run =
           Programs.run(WORK, env, Duration.ofMinutes(5), "node", "dist/integrator.js");
       assertThat(run.exit()).as("the program's checks:\n%s", run.output()).isZero();
@@ -95,16 +108,47 @@ class TypeScriptClientTest {
    */
   @Test
   void a_bare_object_payload_in_the_document_fails_the_compile() throws Exception {
-    ObjectNode doc =
-        (ObjectNode)
-            TestServer.JSON.readTree(
-                Path.of("../core/src/main/resources/buildqueue/api/openapi.json").toFile());
+    ObjectNode doc = shipped();
     int stripped = stripFreeForm(doc.path("components").path("schemas"));
     assertThat(stripped).as("free-form payload schemas found").isGreaterThanOrEqualTo(2);
+    assertCompileFails(doc, "is not assignable to type 'Record<string, never>'");
+  }
+
+  /**
+   * Issue 27's other compile error, which {@code POST /jobs/{id}/retry} and {@code
+   * /jobs/{id}/run-next} brought back: a path's {@code {id}} declared as a string of digits while
+   * {@code Job.id} is an integer, so the program cannot pass a job's id to the route.
+   */
+  @Test
+  void a_job_id_declared_as_a_string_in_a_path_fails_the_compile() throws Exception {
+    ObjectNode doc = shipped();
+    int changed = 0;
+    for (JsonNode path : doc.path("paths")) {
+      for (JsonNode parameter : path.path("parameters")) {
+        if (parameter.path("name").asText().equals("id")) {
+          ((ObjectNode) parameter)
+              .putObject("schema")
+              .put("type", "string")
+              .put("pattern", "^[0-9]{1,18}$");
+          changed++;
+        }
+      }
+    }
+    assertThat(changed).as("paths with a job id").isEqualTo(6);
+    assertCompileFails(doc, "Type 'number' is not assignable to type 'string'");
+  }
+
+  private static ObjectNode shipped() throws IOException {
+    return (ObjectNode)
+        TestServer.JSON.readTree(
+            Path.of("../core/src/main/resources/buildqueue/api/openapi.json").toFile());
+  }
+
+  private static void assertCompileFails(ObjectNode doc, String error) throws Exception {
     Files.write(WORK.resolve("openapi.json"), TestServer.JSON.writeValueAsBytes(doc));
     Programs.Result tsc = generateAndCompile();
     assertThat(tsc.exit()).as("tsc must fail:\n%s", tsc.output()).isNotZero();
-    assertThat(tsc.output()).contains("is not assignable to type 'Record<string, never>'");
+    assertThat(tsc.output()).contains(error);
   }
 
   private static void compile() throws Exception {
@@ -117,14 +161,14 @@ class TypeScriptClientTest {
         Programs.run(
             WORK,
             Map.of(),
-            Duration.ofMinutes(2),
+            TOOL_TIMEOUT,
             "node_modules/.bin/openapi-typescript",
             "openapi.json",
             "-o",
             "buildqueue.d.ts");
     assertThat(gen.exit()).as("openapi-typescript:\n%s", gen.output()).isZero();
     return Programs.run(
-        WORK, Map.of(), Duration.ofMinutes(2), "node_modules/.bin/tsc", "--strict", "-p", ".");
+        WORK, Map.of(), TOOL_TIMEOUT, "node_modules/.bin/tsc", "--strict", "-p", ".");
   }
 
   /** Removes {@code additionalProperties: true} from every {@code payload}; returns how many. */
