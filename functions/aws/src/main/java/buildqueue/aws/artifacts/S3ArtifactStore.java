@@ -44,10 +44,10 @@ import software.amazon.awssdk.services.s3.presigner.S3Presigner;
  * <ul>
  *   <li>{@link #put} is a conditional write ({@code If-None-Match: *}): S3 itself refuses a second
  *       object under the same key with 412, so a file is never overwritten, not even by a racing
- *       writer (docs/architecture.md §7). The SHA-256 is computed while the file streams to S3, and the SDK
- *       sends its own SHA-256 as the object's checksum, which S3 verifies on arrival and answers
- *       back: a put succeeds only if the two agree, so the digest the job publishes is that of the
- *       bytes S3 holds.
+ *       writer (docs/architecture.md §7). The SHA-256 is computed while the file streams to S3, and
+ *       the SDK sends its own SHA-256 as the object's checksum, which S3 verifies on arrival and
+ *       answers back: a put succeeds only if the two agree, so the digest the job publishes is that
+ *       of the bytes S3 holds.
  *   <li>{@link #removeAttempt} lists the attempt's prefix (ListObjectsV2, 1,000 keys a page) and
  *       deletes each page with one DeleteObjects (at most 1,000 keys a request), quietly.
  *   <li>{@link #download} presigns a GET ({@link S3Presigner}, no call to S3): the client fetches

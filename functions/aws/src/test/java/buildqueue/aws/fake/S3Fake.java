@@ -50,6 +50,7 @@ import software.amazon.awssdk.core.checksums.RequestChecksumCalculation;
 import software.amazon.awssdk.http.urlconnection.UrlConnectionHttpClient;
 import software.amazon.awssdk.regions.Region;
 import software.amazon.awssdk.services.s3.S3Client;
+import software.amazon.awssdk.services.s3.S3ClientBuilder;
 import software.amazon.awssdk.services.s3.S3Configuration;
 import software.amazon.awssdk.services.s3.presigner.S3Presigner;
 
@@ -220,14 +221,7 @@ public final class S3Fake implements AutoCloseable {
 
   /** A real SDK client pointed at this fake, without retries so a test sees each call. */
   public S3Client client() {
-    return S3Client.builder()
-        .endpointOverride(endpoint())
-        .region(Region.of(REGION))
-        .credentialsProvider(credentials())
-        .serviceConfiguration(pathStyle())
-        .httpClient(UrlConnectionHttpClient.create())
-        .overrideConfiguration(c -> c.retryStrategy(AwsRetryStrategy.doNotRetry()))
-        .build();
+    return clientBuilder().serviceConfiguration(pathStyle()).build();
   }
 
   /**
@@ -235,19 +229,23 @@ public final class S3Fake implements AutoCloseable {
    * aws-chunked} encoding (a test of a declared length the fake refuses).
    */
   public S3Client clientWithoutChecksums() {
-    return S3Client.builder()
-        .endpointOverride(endpoint())
-        .region(Region.of(REGION))
-        .credentialsProvider(credentials())
+    return clientBuilder()
         .requestChecksumCalculation(RequestChecksumCalculation.WHEN_REQUIRED)
         .serviceConfiguration(
             S3Configuration.builder()
                 .pathStyleAccessEnabled(true)
                 .chunkedEncodingEnabled(false)
                 .build())
-        .httpClient(UrlConnectionHttpClient.create())
-        .overrideConfiguration(c -> c.retryStrategy(AwsRetryStrategy.doNotRetry()))
         .build();
+  }
+
+  private S3ClientBuilder clientBuilder() {
+    return S3Client.builder()
+        .endpointOverride(endpoint())
+        .region(Region.of(REGION))
+        .credentialsProvider(credentials())
+        .httpClient(UrlConnectionHttpClient.create())
+        .overrideConfiguration(c -> c.retryStrategy(AwsRetryStrategy.doNotRetry()));
   }
 
   /** A real SDK presigner pointed at this fake. */
