@@ -286,6 +286,10 @@ public final class S3ArtifactStore implements ArtifactStore {
   }
 
   private IOException failed(String what, AttemptKey attempt, String name, Exception e) {
+    String code =
+        e instanceof S3Exception s3e && s3e.awsErrorDetails() != null
+            ? s3e.awsErrorDetails().errorCode() + ": "
+            : "";
     return new IOException(
         what
             + " "
@@ -293,6 +297,7 @@ public final class S3ArtifactStore implements ArtifactStore {
             + " in bucket "
             + bucket
             + " failed: "
+            + code
             + e.getMessage(),
         e);
   }

@@ -138,6 +138,33 @@ class S3ArtifactStoreTest {
   }
 
   @Test
+  void a_put_s3_slows_down_twice_is_retried_and_publishes_the_digest_of_the_bytes_stored()
+      throws Exception {
+    Path f = file("retried.bin", 200_000, 5);
+    fake.slowDownNext(2);
+
+    StoredArtifact stored = store.put(ATTEMPT, "retried.bin", f);
+
+    assertThat(fake.requests()).hasSize(3).allMatch(r -> r.method().equals("PUT"));
+    assertThat(stored.sha256()).isEqualTo(sha256(f));
+    assertThat(fake.object(BUCKET, ATTEMPT.prefix() + "retried.bin").sha256Hex())
+        .isEqualTo(stored.sha256());
+  }
+
+  @Test
+  void a_put_s3_keeps_slowing_down_fails_naming_the_artifact_and_the_job() throws Exception {
+    Path f = file("never.bin", 1_000, 6);
+    fake.slowDownNext(100);
+
+    assertThatThrownBy(() -> store.put(ATTEMPT, "never.bin", f))
+        .isInstanceOf(IOException.class)
+        .isNotInstanceOf(FileAlreadyExistsException.class)
+        .hasMessageContaining("\"never.bin\" of job 12")
+        .hasMessageContaining("SlowDown");
+    assertThat(fake.keys(BUCKET)).isEmpty();
+  }
+
+  @Test
   void a_file_larger_than_one_put_takes_is_refused_before_anything_is_sent() throws Exception {
     Path big = dir.resolve("big");
     try (RandomAccessFile sparse = new RandomAccessFile(big.toFile(), "rw")) {

@@ -132,6 +132,9 @@ public final class S3Fake implements AutoCloseable {
   private final Map<String, NavigableMap<String, StoredObject>> buckets = new ConcurrentHashMap<>();
   private final List<Request> requests = new CopyOnWriteArrayList<>();
   private volatile Duration clockOffset = Duration.ZERO;
+  private final java.util.concurrent.atomic.AtomicInteger failures =
+      new java.util.concurrent.atomic.AtomicInteger();
+  private volatile S3Error failure;
 
   /** An S3 error answer. */
   private static final class S3Error extends RuntimeException {
@@ -180,6 +183,16 @@ public final class S3Fake implements AutoCloseable {
   public S3Fake createBucket(String name) {
     buckets.putIfAbsent(name, new ConcurrentSkipListMap<>(S3Fake::utf8Order));
     return this;
+  }
+
+  /**
+   * Answers the next {@code n} requests with S3's 503 {@code SlowDown} ("Please reduce your request
+   * rate.", API Reference "Error responses"), which S3 sends when a prefix takes more requests than
+   * it scales to; the SDK retries it.
+   */
+  public void slowDownNext(int n) {
+    failure = new S3Error(503, "SlowDown", "Please reduce your request rate.");
+    failures.set(n);
   }
 
   /** Moves the fake's clock (presigned URLs expire by it). */
@@ -269,6 +282,9 @@ public final class S3Fake implements AutoCloseable {
       String rawQuery = uri.getRawQuery() == null ? "" : uri.getRawQuery();
       requests.add(new Request(exchange.getRequestMethod(), rawPath, rawQuery));
       try {
+        if (failures.getAndUpdate(n -> Math.max(0, n - 1)) > 0) {
+          throw failure;
+        }
         route(exchange, rawPath, rawQuery);
       } catch (S3Error e) {
         drain(exchange);
