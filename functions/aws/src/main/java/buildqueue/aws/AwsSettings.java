@@ -58,6 +58,8 @@ import java.util.function.Function;
  *       in the functions' jar, {@link #WORKER_KINDS_FILE} in the worker image)</td></tr>
  *   <tr><td>{@value #WORKER_ID}, {@value #WORKER_TOKEN}</td><td>worker (set per task by the
  *       launch's container overrides)</td><td>required</td></tr>
+ *   <tr><td>{@value #ARTIFACTS_BUCKET}</td><td>the three queue functions, worker</td><td>unset or
+ *       blank: no artifact store (the stack's template sets its bucket)</td></tr>
  *   <tr><td>{@value #STOP_TIMEOUT_SECONDS}</td><td>worker (the task definition sets it to the
  *       container's {@code StopTimeout})</td><td>30 (ECS's default)</td></tr>
  *   <tr><td>{@value #AWS_REGION}</td><td>all that call AWS (set by Lambda and ECS)</td>
@@ -85,6 +87,13 @@ public final class AwsSettings {
    * (docs/architecture.md §4.5, "Idle at zero"). Unset: the queue never turns it off.
    */
   public static final String TICK_RULE = "BUILDQUEUE_TICK_RULE";
+
+  /**
+   * The S3 bucket of artifacts (docs/architecture.md, artifacts): workers put a succeeding
+   * attempt's files there, the API presigns their downloads, the tick and the stop handler remove
+   * abandoned ones. Unset or blank: no artifact store.
+   */
+  public static final String ARTIFACTS_BUCKET = "BUILDQUEUE_ARTIFACTS_BUCKET";
 
   public static final String SHARED_SLOTS = "BUILDQUEUE_SHARED_SLOTS";
   public static final String WORKER_LIFETIME_MINUTES = "BUILDQUEUE_WORKER_LIFETIME_MINUTES";
@@ -220,6 +229,7 @@ public final class AwsSettings {
   private final Optional<Duration> stopTimeout;
   private final Optional<Path> kindsFile;
   private final Optional<String> workerSecretArn;
+  private final Optional<String> artifactsBucket;
 
   private AwsSettings(Component component, Function<String, String> env) {
     EnvironmentReader r = new EnvironmentReader(env);
@@ -230,7 +240,9 @@ public final class AwsSettings {
             : new DataApi(
                 r.required(DB_CLUSTER_ARN), r.required(DB_SECRET_ARN), r.or(DB_NAME, "buildqueue"));
     this.region =
-        database instanceof DataApi || component != Component.WORKER
+        database instanceof DataApi
+                || component != Component.WORKER
+                || r.optional(ARTIFACTS_BUCKET).isPresent()
             ? Optional.of(r.required(AWS_REGION))
             : Optional.empty();
     if (database instanceof DataApi) {
@@ -260,6 +272,18 @@ public final class AwsSettings {
         component.needsKinds() ? Optional.of(r.absolutePath(KINDS_FILE)) : Optional.empty();
     this.workerSecretArn =
         component.administers() ? Optional.of(r.required(WORKER_DB_SECRET_ARN)) : Optional.empty();
+    this.artifactsBucket =
+        queueFunction || component == Component.WORKER
+            ? r.optional(ARTIFACTS_BUCKET)
+            : Optional.empty();
+  }
+
+  /**
+   * The artifacts bucket ({@value #ARTIFACTS_BUCKET}); empty when unset or blank, or for a part
+   * that never stores artifacts (migrate, the secret's rotation): no artifact store.
+   */
+  public Optional<String> artifactsBucket() {
+    return artifactsBucket;
   }
 
   /**
@@ -439,6 +463,8 @@ public final class AwsSettings {
         + worker
         + ", kindsFile="
         + kindsFile
+        + ", artifactsBucket="
+        + artifactsBucket
         + "]";
   }
 }

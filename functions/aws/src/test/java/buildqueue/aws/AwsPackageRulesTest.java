@@ -26,14 +26,15 @@ class AwsPackageRulesTest {
   }
 
   /**
-   * The Data API, ECS, EventBridge and metrics adapters; the Lambdas and the Fargate worker wire
-   * them.
+   * The Data API, ECS, EventBridge, S3 artifacts and metrics adapters; the Lambdas and the Fargate
+   * worker wire them.
    */
   @Test
   void the_aws_adapters_never_import_the_entry_points() {
     noClasses()
         .that()
         .resideInAnyPackage(
+            "buildqueue.aws.artifacts..",
             "buildqueue.aws.db..",
             "buildqueue.aws.ecs..",
             "buildqueue.aws.events..",

@@ -228,6 +228,36 @@ class AwsSettingsTest {
   }
 
   @Test
+  void the_artifacts_bucket_is_read_by_the_queue_functions_and_the_worker_and_blank_means_none() {
+    Map<String, String> env = queueFunctionEnv();
+    env.put(AwsSettings.ARTIFACTS_BUCKET, " stack-artifactsbucket-1a2b ");
+    Map<String, String> blank = queueFunctionEnv();
+    blank.put(AwsSettings.ARTIFACTS_BUCKET, "  ");
+
+    for (Component c : List.of(Component.ENQUEUE, Component.TICK, Component.TASK_STATE_CHANGE)) {
+      assertThat(AwsSettings.load(c, env::get).artifactsBucket())
+          .as("%s", c)
+          .contains("stack-artifactsbucket-1a2b");
+      assertThat(AwsSettings.load(c, blank::get).artifactsBucket()).as("%s", c).isEmpty();
+      assertThat(AwsSettings.load(c, queueFunctionEnv()::get).artifactsBucket()).isEmpty();
+    }
+    // A self-hosted worker (JDBC) with a bucket needs the region S3 is in.
+    Map<String, String> worker = new HashMap<>();
+    worker.put(AwsSettings.JDBC_URL, "jdbc:postgresql://db/buildqueue");
+    worker.put(AwsSettings.WORKER_ID, "7");
+    worker.put(AwsSettings.WORKER_TOKEN, UUID.randomUUID().toString());
+    worker.put(AwsSettings.KINDS_FILE, AwsSettings.WORKER_KINDS_FILE);
+    assertThat(AwsSettings.load(Component.WORKER, worker::get).artifactsBucket()).isEmpty();
+    worker.put(AwsSettings.ARTIFACTS_BUCKET, "b");
+    assertThatThrownBy(() -> AwsSettings.load(Component.WORKER, worker::get))
+        .hasMessageContaining(AwsSettings.AWS_REGION);
+    worker.put(AwsSettings.AWS_REGION, "eu-west-1");
+    AwsSettings withBucket = AwsSettings.load(Component.WORKER, worker::get);
+    assertThat(withBucket.artifactsBucket()).contains("b");
+    assertThat(withBucket.region()).isEqualTo("eu-west-1");
+  }
+
+  @Test
   void the_parts_that_launch_or_run_jobs_read_the_catalogue_path_and_the_others_do_not() {
     Map<String, String> relative = queueFunctionEnv();
     relative.put(AwsSettings.KINDS_FILE, "kinds.json");

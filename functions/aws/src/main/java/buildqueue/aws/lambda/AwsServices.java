@@ -1,7 +1,9 @@
 package buildqueue.aws.lambda;
 
+import buildqueue.artifacts.ArtifactStore;
 import buildqueue.aws.AwsSettings;
 import buildqueue.aws.AwsSettings.Component;
+import buildqueue.aws.artifacts.S3ArtifactStore;
 import buildqueue.aws.db.DataApiDatabase;
 import buildqueue.aws.ecs.EcsClients;
 import buildqueue.aws.ecs.EcsWorkerPlatform;
@@ -79,6 +81,18 @@ public final class AwsServices {
   static WorkerPlatform platform(AwsSettings settings) {
     return new EcsWorkerPlatform(
         EcsClients.create(EcsClients.Settings.defaults(settings.region())), settings.ecs());
+  }
+
+  /**
+   * The artifact store the settings name: S3 on {@link AwsSettings#artifactsBucket()} in the part's
+   * region, with its role's credentials; empty when no bucket is set (no artifact store). What each
+   * part may do with it is its role's: the worker only puts, the API also presigns downloads, the
+   * API, the tick and the stop handler remove (template.yaml, ArtifactsBucket).
+   */
+  public static Optional<ArtifactStore> artifactStore(AwsSettings settings) {
+    return settings
+        .artifactsBucket()
+        .map(bucket -> S3ArtifactStore.create(settings.region(), bucket));
   }
 
   /** For the Migrate function only: the worker role's secret. */

@@ -277,6 +277,9 @@ class RedeployTest {
                     "RuntimePolicy")),
             Map.entry("AWS::Logs::LogGroup", Set.of("LogGroupName")),
             Map.entry(
+                "AWS::S3::Bucket", Set.of("BucketName", "BucketNamePrefix", "BucketNamespace")),
+            Map.entry("AWS::S3::BucketPolicy", Set.of("Bucket")),
+            Map.entry(
                 "AWS::RDS::DBCluster",
                 Set.of(
                     "AvailabilityZones",

@@ -22,6 +22,23 @@ import java.util.stream.Stream;
 final class SdkCalls {
   private static final Map<String, String> IAM_PREFIX =
       Map.of("ecs", "ecs", "eventbridge", "events", "rdsdata", "rds-data");
+
+  /**
+   * Operations whose IAM action is named otherwise (S3 API Reference, each operation's
+   * "Permissions"): a listing needs s3:ListBucket, a multi-object delete s3:DeleteObject per key.
+   */
+  private static final Map<String, String> ACTION_OF =
+      Map.of("s3:ListObjectsV2", "s3:ListBucket", "s3:DeleteObjects", "s3:DeleteObject");
+
+  /**
+   * A presigned request is made with the presigner's credentials when the URL is used: presigning a
+   * GET needs s3:GetObject though no client call is made.
+   */
+  private static final Map<String, String> PRESIGNS =
+      Map.of(
+          "software/amazon/awssdk/services/s3/presigner/S3Presigner.presignGetObject",
+          "s3:GetObject");
+
   private static final Set<String> NOT_OPERATIONS =
       Set.of(
           "builder",
@@ -94,15 +111,18 @@ final class SdkCalls {
       String owner = utf8[classNameIndex[memberRef[i][1]]];
       String method = utf8[nameAndType[memberRef[i][2]][0]];
       String[] parts = owner.split("/");
-      if (parts.length == 6
+      if (PRESIGNS.containsKey(owner + "." + method)) {
+        refs.add(PRESIGNS.get(owner + "." + method));
+      } else if (parts.length == 6
           && owner.startsWith("software/amazon/awssdk/services/")
           && parts[5].endsWith("Client")
           && !NOT_OPERATIONS.contains(method)) {
-        refs.add(
+        String operation =
             IAM_PREFIX.getOrDefault(parts[4], parts[4])
                 + ":"
                 + method.substring(0, 1).toUpperCase(Locale.ROOT)
-                + method.substring(1));
+                + method.substring(1);
+        refs.add(ACTION_OF.getOrDefault(operation, operation));
       }
     }
     return refs;

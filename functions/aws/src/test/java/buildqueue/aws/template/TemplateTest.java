@@ -12,6 +12,7 @@ import buildqueue.aws.lambda.TaskStateChangeFunction;
 import buildqueue.aws.lambda.TickFunction;
 import buildqueue.aws.lambda.WorkerSecretRotationFunction;
 import buildqueue.aws.testing.SampleEvents;
+import buildqueue.core.QueueConfig;
 import buildqueue.kinds.CommandKind;
 import buildqueue.kinds.KindCatalogue;
 import buildqueue.platform.Capacity;
@@ -60,6 +61,8 @@ class TemplateTest {
       "arn:aws:secretsmanager:eu-west-1:111122223333:secret:bq-db-worker-GhIjKl";
   private static final String STACK = "buildqueue";
 
+  private static final String ARTIFACTS_BUCKET_ARN = "stand-in-ArtifactsBucket-Arn";
+
   /** The managed policy SAM gives every function's role: writing its own logs. */
   private static final String LAMBDA_BASIC_EXECUTION =
       "arn:aws:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole";
@@ -81,13 +84,22 @@ class TemplateTest {
    * function dispatches), StopTask (a cancel before the worker starts, a worker past its lease),
    * DescribeTasks (the tick's liveness check), PutEvents (publishing after writes, and the tick);
    * EnableRule (the first enqueue after idle arms the tick's rule) and DisableRule (the tick that
-   * finds no work), on the tick's rule only. Every SDK call in the code must be attributed here
-   * ({@link #every_aws_call_in_the_code_is_attributed}).
+   * finds no work), on the tick's rule only. Artifacts: a worker puts its attempt's files, the API
+   * presigns downloads (GetObject), and the API, the tick and the stop handler remove an attempt's
+   * files (ListBucket, DeleteObject). Every SDK call in the code must be attributed here ({@link
+   * #every_aws_call_in_the_code_is_attributed}).
    */
   private static final Map<Component, Set<String>> CALLS =
       Map.of(
           Component.ENQUEUE,
-              Set.of("ecs:RunTask", "ecs:StopTask", "events:PutEvents", "events:EnableRule"),
+              Set.of(
+                  "ecs:RunTask",
+                  "ecs:StopTask",
+                  "events:PutEvents",
+                  "events:EnableRule",
+                  "s3:GetObject",
+                  "s3:ListBucket",
+                  "s3:DeleteObject"),
           Component.TICK,
               Set.of(
                   "ecs:RunTask",
@@ -95,8 +107,11 @@ class TemplateTest {
                   "ecs:StopTask",
                   "events:PutEvents",
                   "events:EnableRule",
-                  "events:DisableRule"),
-          Component.TASK_STATE_CHANGE, Set.of("ecs:RunTask", "events:PutEvents"),
+                  "events:DisableRule",
+                  "s3:ListBucket",
+                  "s3:DeleteObject"),
+          Component.TASK_STATE_CHANGE,
+              Set.of("ecs:RunTask", "events:PutEvents", "s3:ListBucket", "s3:DeleteObject"),
           Component.MIGRATE, Set.of("secretsmanager:GetSecretValue"), // the worker role's password
           // Secrets Manager's rotation steps, on the worker role's secret only.
           Component.WORKER_SECRET_ROTATION,
@@ -105,7 +120,7 @@ class TemplateTest {
                   "secretsmanager:GetSecretValue",
                   "secretsmanager:PutSecretValue",
                   "secretsmanager:UpdateSecretVersionStage"),
-          Component.WORKER, Set.of());
+          Component.WORKER, Set.of("s3:PutObject"));
 
   private static final Map<String, Set<String>> SDK_CALLS =
       SdkCalls.in(
@@ -712,6 +727,81 @@ class TemplateTest {
     return copies;
   }
 
+  @Test
+  void the_artifacts_bucket_is_encrypted_private_owner_enforced_and_expires_a_day_after_its_jobs() {
+    Map<String, Object> p = TEMPLATE.properties("ArtifactsBucket");
+
+    assertThat(p.get("BucketEncryption"))
+        .isEqualTo(
+            Map.of(
+                "ServerSideEncryptionConfiguration",
+                List.of(
+                    Map.of("ServerSideEncryptionByDefault", Map.of("SSEAlgorithm", "AES256")))));
+    assertThat(p.get("PublicAccessBlockConfiguration"))
+        .isEqualTo(
+            Map.of(
+                "BlockPublicAcls", true,
+                "BlockPublicPolicy", true,
+                "IgnorePublicAcls", true,
+                "RestrictPublicBuckets", true));
+    assertThat(p.get("OwnershipControls"))
+        .isEqualTo(Map.of("Rules", List.of(Map.of("ObjectOwnership", "BucketOwnerEnforced"))));
+    assertThat(p).doesNotContainKeys("BucketName", "WebsiteConfiguration", "AccessControl");
+    List<Object> rules = list(map(p.get("LifecycleConfiguration")).get("Rules"));
+    assertThat(rules).hasSize(1);
+    Map<String, Object> rule = map(rules.get(0));
+    assertThat(rule).containsEntry("Status", "Enabled").containsEntry("Prefix", "jobs/");
+    // The tick deletes a finished job after the retention; its objects stay a day longer, so a job
+    // that is listed never links to an object S3 already expired (S3 expires at the midnight UTC
+    // after the day count, from the upload, which comes before the job ends).
+    assertThat(((Number) rule.get("ExpirationInDays")).longValue())
+        .isEqualTo(QueueConfig.defaults().retention().toDays() + 1);
+  }
+
+  @Test
+  void the_artifacts_bucket_refuses_plain_http_and_every_write_that_could_overwrite() {
+    Map<String, Object> p = TEMPLATE.properties("ArtifactsBucketPolicy");
+    assertThat(p.get("Bucket")).isEqualTo(Map.of("Ref", "ArtifactsBucket"));
+    List<Map<String, Object>> statements = statements(List.of(p.get("PolicyDocument")));
+    // The bucket policy only refuses; what each part may do is its role's.
+    assertThat(statements).allSatisfy(s -> assertThat(s.get("Effect")).isEqualTo("Deny"));
+
+    Map<String, Object> tls = statement(statements, "TlsOnly");
+    assertThat(tls).containsEntry("Principal", "*").containsEntry("Action", "s3:*");
+    assertThat(list(resolve(tls.get("Resource"))))
+        .containsExactlyInAnyOrder(ARTIFACTS_BUCKET_ARN, ARTIFACTS_BUCKET_ARN + "/*");
+    assertThat(resolve(tls.get("Condition")))
+        .isEqualTo(Map.of("Bool", Map.of("aws:SecureTransport", "false")));
+
+    Map<String, Object> once = statement(statements, "PutOnce");
+    assertThat(once).containsEntry("Principal", "*").containsEntry("Action", "s3:PutObject");
+    assertThat(resolve(once.get("Resource"))).isEqualTo(ARTIFACTS_BUCKET_ARN + "/*");
+    assertThat(resolve(once.get("Condition")))
+        .isEqualTo(Map.of("Null", Map.of("s3:if-none-match", "true")));
+  }
+
+  @Test
+  void the_worker_and_the_queue_functions_are_told_the_artifacts_bucket_and_no_other_function()
+      throws Exception {
+    String bucket = standIn("ArtifactsBucket", "Ref");
+    assertThat(workerEnvironment()).containsEntry(AwsSettings.ARTIFACTS_BUCKET, bucket);
+    for (String f : functions()) {
+      Component c = HANDLERS.get(handlerClass(f));
+      if (isQueueFunction(c)) {
+        assertThat(environment(f)).as(f).containsEntry(AwsSettings.ARTIFACTS_BUCKET, bucket);
+      } else {
+        assertThat(environment(f)).as(f).doesNotContainKey(AwsSettings.ARTIFACTS_BUCKET);
+      }
+    }
+  }
+
+  private static Map<String, Object> statement(List<Map<String, Object>> statements, String sid) {
+    return statements.stream()
+        .filter(s -> sid.equals(s.get("Sid")))
+        .findFirst()
+        .orElseThrow(() -> new AssertionError("no statement " + sid));
+  }
+
   private static void assertPolicy(String who, Component c, List<Map<String, Object>> statements) {
     Map<String, List<Map<String, Object>>> allowing = new HashMap<>();
     for (Map<String, Object> s : statements) {
@@ -772,6 +862,18 @@ class TemplateTest {
                       Map.of(
                           "StringEquals",
                           Map.of("iam:PassedToService", "ecs-tasks.amazonaws.com")));
+            } else if (action.equals("s3:ListBucket")) {
+              // The bucket, and only the keys under jobs/.
+              assertThat(resource).as("%s %s", who, action).isEqualTo(ARTIFACTS_BUCKET_ARN);
+              assertThat(condition)
+                  .as("%s %s", who, action)
+                  .isEqualTo(Map.of("StringLike", Map.of("s3:prefix", "jobs/*")));
+            } else if (action.startsWith("s3:")) {
+              // Objects under jobs/, nothing else in the bucket, no other bucket.
+              assertThat(resource)
+                  .as("%s %s", who, action)
+                  .isEqualTo(ARTIFACTS_BUCKET_ARN + "/jobs/*");
+              assertThat(condition).as("%s %s", who, action).isEmpty();
             } else if (action.equals("sqs:SendMessage")) {
               assertThat(resource)
                   .as("%s sends to", who)
