@@ -30,6 +30,9 @@ public final class JobEnvironment {
   public static final String PAYLOAD = "BUILDQUEUE_PAYLOAD";
   public static final String CONTROL = "BUILDQUEUE_CONTROL";
 
+  /** The attempt's empty artifacts directory: its files are published if the program exits 0. */
+  public static final String ARTIFACTS = "BUILDQUEUE_ARTIFACTS";
+
   private JobEnvironment() {}
 
   public static Map<String, String> of(
@@ -52,6 +55,7 @@ public final class JobEnvironment {
     env.put(PROGRESS, Integer.toString(context.progress()));
     env.put(PAYLOAD, dir.payload().toString());
     env.put(CONTROL, dir.control().toString());
+    env.put(ARTIFACTS, dir.artifacts().toString());
     return env;
   }
 }

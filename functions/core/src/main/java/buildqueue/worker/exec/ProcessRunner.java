@@ -181,13 +181,37 @@ public final class ProcessRunner implements CommandRunner {
       return JobOutcome.interrupted(why);
     }
     try {
-      return new ProgramAttempt(kind, context, dir, workerEnvironment, launcher, clock, limits)
-          .run();
+      JobOutcome outcome =
+          new ProgramAttempt(kind, context, dir, workerEnvironment, launcher, clock, limits).run();
+      return outcome instanceof JobOutcome.Succeeded
+          ? upload(kind, context, dir, outcome)
+          : outcome;
     } finally {
       if (!dir.delete()) {
         LOG.log(Level.WARNING, "job {0}: could not delete all of {1}", context.jobId(), dir.root());
         log.line(JobLog.Stream.WORKER, "could not delete all of the job's directory " + dir.root());
       }
+    }
+  }
+
+  /**
+   * A program that exited 0 has its artifacts uploaded before its directory goes: past a limit the
+   * job fails naming it; a store that fails interrupts the attempt (the store's fault, not the
+   * job's), and its next attempt runs the program again.
+   */
+  private static JobOutcome upload(
+      CommandKind kind, JobContext context, JobDirectory dir, JobOutcome succeeded) {
+    try {
+      String refused = context.uploadArtifacts(dir.artifacts(), kind.artifacts());
+      if (refused != null) {
+        context.log().line(JobLog.Stream.WORKER, refused);
+        return JobOutcome.failed(refused);
+      }
+      return succeeded;
+    } catch (IOException e) {
+      String why = "the worker could not upload the job's artifacts: " + e.getMessage();
+      context.log().line(JobLog.Stream.WORKER, why);
+      return JobOutcome.interrupted(why);
     }
   }
 
