@@ -43,6 +43,7 @@ public final class Main {
           + LaneCommand.USAGE
           + RetryCommand.USAGE
           + LogsCommand.USAGE
+          + ArtifactsCommand.USAGE
           + """
 
       Client commands also take --port, --data-dir (where the token secret is) and --json; or
@@ -75,6 +76,7 @@ public final class Main {
     commands.put("lane", new LaneCommand(cli));
     commands.put("retry", new RetryCommand(cli));
     commands.put("logs", new LogsCommand(cli));
+    commands.put("artifacts", new ArtifactsCommand(cli));
   }
 
   public static void main(String[] args) {
