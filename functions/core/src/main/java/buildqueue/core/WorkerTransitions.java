@@ -345,6 +345,39 @@ public final class WorkerTransitions {
         .orElse(java.util.OptionalInt.empty());
   }
 
+  private static final String PARENT_ARTIFACTS =
+      """
+      select * from build_worker_parent_artifacts(:workerId::bigint, :token::uuid, :jobId::bigint, :parentId::bigint,
+                                                  :now::timestamptz)
+      """;
+
+  /** One published file of a parent job, and the attempt whose files it is. */
+  public record ParentArtifact(
+      String name, long bytes, String sha256, int attempt, long workerId) {}
+
+  /**
+   * The published artifacts of {@code parentId} for this worker's running job {@code jobId}, fenced
+   * like every worker read, and only when the parent is a succeeded job of the same user (V020).
+   * Empty: fenced off, no such job of the user's, or it published none.
+   */
+  public java.util.List<ParentArtifact> parentArtifacts(
+      long workerId, UUID token, long jobId, long parentId) {
+    Params params =
+        Params.of("now", clock.now(), "workerId", workerId, "token", token)
+            .and("jobId", jobId)
+            .and("parentId", parentId);
+    return db.query(PARENT_ARTIFACTS, params).stream()
+        .map(
+            r ->
+                new ParentArtifact(
+                    r.string("name"),
+                    r.longValue("bytes"),
+                    r.string("sha256"),
+                    r.intValue("attempt"),
+                    r.longValue("worker_id")))
+        .toList();
+  }
+
   private Params endParams(
       long workerId,
       UUID token,

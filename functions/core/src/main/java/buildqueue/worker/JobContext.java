@@ -71,6 +71,18 @@ public interface JobContext {
     }
   }
 
+  /**
+   * Copies the published artifacts of {@code parentJobId} (a succeeded job of the same user) into
+   * {@code into}, for a follow-up whose payload names them ({@code "artifactsOf"}).
+   *
+   * @return null when copied; else why not (no such job of the user's, none published): fail the
+   *     job with it
+   * @throws IOException the store failed: the attempt is interrupted
+   */
+  default String fetchParentArtifacts(long parentJobId, Path into) throws IOException {
+    return NoArtifactStore.REFUSAL;
+  }
+
   /** What {@link #checkIn} learned. */
   enum CheckIn {
     /** Nothing to do but go on. */

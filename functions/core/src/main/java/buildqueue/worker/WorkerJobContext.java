@@ -309,6 +309,39 @@ final class WorkerJobContext implements JobContext {
     return null;
   }
 
+  @Override
+  public String fetchParentArtifacts(long parentJobId, Path into) throws IOException {
+    List<WorkerTransitions.ParentArtifact> files;
+    try {
+      files = transitions.parentArtifacts(workerId, token, job.id(), parentJobId);
+    } catch (RuntimeException e) {
+      queueFault = e;
+      throw e;
+    }
+    if (files.isEmpty()) {
+      return "the payload's artifactsOf names job "
+          + parentJobId
+          + ", which is not a succeeded job of this user's with artifacts";
+    }
+    for (WorkerTransitions.ParentArtifact f : files) {
+      Path target = into.resolve(f.name()).normalize();
+      if (!target.startsWith(into)) {
+        throw new IOException("artifact " + f.name() + " would leave " + into);
+      }
+      ParentDownloads.fetch(
+          artifacts.download(
+              new AttemptKey(parentJobId, f.attempt(), f.workerId()),
+              f.name(),
+              java.time.Duration.ofMinutes(15)),
+          into,
+          target);
+    }
+    log.line(
+        JobLog.Stream.WORKER,
+        "fetched " + files.size() + " artifact(s) of job " + parentJobId + " into " + into);
+    return null;
+  }
+
   /** Where this attempt uploaded its artifacts; null if it uploaded none. */
   AttemptKey uploadedTo() {
     return uploadedTo;

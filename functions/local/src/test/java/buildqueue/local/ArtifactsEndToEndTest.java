@@ -55,14 +55,20 @@ class ArtifactsEndToEndTest {
   void start(TestDatabase db) throws Exception {
     this.db = db;
     Path sh = Files.writeString(programs.resolve("artifacts.sh"), PROGRAM);
+    Path consumer =
+        Files.writeString(
+            programs.resolve("consumer.sh"),
+            "#!/bin/sh\nset -eu\ncp \"$BUILDQUEUE_PARENT_ARTIFACTS/report.txt\""
+                + " \"$BUILDQUEUE_ARTIFACTS/copied.txt\"\n");
     String catalogue =
         """
         {"kinds": {
           "three-files": {"command": ["sh", "%1$s"], "timeout": "1m"},
-          "two-at-most": {"command": ["sh", "%1$s"], "timeout": "1m", "artifacts": {"maxFiles": 2}}
+          "two-at-most": {"command": ["sh", "%1$s"], "timeout": "1m", "artifacts": {"maxFiles": 2}},
+          "consumer": {"command": ["sh", "%2$s"], "timeout": "1m"}
         }}
         """
-            .formatted(sh);
+            .formatted(sh, consumer);
     Path kinds = Files.writeString(programs.resolve("kinds.json"), catalogue);
     server = TestServer.start(db, TestServer.settings(db, dataDir).withKindsFile(kinds));
   }
@@ -73,9 +79,13 @@ class ArtifactsEndToEndTest {
   }
 
   private long submit(String kind) {
+    return submit("ada", kind, TestServer.JSON.createObjectNode());
+  }
+
+  private long submit(String user, String kind, ObjectNode payload) {
     ObjectNode body = TestServer.JSON.createObjectNode().put("kind", kind);
-    body.putObject("payload");
-    ApiClient.Reply reply = server.client("ada", false).post("jobs", body);
+    body.set("payload", payload);
+    ApiClient.Reply reply = server.client(user, false).post("jobs", body);
     assertThat(reply.status()).as(reply.text()).isEqualTo(201);
     return reply.json().path("id").asLong();
   }
@@ -210,6 +220,28 @@ class ArtifactsEndToEndTest {
                 .query(
                     "select * from build_artifact_upload where job_id = :id", Params.of("id", job)))
         .isEmpty();
+  }
+
+  @Test
+  void a_follow_up_naming_its_parents_artifacts_gets_them_and_another_users_job_does_not()
+      throws Exception {
+    long parent = submit("three-files");
+    server.awaitStatus(parent, "succeeded");
+
+    long child =
+        submit("ada", "consumer", TestServer.JSON.createObjectNode().put("artifactsOf", parent));
+    long stranger =
+        submit("eve", "consumer", TestServer.JSON.createObjectNode().put("artifactsOf", parent));
+    server.awaitStatus(child, "succeeded");
+    server.awaitStatus(stranger, "failed");
+
+    Path out = downloads.resolve("copied.txt");
+    assertThat(server.client("ada", false).download("jobs/" + child + "/artifacts/copied.txt", out))
+        .isNull();
+    assertThat(Files.readString(out)).isEqualTo("attempt 1\n");
+    assertThat(server.jobRow(stranger).string("error"))
+        .contains("artifactsOf names job " + parent)
+        .contains("not a succeeded job of this user's with artifacts");
   }
 
   private List<String> attemptsStored(long job) {

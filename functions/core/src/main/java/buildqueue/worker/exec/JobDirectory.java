@@ -24,6 +24,8 @@ import java.util.stream.Stream;
  *                  settings, so nothing one job leaves there reaches the next on the worker
  *   artifacts/     empty: what the program leaves here is uploaded as its artifacts if it
  *                  exits 0 ($BUILDQUEUE_ARTIFACTS)
+ *   parent-artifacts/  only for a payload with "artifactsOf": the parent's artifacts, copied
+ *                  ($BUILDQUEUE_PARENT_ARTIFACTS)
  *   payload.json   the job's payload ($BUILDQUEUE_PAYLOAD)
  *   control.jsonl  where it reports ($BUILDQUEUE_CONTROL)
  *   session        the program's session ({@link JobSession}), recorded before it runs, for
@@ -79,6 +81,13 @@ public final class JobDirectory {
 
   public Path artifacts() {
     return root.resolve("artifacts");
+  }
+
+  /**
+   * A follow-up's copy of its parent's artifacts ($BUILDQUEUE_PARENT_ARTIFACTS), if it named one.
+   */
+  public Path parentArtifacts() {
+    return root.resolve("parent-artifacts");
   }
 
   public Path payload() {

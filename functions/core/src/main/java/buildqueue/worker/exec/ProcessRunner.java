@@ -181,6 +181,14 @@ public final class ProcessRunner implements CommandRunner {
       return JobOutcome.interrupted(why);
     }
     try {
+      JsonNode parent = context.payload() == null ? null : context.payload().get(ARTIFACTS_OF);
+      if (parent != null) {
+        String refused = fetchParent(context, dir, parent);
+        if (refused != null) {
+          log.line(JobLog.Stream.WORKER, refused);
+          return JobOutcome.failed(refused);
+        }
+      }
       JobOutcome outcome =
           new ProgramAttempt(kind, context, dir, workerEnvironment, launcher, clock, limits).run();
       return outcome instanceof JobOutcome.Succeeded
@@ -191,6 +199,28 @@ public final class ProcessRunner implements CommandRunner {
         LOG.log(Level.WARNING, "job {0}: could not delete all of {1}", context.jobId(), dir.root());
         log.line(JobLog.Stream.WORKER, "could not delete all of the job's directory " + dir.root());
       }
+    }
+  }
+
+  /** The payload key of a follow-up that takes a parent's artifacts (a job id of the same user). */
+  public static final String ARTIFACTS_OF = "artifactsOf";
+
+  /**
+   * Copies the artifacts the payload's {@value #ARTIFACTS_OF} names before the program starts;
+   * answers why not, or null.
+   */
+  private static String fetchParent(JobContext context, JobDirectory dir, JsonNode parent) {
+    if (!parent.canConvertToLong() || !parent.isIntegralNumber() || parent.longValue() < 1) {
+      return "the payload's " + ARTIFACTS_OF + " must be a job id (a whole number), not " + parent;
+    }
+    try {
+      java.nio.file.Files.createDirectory(dir.parentArtifacts());
+      java.nio.file.Files.setPosixFilePermissions(
+          dir.parentArtifacts(),
+          java.nio.file.attribute.PosixFilePermissions.fromString("rwxr-xr-x"));
+      return context.fetchParentArtifacts(parent.longValue(), dir.parentArtifacts());
+    } catch (IOException e) {
+      return "the worker could not fetch the artifacts of job " + parent + ": " + e.getMessage();
     }
   }
 
