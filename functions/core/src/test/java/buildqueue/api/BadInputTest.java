@@ -170,6 +170,8 @@ class BadInputTest {
           // let the accepted job finish, so that its worker's writes do not land in the next case's
           // count
           f.h.awaitStatus(ApiFixture.json(r).get("id").asLong(), "succeeded");
+          // and its worker's exit, whose bill writes the job's cost event
+          f.h.awaitQuiet();
         }
         if (r.status() >= 400) {
           soft.assertThat(r.header("Content-Type")).as(c.name).hasValue("application/problem+json");
