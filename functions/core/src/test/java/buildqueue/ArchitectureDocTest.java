@@ -545,7 +545,7 @@ class ArchitectureDocTest {
     assertThat(transitionClasses())
         .contains("JobTransitions", "WorkerTransitions", "ExitTransitions");
     assertThat(statementConstants("JobTransitions")).containsKeys("ENQUEUE", "CANCEL");
-    assertThat(invariants()).hasSize(9);
+    assertThat(invariants()).hasSize(10);
     assertThat(citations()).containsKeys(1, 9);
     assertThat(schema().functions().get("build_worker_check_in")).containsPattern(LEASE_GUARD);
     assertThat(schema().functions().get("build_worker_start")).containsPattern(MARGIN_GUARD);

@@ -1,6 +1,7 @@
 package buildqueue.api;
 
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
 import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -9,14 +10,25 @@ import java.util.Optional;
 
 /**
  * What {@link HttpApi} answers: a status, headers (names in their usual capitalisation; look them
- * up with {@link #header}), and the body bytes. An adapter writes them out unchanged.
+ * up with {@link #header}), and the body bytes. An adapter writes them out unchanged. A body too
+ * large to hold (a local artifact's download) is a file instead ({@code bodyFile}, with {@code
+ * body} empty), which the adapter streams.
  */
-public record ApiResponse(int status, Map<String, String> headers, byte[] body) {
+public record ApiResponse(int status, Map<String, String> headers, byte[] body, Path bodyFile) {
 
   public ApiResponse {
     headers =
         Collections.unmodifiableMap(new LinkedHashMap<>(headers == null ? Map.of() : headers));
     body = body == null ? new byte[0] : body;
+  }
+
+  public ApiResponse(int status, Map<String, String> headers, byte[] body) {
+    this(status, headers, body, null);
+  }
+
+  /** A body the adapter streams from {@code file}. */
+  static ApiResponse ofFile(int status, Map<String, String> headers, Path file) {
+    return new ApiResponse(status, headers, new byte[0], file);
   }
 
   /** A header's value, matched case-insensitively. */
@@ -42,7 +54,7 @@ public record ApiResponse(int status, Map<String, String> headers, byte[] body) 
           }
         });
     copy.put(name, value);
-    return new ApiResponse(status, copy, body);
+    return new ApiResponse(status, copy, body, bodyFile);
   }
 
   @Override
@@ -50,16 +62,20 @@ public record ApiResponse(int status, Map<String, String> headers, byte[] body) 
     return o instanceof ApiResponse r
         && status == r.status
         && headers.equals(r.headers)
-        && java.util.Arrays.equals(body, r.body);
+        && java.util.Arrays.equals(body, r.body)
+        && Objects.equals(bodyFile, r.bodyFile);
   }
 
   @Override
   public int hashCode() {
-    return Objects.hash(status, headers, java.util.Arrays.hashCode(body));
+    return Objects.hash(status, headers, java.util.Arrays.hashCode(body), bodyFile);
   }
 
   @Override
   public String toString() {
-    return status + " " + headers + " (" + body.length + " bytes)";
+    return status
+        + " "
+        + headers
+        + (bodyFile == null ? " (" + body.length + " bytes)" : " (file " + bodyFile + ")");
   }
 }

@@ -1,5 +1,7 @@
 package buildqueue.api;
 
+import buildqueue.artifacts.ArtifactStore;
+import buildqueue.artifacts.NoArtifactStore;
 import buildqueue.core.BuildQueue;
 import buildqueue.core.JobQueries;
 import buildqueue.kinds.KindRegistry;
@@ -80,7 +82,19 @@ public final class HttpApi {
    * @param kinds the job kinds {@code POST /jobs} accepts, and their payload validation
    */
   public HttpApi(BuildQueue queue, JobQueries queries, KindRegistry kinds) {
+    this(queue, queries, kinds, NoArtifactStore.NONE);
+  }
+
+  /**
+   * As {@link #HttpApi(BuildQueue, JobQueries, KindRegistry)}, with the store the artifact routes
+   * download from (docs/architecture.md, Artifacts): a directory locally, S3 on AWS. The
+   * three-argument constructor uses {@link NoArtifactStore#NONE}: jobs list their artifacts, and a
+   * download answers 404.
+   */
+  public HttpApi(
+      BuildQueue queue, JobQueries queries, KindRegistry kinds, ArtifactStore artifacts) {
     Objects.requireNonNull(queue, "queue");
+    Objects.requireNonNull(artifacts, "artifacts");
     Objects.requireNonNull(queries, "queries");
     Objects.requireNonNull(kinds, "kinds");
     JobAnswers answers = new JobAnswers(queries);
@@ -91,6 +105,7 @@ public final class HttpApi {
             new JobRoutes(queue, queries, answers),
             new OperatorRoutes(queue, kinds, answers),
             new JobLogRoute(queries),
+            new ArtifactRoutes(queries, artifacts),
             new LaneRoutes(queue, queries),
             new UserRoutes(queue),
             new UsageRoutes(queries));
@@ -117,7 +132,7 @@ public final class HttpApi {
   public ApiResponse handle(ApiRequest request) {
     ApiResponse response = answer(request);
     return HEAD.equals(request.method())
-        ? new ApiResponse(response.status(), response.headers(), new byte[0])
+        ? new ApiResponse(response.status(), response.headers(), new byte[0], null)
         : response;
   }
 

@@ -37,6 +37,7 @@ public final class JobQueries {
   private final UsageReads usage;
   private final Ledger ledger;
   private final LaneHistory history;
+  private final ArtifactReads artifacts;
 
   public JobQueries(Database db, QueueConfig config, QueueClock clock) {
     this.db = db;
@@ -49,6 +50,23 @@ public final class JobQueries {
     this.usage = new UsageReads(db, config);
     this.ledger = config.ledger();
     this.history = new LaneHistory(db, clock);
+    this.artifacts = new ArtifactReads(db);
+  }
+
+  /**
+   * One artifact a job published: its name, size and hash, and the attempt whose files it is (where
+   * the store keeps it).
+   */
+  public record PublishedArtifact(
+      String name, long bytes, String sha256, int attempt, long workerId) {}
+
+  /** A job's owner and status with its published artifacts (empty until it succeeded with some). */
+  public record JobArtifacts(
+      long jobId, String userId, JobStatus status, List<PublishedArtifact> artifacts) {}
+
+  /** A job's artifacts; empty when there is no such job. */
+  public Optional<JobArtifacts> artifacts(long jobId) {
+    return artifacts.artifacts(jobId);
   }
 
   /**

@@ -285,25 +285,124 @@ public final class WorkerTransitions {
       String error,
       Integer progress,
       LogWrite log) {
+    return ended(
+        tx.query(END, endParams(workerId, token, jobId, status, error, progress, log)).get(0));
+  }
+
+  private static final String END_PUBLISHING =
+      """
+      select * from build_worker_end_publishing(:workerId::bigint, :token::uuid, :jobId::bigint, :status::text,
+                                                :error::text, :progress::integer, :logTail::text, :logBytes::bigint,
+                                                :logLocation::text, :chainWindowMs::bigint, :deadlineMarginMs::bigint,
+                                                :linger::boolean, :fair::boolean, :artifacts::jsonb, :now::timestamptz)
+      """;
+
+  /**
+   * As {@link #end(Database, long, UUID, long, JobStatus, String, Integer, LogWrite)} with {@code
+   * succeeded}, and in the same statement, only if that end is fenced in, the files this attempt
+   * uploaded ({@link #stageArtifacts}) become the job's artifacts (V018, {@code
+   * build_worker_end_publishing}). {@link Ended.FencedOff} means nothing was published: remove the
+   * uploads.
+   *
+   * @param artifacts a JSON array of {@code {"name", "bytes", "sha256"}}
+   */
+  public Ended endPublishing(
+      Database tx,
+      long workerId,
+      UUID token,
+      long jobId,
+      Json artifacts,
+      Integer progress,
+      LogWrite log) {
+    Params params =
+        endParams(workerId, token, jobId, JobStatus.SUCCEEDED, null, progress, log)
+            .and("artifacts", artifacts);
+    return ended(tx.query(END_PUBLISHING, params).get(0));
+  }
+
+  /** {@link #endPublishing(Database, long, UUID, long, Json, Integer, LogWrite)} on its own. */
+  public Ended endPublishing(
+      long workerId, UUID token, long jobId, Json artifacts, Integer progress, LogWrite log) {
+    return endPublishing(db, workerId, token, jobId, artifacts, progress, log);
+  }
+
+  private static final String STAGE_ARTIFACTS =
+      """
+      select * from build_worker_stage_artifacts(:workerId::bigint, :token::uuid, :jobId::bigint, :now::timestamptz)
+      """;
+
+  /**
+   * Records, fenced like every worker write, that this attempt of the job is about to upload
+   * artifacts, so that its files are found and removed if it never publishes them ({@code
+   * ArtifactSweep}). Answers the attempt (the job's own count) the uploads go under; empty means
+   * fenced off: upload nothing.
+   */
+  public java.util.OptionalInt stageArtifacts(long workerId, UUID token, long jobId) {
+    Params params =
+        Params.of("now", clock.now(), "workerId", workerId, "token", token).and("jobId", jobId);
+    return db.queryOptional(STAGE_ARTIFACTS, params)
+        .map(r -> java.util.OptionalInt.of(r.intValue("attempt")))
+        .orElse(java.util.OptionalInt.empty());
+  }
+
+  private static final String PARENT_ARTIFACTS =
+      """
+      select * from build_worker_parent_artifacts(:workerId::bigint, :token::uuid, :jobId::bigint, :parentId::bigint,
+                                                  :now::timestamptz)
+      """;
+
+  /** One published file of a parent job, and the attempt whose files it is. */
+  public record ParentArtifact(
+      String name, long bytes, String sha256, int attempt, long workerId) {}
+
+  /**
+   * The published artifacts of {@code parentId} for this worker's running job {@code jobId}, fenced
+   * like every worker read, and only when the parent is a succeeded job of the same user (V018).
+   * Empty: fenced off, no such job of the user's, or it published none.
+   */
+  public java.util.List<ParentArtifact> parentArtifacts(
+      long workerId, UUID token, long jobId, long parentId) {
+    Params params =
+        Params.of("now", clock.now(), "workerId", workerId, "token", token)
+            .and("jobId", jobId)
+            .and("parentId", parentId);
+    return db.query(PARENT_ARTIFACTS, params).stream()
+        .map(
+            r ->
+                new ParentArtifact(
+                    r.string("name"),
+                    r.longValue("bytes"),
+                    r.string("sha256"),
+                    r.intValue("attempt"),
+                    r.longValue("worker_id")))
+        .toList();
+  }
+
+  private Params endParams(
+      long workerId,
+      UUID token,
+      long jobId,
+      JobStatus status,
+      String error,
+      Integer progress,
+      LogWrite log) {
     if (!status.finished()) {
       throw new IllegalArgumentException(
           "a job ends succeeded, failed or cancelled, not " + status);
     }
-    Params params =
-        logParams(Params.of("now", clock.now(), "workerId", workerId, "token", token), log)
-            .and("jobId", jobId)
-            .and("status", status.sql())
-            .and("progress", progress)
-            .and(
-                "error",
-                status == JobStatus.FAILED
-                    ? (error == null ? "failed" : RowLimits.boundedError(error))
-                    : null)
-            .and("chainWindowMs", config.chainWindow().toMillis())
-            .and("deadlineMarginMs", config.deadlineMargin().toMillis())
-            .and("linger", !config.linger().isZero())
-            .and("fair", config.takesTurns(Lanes.SHARED));
-    return ended(tx.query(END, params).get(0));
+    return logParams(Params.of("now", clock.now(), "workerId", workerId, "token", token), log)
+        .and("jobId", jobId)
+        .and("status", status.sql())
+        .and("progress", progress)
+        .and(
+            "error",
+            status == JobStatus.FAILED
+                ? (error == null ? "failed" : RowLimits.boundedError(error))
+                : null)
+        .and("chainWindowMs", config.chainWindow().toMillis())
+        .and("deadlineMarginMs", config.deadlineMargin().toMillis())
+        .and("linger", !config.linger().isZero())
+        .and("fair", config.takesTurns(Lanes.SHARED));
   }
 
   /** What {@link #END} and {@link #TAKE_NEXT} answered, as the worker's next step. */

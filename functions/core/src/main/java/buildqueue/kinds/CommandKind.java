@@ -19,6 +19,8 @@ import java.util.Set;
  * @param env fixed variables for the program, beside the {@code BUILDQUEUE_*} ones
  * @param cancelGracePeriod after SIGTERM (cancel, timeout), how long before SIGKILL
  * @param capacity what its workers run on ({@code "capacity"}); empty: the stack's default
+ * @param artifacts what its jobs may publish ({@code "artifacts"}), within {@link
+ *     ArtifactLimits#GLOBAL}
  */
 public record CommandKind(
     String name,
@@ -28,7 +30,8 @@ public record CommandKind(
     Set<Integer> retryExitCodes,
     Map<String, String> env,
     Duration cancelGracePeriod,
-    Optional<Capacity> capacity) {
+    Optional<Capacity> capacity,
+    ArtifactLimits artifacts) {
 
   public static final Duration DEFAULT_CANCEL_GRACE_PERIOD = Duration.ofSeconds(10);
 
@@ -37,6 +40,29 @@ public record CommandKind(
     retryExitCodes = Set.copyOf(retryExitCodes);
     env = Map.copyOf(env);
     capacity = capacity == null ? Optional.empty() : capacity;
+    artifacts = artifacts == null ? ArtifactLimits.GLOBAL : artifacts;
+  }
+
+  /** A kind whose jobs may publish up to the queue's global artifact limits. */
+  public CommandKind(
+      String name,
+      List<String> command,
+      Duration timeout,
+      PayloadSchema payloadSchema,
+      Set<Integer> retryExitCodes,
+      Map<String, String> env,
+      Duration cancelGracePeriod,
+      Optional<Capacity> capacity) {
+    this(
+        name,
+        command,
+        timeout,
+        payloadSchema,
+        retryExitCodes,
+        env,
+        cancelGracePeriod,
+        capacity,
+        ArtifactLimits.GLOBAL);
   }
 
   /** A kind that runs on the stack's default capacity. */

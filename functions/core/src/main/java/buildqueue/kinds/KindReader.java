@@ -36,7 +36,8 @@ final class KindReader {
                   "retryExitCodes",
                   "env",
                   "cancelGracePeriod",
-                  "capacity")));
+                  "capacity",
+                  "artifacts")));
 
   private final String source;
   private final String name;
@@ -81,7 +82,66 @@ final class KindReader {
     Map<String, String> env = env(spec.get("env"));
     Duration grace = cancelGracePeriod(spec.get("cancelGracePeriod"));
     Optional<Capacity> capacity = capacity(spec.get("capacity"));
-    return new CommandKind(name, command, timeout, schema, retry, env, grace, capacity);
+    ArtifactLimits artifacts = artifacts(spec.get("artifacts"));
+    return new CommandKind(name, command, timeout, schema, retry, env, grace, capacity, artifacts);
+  }
+
+  private static final List<String> ARTIFACT_KEYS =
+      List.of("maxFiles", "maxFileBytes", "maxTotalBytes");
+
+  /**
+   * {@code {"maxFiles": n, "maxFileBytes": n, "maxTotalBytes": n}}, each optional and at most the
+   * queue's own ({@link ArtifactLimits#GLOBAL}), which a missing one keeps.
+   */
+  private ArtifactLimits artifacts(JsonNode node) {
+    ArtifactLimits global = ArtifactLimits.GLOBAL;
+    if (node == null || node.isNull()) {
+      return global;
+    }
+    if (!node.isObject()) {
+      throw refused(
+          "artifacts",
+          "must be an object with any of "
+              + String.join(", ", ARTIFACT_KEYS)
+              + ", not "
+              + JsonSchemas.kindOf(node));
+    }
+    for (Iterator<String> it = node.fieldNames(); it.hasNext(); ) {
+      String key = it.next();
+      if (!ARTIFACT_KEYS.contains(key)) {
+        throw refused(
+            "artifacts",
+            "has an unknown key "
+                + quote(key)
+                + "; its keys are "
+                + String.join(", ", ARTIFACT_KEYS));
+      }
+    }
+    return new ArtifactLimits(
+        (int) artifactLimit(node, "maxFiles", global.maxFiles()),
+        artifactLimit(node, "maxFileBytes", global.maxFileBytes()),
+        artifactLimit(node, "maxTotalBytes", global.maxTotalBytes()));
+  }
+
+  private long artifactLimit(JsonNode node, String key, long global) {
+    JsonNode v = node.get(key);
+    if (v == null || v.isNull()) {
+      return global;
+    }
+    if (!v.isIntegralNumber()
+        || !v.canConvertToLong()
+        || v.longValue() < 0
+        || v.longValue() > global) {
+      throw refused(
+          "artifacts",
+          "."
+              + key
+              + " must be a whole number from 0 to "
+              + global
+              + " (the queue's own limit), not "
+              + v);
+    }
+    return v.longValue();
   }
 
   private Optional<Capacity> capacity(JsonNode node) {

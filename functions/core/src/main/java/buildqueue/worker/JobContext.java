@@ -1,6 +1,11 @@
 package buildqueue.worker;
 
+import buildqueue.artifacts.ArtifactFiles;
+import buildqueue.artifacts.NoArtifactStore;
+import buildqueue.kinds.ArtifactLimits;
 import com.fasterxml.jackson.databind.JsonNode;
+import java.io.IOException;
+import java.nio.file.Path;
 
 /** What a running job sees of the queue. */
 public interface JobContext {
@@ -44,6 +49,39 @@ public interface JobContext {
    * The job's output: each line goes to the worker's log at once and to the tail the queue keeps.
    */
   JobLog log();
+
+  /**
+   * Uploads the files a program left under {@code directory} ({@code $BUILDQUEUE_ARTIFACTS}) as
+   * this attempt's, for the job's end to publish (docs/architecture.md, Artifacts): checked first
+   * against {@code kindLimits} within {@link ArtifactLimits#GLOBAL}, so that nothing is stored for
+   * a job past a limit. Call it only once the program exited 0.
+   *
+   * @return null when they are uploaded (or there are none); else why they are refused, naming the
+   *     limit: fail the job with it
+   * @throws IOException the store failed: the attempt is interrupted, to be tried again
+   * @throws WorkerFencedOffException this worker no longer owns the job: nothing was uploaded
+   */
+  default String uploadArtifacts(Path directory, ArtifactLimits kindLimits) throws IOException {
+    try {
+      return ArtifactFiles.collect(directory, kindLimits.within(ArtifactLimits.GLOBAL)).isEmpty()
+          ? null
+          : NoArtifactStore.REFUSAL;
+    } catch (ArtifactFiles.LimitExceededException e) {
+      return e.getMessage();
+    }
+  }
+
+  /**
+   * Copies the published artifacts of {@code parentJobId} (a succeeded job of the same user) into
+   * {@code into}, for a follow-up whose payload names them ({@code "artifactsOf"}).
+   *
+   * @return null when copied; else why not (no such job of the user's, none published): fail the
+   *     job with it
+   * @throws IOException the store failed: the attempt is interrupted
+   */
+  default String fetchParentArtifacts(long parentJobId, Path into) throws IOException {
+    return NoArtifactStore.REFUSAL;
+  }
 
   /** What {@link #checkIn} learned. */
   enum CheckIn {

@@ -1,5 +1,6 @@
 package buildqueue.worker;
 
+import buildqueue.artifacts.ArtifactStore;
 import buildqueue.core.JobStatus;
 import buildqueue.core.WorkerTransitions;
 import buildqueue.core.WorkerTransitions.AssignedJob;
@@ -31,6 +32,7 @@ final class JobRun {
   private final WorkerStop stop;
   private final long maxLogBytes;
   private final java.time.Duration heartbeat;
+  private final ArtifactStore artifacts;
 
   JobRun(
       WorkerTransitions transitions,
@@ -41,7 +43,8 @@ final class JobRun {
       LongSupplier nanoTime,
       WorkerStop stop,
       long maxLogBytes,
-      java.time.Duration heartbeat) {
+      java.time.Duration heartbeat,
+      ArtifactStore artifacts) {
     this.transitions = transitions;
     this.handlers = handlers;
     this.process = process;
@@ -51,22 +54,51 @@ final class JobRun {
     this.stop = stop;
     this.maxLogBytes = maxLogBytes;
     this.heartbeat = heartbeat;
+    this.artifacts = artifacts;
   }
 
+  /**
+   * Runs the job and ends it. Files its attempt uploaded but did not publish (its end refused, the
+   * job failed or was interrupted after the upload) are removed here; a worker killed first leaves
+   * them to {@code ArtifactSweep}.
+   */
   Ended run(long workerId, UUID token, AssignedJob job) {
+    WorkerJobContext context = context(workerId, token, job);
+    Ended ended = runAndEnd(context);
+    if (context.uploadedTo() != null && !context.published()) {
+      try {
+        artifacts.removeAttempt(context.uploadedTo());
+      } catch (java.io.IOException | RuntimeException e) {
+        LOG.log(
+            Level.WARNING,
+            "job {0}: could not remove its unpublished artifacts (the sweep will): {1}",
+            job.id(),
+            e.toString());
+      }
+    }
+    return ended;
+  }
+
+  private WorkerJobContext context(long workerId, UUID token, AssignedJob job) {
     JobLog jobLog = new JobLog(job.id(), logSink, WorkerLoop.LOG_TAIL_BYTES, maxLogBytes);
-    WorkerJobContext context =
-        new WorkerJobContext(
-            workerId,
-            token,
-            job,
-            transitions,
-            handlers,
-            stop,
-            listener,
-            process,
-            jobLog,
-            new CheckInPacing(nanoTime, jobLog, job.progress(), heartbeat));
+    return new WorkerJobContext(
+        workerId,
+        token,
+        job,
+        transitions,
+        handlers,
+        stop,
+        listener,
+        process,
+        jobLog,
+        new CheckInPacing(nanoTime, jobLog, job.progress(), heartbeat),
+        artifacts);
+  }
+
+  private Ended runAndEnd(WorkerJobContext context) {
+    long workerId = context.workerId();
+    UUID token = context.token();
+    AssignedJob job = context.job();
     JobStatus status;
     String error = null;
     if (stop.requested() && !job.cancelRequested()) {
@@ -111,6 +143,7 @@ final class JobRun {
     Integer progress = context.unsavedProgress();
     // Read once: a stop that comes after this end is seen at the next job, which it sends back.
     WorkerTransitions ending = stop.requested() ? transitions.withoutChaining() : transitions;
+    Json published = status == JobStatus.SUCCEEDED ? context.uploaded() : null;
     if (status == JobStatus.SUCCEEDED && !context.followUps().isEmpty()) {
       Json followUps = new Json(context.followUps().toString());
       return ending.transactionally(
@@ -127,12 +160,29 @@ final class JobRun {
                   progress,
                   log);
             }
-            return added instanceof FollowUps.Added
+            if (!(added instanceof FollowUps.Added)) {
+              return new Ended.FencedOff();
+            }
+            return published == null
                 ? ending.end(tx, workerId, token, job.id(), finalStatus, finalError, progress, log)
-                : new Ended.FencedOff();
+                : publishing(
+                    context,
+                    ending.endPublishing(tx, workerId, token, job.id(), published, progress, log));
           });
     }
+    if (published != null) {
+      return publishing(
+          context, ending.endPublishing(workerId, token, job.id(), published, progress, log));
+    }
     return ending.end(workerId, token, job.id(), finalStatus, finalError, progress, log);
+  }
+
+  /** An end that published unless it was fenced off. */
+  private static Ended publishing(WorkerJobContext context, Ended ended) {
+    if (!(ended instanceof Ended.FencedOff)) {
+      context.markPublished();
+    }
+    return ended;
   }
 
   /**

@@ -1,6 +1,9 @@
 package buildqueue.worker;
 
 import buildqueue.BuildQueueException;
+import buildqueue.artifacts.ArtifactStore;
+import buildqueue.artifacts.DirectoryArtifactStore;
+import buildqueue.artifacts.NoArtifactStore;
 import buildqueue.core.QueueConfig;
 import buildqueue.kinds.KindCatalogue;
 import java.nio.file.Path;
@@ -57,6 +60,18 @@ public record WorkerEnvironment(
    * JobLog#DEFAULT_MAX_LOG_BYTES}.
    */
   public static final String MAX_LOG_BYTES = "BUILDQUEUE_MAX_LOG_BYTES";
+
+  /**
+   * The directory of the local artifact store ({@link DirectoryArtifactStore}; the local runtime's
+   * {@code <data dir>/artifacts}); unset: no store, and a job that leaves artifacts fails.
+   */
+  public static final String ARTIFACT_DIR = "BUILDQUEUE_ARTIFACT_DIR";
+
+  /** The store {@value #ARTIFACT_DIR} names, or {@link NoArtifactStore#NONE}. */
+  public static ArtifactStore artifactStore(Map<String, String> env) {
+    String dir = blankToNull(env.get(ARTIFACT_DIR));
+    return dir == null ? NoArtifactStore.NONE : new DirectoryArtifactStore(Path.of(dir.strip()));
+  }
 
   /**
    * Reads and checks the variables; throws {@link BuildQueueException} naming the first bad one.

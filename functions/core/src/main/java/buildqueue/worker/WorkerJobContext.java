@@ -1,14 +1,23 @@
 package buildqueue.worker;
 
+import buildqueue.artifacts.ArtifactFiles;
+import buildqueue.artifacts.ArtifactStore;
+import buildqueue.artifacts.ArtifactStore.AttemptKey;
+import buildqueue.artifacts.NoArtifactStore;
 import buildqueue.core.WorkerTransitions;
 import buildqueue.core.WorkerTransitions.AssignedJob;
 import buildqueue.core.WorkerTransitions.ProgressAck;
+import buildqueue.db.Json;
+import buildqueue.kinds.ArtifactLimits;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
+import java.util.OptionalInt;
 import java.util.UUID;
 
 /**
@@ -36,6 +45,10 @@ final class WorkerJobContext implements JobContext {
   private boolean checkedInAtStop;
   private volatile boolean fencedOff;
   private volatile RuntimeException queueFault;
+  private final ArtifactStore artifacts;
+  private AttemptKey uploadedTo;
+  private ArrayNode uploaded;
+  private boolean published;
 
   WorkerJobContext(
       long workerId,
@@ -47,7 +60,8 @@ final class WorkerJobContext implements JobContext {
       WorkerLoop.Listener listener,
       WorkerProcess process,
       JobLog log,
-      CheckInPacing pacing) {
+      CheckInPacing pacing,
+      ArtifactStore artifacts) {
     this.workerId = workerId;
     this.token = token;
     this.job = job;
@@ -58,6 +72,7 @@ final class WorkerJobContext implements JobContext {
     this.process = process;
     this.log = log;
     this.pacing = pacing;
+    this.artifacts = artifacts;
   }
 
   long workerId() {
@@ -247,6 +262,103 @@ final class WorkerJobContext implements JobContext {
           e);
     }
     followUps.addObject().put("kind", kind).set("payload", p);
+  }
+
+  /**
+   * Checks the files against the kind's limits within the queue's, records the upload (fenced),
+   * then puts each file under this attempt's place; the job's end publishes them.
+   */
+  @Override
+  public String uploadArtifacts(Path directory, ArtifactLimits kindLimits) throws IOException {
+    List<ArtifactFiles.LocalArtifact> files;
+    try {
+      files = ArtifactFiles.collect(directory, kindLimits.within(ArtifactLimits.GLOBAL));
+    } catch (ArtifactFiles.LimitExceededException e) {
+      return e.getMessage();
+    }
+    if (files.isEmpty()) {
+      return null;
+    }
+    if (artifacts == NoArtifactStore.NONE) {
+      return NoArtifactStore.REFUSAL;
+    }
+    OptionalInt attempt;
+    try {
+      attempt = transitions.stageArtifacts(workerId, token, job.id());
+    } catch (RuntimeException e) {
+      queueFault = e;
+      throw e;
+    }
+    if (attempt.isEmpty()) {
+      fencedOff = true;
+      throw new WorkerFencedOffException(workerId, job.id());
+    }
+    uploadedTo = new AttemptKey(job.id(), attempt.getAsInt(), workerId);
+    uploaded = JSON.createArrayNode();
+    for (ArtifactFiles.LocalArtifact f : files) {
+      ArtifactStore.StoredArtifact stored = artifacts.put(uploadedTo, f.name(), f.file());
+      uploaded
+          .addObject()
+          .put("name", stored.name())
+          .put("bytes", stored.bytes())
+          .put("sha256", stored.sha256());
+    }
+    log.line(
+        JobLog.Stream.WORKER,
+        "uploaded " + files.size() + " artifact(s); the job's end publishes them");
+    return null;
+  }
+
+  @Override
+  public String fetchParentArtifacts(long parentJobId, Path into) throws IOException {
+    List<WorkerTransitions.ParentArtifact> files;
+    try {
+      files = transitions.parentArtifacts(workerId, token, job.id(), parentJobId);
+    } catch (RuntimeException e) {
+      queueFault = e;
+      throw e;
+    }
+    if (files.isEmpty()) {
+      return "the payload's artifactsOf names job "
+          + parentJobId
+          + ", which is not a succeeded job of this user's with artifacts";
+    }
+    for (WorkerTransitions.ParentArtifact f : files) {
+      Path target = into.resolve(f.name()).normalize();
+      if (!target.startsWith(into)) {
+        throw new IOException("artifact " + f.name() + " would leave " + into);
+      }
+      ParentDownloads.fetch(
+          artifacts.download(
+              new AttemptKey(parentJobId, f.attempt(), f.workerId()),
+              f.name(),
+              java.time.Duration.ofMinutes(15)),
+          into,
+          target);
+    }
+    log.line(
+        JobLog.Stream.WORKER,
+        "fetched " + files.size() + " artifact(s) of job " + parentJobId + " into " + into);
+    return null;
+  }
+
+  /** Where this attempt uploaded its artifacts; null if it uploaded none. */
+  AttemptKey uploadedTo() {
+    return uploadedTo;
+  }
+
+  /** The uploaded artifacts as the publishing end takes them; null if none. */
+  Json uploaded() {
+    return uploaded == null ? null : new Json(uploaded.toString());
+  }
+
+  /** The end published them: they are the job's, not to be removed. */
+  void markPublished() {
+    published = true;
+  }
+
+  boolean published() {
+    return published;
   }
 
   @Override

@@ -1,5 +1,7 @@
 package buildqueue.worker;
 
+import buildqueue.artifacts.ArtifactStore;
+import buildqueue.artifacts.NoArtifactStore;
 import buildqueue.core.QueueClock;
 import buildqueue.core.QueueConfig;
 import buildqueue.core.RowLimits;
@@ -114,6 +116,7 @@ public final class WorkerLoop {
   private final WorkerStop stop;
   private final long maxLogBytes;
   private final Duration heartbeat;
+  private final ArtifactStore artifacts;
 
   public WorkerLoop(
       Database db,
@@ -144,7 +147,8 @@ public final class WorkerLoop {
         System::nanoTime,
         WorkerStop.none(),
         JobLog.DEFAULT_MAX_LOG_BYTES,
-        JobContext.HEARTBEAT_INTERVAL);
+        JobContext.HEARTBEAT_INTERVAL,
+        NoArtifactStore.NONE);
   }
 
   private WorkerLoop(
@@ -158,7 +162,8 @@ public final class WorkerLoop {
       LongSupplier nanoTime,
       WorkerStop stop,
       long maxLogBytes,
-      Duration heartbeat) {
+      Duration heartbeat,
+      ArtifactStore artifacts) {
     this.transitions = transitions;
     this.config = config;
     this.handlers = handlers;
@@ -170,6 +175,7 @@ public final class WorkerLoop {
     this.stop = stop;
     this.maxLogBytes = maxLogBytes;
     this.heartbeat = heartbeat;
+    this.artifacts = artifacts;
   }
 
   /** The same loop, sending each line of a job's output to {@code sink} too. */
@@ -185,7 +191,8 @@ public final class WorkerLoop {
         nanoTime,
         stop,
         maxLogBytes,
-        heartbeat);
+        heartbeat,
+        artifacts);
   }
 
   /**
@@ -204,7 +211,8 @@ public final class WorkerLoop {
         clock,
         stop,
         maxLogBytes,
-        heartbeat);
+        heartbeat,
+        artifacts);
   }
 
   /**
@@ -223,7 +231,8 @@ public final class WorkerLoop {
         nanoTime,
         stop,
         bytes,
-        heartbeat);
+        heartbeat,
+        artifacts);
   }
 
   /** The same loop, stopping gracefully when {@code stop} is requested (the process's SIGTERM). */
@@ -239,7 +248,8 @@ public final class WorkerLoop {
         nanoTime,
         stop,
         maxLogBytes,
-        heartbeat);
+        heartbeat,
+        artifacts);
   }
 
   /**
@@ -262,7 +272,29 @@ public final class WorkerLoop {
         nanoTime,
         stop,
         maxLogBytes,
-        interval);
+        interval,
+        artifacts);
+  }
+
+  /**
+   * The same loop, uploading each succeeding job's artifacts ({@code $BUILDQUEUE_ARTIFACTS}) to
+   * {@code store} (docs/architecture.md, Artifacts): the place a worker gets its store. Without it,
+   * {@link NoArtifactStore#NONE}: a job that leaves files there fails saying so.
+   */
+  public WorkerLoop withArtifacts(ArtifactStore store) {
+    return new WorkerLoop(
+        transitions,
+        config,
+        handlers,
+        process,
+        listener,
+        deadlines,
+        logSink,
+        nanoTime,
+        stop,
+        maxLogBytes,
+        heartbeat,
+        java.util.Objects.requireNonNull(store, "store"));
   }
 
   public Exit run(long workerId, UUID token) {
@@ -353,7 +385,8 @@ public final class WorkerLoop {
             nanoTime,
             stop,
             maxLogBytes,
-            heartbeat)
+            heartbeat,
+            artifacts)
         .run(workerId, token, job);
   }
 }

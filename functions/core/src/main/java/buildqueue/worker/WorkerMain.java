@@ -64,6 +64,7 @@ public final class WorkerMain {
                     WorkerLoop.Listener.NONE)
                 .withLogSink(LocalJobLogSink.forThisWorker(environment))
                 .withMaxLogBytes(maxLogBytes)
+                .withArtifacts(WorkerEnvironment.artifactStore(environment))
                 .withStop(stop);
         WorkerLoop.Exit exit = loop.run(env.workerId(), env.token());
         LOG.log(

@@ -269,4 +269,50 @@ class InvariantTest {
     assertThat(h.worker(second.workerId()).asMap()).isEqualTo(secondWorker);
     assertThat(h.eventTypes(job)).containsOnlyOnce("interrupted");
   }
+
+  /**
+   * §5.10: the first attempt stages its artifacts and is fenced off before its end (its worker's
+   * exit recorded); its late publishing end writes nothing. The retry, on a new worker, publishes
+   * its own: every row is of attempt 2.
+   */
+  @Test
+  void invariant_10_a_jobs_artifacts_are_exactly_those_of_its_succeeding_attempt(TestDatabase tdb) {
+    QueueHarness h = QueueHarness.manual(tdb);
+    long job = h.submit("alice", "noop", "{}");
+    WorkerLaunch first = h.manual.lastLaunch();
+    h.workers.start(first.workerId(), first.token()).orElseThrow();
+    assertThat(h.workers.stageArtifacts(first.workerId(), first.token(), job)).hasValue(1);
+    h.queue.taskStopped(null, first.workerId(), first.token(), "exited");
+    Json one = new Json("[{\"name\": \"out.txt\", \"bytes\": 1, \"sha256\": \"aa\"}]");
+
+    assertThat(h.workers.endPublishing(first.workerId(), first.token(), job, one, null, null))
+        .isInstanceOf(Ended.FencedOff.class);
+    assertThat(artifactRows(h, job)).isEmpty();
+
+    WorkerLaunch second = h.manual.lastLaunch();
+    assertThat(second.workerId()).isNotEqualTo(first.workerId());
+    h.workers.start(second.workerId(), second.token()).orElseThrow();
+    assertThat(h.workers.stageArtifacts(second.workerId(), second.token(), job)).hasValue(2);
+    Json two = new Json("[{\"name\": \"out.txt\", \"bytes\": 2, \"sha256\": \"bb\"}]");
+    assertThat(h.workers.endPublishing(second.workerId(), second.token(), job, two, null, null))
+        .isNotInstanceOf(Ended.FencedOff.class);
+
+    assertThat(h.status(job)).isEqualTo("succeeded");
+    assertThat(artifactRows(h, job))
+        .singleElement()
+        .satisfies(
+            r -> {
+              assertThat(r.intValue("attempt")).isEqualTo(2);
+              assertThat(r.longValue("worker_id")).isEqualTo(second.workerId());
+              assertThat(r.string("sha256")).isEqualTo("bb");
+            });
+  }
+
+  private static List<buildqueue.db.Row> artifactRows(QueueHarness h, long job) {
+    return h.testDb
+        .jdbc()
+        .query(
+            "select * from build_job_artifact where job_id = :id",
+            buildqueue.db.Params.of("id", job));
+  }
 }

@@ -60,4 +60,30 @@ class StatementCountTest {
       assertThat(h.db.statements() - before - firstJobAfterGate).isEqualTo(2);
     }
   }
+
+  /**
+   * A job that publishes artifacts adds one statement: the fenced record of its upload ({@code
+   * build_worker_stage_artifacts}, so that a worker killed before its end leaves files the sweep
+   * finds); its end is still one statement ({@code build_worker_end_publishing}, the end and the
+   * publication together). The uploads themselves are the store's calls, not statements.
+   */
+  @Test
+  void a_job_with_artifacts_costs_one_more_the_record_of_its_upload(
+      TestDatabase tdb, @org.junit.jupiter.api.io.TempDir java.nio.file.Path store) {
+    try (QueueHarness h = QueueHarness.open(tdb)) {
+      h.platform.useArtifacts(new buildqueue.artifacts.DirectoryArtifactStore(store));
+      long job = h.submit("alice", "artifacts", "{\"files\": 3}");
+      h.awaitStatus(job, "succeeded");
+      h.awaitQuiet();
+      assertThat(h.db.statements()).isEqualTo(7);
+      assertThat(h.db.transactions()).isZero();
+      assertThat(
+              h.testDb
+                  .jdbc()
+                  .query(
+                      "select name from build_job_artifact where job_id = :id",
+                      buildqueue.db.Params.of("id", job)))
+          .hasSize(3);
+    }
+  }
 }

@@ -54,6 +54,21 @@ class WorkerRoleTest {
         "build_job_event", List.of("select * from build_job_event", "delete from build_job_event"));
     m.put("build_job_log", List.of("select * from build_job_log", "delete from build_job_log"));
     m.put(
+        "build_job_artifact",
+        List.of(
+            "select * from build_job_artifact",
+            "insert into build_job_artifact values (1, 'x', 1, 'h', 1, 1, now())"));
+    m.put("build_job_cost", List.of("select * from build_job_cost", "delete from build_job_cost"));
+    m.put(
+        "build_lane_pause",
+        List.of("select * from build_lane_pause", "delete from build_lane_pause"));
+    m.put(
+        "build_tick_arm",
+        List.of("select * from build_tick_arm", "update build_tick_arm set armed = false"));
+    m.put(
+        "build_artifact_upload",
+        List.of("select * from build_artifact_upload", "delete from build_artifact_upload"));
+    m.put(
         "build_lane_turn",
         List.of(
             "select * from build_lane_turn",

@@ -64,6 +64,8 @@ class MigrationChecksumsTest {
     RELEASED.put(
         "V017__lane_recent_finished.sql",
         "f1f1f53a923dac15b587083da4bdafba842a4e2e80a10de3003a6a062c0329c0");
+    RELEASED.put(
+        "V018__artifacts.sql", "9fa3c792d2272df2f3c772945e2ece2fc8b8593df381ad53e8dde6f68eda3880");
   }
 
   @Test

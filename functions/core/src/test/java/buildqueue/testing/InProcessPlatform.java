@@ -100,6 +100,8 @@ public final class InProcessPlatform implements WorkerPlatform {
   private final QueueConfig config;
   private final QueueClock clock;
   private final JobHandlers handlers;
+  private volatile buildqueue.artifacts.ArtifactStore artifacts =
+      buildqueue.artifacts.NoArtifactStore.NONE;
   private final Deque<LaunchPlan> plans = new ArrayDeque<>();
   private final Map<UUID, Task> byToken = new ConcurrentHashMap<>();
   private final Map<String, Task> byId = new ConcurrentHashMap<>();
@@ -342,6 +344,11 @@ public final class InProcessPlatform implements WorkerPlatform {
     }
   }
 
+  /** The store the workers launched from now on upload artifacts to (default: none). */
+  public void useArtifacts(buildqueue.artifacts.ArtifactStore store) {
+    this.artifacts = store;
+  }
+
   private final class Task implements WorkerProcess {
     final String id;
     final WorkerLaunch launch;
@@ -410,6 +417,7 @@ public final class InProcessPlatform implements WorkerPlatform {
                     crashes,
                     deadlines)
                 .withNanoTime(nanoTime)
+                .withArtifacts(artifacts)
                 .withStop(stop);
         WorkerLoop.Exit exit = loop.run(launch.workerId(), launch.token());
         exitReason = "exited: " + exit.name().toLowerCase(java.util.Locale.ROOT);

@@ -126,6 +126,39 @@ public final class QueueHarness implements AutoCloseable {
         }
       };
 
+  /**
+   * {@code artifacts}: leaves {@code {"files": n}} files (default 3) in a fresh directory and
+   * uploads them as a program's are ({@link JobContext#uploadArtifacts}), then succeeds, or fails
+   * with the refusal.
+   */
+  private final JobHandler artifacts =
+      new JobHandler() {
+        @Override
+        public String kind() {
+          return "artifacts";
+        }
+
+        @Override
+        public JobOutcome run(JobContext context) throws Exception {
+          java.nio.file.Path dir = java.nio.file.Files.createTempDirectory("bq-artifacts-");
+          try {
+            for (int i = 1; i <= context.payload().path("files").asInt(3); i++) {
+              java.nio.file.Files.writeString(
+                  dir.resolve("file-" + i + ".txt"), "job " + context.jobId() + " file " + i);
+            }
+            String refused = context.uploadArtifacts(dir, buildqueue.kinds.ArtifactLimits.GLOBAL);
+            return refused == null ? JobOutcome.succeeded() : JobOutcome.failed(refused);
+          } finally {
+            try (var files = java.nio.file.Files.list(dir)) {
+              for (java.nio.file.Path f : files.toList()) {
+                java.nio.file.Files.delete(f);
+              }
+            }
+            java.nio.file.Files.delete(dir);
+          }
+        }
+      };
+
   /** {@code workerAdapter}: the same adapter connected as the worker role (V005). */
   public QueueHarness(
       TestDatabase testDb, Database adapter, Database workerAdapter, QueueConfig config) {
@@ -143,7 +176,7 @@ public final class QueueHarness implements AutoCloseable {
     this.workerDb = db.alsoCounting(workerAdapter);
     this.clock = new QueueClock.Settable(Instant.parse("2026-12-01T10:00:00Z"));
     this.config = config;
-    this.handlers = JobHandlers.builtIn().with(gates, noop, quiet, print);
+    this.handlers = JobHandlers.builtIn().with(gates, noop, quiet, print, artifacts);
     this.workers = new WorkerTransitions(workerDb, config, clock);
     if (manualWorkers) {
       this.platform = null;

@@ -176,6 +176,63 @@ final class ApiClient {
     }
   }
 
+  /**
+   * Downloads a file the API serves (an artifact) into {@code out}: the body itself, or, for a
+   * redirect (a presigned S3 URL), the body at its {@code Location}, fetched without our token.
+   * Answers the API's reply when it refused (nothing is written), else null.
+   */
+  Reply download(String path, java.nio.file.Path out) {
+    HttpRequest request =
+        HttpRequest.newBuilder(base.resolve(path))
+            .timeout(Duration.ofMinutes(30))
+            .header("Authorization", "Bearer " + token)
+            .GET()
+            .build();
+    try {
+      HttpResponse<java.io.InputStream> response =
+          http.send(request, HttpResponse.BodyHandlers.ofInputStream());
+      if (response.statusCode() == 302) {
+        response.body().close();
+        String location =
+            response
+                .headers()
+                .firstValue("Location")
+                .orElseThrow(() -> new IOException("a redirect without a Location"));
+        response =
+            http.send(
+                HttpRequest.newBuilder(base.resolve(location))
+                    .timeout(Duration.ofMinutes(30))
+                    .GET()
+                    .build(),
+                HttpResponse.BodyHandlers.ofInputStream());
+      }
+      if (response.statusCode() != 200) {
+        String text;
+        try (java.io.InputStream in = response.body()) {
+          text = new String(in.readNBytes(64 * 1024), java.nio.charset.StandardCharsets.UTF_8);
+        }
+        JsonNode json;
+        try {
+          json = JSON.readTree(text);
+        } catch (IOException e) {
+          json = MissingNode.getInstance();
+        }
+        return new Reply(response.statusCode(), json, text, response.headers());
+      }
+      try (java.io.InputStream in = response.body()) {
+        java.nio.file.Files.copy(in, out, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+      }
+      return null;
+    } catch (ConnectException e) {
+      throw new UnreachableException("no buildqueue server answers at " + base);
+    } catch (IOException e) {
+      throw new UnreachableException("the download from " + base + " failed: " + e);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new UnreachableException("interrupted while waiting for " + base);
+    }
+  }
+
   private Reply sendOnce(String method, String path, JsonNode body) {
     HttpRequest.Builder b =
         HttpRequest.newBuilder(base.resolve(path))

@@ -147,6 +147,10 @@ final class LocalHttpServer implements AutoCloseable {
   private static void write(HttpExchange exchange, ApiResponse response) throws IOException {
     Headers out = exchange.getResponseHeaders();
     response.headers().forEach(out::set);
+    if (response.bodyFile() != null) {
+      writeFile(exchange, response);
+      return;
+    }
     boolean noBody =
         response.body().length == 0
             || "HEAD".equals(exchange.getRequestMethod())
@@ -156,6 +160,23 @@ final class LocalHttpServer implements AutoCloseable {
     if (!noBody) {
       try (OutputStream os = exchange.getResponseBody()) {
         os.write(response.body());
+      }
+    }
+  }
+
+  /** A local artifact's download, streamed from its file (it may be larger than memory). */
+  private static void writeFile(HttpExchange exchange, ApiResponse response) throws IOException {
+    java.nio.file.Path file = response.bodyFile();
+    long size = java.nio.file.Files.size(file);
+    if ("HEAD".equals(exchange.getRequestMethod())) {
+      exchange.getResponseHeaders().set("Content-Length", Long.toString(size));
+      exchange.sendResponseHeaders(response.status(), -1);
+      return;
+    }
+    exchange.sendResponseHeaders(response.status(), size == 0 ? -1 : size);
+    if (size > 0) {
+      try (OutputStream os = exchange.getResponseBody()) {
+        java.nio.file.Files.copy(file, os);
       }
     }
   }

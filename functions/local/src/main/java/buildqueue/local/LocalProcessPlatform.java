@@ -80,12 +80,19 @@ public final class LocalProcessPlatform implements WorkerPlatform, AutoCloseable
    *     ProcessRunner#WORK_DIR})
    * @param jobLogs each job's whole log, {@code job-<id>.log} ({@value
    *     LocalJobLogSink#JOB_LOG_DIR})
+   * @param artifacts the artifact store ({@link buildqueue.artifacts.DirectoryArtifactStore},
+   *     {@value buildqueue.worker.WorkerEnvironment#ARTIFACT_DIR})
    */
-  public record Directories(Path workerLogs, Path work, Path jobLogs) {
-    /** {@code workers/}, {@code work/} and {@code jobs/} in the data directory. */
+  public record Directories(Path workerLogs, Path work, Path jobLogs, Path artifacts) {
+    /**
+     * {@code workers/}, {@code work/}, {@code jobs/} and {@code artifacts/} in the data directory.
+     */
     public static Directories under(Path dataDir) {
       return new Directories(
-          dataDir.resolve("workers"), dataDir.resolve("work"), dataDir.resolve("jobs"));
+          dataDir.resolve("workers"),
+          dataDir.resolve("work"),
+          dataDir.resolve("jobs"),
+          dataDir.resolve("artifacts"));
     }
 
     Path workOf(long workerId) {

@@ -1,6 +1,8 @@
 package buildqueue.local;
 
 import buildqueue.api.HttpApi;
+import buildqueue.artifacts.DirectoryArtifactStore;
+import buildqueue.core.ArtifactSweep;
 import buildqueue.core.BuildQueue;
 import buildqueue.core.Capacities;
 import buildqueue.core.JobQueries;
@@ -61,6 +63,8 @@ public final class LocalRuntime implements AutoCloseable {
   private final LocalHttpServer http;
   private final ScheduledExecutorService ticker;
   private final DiskSweep disk;
+  private final DirectoryArtifactStore artifacts;
+  private final ArtifactSweep artifactSweep;
   private final OutboxTransitions outbox;
   private final AtomicBoolean stopped = new AtomicBoolean();
 
@@ -83,8 +87,11 @@ public final class LocalRuntime implements AutoCloseable {
       HttpApi api,
       LocalHttpServer http,
       ScheduledExecutorService ticker,
-      LocalTickSchedule schedule) {
+      LocalTickSchedule schedule,
+      DirectoryArtifactStore artifacts) {
     this.settings = settings;
+    this.artifacts = artifacts;
+    this.artifactSweep = new ArtifactSweep(db, artifacts);
     this.schedule = schedule;
     this.kinds = kinds;
     this.tokens = tokens;
@@ -161,11 +168,16 @@ public final class LocalRuntime implements AutoCloseable {
       // such, billed at Spot prices, and open to a simulated reclaim.
       queue.useCapacities(new Capacities(settings.defaultCapacity(), kinds.capacities()));
       platform.onStopped(queue::taskStopped);
+      // The artifact store: the worker processes put files in it, the API serves them from it.
+      DirectoryArtifactStore artifacts =
+          new DirectoryArtifactStore(
+              LocalProcessPlatform.Directories.under(settings.dataDir()).artifacts());
       HttpApi api =
           new HttpApi(
                   queue,
                   new JobQueries(db, settings.queue(), QueueClock.DATABASE),
-                  kinds.registry())
+                  kinds.registry(),
+                  artifacts)
               .withSpotReclaims(new LocalReclaims(db, platform, settings.reclaimGrace()));
       LocalHttpServer http = LocalHttpServer.start(settings.port(), tokens, api::handle);
       opened.push(http);
@@ -178,7 +190,8 @@ public final class LocalRuntime implements AutoCloseable {
               });
       LocalRuntime runtime =
           new LocalRuntime(
-              settings, kinds, tokens, database, db, platform, queue, api, http, ticker, schedule);
+              settings, kinds, tokens, database, db, platform, queue, api, http, ticker, schedule,
+              artifacts);
       // The first tick runs at once: after a restart it re-checks the workers the last server left.
       ticker.scheduleWithFixedDelay(
           runtime::tick, 0, settings.tickInterval().toMillis(), TimeUnit.MILLISECONDS);
@@ -261,6 +274,20 @@ public final class LocalRuntime implements AutoCloseable {
     }
   }
 
+  /**
+   * Unpublished uploads of attempts that can no longer publish, and the files of jobs the retention
+   * deleted ({@link ArtifactSweep}): one read per tick, and none while the store is empty.
+   */
+  private void sweepArtifacts() {
+    try {
+      if (!artifacts.isEmpty()) {
+        artifactSweep.sweep();
+      }
+    } catch (IOException e) {
+      LOG.log(Level.WARNING, "artifact sweep failed; the next tick retries: " + e);
+    }
+  }
+
   private void tick() {
     TickSchedule.Cause cause = schedule.due(System.nanoTime());
     if (cause == null) {
@@ -277,6 +304,7 @@ public final class LocalRuntime implements AutoCloseable {
         disk.sweep(platform.knownWorkerIds());
         swept = true;
       }
+      sweepArtifacts();
     } catch (RuntimeException e) {
       // A failed tick must not end the schedule: the next one starts over from the database.
       LOG.log(Level.WARNING, "tick failed; the next one retries: " + e);

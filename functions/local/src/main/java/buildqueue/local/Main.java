@@ -44,6 +44,7 @@ public final class Main {
           + RetryCommand.USAGE
           + LogsCommand.USAGE
           + ReclaimCommand.USAGE
+          + ArtifactsCommand.USAGE
           + """
 
       Client commands also take --port, --data-dir (where the token secret is) and --json; or
@@ -77,6 +78,7 @@ public final class Main {
     commands.put("retry", new RetryCommand(cli));
     commands.put("logs", new LogsCommand(cli));
     commands.put("reclaim", new ReclaimCommand(cli));
+    commands.put("artifacts", new ArtifactsCommand(cli));
   }
 
   public static void main(String[] args) {

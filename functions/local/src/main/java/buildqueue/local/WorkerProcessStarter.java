@@ -89,6 +89,7 @@ record WorkerProcessStarter(
     // What stop() gives a worker between SIGTERM and SIGKILL: it stops its job within that.
     env.put(WorkerEnvironment.STOP_TIMEOUT_SECONDS, Long.toString(KILL_AFTER_STOP.toSeconds()));
     env.put(LocalJobLogSink.JOB_LOG_DIR, dirs.jobLogs().toAbsolutePath().toString());
+    env.put(WorkerEnvironment.ARTIFACT_DIR, dirs.artifacts().toAbsolutePath().toString());
     env.put(WorkerEnvironment.MAX_LOG_BYTES, Long.toString(maxLogBytes));
     return builder.start();
   }

@@ -53,6 +53,15 @@ final class TestServer implements AutoCloseable {
     return new TestServer(db, LocalRuntime.start(settings));
   }
 
+  /** A user's token, as the CLI takes it. */
+  String token(String user) {
+    return runtime.tokens().mint(user, false, Duration.ofMinutes(10));
+  }
+
+  java.net.URI baseUri() {
+    return runtime.baseUri();
+  }
+
   ApiClient client(String user, boolean admin) {
     return new ApiClient(
         runtime.baseUri(), runtime.tokens().mint(user, admin, Duration.ofMinutes(10)));

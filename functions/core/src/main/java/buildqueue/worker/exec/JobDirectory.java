@@ -22,6 +22,10 @@ import java.util.stream.Stream;
  *   tmp/           its TMPDIR
  *   home/          its HOME, empty: where its tools (npm, git, gradle) write their caches and
  *                  settings, so nothing one job leaves there reaches the next on the worker
+ *   artifacts/     empty: what the program leaves here is uploaded as its artifacts if it
+ *                  exits 0 ($BUILDQUEUE_ARTIFACTS)
+ *   parent-artifacts/  only for a payload with "artifactsOf": the parent's artifacts, copied
+ *                  ($BUILDQUEUE_PARENT_ARTIFACTS)
  *   payload.json   the job's payload ($BUILDQUEUE_PAYLOAD)
  *   control.jsonl  where it reports ($BUILDQUEUE_CONTROL)
  *   session        the program's session ({@link JobSession}), recorded before it runs, for
@@ -49,6 +53,7 @@ public final class JobDirectory {
       Files.createDirectory(dir.work());
       Files.createDirectory(dir.tmp());
       Files.createDirectory(dir.home());
+      Files.createDirectory(dir.artifacts());
       Files.write(dir.payload(), payloadJson);
       Files.createFile(dir.control());
     } catch (IOException | RuntimeException e) {
@@ -72,6 +77,17 @@ public final class JobDirectory {
 
   public Path home() {
     return root.resolve("home");
+  }
+
+  public Path artifacts() {
+    return root.resolve("artifacts");
+  }
+
+  /**
+   * A follow-up's copy of its parent's artifacts ($BUILDQUEUE_PARENT_ARTIFACTS), if it named one.
+   */
+  public Path parentArtifacts() {
+    return root.resolve("parent-artifacts");
   }
 
   public Path payload() {

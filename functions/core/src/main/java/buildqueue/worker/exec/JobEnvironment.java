@@ -30,6 +30,12 @@ public final class JobEnvironment {
   public static final String PAYLOAD = "BUILDQUEUE_PAYLOAD";
   public static final String CONTROL = "BUILDQUEUE_CONTROL";
 
+  /** The attempt's empty artifacts directory: its files are published if the program exits 0. */
+  public static final String ARTIFACTS = "BUILDQUEUE_ARTIFACTS";
+
+  /** A follow-up's copy of the artifacts its payload's {@code artifactsOf} names; set only then. */
+  public static final String PARENT_ARTIFACTS = "BUILDQUEUE_PARENT_ARTIFACTS";
+
   private JobEnvironment() {}
 
   public static Map<String, String> of(
@@ -52,6 +58,10 @@ public final class JobEnvironment {
     env.put(PROGRESS, Integer.toString(context.progress()));
     env.put(PAYLOAD, dir.payload().toString());
     env.put(CONTROL, dir.control().toString());
+    env.put(ARTIFACTS, dir.artifacts().toString());
+    if (java.nio.file.Files.isDirectory(dir.parentArtifacts())) {
+      env.put(PARENT_ARTIFACTS, dir.parentArtifacts().toString());
+    }
     return env;
   }
 }

@@ -181,13 +181,67 @@ public final class ProcessRunner implements CommandRunner {
       return JobOutcome.interrupted(why);
     }
     try {
-      return new ProgramAttempt(kind, context, dir, workerEnvironment, launcher, clock, limits)
-          .run();
+      JsonNode parent = context.payload() == null ? null : context.payload().get(ARTIFACTS_OF);
+      if (parent != null) {
+        String refused = fetchParent(context, dir, parent);
+        if (refused != null) {
+          log.line(JobLog.Stream.WORKER, refused);
+          return JobOutcome.failed(refused);
+        }
+      }
+      JobOutcome outcome =
+          new ProgramAttempt(kind, context, dir, workerEnvironment, launcher, clock, limits).run();
+      return outcome instanceof JobOutcome.Succeeded
+          ? upload(kind, context, dir, outcome)
+          : outcome;
     } finally {
       if (!dir.delete()) {
         LOG.log(Level.WARNING, "job {0}: could not delete all of {1}", context.jobId(), dir.root());
         log.line(JobLog.Stream.WORKER, "could not delete all of the job's directory " + dir.root());
       }
+    }
+  }
+
+  /** The payload key of a follow-up that takes a parent's artifacts (a job id of the same user). */
+  public static final String ARTIFACTS_OF = "artifactsOf";
+
+  /**
+   * Copies the artifacts the payload's {@value #ARTIFACTS_OF} names before the program starts;
+   * answers why not, or null.
+   */
+  private static String fetchParent(JobContext context, JobDirectory dir, JsonNode parent) {
+    if (!parent.canConvertToLong() || !parent.isIntegralNumber() || parent.longValue() < 1) {
+      return "the payload's " + ARTIFACTS_OF + " must be a job id (a whole number), not " + parent;
+    }
+    try {
+      java.nio.file.Files.createDirectory(dir.parentArtifacts());
+      java.nio.file.Files.setPosixFilePermissions(
+          dir.parentArtifacts(),
+          java.nio.file.attribute.PosixFilePermissions.fromString("rwxr-xr-x"));
+      return context.fetchParentArtifacts(parent.longValue(), dir.parentArtifacts());
+    } catch (IOException e) {
+      return "the worker could not fetch the artifacts of job " + parent + ": " + e.getMessage();
+    }
+  }
+
+  /**
+   * A program that exited 0 has its artifacts uploaded before its directory goes: past a limit the
+   * job fails naming it; a store that fails interrupts the attempt (the store's fault, not the
+   * job's), and its next attempt runs the program again.
+   */
+  private static JobOutcome upload(
+      CommandKind kind, JobContext context, JobDirectory dir, JobOutcome succeeded) {
+    try {
+      String refused = context.uploadArtifacts(dir.artifacts(), kind.artifacts());
+      if (refused != null) {
+        context.log().line(JobLog.Stream.WORKER, refused);
+        return JobOutcome.failed(refused);
+      }
+      return succeeded;
+    } catch (IOException e) {
+      String why = "the worker could not upload the job's artifacts: " + e.getMessage();
+      context.log().line(JobLog.Stream.WORKER, why);
+      return JobOutcome.interrupted(why);
     }
   }
 

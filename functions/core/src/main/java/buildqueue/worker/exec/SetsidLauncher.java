@@ -252,7 +252,7 @@ public final class SetsidLauncher implements ProcessLauncher {
       return;
     }
     JobUser u = user.get();
-    for (Path p : List.of(dir.work(), dir.tmp(), dir.home(), dir.control())) {
+    for (Path p : List.of(dir.work(), dir.tmp(), dir.home(), dir.artifacts(), dir.control())) {
       Files.setAttribute(p, "unix:uid", u.uid(), LinkOption.NOFOLLOW_LINKS);
       Files.setAttribute(p, "unix:gid", u.gid(), LinkOption.NOFOLLOW_LINKS);
     }

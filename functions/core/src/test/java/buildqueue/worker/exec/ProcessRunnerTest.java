@@ -639,7 +639,8 @@ class ProcessRunnerTest {
             "BUILDQUEUE_ATTEMPT",
             "BUILDQUEUE_PROGRESS",
             "BUILDQUEUE_PAYLOAD",
-            "BUILDQUEUE_CONTROL");
+            "BUILDQUEUE_CONTROL",
+            "BUILDQUEUE_ARTIFACTS");
     assertThat(String.join("\n", ctx.lines(STDOUT)))
         .doesNotContain("hunter2", "AKIAEXAMPLE", "3f1c9a4e", "credentials");
     assertThat(env)
