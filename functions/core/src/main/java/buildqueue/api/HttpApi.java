@@ -33,10 +33,11 @@ import java.util.stream.Collectors;
  * /jobs/{id}/events}, {@code POST /jobs/{id}/cancel}), {@link OperatorRoutes} ({@code POST
  * /jobs/cancel}, admin; {@code POST /jobs/{id}/retry}), {@link JobLogRoute} ({@code GET
  * /jobs/{id}/log}), {@link LaneRoutes} ({@code GET /lanes}, admin), {@link UserRoutes} ({@code PUT
- * /users/{userId}}, admin). This class is the router: it matches a route, authenticates the caller
- * for the route's {@link Route.Access}, refuses every write to a read-only caller, checks the query
- * and the body's size, and maps every failure to a problem response, so a handler does none of
- * that. A new resource is one class implementing {@link Route.Resource}, listed in the constructor.
+ * /users/{userId}}, admin), {@link WebhookRoutes} ({@code /webhooks/...}, admin). This class is the
+ * router: it matches a route, authenticates the caller for the route's {@link Route.Access},
+ * refuses every write to a read-only caller, checks the query and the body's size, and maps every
+ * failure to a problem response, so a handler does none of that. A new resource is one class
+ * implementing {@link Route.Resource}, listed in the constructor.
  */
 public final class HttpApi {
   private static final System.Logger LOG = System.getLogger(HttpApi.class.getName());
@@ -91,7 +92,8 @@ public final class HttpApi {
             new JobLogRoute(queries),
             new LaneRoutes(queue, queries),
             new UserRoutes(queue),
-            new UsageRoutes(queries));
+            new UsageRoutes(queries),
+            new WebhookRoutes(queue));
     this.routes = resources.stream().flatMap(r -> r.routes().stream()).toList();
   }
 

@@ -60,7 +60,8 @@ public final class Migrator {
           "V014__idle_tick.sql",
           "V015__priorities_and_pause.sql",
           "V016__retry_links.sql",
-          "V017__lane_recent_finished.sql");
+          "V017__lane_recent_finished.sql",
+          "V021__webhooks_and_trace_context.sql");
 
   private static final String CREATE_TABLE =
       """

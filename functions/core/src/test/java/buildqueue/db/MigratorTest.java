@@ -170,7 +170,8 @@ class MigratorTest {
               "V014__idle_tick.sql",
               "V015__priorities_and_pause.sql",
               "V016__retry_links.sql",
-              "V017__lane_recent_finished.sql");
+              "V017__lane_recent_finished.sql",
+              "V021__webhooks_and_trace_context.sql");
 
       assertThat(recorded(db)).isEqualTo(checksums(Migrator.MIGRATIONS));
       assertThat(new Migrator(db.jdbc()).migrate()).isEmpty();
