@@ -101,7 +101,7 @@ public final class WebhookHttp implements WebhookTransport {
       out.flush();
       return read(socket, deadline);
     } catch (SocketTimeoutException e) {
-      return Answer.failed(0, "no answer within " + timeout.toSeconds() + " s");
+      return Answer.failed(0, "no answer within " + timeout.toMillis() + " ms");
     } catch (IOException e) {
       return Answer.failed(0, "could not deliver: " + cut(String.valueOf(e.getMessage())));
     }

@@ -34,6 +34,9 @@ import java.util.function.Consumer;
  * @param jobUser when the server runs as root, the unprivileged user its jobs' programs run as
  *     (default {@value #DEFAULT_JOB_USER}); naming the server's own user runs them as that user.
  *     Without root, jobs run as the server's user whatever this says.
+ * @param webhooksAllowPrivateTargets whether webhook deliveries may reach private, loopback and
+ *     link-local addresses (default false: refused, docs/architecture.md "Webhooks"; a receiver on
+ *     this machine needs it)
  */
 public record LocalSettings(
     int port,
@@ -46,7 +49,8 @@ public record LocalSettings(
     QueueConfig queue,
     Optional<Path> kindsFile,
     long maxLogBytes,
-    String jobUser) {
+    String jobUser,
+    boolean webhooksAllowPrivateTargets) {
 
   /** The user jobs run as when the server runs as root: it exists on Debian and owns nothing. */
   public static final String DEFAULT_JOB_USER = "nobody";
@@ -74,7 +78,8 @@ public record LocalSettings(
             .build(),
         Optional.empty(),
         JobLog.DEFAULT_MAX_LOG_BYTES,
-        DEFAULT_JOB_USER);
+        DEFAULT_JOB_USER,
+        false);
   }
 
   public LocalSettings {
@@ -150,6 +155,10 @@ public record LocalSettings(
     return with(v -> v.jobUser = user);
   }
 
+  public LocalSettings withWebhooksAllowPrivateTargets(boolean allow) {
+    return with(v -> v.webhooksAllowPrivateTargets = allow);
+  }
+
   /** A copy with {@code change} made to its values; the record's checks run on the copy. */
   private LocalSettings with(Consumer<Values> change) {
     Values v = new Values(this);
@@ -165,7 +174,8 @@ public record LocalSettings(
         v.queue,
         v.kindsFile,
         v.maxLogBytes,
-        v.jobUser);
+        v.jobUser,
+        v.webhooksAllowPrivateTargets);
   }
 
   /** The record's components, as a wither changes them. */
@@ -181,6 +191,7 @@ public record LocalSettings(
     Optional<Path> kindsFile;
     long maxLogBytes;
     String jobUser;
+    boolean webhooksAllowPrivateTargets;
 
     Values(LocalSettings s) {
       port = s.port;
@@ -194,6 +205,7 @@ public record LocalSettings(
       kindsFile = s.kindsFile;
       maxLogBytes = s.maxLogBytes;
       jobUser = s.jobUser;
+      webhooksAllowPrivateTargets = s.webhooksAllowPrivateTargets;
     }
   }
 
@@ -231,6 +243,8 @@ public record LocalSettings(
         + maxLogBytes
         + ", jobUser="
         + jobUser
+        + ", webhooksAllowPrivateTargets="
+        + webhooksAllowPrivateTargets
         + "]";
   }
 }

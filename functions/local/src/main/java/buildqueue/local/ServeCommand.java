@@ -22,6 +22,7 @@ record ServeCommand(Cli cli) implements CliCommand {
       """
         serve [--demo] [--port 8080] [--data-dir .buildqueue] [--database-url jdbc:postgresql://...]
               [--tick-interval 5s] [--shared-slots 1] [--shutdown-grace 30s] [--kinds kinds.json]
+              [--webhooks-allow-private-targets]
               [--worker-lifetime 60m] [--shared-order fair|fifo] [--max-queued-jobs 1000]
               [--max-log-bytes 100m] [--retention 7d] [--job-user nobody]
             Runs the queue, the HTTP API and the dashboard on http://127.0.0.1:<port>/, with
@@ -59,7 +60,7 @@ record ServeCommand(Cli cli) implements CliCommand {
                 "max-log-bytes",
                 "retention",
                 "job-user"),
-            Set.of("demo"));
+            Set.of("demo", "webhooks-allow-private-targets"));
     cl.atMostPositionals(
         0, "serve [--demo] [--port N] [--data-dir DIR] [--database-url URL] [--kinds FILE]");
     boolean demo = cl.has("demo");
@@ -103,7 +104,8 @@ record ServeCommand(Cli cli) implements CliCommand {
             .withShutdownGrace(cl.duration("shutdown-grace", defaults.shutdownGrace()))
             .withQueue(queue)
             .withKindsFile(cl.has("kinds") ? Path.of(cl.get("kinds", "")) : null)
-            .withMaxLogBytes(cl.bytes("max-log-bytes", defaults.maxLogBytes()));
+            .withMaxLogBytes(cl.bytes("max-log-bytes", defaults.maxLogBytes()))
+            .withWebhooksAllowPrivateTargets(cl.has("webhooks-allow-private-targets"));
     String jobUser = cl.get("job-user", defaults.jobUser());
     if (!LocalSettings.USER_NAME.matcher(jobUser).matches()) {
       throw new CommandLine.UsageException(

@@ -70,8 +70,8 @@ class JavaClientTest {
             .kind("demo")
             .payload(Map.of("steps", 3, "stepMillis", 20))
             .idempotencyKey("java-build-1");
-    ApiResponse<Job> first = jobs.submitJobWithHttpInfo(body);
-    ApiResponse<Job> again = jobs.submitJobWithHttpInfo(body);
+    ApiResponse<Job> first = jobs.submitJobWithHttpInfo(body, null);
+    ApiResponse<Job> again = jobs.submitJobWithHttpInfo(body, null);
     assertThat(first.getStatusCode()).isEqualTo(201);
     assertThat(again.getStatusCode()).isEqualTo(200);
     assertThat(again.getData().getId()).isEqualTo(first.getData().getId());
@@ -84,8 +84,10 @@ class JavaClientTest {
 
   @Test
   void a_supersede_key_cancels_the_earlier_job() throws Exception {
-    Job first = jobs.submitJob(new SubmitJob().kind("demo").payload(LONG).supersedeKey("doc-7"));
-    Job second = jobs.submitJob(new SubmitJob().kind("demo").payload(LONG).supersedeKey("doc-7"));
+    Job first =
+        jobs.submitJob(new SubmitJob().kind("demo").payload(LONG).supersedeKey("doc-7"), null);
+    Job second =
+        jobs.submitJob(new SubmitJob().kind("demo").payload(LONG).supersedeKey("doc-7"), null);
     Job replaced = awaitFinished(first.getId());
     assertThat(replaced.getStatus()).isEqualTo(JobStatus.CANCELLED);
     assertThat(replaced.getSupersededBy()).isEqualTo(second.getId());
@@ -98,7 +100,8 @@ class JavaClientTest {
     List<Long> submitted = new ArrayList<>();
     for (int i = 0; i < 3; i++) {
       submitted.add(
-          jobs.submitJob(new SubmitJob().kind("demo").payload(Map.of("steps", 1, "stepMillis", 1)))
+          jobs.submitJob(
+                  new SubmitJob().kind("demo").payload(Map.of("steps", 1, "stepMillis", 1)), null)
               .getId());
     }
     Set<Long> seen = new HashSet<>();
@@ -118,7 +121,8 @@ class JavaClientTest {
   @Test
   void the_log_since_a_byte_count_is_what_came_after_it() throws Exception {
     long id =
-        jobs.submitJob(new SubmitJob().kind("demo").payload(Map.of("steps", 2, "stepMillis", 10)))
+        jobs.submitJob(
+                new SubmitJob().kind("demo").payload(Map.of("steps", 2, "stepMillis", 10)), null)
             .getId();
     awaitFinished(id);
     ApiResponse<String> all = jobs.getJobLogWithHttpInfo(id, null);
@@ -132,7 +136,7 @@ class JavaClientTest {
 
   @Test
   void cancel_stops_a_job() throws Exception {
-    long id = jobs.submitJob(new SubmitJob().kind("demo").payload(LONG)).getId();
+    long id = jobs.submitJob(new SubmitJob().kind("demo").payload(LONG), null).getId();
     jobs.cancelJob(id);
     assertThat(awaitFinished(id).getStatus()).isEqualTo(JobStatus.CANCELLED);
   }
@@ -147,7 +151,7 @@ class JavaClientTest {
       assertThatThrownBy(
               () -> {
                 for (int i = 0; i < 5; i++) {
-                  accepted.add(quota.submitJob(body).getId());
+                  accepted.add(quota.submitJob(body, null).getId());
                 }
               })
           .isInstanceOfSatisfying(
