@@ -159,12 +159,12 @@ public final class WebhookEndpoints {
 
   private static final String DELIVERIES =
       """
-      -- Size: at most 201 rows of ids, times and an error cut to 1,000 characters: under 300 KB.
       select d.id, d.event_id, d.job_id, e.type, d.status, d.attempts, d.last_status, d.last_error,
         d.created_at, d.first_attempt_at, d.last_attempt_at, d.next_attempt_at, d.delivered_at
       from build_webhook_delivery d
       join build_webhook_endpoint w on w.id = d.endpoint_id
       join build_job_event e on e.id = d.event_id
+      -- Size: at most 201 rows of ids, times and an error cut to 1,000 characters: under 300 KB.
       where w.name = :name
         and (:status::text is null or d.status = :status)
         and (:before::bigint is null or d.id < :before)
