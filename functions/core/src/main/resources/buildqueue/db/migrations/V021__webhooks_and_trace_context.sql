@@ -100,3 +100,27 @@ begin
   return v_events;
 end;
 $$;
+
+-- A running job's traceparent for its worker, fenced like every worker statement (its id, its token,
+-- running, before the lease, the job its own). Called only by a worker that runs a program, once per
+-- attempt, to give the program TRACEPARENT (docs/architecture.md "Trace context").
+create function build_worker_job_traceparent(p_worker_id bigint, p_token uuid, p_job_id bigint,
+                                             p_now timestamptz)
+returns text
+language plpgsql stable security definer set search_path = public, pg_temp
+set plan_cache_mode = force_generic_plan as $$
+declare
+  v_now timestamptz := coalesce(p_now, now());
+  v_traceparent text;
+begin
+  select j.traceparent into v_traceparent
+  from build_job j join build_worker w on w.id = j.worker_id
+  where j.id = p_job_id and j.status = 'running'
+    and w.id = p_worker_id and w.token = p_token and w.status = 'running'
+    and w.expires_at > v_now;
+  return v_traceparent;
+end;
+$$;
+
+revoke all on function build_worker_job_traceparent(bigint, uuid, bigint, timestamptz) from public;
+grant execute on function build_worker_job_traceparent(bigint, uuid, bigint, timestamptz) to buildqueue_worker;
