@@ -109,7 +109,7 @@ public final class TickTransitions {
         exists(select 1 from build_webhook_delivery h
                where h.status = 'pending' and h.next_attempt_at <= t.now
                  and (h.claimed_until is null or h.claimed_until <= t.now)) as webhooks_due,
-        -- What build_tick_disarm (V014) checks, so a tick that finds none of it disarms; and a
+        -- What build_tick_disarm (V014) checks, so a tick that finds none of it disarms, and a
         -- pending webhook delivery, which keeps the tick (and so its deliverer) running until it is
         -- acknowledged or dead. A replay arms the tick again (BuildQueue.replayWebhookDelivery).
         (exists(select 1 from build_job j where j.status = 'queued')
