@@ -35,12 +35,12 @@ import java.util.stream.Collectors;
  * /jobs/{id}/events}, {@code POST /jobs/{id}/cancel}), {@link OperatorRoutes} ({@code POST
  * /jobs/cancel}, admin; {@code POST /jobs/{id}/retry}), {@link JobLogRoute} ({@code GET
  * /jobs/{id}/log}), {@link LaneRoutes} ({@code GET /lanes}, admin), {@link UserRoutes} ({@code PUT
- * /users/{userId}}, admin), {@link WorkerRoutes} ({@code POST /workers/{id}/reclaim}, admin, the
- * local server's only: {@link #withSpotReclaims}). This class is the router: it matches a route,
- * authenticates the caller for the route's {@link Route.Access}, refuses every write to a read-only
- * caller, checks the query and the body's size, and maps every failure to a problem response, so a
- * handler does none of that. A new resource is one class implementing {@link Route.Resource},
- * listed in the constructor.
+ * /users/{userId}}, admin), {@link WebhookRoutes} ({@code /webhooks/...}, admin), {@link
+ * WorkerRoutes} ({@code POST /workers/{id}/reclaim}, admin, the local server's only: {@link
+ * #withSpotReclaims}). This class is the router: it matches a route, authenticates the caller for
+ * the route's {@link Route.Access}, refuses every write to a read-only caller, checks the query and
+ * the body's size, and maps every failure to a problem response, so a handler does none of that. A
+ * new resource is one class implementing {@link Route.Resource}, listed in the constructor.
  */
 public final class HttpApi {
   private static final System.Logger LOG = System.getLogger(HttpApi.class.getName());
@@ -108,7 +108,8 @@ public final class HttpApi {
             new ArtifactRoutes(queries, artifacts),
             new LaneRoutes(queue, queries),
             new UserRoutes(queue),
-            new UsageRoutes(queries));
+            new UsageRoutes(queries),
+            new WebhookRoutes(queue));
     this.routes = resources.stream().flatMap(r -> r.routes().stream()).toList();
   }
 

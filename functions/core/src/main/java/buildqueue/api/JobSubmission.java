@@ -8,6 +8,7 @@ import buildqueue.core.PayloadTooLargeException;
 import buildqueue.core.Priority;
 import buildqueue.core.QueueFullException;
 import buildqueue.core.RowLimits;
+import buildqueue.core.TraceContext;
 import buildqueue.db.Json;
 import buildqueue.kinds.KindRegistry;
 import buildqueue.kinds.PayloadSchema;
@@ -87,11 +88,19 @@ record JobSubmission(BuildQueue queue, KindRegistry kinds, JobAnswers answers)
           "The payload could not be stored as JSON: " + e.getOriginalMessage());
     }
 
+    TraceContext traceparent = traceparent(call.request());
+
     BuildQueue.Submitted submitted;
     try {
       submitted =
           queue.submit(
-              call.caller().userId(), kind, new Json(payloadText), key, supersedeKey, priority);
+              call.caller().userId(),
+              kind,
+              new Json(payloadText),
+              key,
+              supersedeKey,
+              priority,
+              traceparent);
     } catch (PayloadTooLargeException e) {
       throw payloadTooLarge(e.storedBytes());
     } catch (QueueFullException e) {
@@ -125,6 +134,26 @@ record JobSubmission(BuildQueue queue, KindRegistry kinds, JobAnswers answers)
     }
     return ApiJson.response(enqueued.created() ? 201 : 200, out)
         .withHeader("Location", "/jobs/" + job.id());
+  }
+
+  /**
+   * The W3C {@code traceparent} header (docs/architecture.md "Trace context"); null when absent. A
+   * malformed one is refused rather than dropped: the caller asked for a trace and would lose it.
+   */
+  static TraceContext traceparent(ApiRequest request) {
+    Optional<String> header = request.header(TraceContext.HEADER);
+    if (header.isEmpty()) {
+      return null;
+    }
+    return TraceContext.parse(header.get())
+        .orElseThrow(
+            () ->
+                ApiProblem.invalid(
+                    "The header \"traceparent\" must be a W3C trace context of version 00: "
+                        + TraceContext.EXPECTED
+                        + "; not \""
+                        + JsonBodies.printable(header.get())
+                        + "\"."));
   }
 
   /**

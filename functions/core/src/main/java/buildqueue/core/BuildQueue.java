@@ -49,6 +49,7 @@ public final class BuildQueue {
   private final TickSchedule schedule;
   private final OrderTransitions order;
   private final OperatorTransitions operators;
+  private final WebhookEndpoints webhooks;
   private volatile boolean dispatching = true;
   private volatile Capacities capacities = Capacities.ON_DEMAND;
 
@@ -105,10 +106,36 @@ public final class BuildQueue {
     this.tick = new TickTransitions(db, config, clock);
     this.order = new OrderTransitions(db, clock);
     this.operators = new OperatorTransitions(db, clock);
+    this.webhooks = new WebhookEndpoints(db, clock);
   }
 
   public QueueConfig config() {
     return config;
+  }
+
+  /** The webhook endpoints admins register, and their delivery logs. */
+  public WebhookEndpoints webhooks() {
+    return webhooks;
+  }
+
+  /**
+   * Replays a dead webhook delivery ({@link WebhookEndpoints#replay}) and, when it did, arms the
+   * tick: a pending delivery is work, and the tick runs the deliverer, but an idle queue's tick is
+   * off (docs/architecture.md "Idle at zero").
+   */
+  public WebhookEndpoints.Replay replayWebhookDelivery(String endpoint, long deliveryId) {
+    WebhookEndpoints.Replay r = webhooks.replay(endpoint, deliveryId);
+    if (r == WebhookEndpoints.Replay.REPLAYED) {
+      try {
+        schedule.arm();
+      } catch (RuntimeException e) {
+        LOG.log(
+            Level.WARNING,
+            "arming the tick after a webhook replay failed ({0}); the fallback tick delivers it",
+            e.toString());
+      }
+    }
+    return r;
   }
 
   /**
@@ -158,7 +185,7 @@ public final class BuildQueue {
       Priority priority) {
     RequestTail tail = newTail();
     JobTransitions.Enqueued enqueued =
-        enqueue(userId, kind, payload, idempotencyKey, supersedeKey, priority, tail, false);
+        enqueue(userId, kind, payload, idempotencyKey, supersedeKey, priority, null, tail, false);
     finishQuietly(tail, "job " + enqueued.jobId() + "'s enqueue");
     return enqueued;
   }
@@ -188,9 +215,25 @@ public final class BuildQueue {
       String idempotencyKey,
       String supersedeKey,
       Priority priority) {
+    return submit(userId, kind, payload, idempotencyKey, supersedeKey, priority, null);
+  }
+
+  /**
+   * As {@link #submit(String, String, Json, String, String, Priority)}; a new job keeps {@code
+   * traceparent} (null: none), which its events carry and its program receives.
+   */
+  public Submitted submit(
+      String userId,
+      String kind,
+      Json payload,
+      String idempotencyKey,
+      String supersedeKey,
+      Priority priority,
+      TraceContext traceparent) {
     RequestTail tail = newTail();
     JobTransitions.Enqueued enqueued =
-        enqueue(userId, kind, payload, idempotencyKey, supersedeKey, priority, tail, true);
+        enqueue(
+            userId, kind, payload, idempotencyKey, supersedeKey, priority, traceparent, tail, true);
     JobQueries.JobView job =
         tail.finish()
             .orElseThrow(
@@ -207,10 +250,12 @@ public final class BuildQueue {
       String idempotencyKey,
       String supersedeKey,
       Priority priority,
+      TraceContext traceparent,
       RequestTail tail,
       boolean answer) {
     JobTransitions.Enqueued enqueued =
-        jobs.enqueue(userId, kind, payload, idempotencyKey, supersedeKey, priority, tail);
+        jobs.enqueue(
+            userId, kind, payload, idempotencyKey, supersedeKey, priority, traceparent, tail);
     if (enqueued.armTick()) {
       // First, before the dispatch: a caller that dies in it has armed already.
       armAfterCommit(enqueued.jobId());

@@ -102,8 +102,10 @@ public final class JobTransitions {
         from size, queued, replaced, quota, budget
       ),
       inserted as (
-        insert into build_job (user_id, kind, payload, idempotency_key, supersede_key, priority, lane, created_at)
-        select :userId, :kind, doc.payload, :key, :supersedeKey, :priority::smallint, build_lane_of(:userId), t.now
+        insert into build_job (user_id, kind, payload, idempotency_key, supersede_key, priority, lane, created_at,
+                               traceparent)
+        select :userId, :kind, doc.payload, :key, :supersedeKey, :priority::smallint, build_lane_of(:userId), t.now,
+               :traceparent
         from t, doc, fits
         where fits.small and fits.room and fits.in_budget
         on conflict (user_id, idempotency_key) do nothing
@@ -217,14 +219,11 @@ public final class JobTransitions {
    */
   public Enqueued enqueue(
       String userId, String kind, Json payload, String idempotencyKey, String supersedeKey) {
-    return enqueue(userId, kind, payload, idempotencyKey, supersedeKey, Priority.NORMAL, null);
+    return enqueue(
+        userId, kind, payload, idempotencyKey, supersedeKey, Priority.NORMAL, null, null);
   }
 
-  /**
-   * As {@link #enqueue(String, String, Json, String, String)}, the new job with {@code priority}
-   * among its user's queued jobs; when a job is created, its statement also claims job events for
-   * {@code tail} (null: none), its own history rows among them.
-   */
+  /** As the method below, without a traceparent. */
   Enqueued enqueue(
       String userId,
       String kind,
@@ -233,12 +232,31 @@ public final class JobTransitions {
       String supersedeKey,
       Priority priority,
       RequestTail tail) {
+    return enqueue(userId, kind, payload, idempotencyKey, supersedeKey, priority, null, tail);
+  }
+
+  /**
+   * As {@link #enqueue(String, String, Json, String, String)}, the new job with {@code priority}
+   * among its user's queued jobs; when a job is created, its statement also claims job events for
+   * {@code tail} (null: none), its own history rows among them. A new job keeps {@code traceparent}
+   * (null: none; docs/architecture.md "Trace context").
+   */
+  Enqueued enqueue(
+      String userId,
+      String kind,
+      Json payload,
+      String idempotencyKey,
+      String supersedeKey,
+      Priority priority,
+      TraceContext traceparent,
+      RequestTail tail) {
     Params params =
         Params.of("now", clock.now(), "userId", userId, "kind", kind)
             .and("payload", payload)
             .and("key", idempotencyKey)
             .and("supersedeKey", supersedeKey)
             .and("priority", priority.value())
+            .and("traceparent", traceparent == null ? null : traceparent.header())
             .and("sharedSlots", config.sharedSlots())
             .and("maxPayloadBytes", RowLimits.MAX_PAYLOAD_BYTES)
             .and("defaultMaxQueued", config.maxQueuedJobs())

@@ -30,9 +30,19 @@ public final class OutboxTransitions {
     this.clock = clock;
   }
 
-  /** One unpublished history row with the job facts a subscriber needs. */
+  /**
+   * One unpublished history row with the job facts a subscriber needs; {@code traceparent} is the
+   * job's (null: none).
+   */
   public record PendingEvent(
-      long id, long jobId, String userId, String kind, String type, String message, Instant at) {}
+      long id,
+      long jobId,
+      String userId,
+      String kind,
+      String type,
+      String message,
+      Instant at,
+      String traceparent) {}
 
   private static final String CLAIM_PENDING =
       """
@@ -52,7 +62,8 @@ public final class OutboxTransitions {
       )
       -- Size: at most MAX_CLAIM rows of a user id, a kind and a message (an error text cut to
       -- RowLimits.MAX_ERROR_BYTES in at most 300 bytes of fixed text), at most 6 KB each.
-      select c.id, c.job_id, j.user_id, j.kind, c.type, c.detail ->> 'message' as message, c.at
+      select c.id, c.job_id, j.user_id, j.kind, c.type, c.detail ->> 'message' as message, c.at,
+        j.traceparent
       from claimed c join build_job j on j.id = c.job_id
       order by c.id
       """;
@@ -83,25 +94,19 @@ public final class OutboxTransitions {
                     r.string("kind"),
                     r.string("type"),
                     r.string("message"),
-                    r.instant("at")))
+                    r.instant("at"),
+                    r.string("traceparent")))
         .toList();
   }
 
+  // Assembled from pieces: AssembledStatementsTest pins the whole text in src/test/resources.
   private static final String SETTLE =
       """
       with t as (select coalesce(:now::timestamptz, now()) as now),
-      outcome as (
-        select unnest(string_to_array(:published, ',')::bigint[]) as id, true as published
-        union all
-        select unnest(string_to_array(:refused, ',')::bigint[]), false
-      )
-      update build_job_event e set
-        published_at = case when o.published then t.now end,
-        publish_claimed_until = case when o.published then null
-                                     else t.now + :retryMs * interval '1 millisecond' end
-      from outcome o, t
-      where e.id = o.id and e.published_at is null
-      """;
+      %s
+      select count(*) as settled from settled
+      """
+          .formatted(settleCtes());
 
   /**
    * Records what the receiver did with claimed rows: {@code published} ones are done, {@code
@@ -116,7 +121,7 @@ public final class OutboxTransitions {
     Params params =
         Params.of("now", clock.now(), "published", csv(published), "refused", csv(refused))
             .and("retryMs", RETRY_AFTER.toMillis());
-    return db.update(SETTLE, params);
+    return Math.toIntExact(db.query(SETTLE, params).get(0).longValue("settled"));
   }
 
   /**
@@ -169,7 +174,8 @@ public final class OutboxTransitions {
                 e.get("type").asText(),
                 e.get("message").isNull() ? null : e.get("message").asText(),
                 Instant.ofEpochSecond(
-                    Math.floorDiv(micros, 1_000_000L), Math.floorMod(micros, 1_000_000L) * 1000)));
+                    Math.floorDiv(micros, 1_000_000L), Math.floorMod(micros, 1_000_000L) * 1000),
+                e.hasNonNull("traceparent") ? e.get("traceparent").asText() : null));
       }
       return out;
     } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
@@ -182,8 +188,16 @@ public final class OutboxTransitions {
    * with the parameters of {@link #settlementParams}; nothing happens when both lists are empty.
    * Follows a {@code t} CTE with the statement's {@code now}.
    */
-  static final String SETTLE_CTES =
-      """
+  static final String SETTLE_CTES = settleCtes();
+
+  /**
+   * {@link #SETTLE_CTES}'s text. An event becomes published once ({@code published_at is null} in
+   * the guard), and in that same update it is owed to every webhook endpoint that wants it ({@code
+   * webhook_owed}, docs/architecture.md "Webhooks"): made exactly once per event and endpoint, and
+   * with no endpoint registered an empty join, no statement of its own.
+   */
+  private static String settleCtes() {
+    return """
       settle_outcome as (
         select unnest(string_to_array(:published::text, ',')::bigint[]) as id, true as published
         union all
@@ -196,8 +210,11 @@ public final class OutboxTransitions {
                                        else t.now + :retryMs * interval '1 millisecond' end
         from settle_outcome o, t
         where e.id = o.id and e.published_at is null
-        returning e.id
-      )""";
+        returning e.id, e.job_id, e.type, e.published_at
+      ),
+      %s"""
+        .formatted(WebhookDeliveries.OWED_CTE);
+  }
 
   /** The parameters of {@link #SETTLE_CTES}. */
   static buildqueue.db.Params settlementParams(

@@ -31,8 +31,12 @@ public final class TickTransitions {
    * @param lanesToDispatch a lane with a queued job and a free slot ({@link #lanesToDispatch})
    * @param eventsPending job events a publisher may claim ({@link OutboxTransitions#claimPending})
    * @param housekeeping rows {@link #housekeep} would delete
-   * @param work the queue has work: a queued job, a worker not exited, or a job event not yet
-   *     published. Without any, the tick may disarm its schedule ({@link #disarm})
+   * @param webhooksDue webhook deliveries a deliverer may claim ({@link
+   *     WebhookDeliveries#claimDue}); false whenever no endpoint is registered, so the deliverer
+   *     then never runs
+   * @param work the queue has work: a queued job, a worker not exited, a job event not yet
+   *     published, or a webhook delivery pending. Without any, the tick may disarm its schedule
+   *     ({@link #disarm})
    * @param gauges the queue's gauges, when asked for; else null
    */
   public record Survey(
@@ -42,6 +46,7 @@ public final class TickTransitions {
       boolean lanesToDispatch,
       boolean eventsPending,
       boolean housekeeping,
+      boolean webhooksDue,
       boolean work,
       Gauges gauges) {}
 
@@ -74,7 +79,7 @@ public final class TickTransitions {
         select count(j.id) as queued, min(j.created_at) as oldest
         from build_job j where :gauges::boolean and j.status = 'queued'
       )
-      -- Size: one row of six booleans and two numbers.
+      -- Size: one row of eight booleans and two numbers.
       select
         exists(select 1 from build_worker d
                where d.status <> 'exited' and d.task_id is not null
@@ -101,10 +106,16 @@ public final class TickTransitions {
          or exists(select 1 from build_worker o
                    where o.status = 'exited'
                      and o.exited_at < t.now - :retentionMs * interval '1 millisecond')) as housekeeping,
-        -- What build_tick_disarm (V014) checks, so a tick that finds none of it disarms.
+        exists(select 1 from build_webhook_delivery h
+               where h.status = 'pending' and h.next_attempt_at <= t.now
+                 and (h.claimed_until is null or h.claimed_until <= t.now)) as webhooks_due,
+        -- What build_tick_disarm (V014) checks, so a tick that finds none of it disarms, and a
+        -- pending webhook delivery, which keeps the tick (and so its deliverer) running until it is
+        -- acknowledged or dead. A replay arms the tick again (BuildQueue.replayWebhookDelivery).
         (exists(select 1 from build_job j where j.status = 'queued')
          or exists(select 1 from build_worker w where w.status <> 'exited')
-         or exists(select 1 from build_job_event e where e.published_at is null)) as work,
+         or exists(select 1 from build_job_event e where e.published_at is null)
+         or exists(select 1 from build_webhook_delivery h where h.status = 'pending')) as work,
         q.queued,
         coalesce(floor(extract(epoch from (t.now - q.oldest))), 0)::bigint as longest_wait_seconds
       from t, queued q
@@ -136,6 +147,7 @@ public final class TickTransitions {
         r.bool("lanes_to_dispatch"),
         r.bool("events_pending"),
         r.bool("housekeeping"),
+        r.bool("webhooks_due"),
         r.bool("work"),
         gauges
             ? new Gauges(r.longValue("queued"), Math.max(0, r.longValue("longest_wait_seconds")))

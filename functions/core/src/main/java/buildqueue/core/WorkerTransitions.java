@@ -472,6 +472,23 @@ public final class WorkerTransitions {
     return db.query(DRAIN, Params.of("workerId", workerId, "token", token)).get(0).bool("drained");
   }
 
+  private static final String TRACEPARENT =
+      """
+      select build_worker_job_traceparent(:workerId::bigint, :token::uuid, :jobId::bigint,
+                                          :now::timestamptz) as traceparent
+      """;
+
+  /**
+   * The W3C traceparent its submitter gave the running job {@code jobId} of this worker (V019),
+   * fenced by the token; empty when it has none, or the worker is fenced off. One statement, made
+   * only for a job whose program is started (docs/architecture.md "Trace context").
+   */
+  public Optional<TraceContext> traceparent(long workerId, UUID token, long jobId) {
+    Params params =
+        Params.of("workerId", workerId, "token", token, "jobId", jobId).and("now", clock.now());
+    return TraceContext.parse(db.query(TRACEPARENT, params).get(0).string("traceparent"));
+  }
+
   private static Optional<AssignedJob> assignedJob(Row r) {
     if (r.get("id") == null) {
       return Optional.empty();

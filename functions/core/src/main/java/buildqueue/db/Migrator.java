@@ -61,7 +61,8 @@ public final class Migrator {
           "V015__priorities_and_pause.sql",
           "V016__retry_links.sql",
           "V017__lane_recent_finished.sql",
-          "V018__artifacts.sql");
+          "V018__artifacts.sql",
+          "V019__webhooks_and_trace_context.sql");
 
   private static final String CREATE_TABLE =
       """

@@ -104,6 +104,14 @@ public interface JobContext {
    * program is signalled before the next check-in's statement, which then answers {@link
    * CheckIn#STOP_REQUESTED} too.
    */
+  /**
+   * The trace context its submitter gave the job ({@code traceparent} on {@code POST /jobs}); empty
+   * when none. A program gets it as {@code TRACEPARENT} with a span id of its own per attempt.
+   */
+  default java.util.Optional<buildqueue.core.TraceContext> traceparent() {
+    return java.util.Optional.empty();
+  }
+
   default boolean stopRequested() {
     return false;
   }

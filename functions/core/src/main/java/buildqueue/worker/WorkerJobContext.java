@@ -79,6 +79,17 @@ final class WorkerJobContext implements JobContext {
     return workerId;
   }
 
+  private java.util.Optional<buildqueue.core.TraceContext> traceparent;
+
+  /** Read once per attempt, when a program asks (a statement only a program job pays). */
+  @Override
+  public java.util.Optional<buildqueue.core.TraceContext> traceparent() {
+    if (traceparent == null) {
+      traceparent = transitions.traceparent(workerId, token, job.id());
+    }
+    return traceparent;
+  }
+
   UUID token() {
     return token;
   }

@@ -165,7 +165,7 @@ class OpenApiContractTest extends ApiTest {
 
     assertThat(parsed.getMessages()).isEmpty();
     assertThat(parsed.getOpenAPI().getOpenapi()).isEqualTo("3.1.0");
-    assertThat(parsed.getOpenAPI().getPaths()).hasSize(20);
+    assertThat(parsed.getOpenAPI().getPaths()).hasSize(24);
   }
 
   @Test

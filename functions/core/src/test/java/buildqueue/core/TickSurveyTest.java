@@ -171,7 +171,8 @@ class TickSurveyTest {
       assertThat(h.db.statements()).isEqualTo(1);
       assertThat(report.found())
           .isEqualTo(
-              new TickTransitions.Survey(false, false, false, false, false, false, false, null));
+              new TickTransitions.Survey(
+                  false, false, false, false, false, false, false, false, null));
       assertThat(report.eventsMayBePending()).isFalse();
     }
   }

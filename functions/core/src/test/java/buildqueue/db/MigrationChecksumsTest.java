@@ -66,6 +66,9 @@ class MigrationChecksumsTest {
         "f1f1f53a923dac15b587083da4bdafba842a4e2e80a10de3003a6a062c0329c0");
     RELEASED.put(
         "V018__artifacts.sql", "9fa3c792d2272df2f3c772945e2ece2fc8b8593df381ad53e8dde6f68eda3880");
+    RELEASED.put(
+        "V019__webhooks_and_trace_context.sql",
+        "90dffa01ca7d2abf4098e5d2d06a184d8937cbd37b0f500287e01484a6742fad");
   }
 
   @Test

@@ -171,7 +171,8 @@ class MigratorTest {
               "V015__priorities_and_pause.sql",
               "V016__retry_links.sql",
               "V017__lane_recent_finished.sql",
-              "V018__artifacts.sql");
+              "V018__artifacts.sql",
+              "V019__webhooks_and_trace_context.sql");
 
       assertThat(recorded(db)).isEqualTo(checksums(Migrator.MIGRATIONS));
       assertThat(new Migrator(db.jdbc()).migrate()).isEmpty();

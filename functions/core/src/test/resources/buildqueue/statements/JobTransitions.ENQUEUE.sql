@@ -46,8 +46,10 @@ fits as (
   from size, queued, replaced, quota, budget
 ),
 inserted as (
-  insert into build_job (user_id, kind, payload, idempotency_key, supersede_key, priority, lane, created_at)
-  select :userId, :kind, doc.payload, :key, :supersedeKey, :priority::smallint, build_lane_of(:userId), t.now
+  insert into build_job (user_id, kind, payload, idempotency_key, supersede_key, priority, lane, created_at,
+                         traceparent)
+  select :userId, :kind, doc.payload, :key, :supersedeKey, :priority::smallint, build_lane_of(:userId), t.now,
+         :traceparent
   from t, doc, fits
   where fits.small and fits.room and fits.in_budget
   on conflict (user_id, idempotency_key) do nothing

@@ -10,6 +10,8 @@ import buildqueue.core.OutboxTransitions;
 import buildqueue.core.QueueClock;
 import buildqueue.core.TickBudget;
 import buildqueue.core.TickSchedule;
+import buildqueue.core.WebhookDeliveries;
+import buildqueue.core.WebhookHttp;
 import buildqueue.db.Database;
 import buildqueue.db.JdbcDatabase;
 import buildqueue.db.Migrator;
@@ -32,6 +34,7 @@ import java.util.Deque;
 import java.util.List;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -66,6 +69,18 @@ public final class LocalRuntime implements AutoCloseable {
   private final DirectoryArtifactStore artifacts;
   private final ArtifactSweep artifactSweep;
   private final OutboxTransitions outbox;
+  private final WebhookDeliveries webhooks;
+
+  /** Runs the webhook deliverer beside the tick, so a slow endpoint never holds the tick. */
+  private final ExecutorService webhookRunner =
+      Executors.newSingleThreadExecutor(
+          r -> {
+            Thread t = new Thread(r, "buildqueue-webhooks");
+            t.setDaemon(true);
+            return t;
+          });
+
+  private final AtomicBoolean delivering = new AtomicBoolean();
   private final AtomicBoolean stopped = new AtomicBoolean();
 
   /**
@@ -103,6 +118,9 @@ public final class LocalRuntime implements AutoCloseable {
     this.http = http;
     this.ticker = ticker;
     this.outbox = new OutboxTransitions(db, QueueClock.DATABASE);
+    this.webhooks =
+        new WebhookDeliveries(
+            db, QueueClock.DATABASE, new WebhookHttp(settings.webhooksAllowPrivateTargets()));
     this.disk =
         new DiskSweep(
             database.dataSource(), LocalProcessPlatform.Directories.under(settings.dataDir()));
@@ -296,6 +314,9 @@ public final class LocalRuntime implements AutoCloseable {
     try {
       publishLocally();
       BuildQueue.TickReport r = queue.tick(TickBudget.of(queue.maxTickBudget()), false, cause);
+      if (r.found().webhooksDue()) {
+        deliverWebhooks();
+      }
       if (r.exited() + r.reclaimed() + r.relaunched() + r.stopRequests() > 0) {
         LOG.log(Level.INFO, "tick: {0}", r);
       }
@@ -309,6 +330,30 @@ public final class LocalRuntime implements AutoCloseable {
       // A failed tick must not end the schedule: the next one starts over from the database.
       LOG.log(Level.WARNING, "tick failed; the next one retries: " + e);
     }
+  }
+
+  /** The most one delivery pass runs; what is left is due at the next tick's survey. */
+  private static final Duration WEBHOOK_PASS = Duration.ofSeconds(60);
+
+  /**
+   * Starts a delivery pass on its own thread unless one runs: the tick's survey found deliveries
+   * due, and with no endpoint registered it never does, so webhooks cost an idle or endpoint-less
+   * queue nothing.
+   */
+  private void deliverWebhooks() {
+    if (!delivering.compareAndSet(false, true)) {
+      return;
+    }
+    webhookRunner.execute(
+        () -> {
+          try {
+            webhooks.deliverDue(WEBHOOK_PASS);
+          } catch (RuntimeException e) {
+            LOG.log(Level.WARNING, "a webhook delivery pass failed; the next tick retries: " + e);
+          } finally {
+            delivering.set(false);
+          }
+        });
   }
 
   /**
@@ -403,8 +448,10 @@ public final class LocalRuntime implements AutoCloseable {
     platform.stopLaunching();
     http.close(Duration.ofSeconds(1));
     ticker.shutdown();
+    webhookRunner.shutdownNow();
     try {
       ticker.awaitTermination(30, TimeUnit.SECONDS);
+      webhookRunner.awaitTermination(15, TimeUnit.SECONDS);
       List<LocalTaskId> running = platform.liveWorkers();
       if (database.embedded() && !running.isEmpty()) {
         LOG.log(

@@ -41,6 +41,9 @@ import java.util.function.Consumer;
  * @param reclaimGrace what a simulated Spot reclaim gives a worker between SIGTERM and SIGKILL
  *     (default 10 s, the workers' own stop timeout; AWS gives two minutes): a shorter one kills a
  *     worker before it has recorded its job's interruption, and the exit's evidence recovers it
+ * @param webhooksAllowPrivateTargets whether webhook deliveries may reach private, loopback and
+ *     link-local addresses (default false: refused, docs/architecture.md "Webhooks"; a receiver on
+ *     this machine needs it)
  */
 public record LocalSettings(
     int port,
@@ -55,7 +58,8 @@ public record LocalSettings(
     long maxLogBytes,
     String jobUser,
     Capacity defaultCapacity,
-    Duration reclaimGrace) {
+    Duration reclaimGrace,
+    boolean webhooksAllowPrivateTargets) {
 
   /** The user jobs run as when the server runs as root: it exists on Debian and owns nothing. */
   public static final String DEFAULT_JOB_USER = "nobody";
@@ -85,7 +89,8 @@ public record LocalSettings(
         JobLog.DEFAULT_MAX_LOG_BYTES,
         DEFAULT_JOB_USER,
         Capacity.ON_DEMAND,
-        WorkerProcessStarter.KILL_AFTER_STOP);
+        WorkerProcessStarter.KILL_AFTER_STOP,
+        false);
   }
 
   public LocalSettings {
@@ -175,6 +180,10 @@ public record LocalSettings(
     return with(v -> v.reclaimGrace = d);
   }
 
+  public LocalSettings withWebhooksAllowPrivateTargets(boolean allow) {
+    return with(v -> v.webhooksAllowPrivateTargets = allow);
+  }
+
   /** A copy with {@code change} made to its values; the record's checks run on the copy. */
   private LocalSettings with(Consumer<Values> change) {
     Values v = new Values(this);
@@ -192,7 +201,8 @@ public record LocalSettings(
         v.maxLogBytes,
         v.jobUser,
         v.defaultCapacity,
-        v.reclaimGrace);
+        v.reclaimGrace,
+        v.webhooksAllowPrivateTargets);
   }
 
   /** The record's components, as a wither changes them. */
@@ -210,6 +220,7 @@ public record LocalSettings(
     String jobUser;
     Capacity defaultCapacity;
     Duration reclaimGrace;
+    boolean webhooksAllowPrivateTargets;
 
     Values(LocalSettings s) {
       port = s.port;
@@ -225,6 +236,7 @@ public record LocalSettings(
       jobUser = s.jobUser;
       defaultCapacity = s.defaultCapacity;
       reclaimGrace = s.reclaimGrace;
+      webhooksAllowPrivateTargets = s.webhooksAllowPrivateTargets;
     }
   }
 
@@ -266,6 +278,8 @@ public record LocalSettings(
         + defaultCapacity.label()
         + ", reclaimGrace="
         + reclaimGrace
+        + ", webhooksAllowPrivateTargets="
+        + webhooksAllowPrivateTargets
         + "]";
   }
 }

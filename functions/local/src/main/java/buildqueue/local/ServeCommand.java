@@ -23,6 +23,7 @@ record ServeCommand(Cli cli) implements CliCommand {
       """
         serve [--demo] [--port 8080] [--data-dir .buildqueue] [--database-url jdbc:postgresql://...]
               [--tick-interval 5s] [--shared-slots 1] [--shutdown-grace 30s] [--kinds kinds.json]
+              [--webhooks-allow-private-targets]
               [--worker-lifetime 60m] [--shared-order fair|fifo] [--max-queued-jobs 1000]
               [--max-log-bytes 100m] [--retention 7d] [--job-user nobody]
               [--default-capacity on-demand|spot|spot-then-on-demand] [--reclaim-grace 10s]
@@ -65,7 +66,7 @@ record ServeCommand(Cli cli) implements CliCommand {
                 "job-user",
                 "default-capacity",
                 "reclaim-grace"),
-            Set.of("demo"));
+            Set.of("demo", "webhooks-allow-private-targets"));
     cl.atMostPositionals(
         0, "serve [--demo] [--port N] [--data-dir DIR] [--database-url URL] [--kinds FILE]");
     boolean demo = cl.has("demo");
@@ -109,7 +110,8 @@ record ServeCommand(Cli cli) implements CliCommand {
             .withShutdownGrace(cl.duration("shutdown-grace", defaults.shutdownGrace()))
             .withQueue(queue)
             .withKindsFile(cl.has("kinds") ? Path.of(cl.get("kinds", "")) : null)
-            .withMaxLogBytes(cl.bytes("max-log-bytes", defaults.maxLogBytes()));
+            .withMaxLogBytes(cl.bytes("max-log-bytes", defaults.maxLogBytes()))
+            .withWebhooksAllowPrivateTargets(cl.has("webhooks-allow-private-targets"));
     String jobUser = cl.get("job-user", defaults.jobUser());
     if (!LocalSettings.USER_NAME.matcher(jobUser).matches()) {
       throw new CommandLine.UsageException(

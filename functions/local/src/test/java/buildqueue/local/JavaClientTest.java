@@ -101,8 +101,8 @@ class JavaClientTest {
             .kind("demo")
             .payload(Map.of("steps", 3, "stepMillis", 20))
             .idempotencyKey("java-build-1");
-    ApiResponse<Job> first = jobs.submitJobWithHttpInfo(body);
-    ApiResponse<Job> again = jobs.submitJobWithHttpInfo(body);
+    ApiResponse<Job> first = jobs.submitJobWithHttpInfo(body, null);
+    ApiResponse<Job> again = jobs.submitJobWithHttpInfo(body, null);
     assertThat(first.getStatusCode()).isEqualTo(201);
     assertThat(again.getStatusCode()).isEqualTo(200);
     assertThat(again.getData().getId()).isEqualTo(first.getData().getId());
@@ -115,8 +115,10 @@ class JavaClientTest {
 
   @Test
   void a_supersede_key_cancels_the_earlier_job() throws Exception {
-    Job first = jobs.submitJob(new SubmitJob().kind("demo").payload(LONG).supersedeKey("doc-7"));
-    Job second = jobs.submitJob(new SubmitJob().kind("demo").payload(LONG).supersedeKey("doc-7"));
+    Job first =
+        jobs.submitJob(new SubmitJob().kind("demo").payload(LONG).supersedeKey("doc-7"), null);
+    Job second =
+        jobs.submitJob(new SubmitJob().kind("demo").payload(LONG).supersedeKey("doc-7"), null);
     Job replaced = awaitFinished(first.getId());
     assertThat(replaced.getStatus()).isEqualTo(JobStatus.CANCELLED);
     assertThat(replaced.getSupersededBy()).isEqualTo(second.getId());
@@ -129,7 +131,8 @@ class JavaClientTest {
     List<Long> submitted = new ArrayList<>();
     for (int i = 0; i < 3; i++) {
       submitted.add(
-          jobs.submitJob(new SubmitJob().kind("demo").payload(Map.of("steps", 1, "stepMillis", 1)))
+          jobs.submitJob(
+                  new SubmitJob().kind("demo").payload(Map.of("steps", 1, "stepMillis", 1)), null)
               .getId());
     }
     Set<Long> seen = new HashSet<>();
@@ -149,7 +152,8 @@ class JavaClientTest {
   @Test
   void the_log_since_a_byte_count_is_what_came_after_it() throws Exception {
     long id =
-        jobs.submitJob(new SubmitJob().kind("demo").payload(Map.of("steps", 2, "stepMillis", 10)))
+        jobs.submitJob(
+                new SubmitJob().kind("demo").payload(Map.of("steps", 2, "stepMillis", 10)), null)
             .getId();
     awaitFinished(id);
     ApiResponse<String> all = jobs.getJobLogWithHttpInfo(id, null);
@@ -163,7 +167,7 @@ class JavaClientTest {
 
   @Test
   void cancel_stops_a_job() throws Exception {
-    long id = jobs.submitJob(new SubmitJob().kind("demo").payload(LONG)).getId();
+    long id = jobs.submitJob(new SubmitJob().kind("demo").payload(LONG), null).getId();
     jobs.cancelJob(id);
     assertThat(awaitFinished(id).getStatus()).isEqualTo(JobStatus.CANCELLED);
   }
@@ -178,7 +182,7 @@ class JavaClientTest {
       assertThatThrownBy(
               () -> {
                 for (int i = 0; i < 5; i++) {
-                  accepted.add(quota.submitJob(body).getId());
+                  accepted.add(quota.submitJob(body, null).getId());
                 }
               })
           .isInstanceOfSatisfying(
@@ -202,7 +206,7 @@ class JavaClientTest {
   void a_queued_job_has_no_start_estimate_until_a_job_of_its_lane_finished() throws Exception {
     assertThat(queuedBehindARunningJob().getEstimatedStart()).isNull();
 
-    long done = jobs.submitJob(new SubmitJob().kind("demo").payload(QUICK)).getId();
+    long done = jobs.submitJob(new SubmitJob().kind("demo").payload(QUICK), null).getId();
     assertThat(awaitFinished(done).getStatus()).isEqualTo(JobStatus.SUCCEEDED);
 
     StartEstimate eta = queuedBehindARunningJob().getEstimatedStart();
@@ -214,8 +218,8 @@ class JavaClientTest {
 
   /** The waitingFor of a job queued behind a running one in a running lane; both cancelled. */
   private Waiting queuedBehindARunningJob() throws ApiException {
-    long running = jobs.submitJob(new SubmitJob().kind("demo").payload(LONG)).getId();
-    Job queued = jobs.submitJob(new SubmitJob().kind("demo").payload(QUICK));
+    long running = jobs.submitJob(new SubmitJob().kind("demo").payload(LONG), null).getId();
+    Job queued = jobs.submitJob(new SubmitJob().kind("demo").payload(QUICK), null);
     try {
       assertThat(queued.getStatus())
           .as("one slot: behind job %d", running)
@@ -288,7 +292,7 @@ class JavaClientTest {
             () -> {
               List<Long> ids = new ArrayList<>();
               for (int i = 0; i < 3; i++) {
-                ids.add(jobs.submitJob(new SubmitJob().kind("demo").payload(QUICK)).getId());
+                ids.add(jobs.submitJob(new SubmitJob().kind("demo").payload(QUICK), null).getId());
               }
               // No status: the generated CancelFilter must send none (not []), meaning both.
               BulkCancel done = admin.cancelJobs(new CancelFilter().userId("java-ada"));
@@ -320,7 +324,7 @@ class JavaClientTest {
   @Test
   void a_jobs_cost_appears_once_its_worker_stopped_and_the_usage_routes_add_it_up()
       throws Exception {
-    long id = jobs.submitJob(new SubmitJob().kind("demo").payload(QUICK)).getId();
+    long id = jobs.submitJob(new SubmitJob().kind("demo").payload(QUICK), null).getId();
     Job billed = await(id, j -> j.getCost() != null, "billed");
     assertThat(billed.getStatus()).isEqualTo(JobStatus.SUCCEEDED);
     assertPositive(billed.getCost());
@@ -347,7 +351,7 @@ class JavaClientTest {
   @Test
   void lane_history_has_36_buckets_holding_the_lanes_dispatches() throws Exception {
     for (int i = 0; i < 2; i++) {
-      awaitFinished(jobs.submitJob(new SubmitJob().kind("demo").payload(QUICK)).getId());
+      awaitFinished(jobs.submitJob(new SubmitJob().kind("demo").payload(QUICK), null).getId());
     }
     LaneHistory history = admin.laneHistory(1);
     assertThat(history.getBucketSeconds()).isEqualTo(100);
@@ -427,7 +431,7 @@ class JavaClientTest {
   }
 
   private long submit(ChosenPriority priority) throws ApiException {
-    Job j = jobs.submitJob(new SubmitJob().kind("demo").payload(QUICK).priority(priority));
+    Job j = jobs.submitJob(new SubmitJob().kind("demo").payload(QUICK).priority(priority), null);
     assertThat(j.getPriority().getValue())
         .isEqualTo(priority == null ? "normal" : priority.getValue());
     return j.getId();

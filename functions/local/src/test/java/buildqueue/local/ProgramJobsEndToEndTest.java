@@ -14,6 +14,7 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -40,8 +41,9 @@ class ProgramJobsEndToEndTest {
       set -eu
       get() { sed -n "s/.*\\"$1\\": *\\"\\{0,1\\}\\([^,\\"}]*\\).*/\\1/p" "$BUILDQUEUE_PAYLOAD"; }
       steps=$(get steps); ms=$(get stepMillis); fail=$(get fail); retry=$(get retryOnce); hang=$(get hang)
-      follow=$(get followUp)
+      follow=$(get followUp); trace=$(get traceTo)
       echo "attempt $BUILDQUEUE_ATTEMPT of job $BUILDQUEUE_JOB_ID (pid $$)"
+      if [ -n "$trace" ]; then echo "${TRACEPARENT:-none}" > "$trace-$BUILDQUEUE_ATTEMPT"; fi
       if [ "${BUILDQUEUE_PROGRESS:-0}" -gt 0 ]; then echo "resuming after step $BUILDQUEUE_PROGRESS"; fi
       if [ -n "$hang" ]; then echo "hanging without progress"; sleep 1000 & wait; fi
       if [ -n "$retry" ] && [ "$BUILDQUEUE_ATTEMPT" -eq 1 ]; then echo "flaky: asking for a retry" >&2; exit 75; fi
@@ -182,6 +184,41 @@ class ProgramJobsEndToEndTest {
 
     assertThat(server.jobRow(job).string("error")).isEqualTo("the article has no title");
     assertThat(log(job)).contains("step 1 of 1").contains("exited with code 3");
+  }
+
+  @Test
+  void the_program_gets_its_jobs_traceparent_with_a_new_span_id_at_each_attempt() throws Exception {
+    String traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    Path trace = programs.resolve("trace");
+    String body =
+        "{\"kind\": \"sh-build\", \"payload\": {\"steps\": 1, \"retryOnce\": true,"
+            + " \"traceTo\": \""
+            + trace
+            + "\"}}";
+    java.net.http.HttpResponse<String> reply =
+        java.net.http.HttpClient.newHttpClient()
+            .send(
+                java.net.http.HttpRequest.newBuilder(server.runtime.baseUri().resolve("jobs"))
+                    .header(
+                        "Authorization",
+                        "Bearer "
+                            + server.runtime.tokens().mint("ada", false, Duration.ofMinutes(5)))
+                    .header("Content-Type", "application/json")
+                    .header("traceparent", traceparent)
+                    .POST(java.net.http.HttpRequest.BodyPublishers.ofString(body))
+                    .build(),
+                java.net.http.HttpResponse.BodyHandlers.ofString());
+    assertThat(reply.statusCode()).as(reply.body()).isEqualTo(201);
+    long job = TestServer.JSON.readTree(reply.body()).path("id").asLong();
+
+    server.awaitStatus(job, "succeeded");
+
+    String first = Files.readString(programs.resolve("trace-1")).strip();
+    String second = Files.readString(programs.resolve("trace-2")).strip();
+    assertThat(first).matches("00-4bf92f3577b34da6a3ce929d0e0e4736-[0-9a-f]{16}-01");
+    assertThat(second).matches("00-4bf92f3577b34da6a3ce929d0e0e4736-[0-9a-f]{16}-01");
+    assertThat(first).isNotEqualTo(traceparent);
+    assertThat(second).isNotEqualTo(traceparent).isNotEqualTo(first);
   }
 
   @ParameterizedTest(name = "{0}")

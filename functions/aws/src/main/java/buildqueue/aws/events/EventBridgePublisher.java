@@ -175,6 +175,9 @@ public final class EventBridgePublisher {
             ? message.substring(0, MAX_MESSAGE_CHARS) + "…"
             : message);
     d.put("at", e.at().toString());
+    if (e.traceparent() != null) {
+      d.put("traceparent", e.traceparent());
+    }
     return d.toString();
   }
 

@@ -35,7 +35,8 @@ public final class QueueServices {
   private final ExitMeter exits;
   private final BuildQueue queue;
   private final EventBridgePublisher publisher;
-  private final HttpApi api;
+  private final JobQueries queries;
+  private HttpApi api;
   private final String metricsNamespace;
   private final PrintStream metricsOut;
   private final KindRegistry kinds;
@@ -109,10 +110,20 @@ public final class QueueServices {
             tickRule == null
                 ? TickSchedule.ALWAYS
                 : new EventBridgeTickSchedule(eventBridge, tickRule));
-    this.api = new HttpApi(queue, new JobQueries(db, config, clock), kinds);
+    this.queries = new JobQueries(db, config, clock);
+    this.api = new HttpApi(queue, queries, kinds);
     this.metricsNamespace = metricsNamespace;
     this.metricsOut = metricsOut;
     this.kinds = kinds;
+  }
+
+  /**
+   * The API with the artifacts store: listing reads the database, a download is a presigned S3 GET
+   * (docs/architecture.md §4.10). Without it the API has nothing to download.
+   */
+  QueueServices withArtifacts(buildqueue.artifacts.ArtifactStore store) {
+    this.api = new HttpApi(queue, queries, kinds, store);
+    return this;
   }
 
   public AwsSettings.Component component() {

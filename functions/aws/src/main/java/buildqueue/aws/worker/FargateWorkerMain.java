@@ -98,6 +98,8 @@ public final class FargateWorkerMain {
                     WorkerLoop.Listener.NONE)
                 .withLogSink(CloudWatchJobLogSink.forThisTask(env, stdout, me.workerId()))
                 .withStop(stop);
+        // The artifacts bucket, when the stack has one: the task role may only put under jobs/.
+        loop = AwsServices.artifactStore(settings).map(loop::withArtifacts).orElse(loop);
         WorkerLoop.Exit exit = loop.run(me.workerId(), me.token());
         LOG.log(Level.INFO, "worker {0} done: {1}", me.workerId(), exit);
         metrics.property("exit", exit.name());

@@ -29,6 +29,7 @@ public final class JobEnvironment {
   public static final String PROGRESS = "BUILDQUEUE_PROGRESS";
   public static final String PAYLOAD = "BUILDQUEUE_PAYLOAD";
   public static final String CONTROL = "BUILDQUEUE_CONTROL";
+  public static final String TRACEPARENT = "TRACEPARENT";
 
   /** The attempt's empty artifacts directory: its files are published if the program exits 0. */
   public static final String ARTIFACTS = "BUILDQUEUE_ARTIFACTS";
@@ -62,6 +63,8 @@ public final class JobEnvironment {
     if (java.nio.file.Files.isDirectory(dir.parentArtifacts())) {
       env.put(PARENT_ARTIFACTS, dir.parentArtifacts().toString());
     }
+    // The submitter's trace with a span of this attempt's own: the program's spans are children.
+    context.traceparent().ifPresent(tc -> env.put(TRACEPARENT, tc.newSpan().header()));
     return env;
   }
 }
