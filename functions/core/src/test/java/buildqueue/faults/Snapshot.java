@@ -11,11 +11,8 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.UUID;
 
-/**
- * The rows the invariants are about, read after a step through the checker's own connection; and
- * the tick's armed flag (V014).
- */
-record Snapshot(Map<Long, W> workers, Map<Long, J> jobs, long lastEvent, boolean armed) {
+/** The rows the invariants are about, read after a step through the checker's own connection. */
+record Snapshot(Map<Long, W> workers, Map<Long, J> jobs, long lastEvent) {
 
   record W(
       long id,
@@ -58,13 +55,13 @@ record Snapshot(Map<Long, W> workers, Map<Long, J> jobs, long lastEvent, boolean
     }
   }
 
-  static final Snapshot EMPTY = new Snapshot(Map.of(), Map.of(), 0, true);
+  static final Snapshot EMPTY = new Snapshot(Map.of(), Map.of(), 0);
 
   static final class Reader implements AutoCloseable {
     private final PreparedStatement all;
 
     /**
-     * Four statements in one round trip: the driver sends them together and returns four results.
+     * Three statements in one round trip: the driver sends them together and returns three results.
      */
     Reader(Connection c) throws SQLException {
       all =
@@ -74,8 +71,7 @@ record Snapshot(Map<Long, W> workers, Map<Long, J> jobs, long lastEvent, boolean
           select id, user_id, lane, status, worker_id, progress, checkpoint, recoveries, attempts, launch_failures,
                  not_before, cancel_requested, error, idempotency_key, payload::text as payload, priority
           from build_job order by id;
-          select coalesce(max(id), 0) from build_job_event;
-          select armed from build_tick_arm""");
+          select coalesce(max(id), 0) from build_job_event""");
     }
 
     Snapshot read() {
@@ -130,13 +126,7 @@ record Snapshot(Map<Long, W> workers, Map<Long, J> jobs, long lastEvent, boolean
           r.next();
           last = r.getLong(1);
         }
-        all.getMoreResults();
-        boolean armed;
-        try (ResultSet r = all.getResultSet()) {
-          armed = !r.next() || r.getBoolean(1);
-        }
-        return new Snapshot(
-            Collections.unmodifiableMap(ws), Collections.unmodifiableMap(js), last, armed);
+        return new Snapshot(Collections.unmodifiableMap(ws), Collections.unmodifiableMap(js), last);
       } catch (SQLException e) {
         throw new IllegalStateException("could not read the snapshot: " + e.getMessage(), e);
       }
