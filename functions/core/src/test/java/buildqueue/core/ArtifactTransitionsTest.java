@@ -23,7 +23,7 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * Artifacts are published only by the statement that ends the job as succeeded, fenced by the
  * worker's token (V018): the test plays the worker, as the worker role, and uploads to a real
- * directory store (§5.10).
+ * directory store (docs/architecture.md §5.10).
  */
 @ExtendWith(PostgresExtension.class)
 class ArtifactTransitionsTest {

@@ -58,13 +58,15 @@ class WorkerRoleTest {
         List.of(
             "select * from build_job_artifact",
             "insert into build_job_artifact values (1, 'x', 1, 'h', 1, 1, now())"));
-    m.put("build_job_cost", List.of("select * from build_job_cost", "delete from build_job_cost"));
     m.put(
-        "build_lane_pause",
-        List.of("select * from build_lane_pause", "delete from build_lane_pause"));
+        "build_webhook_endpoint",
+        List.of(
+            "select secrets from build_webhook_endpoint",
+            "update build_webhook_endpoint set url = 'http://attacker.invalid/'",
+            "delete from build_webhook_endpoint"));
     m.put(
-        "build_tick_arm",
-        List.of("select * from build_tick_arm", "update build_tick_arm set armed = false"));
+        "build_webhook_delivery",
+        List.of("select * from build_webhook_delivery", "delete from build_webhook_delivery"));
     m.put(
         "build_artifact_upload",
         List.of("select * from build_artifact_upload", "delete from build_artifact_upload"));

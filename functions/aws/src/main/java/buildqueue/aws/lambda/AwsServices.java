@@ -54,6 +54,8 @@ public final class AwsServices {
             services
                 .queue()
                 .useCapacities(new Capacities(settings.defaultCapacity(), c.capacities())));
+    // Artifacts: the API lists them and presigns downloads (docs/architecture.md §4.10).
+    artifactStore(settings).ifPresent(services::withArtifacts);
     return services;
   }
 
