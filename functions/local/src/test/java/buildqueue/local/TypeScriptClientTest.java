@@ -137,7 +137,7 @@ class TypeScriptClientTest {
         }
       }
     }
-    assertThat(changed).as("paths with a job id").isEqualTo(6);
+    assertThat(changed).as("paths with a job id").isEqualTo(8);
     assertCompileFails(doc, "Type 'number' is not assignable to type 'string'");
   }
 
