@@ -116,4 +116,22 @@ class FaultSeedRegressionTest {
     assertThat(callersTimeOut.violation()).as(callersTimeOut::report).isNull();
     assertThat(log(callersTimeOut)).contains("enqueue#3: ⚡ timed out");
   }
+
+  /**
+   * A cancel's stop reached a program job's worker while it read the job's trace context, before
+   * the program started; the runner polled the program once before it looked at the stop, so the
+   * program got no SIGTERM at the runner's first chance (§10). It is now signalled before the first
+   * poll. Found as seed 230000000040 of the default run once the trace context became a statement.
+   */
+  @Test
+  void a_stop_before_the_program_starts_is_its_first_sigterm_seed_230000000040() {
+    Simulation.Outcome o =
+        Simulation.run(lane, Simulation.Options.of(230000000040L).withFaultSteps(30));
+
+    assertThat(log(o))
+        .contains(
+            "a late stop of task inproc-1 arrives",
+            "worker 1/inproc-1: WorkerTransitions.traceparent\n        worker 1/inproc-1: program pid 1001");
+    assertThat(o.violation()).as(o::report).isNull();
+  }
 }

@@ -142,6 +142,11 @@ final class ProgramAttempt {
   /** Until the program exits: its control lines, the timeout, the queue's check-in. */
   private void watch() throws InterruptedException {
     long startedAt = clock.nanoTime();
+    if (context.stopRequested()) {
+      // The stop came while the program was being started (its trace context is read first): it
+      // gets SIGTERM before the first poll, as if the stop had come during it.
+      stopForTheWorker();
+    }
     while (true) {
       exited = process.awaitExit(limits.pollInterval());
       handle(control.read(false));
