@@ -85,7 +85,12 @@ final class WorkerJobContext implements JobContext {
   @Override
   public java.util.Optional<buildqueue.core.TraceContext> traceparent() {
     if (traceparent == null) {
-      traceparent = transitions.traceparent(workerId, token, job.id());
+      try {
+        traceparent = transitions.traceparent(workerId, token, job.id());
+      } catch (RuntimeException e) {
+        queueFault = e; // the queue's failure, not a verdict on the job
+        throw e;
+      }
     }
     return traceparent;
   }

@@ -134,4 +134,25 @@ class FaultSeedRegressionTest {
             "worker 1/inproc-1: WorkerTransitions.traceparent\n        worker 1/inproc-1: program pid 1001");
     assertThat(o.violation()).as(o::report).isNull();
   }
+
+  /**
+   * The connection died under the worker's read of a program job's trace context, and the worker
+   * made the error the job's verdict: job 2 failed with "terminating connection". The read is the
+   * queue's like a check-in, so the worker now dies of it and the job is recovered (§5.5). Found as
+   * seed 230000000046 of the default run.
+   */
+  @Test
+  void a_queue_failure_under_the_trace_context_read_is_not_the_jobs_verdict_seed_230000000046() {
+    Simulation.Outcome o =
+        Simulation.run(
+            lane,
+            Simulation.Options.of(230000000046L)
+                .withFaultSteps(38)
+                .without(Fault.PROGRAM_IGNORES_SIGTERM)
+                .without(Fault.PROGRAM_LEAVES_CHILD));
+
+    assertThat(log(o))
+        .contains("⚡ connection killed after commit, reply lost: WorkerTransitions.traceparent");
+    assertThat(o.violation()).as(o::report).isNull();
+  }
 }
