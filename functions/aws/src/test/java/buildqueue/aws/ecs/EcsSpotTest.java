@@ -20,6 +20,7 @@ import buildqueue.testing.PostgresExtension;
 import buildqueue.testing.TestDatabase;
 import buildqueue.worker.WorkerStop;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
 import java.util.Map;
@@ -48,7 +49,13 @@ class EcsSpotTest {
   void start(TestDatabase db) {
     this.db = db;
     fake = FakeEcs.start();
-    client = fake.newClient();
+    // The production timeouts, not the fake's one-second ones: no launch here may end "unknown",
+    // which a one-second attempt did on a loaded machine (a slot held, no task id).
+    client =
+        fake.newClient(
+            fake.clientSettings()
+                .withTimeouts(
+                    Duration.ofSeconds(10), Duration.ofSeconds(10), Duration.ofSeconds(25)));
     clock = new QueueClock.Settable(Instant.parse("2026-12-01T10:00:00Z"));
     config = QueueConfig.defaults();
     queue =
