@@ -45,6 +45,8 @@ import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.UUID;
 import java.util.function.Consumer;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import java.util.stream.Collectors;
 
 /**
@@ -547,8 +549,12 @@ final class Simulation {
           && current.jobs().values().stream().anyMatch(Simulation::cancellableOnWorker)) {
         // Only when the stop faults are on, so a scenario without them moves as it did before.
         add(moves, weights, 1.5, this::cancelAJobOnAWorker);
+        if (!aboutToEnd().isEmpty()) {
+          // Weighted up: a worker waits at its job's end for a step or two only.
+          add(moves, weights, 3, this::cancelAJobAboutToEnd);
+        }
       }
-      if (lateStopPending()) {
+      if (lateStopDeliverable()) {
         add(moves, weights, 2, this::deliverALateStop);
       }
       add(moves, weights, 0.3, this::toggleDedicated);
@@ -925,6 +931,35 @@ final class Simulation {
     scheduler.grant(a);
     afterStep(a.name, workerId, noChange, before);
     granted = null;
+    deliverHeldStops();
+  }
+
+  /**
+   * A held stop ({@link #holdRacingStop}) arrives as soon as its job is off its worker: right after
+   * the step that ended it, before the worker's next statement (it chains the lane's next job, or
+   * lingers, or exits).
+   */
+  private void deliverHeldStops() {
+    List<LateStop> released;
+    synchronized (lateStops) {
+      released = lateStops.stream().filter(l -> l.racesJob() != null && deliverable(l)).toList();
+      lateStops.removeAll(released);
+    }
+    for (LateStop l : released) {
+      if (violation != null) {
+        return;
+      }
+      operations++;
+      Snapshot before = current;
+      log("the held stop of task " + l.taskId() + " arrives: job " + l.racesJob() + " is off it");
+      if (frozen.contains(l.taskId())) {
+        stopFrozen(null, l.taskId(), l.reason());
+      } else {
+        stopReaches(null, l.taskId(), l.reason());
+      }
+      scheduler.awaitQuiet();
+      afterStep("late stop", null, false, before);
+    }
   }
 
   private void enqueue() {
@@ -1307,16 +1342,33 @@ final class Simulation {
 
   /**
    * The owner cancels a job on a worker (its program's or not): the cancel's stop is what the stop
-   * faults act on, and a late one may come after the job's end ({@link Fault#STOP_RACES_JOB_END}).
+   * faults act on.
    */
   private void cancelAJobOnAWorker() {
-    operations++;
     List<Snapshot.J> on =
         current.jobs().values().stream()
             .filter(Simulation::cancellableOnWorker)
             .sorted(Comparator.comparingLong(Snapshot.J::id))
             .toList();
-    // Half the time, one whose worker is about to end it: a late stop then races the job's end.
+    cancelOnItsWorker(on.get(fifth.nextInt(on.size())), false);
+  }
+
+  /**
+   * The owner cancels a job whose worker is about to end it: its stop is held until the job is off
+   * the worker ({@link #holdRacingStop}), and then races the job's end ({@link
+   * Fault#STOP_RACES_JOB_END}) if the cancel committed first.
+   */
+  private void cancelAJobAboutToEnd() {
+    List<Snapshot.J> ending = aboutToEnd();
+    Snapshot.J job = ending.get(fifth.nextInt(ending.size()));
+    synchronized (lateStops) {
+      racingCancels.put(job.id(), job.workerId());
+    }
+    cancelOnItsWorker(job, true);
+  }
+
+  /** Cancellable jobs on a worker whose actor waits at the job's end. */
+  private List<Snapshot.J> aboutToEnd() {
     Set<Long> ending = new HashSet<>();
     for (Actor a : scheduler.gated()) {
       if (a.worker
@@ -1325,10 +1377,27 @@ final class Simulation {
         ending.add(a.workerId);
       }
     }
-    List<Snapshot.J> aboutToEnd = on.stream().filter(j -> ending.contains(j.workerId())).toList();
-    boolean racing = !aboutToEnd.isEmpty() && fifth.nextBoolean();
-    List<Snapshot.J> from = racing ? aboutToEnd : on;
-    Snapshot.J job = from.get(fifth.nextInt(from.size()));
+    synchronized (lateStops) {
+      ending.removeAll(racingCancels.values());
+    }
+    List<Snapshot.J> all =
+        current.jobs().values().stream()
+            .filter(j -> cancellableOnWorker(j) && ending.contains(j.workerId()))
+            .sorted(Comparator.comparingLong(Snapshot.J::id))
+            .toList();
+    // Those whose worker may chain the lane's next job are the ones whose stop can find it on
+    // another job: a worker with nothing to chain exits within the step that ends its job.
+    List<Snapshot.J> chaining = all.stream().filter(this::laneHasQueued).toList();
+    return chaining.isEmpty() ? all : chaining;
+  }
+
+  private boolean laneHasQueued(Snapshot.J job) {
+    return current.jobs().values().stream()
+        .anyMatch(q -> q.lane().equals(job.lane()) && q.status().equals("queued"));
+  }
+
+  private void cancelOnItsWorker(Snapshot.J job, boolean racing) {
+    operations++;
     log(
         "cancel job "
             + job.id()
@@ -1659,20 +1728,71 @@ final class Simulation {
   void delayStop(Actor caller, String taskId, String reason) {
     Duration after = Duration.ofMillis(100 + fifth.nextInt((int) config.lease().toMillis() / 2));
     synchronized (lateStops) {
-      lateStops.add(new LateStop(clock.now().plus(after), taskId, reason));
+      lateStops.add(new LateStop(clock.now().plus(after), taskId, reason, null, null));
     }
     note(caller, "⚡ stop of task " + taskId + " delayed by " + after.toMillis() + " ms: " + reason);
   }
 
-  private record LateStop(Instant at, String taskId, String reason) {}
+  /**
+   * The stop of a cancel drawn to race its job's end ({@link #cancelAJobOnAWorker}) is held until
+   * the job is off its worker, then arrives as a late stop (counted as {@link Fault#STOP_DELAYED}).
+   * Left to chance, a late stop lands after its job's end in a few scenarios per thousand, too few
+   * for {@link Fault#STOP_RACES_JOB_END} to turn up in every run. True if this stop is one.
+   */
+  boolean holdRacingStop(Actor caller, String taskId, String reason) {
+    Matcher cancel = CANCEL_STOP.matcher(reason);
+    if (!cancel.matches()) {
+      return false;
+    }
+    long jobId = Long.parseLong(cancel.group(1));
+    synchronized (lateStops) {
+      Long workerId = racingCancels.remove(jobId);
+      if (workerId == null || !faults.enabled(Fault.STOP_DELAYED)) {
+        return false;
+      }
+      lateStops.add(new LateStop(clock.now(), taskId, reason, jobId, workerId));
+    }
+    faults.count(Fault.STOP_DELAYED);
+    note(caller, "⚡ stop of task " + taskId + " held until job " + jobId + " is off its worker");
+    return true;
+  }
+
+  /** The reason {@code BuildQueue} gives the stop of a cancel. */
+  private static final Pattern CANCEL_STOP = Pattern.compile("^job (\\d+) cancelled.*");
+
+  /**
+   * A stop on its way. A held one ({@link #holdRacingStop}) names its job and worker; it is let go
+   * after a lease at the latest (the worker may be frozen or dead, and the job wait for a tick), so
+   * it stays timed.
+   */
+  private record LateStop(Instant at, String taskId, String reason, Long racesJob, Long workerId) {}
 
   /** Stops on their way, in the order they were asked for. */
   private final List<LateStop> lateStops = new ArrayList<>();
 
+  /** Cancels drawn to race their job's end, by job, with the worker they were for. */
+  private final Map<Long, Long> racingCancels = new HashMap<>();
+
+  /** Some stop is on its way, deliverable or held. */
   private boolean lateStopPending() {
     synchronized (lateStops) {
       return !lateStops.isEmpty();
     }
+  }
+
+  /** Some stop on its way may arrive now. */
+  private boolean lateStopDeliverable() {
+    synchronized (lateStops) {
+      return lateStops.stream().anyMatch(this::deliverable);
+    }
+  }
+
+  private boolean deliverable(LateStop l) {
+    if (l.racesJob() == null || !clock.now().isBefore(l.at().plus(config.lease()))) {
+      return true;
+    }
+    Snapshot.J job = current.jobs().get(l.racesJob());
+    return job == null || !job.onWorker() || !l.workerId().equals(job.workerId());
   }
 
   /**
@@ -1685,7 +1805,8 @@ final class Simulation {
     Snapshot before = current;
     LateStop l;
     synchronized (lateStops) {
-      l = lateStops.remove(0);
+      l = lateStops.stream().filter(this::deliverable).findFirst().orElseThrow();
+      lateStops.remove(l);
     }
     log("a late stop of task " + l.taskId() + " arrives");
     if (frozen.contains(l.taskId())) {
@@ -1700,7 +1821,7 @@ final class Simulation {
   private void deliverLateStops() {
     List<LateStop> due;
     synchronized (lateStops) {
-      due = lateStops.stream().filter(l -> !l.at().isAfter(clock.now())).toList();
+      due = lateStops.stream().filter(l -> !l.at().isAfter(clock.now()) && deliverable(l)).toList();
       lateStops.removeAll(due);
     }
     for (LateStop l : due) {
