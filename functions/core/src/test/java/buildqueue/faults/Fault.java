@@ -88,7 +88,16 @@ enum Fault {
    * and the worker may have chained the next job, which the stop then interrupts). Counted when it
    * happens, not drawn.
    */
-  STOP_RACES_JOB_END;
+  STOP_RACES_JOB_END,
+  /**
+   * The arm of the tick's schedule after an enqueue's commit never lands: the caller dies between
+   * its commit and the call (docs/architecture.md §4.5, "What a lost arm can delay").
+   */
+  ARM_LOST,
+  /** The arm lands, and lands again a while later (a retried call whose first try got through). */
+  ARM_DUPLICATED,
+  /** The arm lands a drawn while late, after a disarm that raced it, or with work waiting. */
+  ARM_LATE;
 
   /**
    * Faults added after {@link FaultSeedRegressionTest} pinned its seeds: they draw from the
@@ -116,6 +125,12 @@ enum Fault {
    */
   static final Set<Fault> STOPS =
       EnumSet.of(STOP_LOST, STOP_DELAYED, STOP_TO_GONE_WORKER, STOP_RACES_JOB_END);
+
+  /**
+   * The tick's arming (issue 25), added after the stops: a sixth stream of its own. A scenario run
+   * {@code withoutSchedule()} neither arms nor draws any of these, and ticks as it did before.
+   */
+  static final Set<Fault> ARMING = EnumSet.of(ARM_LOST, ARM_DUPLICATED, ARM_LATE);
 
   String label() {
     return name().toLowerCase(java.util.Locale.ROOT).replace('_', '-');

@@ -81,6 +81,10 @@ class FaultInjectionTest {
       assertThat(notInjected(summary, disabled()))
           .as("fault types the run never injected")
           .isEmpty();
+      // Idle at zero is checked only where the queue goes idle, and the fallback only where it
+      // fires: both must happen.
+      assertThat(summary.idle().periods()).as("idle periods").isPositive();
+      assertThat(summary.idle().fallbackTicks()).as("fallback ticks while idle").isPositive();
     }
   }
 
@@ -115,6 +119,9 @@ class FaultInjectionTest {
     Simulation.Options options = Simulation.Options.of(seed);
     if (!Boolean.parseBoolean(System.getProperty("faults.tenants", "true"))) {
       options = options.withoutTenants();
+    }
+    if (!Boolean.parseBoolean(System.getProperty("faults.schedule", "true"))) {
+      options = options.withoutSchedule();
     }
     Integer steps = Integer.getInteger("faults.steps");
     if (steps != null) {

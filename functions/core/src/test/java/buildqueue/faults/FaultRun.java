@@ -32,6 +32,7 @@ final class FaultRun {
       int jobs,
       int frozenStopped,
       Map<String, Integer> programs,
+      Simulation.Idle idle,
       Duration longestRecovery,
       Duration wall,
       int violations,
@@ -50,7 +51,9 @@ final class FaultRun {
               .collect(Collectors.joining(", "));
       return String.format(
           "faults: %d scenarios, %d operations (%d statements), %d jobs, faults injected: %s outages=%d;"
-              + " frozen workers stopped at the queue's request=%d; programs: %s; longest recovery %.1f s simulated;"
+              + " frozen workers stopped at the queue's request=%d; programs: %s;"
+              + " idle periods=%d (tick statements in them=%d, fallback ticks=%d, arms landed=%d);"
+              + " longest recovery %.1f s simulated;"
               + " violations=%d; %.1f s",
           scenarios,
           operations,
@@ -60,6 +63,10 @@ final class FaultRun {
           outages,
           frozenStopped,
           ran.isEmpty() ? "none" : ran,
+          idle.periods(),
+          idle.tickStatements(),
+          idle.fallbackTicks(),
+          idle.armsLanded(),
           longestRecovery.toMillis() / 1000.0,
           violations,
           wall.toMillis() / 1000.0);
@@ -169,6 +176,7 @@ final class FaultRun {
     int jobs = 0;
     int frozenStopped = 0;
     Map<String, Integer> programs = new java.util.TreeMap<>();
+    Simulation.Idle idle = Simulation.Idle.NONE;
     int violations = 0;
     Duration longest = Duration.ZERO;
     for (Simulation.Outcome o : done) {
@@ -180,6 +188,7 @@ final class FaultRun {
       violations += o.violation() == null ? 0 : 1;
       o.faults().forEach((f, n) -> faults.merge(f, n, Integer::sum));
       o.programs().forEach((what, n) -> programs.merge(what, n, Integer::sum));
+      idle = idle.plus(o.idle());
       if (o.violation() == null && o.recovery().compareTo(longest) > 0) {
         longest = o.recovery();
       }
@@ -193,6 +202,7 @@ final class FaultRun {
         jobs,
         frozenStopped,
         programs,
+        idle,
         longest,
         wall,
         violations,

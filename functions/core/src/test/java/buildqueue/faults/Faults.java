@@ -8,9 +8,9 @@ import java.util.Set;
 /**
  * The scenario's fault decisions, drawn from its random stream (and a second one for the faults of
  * {@link Fault#SECOND_STREAM}, a third for those of {@link Fault#PROGRAMS}, a fourth for {@link
- * Fault#DEPLOYS}, a fifth for {@link Fault#STOPS}). A decision always draws, even when its fault is
- * switched off (after the fault phase, or by a shrinking replay), so that switching one fault off
- * leaves every other decision of the replay where it was.
+ * Fault#DEPLOYS}, a fifth for {@link Fault#STOPS}, a sixth for {@link Fault#ARMING}). A decision
+ * always draws, even when its fault is switched off (after the fault phase, or by a shrinking
+ * replay), so that switching one fault off leaves every other decision of the replay where it was.
  */
 final class Faults {
   private final Random random;
@@ -18,6 +18,7 @@ final class Faults {
   private final Random third;
   private final Random fourth;
   private final Random fifth;
+  private final Random sixth;
   private final Set<Fault> disabled;
   private final Map<Fault, Double> rates = new EnumMap<>(Fault.class);
   private final Map<Fault, Integer> injected = new EnumMap<>(Fault.class);
@@ -29,12 +30,14 @@ final class Faults {
       Random third,
       Random fourth,
       Random fifth,
+      Random sixth,
       Set<Fault> disabled) {
     this.random = random;
     this.second = second;
     this.third = third;
     this.fourth = fourth;
     this.fifth = fifth;
+    this.sixth = sixth;
     this.disabled = disabled;
     // Each family is on in about half the scenarios, at a rate drawn per scenario: some scenarios
     // are calm, some are storms, and every combination turns up over a run.
@@ -73,6 +76,8 @@ final class Faults {
     // Stops that are lost or late; the other two stop faults are counted as they happen.
     family(0.5, 0.4, Fault.STOP_LOST);
     family(0.7, 0.8, Fault.STOP_DELAYED);
+    // The arm after an enqueue that found the tick disarmed: lost, twice, or late, as one choice.
+    family(0.6, 0.9, Fault.ARM_LOST, Fault.ARM_DUPLICATED, Fault.ARM_LATE);
   }
 
   private void family(double chance, double maxRate, Fault... members) {
@@ -107,13 +112,15 @@ final class Faults {
    * Fault#PROGRAMS}).
    */
   Random streamOf(Fault f) {
-    return Fault.STOPS.contains(f)
-        ? fifth
-        : Fault.DEPLOYS.contains(f)
-            ? fourth
-            : Fault.PROGRAMS.contains(f)
-                ? third
-                : Fault.SECOND_STREAM.contains(f) ? second : random;
+    return Fault.ARMING.contains(f)
+        ? sixth
+        : Fault.STOPS.contains(f)
+            ? fifth
+            : Fault.DEPLOYS.contains(f)
+                ? fourth
+                : Fault.PROGRAMS.contains(f)
+                    ? third
+                    : Fault.SECOND_STREAM.contains(f) ? second : random;
   }
 
   /** One decision: does {@code f} happen now? Counts it when it does. */

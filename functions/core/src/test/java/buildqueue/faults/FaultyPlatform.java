@@ -152,14 +152,18 @@ final class FaultyPlatform extends ForwardingWorkerPlatform {
   /**
    * A stop is SIGTERM to the worker (StopTask, the local signal): it reaches the worker now, later
    * ({@link Fault#STOP_DELAYED}) or never ({@link Fault#STOP_LOST}); one asked of a frozen worker
-   * takes effect only later ({@link Simulation#stopFrozen}). What it does when it arrives: {@link
-   * Simulation#stopReaches}.
+   * takes effect only later ({@link Simulation#stopFrozen}); one of a cancel drawn to race its
+   * job's end is held until the job is off its worker ({@link Simulation#holdRacingStop}). What it
+   * does when it arrives: {@link Simulation#stopReaches}.
    */
   @Override
   public void stop(String taskId, String reason) {
     Scheduler.Actor actor = scheduler.current();
     if (sim.frozen(taskId)) {
       sim.stopFrozen(actor, taskId, reason);
+      return;
+    }
+    if (sim.holdRacingStop(actor, taskId, reason)) {
       return;
     }
     Faults faults = sim.faults();

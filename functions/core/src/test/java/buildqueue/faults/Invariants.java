@@ -87,6 +87,7 @@ final class Invariants {
     this.margin = config.deadlineMargin();
     this.fair = config.takesTurns("shared");
     this.maxLaunchFailures = config.maxLaunchFailures();
+    this.sharedSlots = config.sharedSlots();
   }
 
   /**
@@ -100,6 +101,52 @@ final class Invariants {
   /** Checks the job processes of these programs too ({@link #programs}). */
   void watch(SimPrograms programs) {
     this.programs = programs;
+  }
+
+  /**
+   * Since when each lane has had a job it could start (queued, past its backoff) and a free slot,
+   * for as long as that has lasted.
+   */
+  private final Map<String, Instant> readySince = new HashMap<>();
+
+  private final int sharedSlots;
+
+  /**
+   * docs/architecture.md §4.5, "What a lost arm can delay": no job waits in {@code queued} with a
+   * free slot in its lane longer than {@code bound} (the fallback's period and the tick's): what a
+   * lost arm leaves waiting, the next fallback tick finds. The simulation checks it when it models
+   * the tick's schedule.
+   */
+  String waits(Snapshot s, Instant now, Duration bound) {
+    Map<String, Integer> live = new HashMap<>();
+    for (W w : s.workers().values()) {
+      if (!w.exited()) {
+        live.merge(w.lane(), 1, Integer::sum);
+      }
+    }
+    Map<String, J> ready = new HashMap<>();
+    for (J j : s.jobs().values()) {
+      boolean due = j.notBefore() == null || !j.notBefore().isAfter(now);
+      int slots = j.lane().equals("shared") ? sharedSlots : 1;
+      if (j.status().equals("queued") && due && live.getOrDefault(j.lane(), 0) < slots) {
+        ready.putIfAbsent(j.lane(), j);
+      }
+    }
+    readySince.keySet().retainAll(ready.keySet());
+    for (Map.Entry<String, J> e : ready.entrySet()) {
+      Instant since = readySince.computeIfAbsent(e.getKey(), k -> now);
+      if (Duration.between(since, now).compareTo(bound) > 0) {
+        return "§4.5 job "
+            + e.getValue().id()
+            + " has waited in lane "
+            + e.getKey()
+            + " with a free slot since "
+            + since
+            + ", longer than the fallback's bound "
+            + bound;
+      }
+    }
+    return null;
   }
 
   /** The first invariant the step broke, or null. */

@@ -249,7 +249,40 @@ final class Mutants {
               """,
               """
                        s.base, p_vcpu_milli, p_memory_mb, w.capacity
-              """));
+              """),
+          new Mutant(
+              "tick-disarms-without-checking-for-work",
+              "§4.5 idle at zero: the schedule is on while the queue has work (no job waits for the fallback unless an arm was lost)",
+              MAIN + "BuildQueue.java",
+              """
+              if (report.found().work()) {
+                if (cause == TickSchedule.Cause.FALLBACK) {
+                  schedule.arm();
+                }
+                return;
+              }
+              schedule.disarm();
+              boolean clear = false;
+              try {
+                clear = tick.disarm();
+          """,
+              """
+              schedule.disarm();
+              boolean clear = false;
+              try {
+                clear = tick.disarm() || true;
+          """),
+          new Mutant(
+              "tick-never-disarms",
+              "§4.5 idle at zero: once the queue is idle, the tick sends the database nothing until the next enqueue",
+              MAIN + "BuildQueue.java",
+              """
+              schedule.disarm();
+              boolean clear = false;
+          """,
+              """
+              boolean clear = false;
+          """));
 
   private Mutants() {}
 

@@ -11,8 +11,11 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.UUID;
 
-/** The rows the invariants are about, read after a step through the checker's own connection. */
-record Snapshot(Map<Long, W> workers, Map<Long, J> jobs, long lastEvent) {
+/**
+ * The rows the invariants are about, read after a step through the checker's own connection; and
+ * the tick's armed flag (V014).
+ */
+record Snapshot(Map<Long, W> workers, Map<Long, J> jobs, long lastEvent, boolean armed) {
 
   record W(
       long id,
@@ -55,13 +58,13 @@ record Snapshot(Map<Long, W> workers, Map<Long, J> jobs, long lastEvent) {
     }
   }
 
-  static final Snapshot EMPTY = new Snapshot(Map.of(), Map.of(), 0);
+  static final Snapshot EMPTY = new Snapshot(Map.of(), Map.of(), 0, true);
 
   static final class Reader implements AutoCloseable {
     private final PreparedStatement all;
 
     /**
-     * Three statements in one round trip: the driver sends them together and returns three results.
+     * Four statements in one round trip: the driver sends them together and returns four results.
      */
     Reader(Connection c) throws SQLException {
       all =
@@ -71,7 +74,8 @@ record Snapshot(Map<Long, W> workers, Map<Long, J> jobs, long lastEvent) {
           select id, user_id, lane, status, worker_id, progress, checkpoint, recoveries, attempts, launch_failures,
                  not_before, cancel_requested, error, idempotency_key, payload::text as payload, priority
           from build_job order by id;
-          select coalesce(max(id), 0) from build_job_event""");
+          select coalesce(max(id), 0) from build_job_event;
+          select armed from build_tick_arm""");
     }
 
     Snapshot read() {
@@ -126,7 +130,13 @@ record Snapshot(Map<Long, W> workers, Map<Long, J> jobs, long lastEvent) {
           r.next();
           last = r.getLong(1);
         }
-        return new Snapshot(Collections.unmodifiableMap(ws), Collections.unmodifiableMap(js), last);
+        all.getMoreResults();
+        boolean armed;
+        try (ResultSet r = all.getResultSet()) {
+          armed = !r.next() || r.getBoolean(1);
+        }
+        return new Snapshot(
+            Collections.unmodifiableMap(ws), Collections.unmodifiableMap(js), last, armed);
       } catch (SQLException e) {
         throw new IllegalStateException("could not read the snapshot: " + e.getMessage(), e);
       }

@@ -43,6 +43,24 @@
  * and expire on demand, and workers' hard deadlines fall on the simulated clock ({@code
  * WorkerLoop.DeadlineTimer}).
  *
+ * <p>The tick's schedule (docs/architecture.md §4.5, "Idle at zero"; {@link
+ * buildqueue.faults.SimSchedule}): the queue's arm after an enqueue that found the tick disarmed
+ * and its tick's disarm go through a simulated schedule, each call a scheduling point; the minute
+ * tick fires only while it is on, and a fallback tick once a simulated day (template.yaml's rates)
+ * whatever it is. An arm is lost (the caller dies between its commit and the call), duplicated (it
+ * lands again up to 90 s later) or late (it lands up to 90 s later, after a disarm that raced it or
+ * while work waits). The queue goes idle: in the fault phase, whenever nothing is left to do, for 2
+ * minutes to 3 hours; and after the recovery, for 10 minutes to 36 hours. Time jumps over what
+ * nothing happens in (no tick while the schedule is off, to the next late arm or fallback), and the
+ * recovery, when only a tick could move the queue on and an arm went astray, jumps to the fallback
+ * (its bound grows by the jump). The ticks publish the job events as {@code TickFunction} does (an
+ * unpublished event is work). The invariants of §5's "Idle at zero" paragraph are checked after
+ * every step: the schedule is on while work exists unless an arm went astray; no job waits with a
+ * free slot longer than a day and a minute; from the first tick that finds the queue without work
+ * to the next enqueue the ticks send at most two statements per arm that lands and per fallback
+ * tick (the summary line counts the idle periods, their tick statements, fallback ticks and arms
+ * landed).
+ *
  * <p>Job processes (docs/architecture.md §10.1): about half the scenarios submit program jobs, of a
  * command kind whose timeout and grace are drawn per scenario. The production {@code ProcessRunner}
  * runs them inside the real worker loop, on {@link buildqueue.faults.SimProgram}s instead of
@@ -76,25 +94,27 @@
  * one; lease reclaim of a worker the platform can check; a fifth interruption without progress
  * retried; the progress fence without the token; no stop for a worker running past its lease; the
  * worker start without the lease; and in the job runner: a timeout that succeeds, no SIGKILL after
- * the grace, a cancel whose stop never signals the program, a retry code that fails the job), runs
- * this suite's default scenarios against each in a copy of the working tree, and prints which
- * invariant caught it, with the seed, the scenarios it took and the time; it exits non-zero if one
- * went uncaught. {@code --base-seed=B} repeats a batch, {@code --only=name,name} picks mutants.
- * Each mutant is an exact text replacement that must find its text once; {@link
- * buildqueue.faults.MutantsTest} checks that on every build, so a change to the core that moves a
- * mutant's text fails there rather than leaving a mutant that tests nothing.
+ * the grace, a cancel whose stop never signals the program, a retry code that fails the job; a tick
+ * that disarms without checking for work, a tick that never disarms), runs this suite's default
+ * scenarios against each in a copy of the working tree, and prints which invariant caught it, with
+ * the seed, the scenarios it took and the time; it exits non-zero if one went uncaught. {@code
+ * --base-seed=B} repeats a batch, {@code --only=name,name} picks mutants. Each mutant is an exact
+ * text replacement that must find its text once; {@link buildqueue.faults.MutantsTest} checks that
+ * on every build, so a change to the core that moves a mutant's text fails there rather than
+ * leaving a mutant that tests nothing.
  *
  * <h2>What is deterministic</h2>
  *
  * Everything a scenario decides comes from its seed (through one {@code Random}, a second one for
- * the faults added after {@link buildqueue.faults.FaultSeedRegressionTest} pinned its seeds, and a
- * third for the program jobs' faults); a program's state is a function of the simulated clock;
- * actors run one at a time and evidence that arrives during a step is ordered by task; ids restart
- * per scenario; every {@code :now} is the simulated clock as of when the statement runs; tick
- * claims come back in id order. So a seed gives the same event log on any database, whatever ran on
- * it before ({@link buildqueue.faults.ReplayTest}). Not deterministic, and not read by anything
- * that decides: worker tokens (random UUIDs), wall-clock durations, the base seed under {@code
- * -Dbuildqueue.seed=random} (printed).
+ * the faults added after {@link buildqueue.faults.FaultSeedRegressionTest} pinned its seeds, a
+ * third for the program jobs' faults, and more for later ones: the deploy, the stops, the arming
+ * and idle stretches); a program's state is a function of the simulated clock; actors run one at a
+ * time and evidence that arrives during a step is ordered by task; ids restart per scenario; every
+ * {@code :now} is the simulated clock as of when the statement runs; tick claims come back in id
+ * order. So a seed gives the same event log on any database, whatever ran on it before ({@link
+ * buildqueue.faults.ReplayTest}). Not deterministic, and not read by anything that decides: worker
+ * tokens (random UUIDs), wall-clock durations, the base seed under {@code -Dbuildqueue.seed=random}
+ * (printed).
  *
  * <h2>An assumption the core rests on</h2>
  *
