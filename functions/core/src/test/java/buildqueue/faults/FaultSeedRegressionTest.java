@@ -124,12 +124,14 @@ class FaultSeedRegressionTest {
    * A cancel's stop reached a program job's worker while it read the job's trace context, before
    * the program started; the runner polled the program once before it looked at the stop, so the
    * program got no SIGTERM at the runner's first chance (§10). It is now signalled before the first
-   * poll. Found as seed 230000000040 of the default run once the trace context became a statement.
+   * poll. Found as seed 230000000040 of the default run once the trace context became a statement
+   * (before the tick's schedule ran in the simulation: hence {@code withoutSchedule()}).
    */
   @Test
   void a_stop_before_the_program_starts_is_its_first_sigterm_seed_230000000040() {
     Simulation.Outcome o =
-        Simulation.run(lane, Simulation.Options.of(230000000040L).withFaultSteps(30));
+        Simulation.run(
+            lane, Simulation.Options.of(230000000040L).withFaultSteps(30).withoutSchedule());
 
     assertThat(log(o))
         .contains(
@@ -142,7 +144,7 @@ class FaultSeedRegressionTest {
    * The connection died under the worker's read of a program job's trace context, and the worker
    * made the error the job's verdict: job 2 failed with "terminating connection". The read is the
    * queue's like a check-in, so the worker now dies of it and the job is recovered (§5.5). Found as
-   * seed 230000000046 of the default run.
+   * seed 230000000046 of the default run (before the tick's schedule ran in it).
    */
   @Test
   void a_queue_failure_under_the_trace_context_read_is_not_the_jobs_verdict_seed_230000000046() {
@@ -151,6 +153,7 @@ class FaultSeedRegressionTest {
             lane,
             Simulation.Options.of(230000000046L)
                 .withFaultSteps(38)
+                .withoutSchedule()
                 .without(Fault.PROGRAM_IGNORES_SIGTERM)
                 .without(Fault.PROGRAM_LEAVES_CHILD));
 
