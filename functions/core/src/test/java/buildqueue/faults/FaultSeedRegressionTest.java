@@ -161,4 +161,23 @@ class FaultSeedRegressionTest {
         .contains("⚡ connection killed after commit, reply lost: WorkerTransitions.traceparent");
     assertThat(o.violation()).as(o::report).isNull();
   }
+
+  /**
+   * The same stop before the program's start, now with a cancel behind it: the program got its
+   * SIGTERM before the first poll but the worker did not check in after it, so it never read the
+   * cancel flag, and the program's exit 0 ended job 3 succeeded where it had to end cancelled
+   * (§10). The check-in now follows that SIGTERM as it follows one sent during a poll. Found as
+   * seed 230000000039 of the default run.
+   */
+  @Test
+  void a_cancel_whose_stop_came_before_the_program_started_ends_cancelled_seed_230000000039() {
+    Simulation.Outcome o =
+        Simulation.run(lane, Simulation.Options.of(230000000039L).withFaultSteps(45));
+
+    assertThat(log(o))
+        .contains(
+            "cancel#10: stop task inproc-1 (SIGTERM): job 3 cancelled",
+            "worker 1/inproc-1: WorkerTransitions.traceparent\n        worker 1/inproc-1: program pid 1001 of job 3");
+    assertThat(o.violation()).as(o::report).isNull();
+  }
 }

@@ -144,8 +144,8 @@ final class ProgramAttempt {
     long startedAt = clock.nanoTime();
     if (context.stopRequested()) {
       // The stop came while the program was being started (its trace context is read first): it
-      // gets SIGTERM before the first poll, as if the stop had come during it.
-      stopForTheWorker();
+      // gets SIGTERM before the first poll, and the check-in after it, as if it had come during it.
+      checkIn();
     }
     while (true) {
       exited = process.awaitExit(limits.pollInterval());
@@ -161,21 +161,29 @@ final class ProgramAttempt {
         stopFailure = "timed out after " + human(kind.timeout());
         terminate(stopFailure);
       }
-      if (context.stopRequested()) {
-        // Before the check-in's statement, which may wait: a cancel arrives as this stop, and
-        // the program is signalled as soon as the worker sees it.
-        stopForTheWorker();
-      }
-      JobContext.CheckIn said = context.checkIn(latestProgress);
-      if (said == JobContext.CheckIn.CANCEL_REQUESTED && !cancelled) {
-        cancelled = true;
-        if (!termination.terminated()) {
-          terminate("cancel requested");
-        }
-      } else if (said == JobContext.CheckIn.STOP_REQUESTED) {
-        stopForTheWorker();
-      }
+      checkIn();
       termination.killWhenGraceIsOver();
+    }
+  }
+
+  /**
+   * A stop's SIGTERM, then the check-in: the first one after a stop reads the cancel flag, so that
+   * a cancelled job whose program exits 0 in its grace still ends cancelled.
+   */
+  private void checkIn() {
+    if (context.stopRequested()) {
+      // Before the check-in's statement, which may wait: a cancel arrives as this stop, and
+      // the program is signalled as soon as the worker sees it.
+      stopForTheWorker();
+    }
+    JobContext.CheckIn said = context.checkIn(latestProgress);
+    if (said == JobContext.CheckIn.CANCEL_REQUESTED && !cancelled) {
+      cancelled = true;
+      if (!termination.terminated()) {
+        terminate("cancel requested");
+      }
+    } else if (said == JobContext.CheckIn.STOP_REQUESTED) {
+      stopForTheWorker();
     }
   }
 
