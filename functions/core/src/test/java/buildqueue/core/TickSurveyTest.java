@@ -109,6 +109,34 @@ class TickSurveyTest {
                 Rows.event(Rows.job().status(JobStatus.SUCCEEDED).finishedAt(LONG_AGO).insert(db))
                     .insert(db)),
         new Fixture(
+            "an upload of an exited worker whose job went back to its lane",
+            db -> {
+              long w = Rows.worker().status(WorkerStatus.EXITED).insert(db);
+              upload(db, Rows.job().attempts(1).insert(db), 1, w);
+            }),
+        new Fixture(
+            "an upload of a worker still alive whose job went back to its lane",
+            db -> {
+              long w = Rows.worker().lane("user:a").task("task-a").runningSince(NOW).insert(db);
+              upload(db, Rows.job().lane("user:b").attempts(1).insert(db), 1, w);
+            }),
+        new Fixture(
+            "an upload of the attempt its job is running",
+            db -> {
+              long w = Rows.worker().lane("user:a").task("task-a").runningSince(NOW).insert(db);
+              long job =
+                  Rows.job()
+                      .lane("user:a")
+                      .status(JobStatus.RUNNING)
+                      .worker(w)
+                      .attempts(1)
+                      .insert(db);
+              upload(db, job, 1, w);
+            }),
+        new Fixture(
+            "an upload of an exited worker whose job is gone",
+            db -> upload(db, 999_999, 1, Rows.worker().status(WorkerStatus.EXITED).insert(db))),
+        new Fixture(
             "a worker exited before the retention",
             db ->
                 db.update(
@@ -118,6 +146,14 @@ class TickSurveyTest {
                         LONG_AGO,
                         "id",
                         Rows.worker().status(WorkerStatus.EXITED).insert(db)))));
+  }
+
+  /** An attempt's upload record, as {@code build_worker_stage_artifacts} writes it. */
+  private static void upload(Database db, long job, int attempt, long worker) {
+    db.update(
+        "insert into build_artifact_upload (job_id, attempt, worker_id, started_at)"
+            + " values (:job, :attempt, :worker, now())",
+        buildqueue.db.Params.of("job", job, "attempt", attempt, "worker", worker));
   }
 
   @ParameterizedTest(name = "{0}")
@@ -144,6 +180,12 @@ class TickSurveyTest {
     assertThat(found.eventsPending())
         .as("events pending")
         .isEqualTo(!new OutboxTransitions(db, clock).claimPending(100).isEmpty());
+    // No fixture leaves published artifacts of a deleted job: those are due after a housekeeping,
+    // which the tick's caller knows from its report, not from the survey.
+    assertThat(found.artifactsToSweep())
+        .as("artifacts to sweep")
+        .isEqualTo(
+            !new ArtifactSweep(db, buildqueue.artifacts.NoArtifactStore.NONE).due().isEmpty());
     TickTransitions.Housekept housekept = tick.housekeep(1000);
     assertThat(found.housekeeping())
         .as("housekeeping")
@@ -172,7 +214,7 @@ class TickSurveyTest {
       assertThat(report.found())
           .isEqualTo(
               new TickTransitions.Survey(
-                  false, false, false, false, false, false, false, false, null));
+                  false, false, false, false, false, false, false, false, false, null));
       assertThat(report.eventsMayBePending()).isFalse();
     }
   }
