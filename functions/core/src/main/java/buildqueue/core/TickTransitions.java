@@ -111,9 +111,14 @@ public final class TickTransitions {
          or exists(select 1 from build_worker o
                    where o.status = 'exited'
                      and o.exited_at < t.now - :retentionMs * interval '1 millisecond')) as housekeeping,
+        -- WebhookDeliveries' claim, with its order per job: a delivery waiting behind an earlier
+        -- one of its job (backing off) is not due, or every tick would start a pass for nothing.
         exists(select 1 from build_webhook_delivery h
                where h.status = 'pending' and h.next_attempt_at <= t.now
-                 and (h.claimed_until is null or h.claimed_until <= t.now)) as webhooks_due,
+                 and (h.claimed_until is null or h.claimed_until <= t.now)
+                 and not exists (select 1 from build_webhook_delivery p
+                                 where p.endpoint_id = h.endpoint_id and p.job_id = h.job_id
+                                   and p.status = 'pending' and p.event_id < h.event_id)) as webhooks_due,
         -- ArtifactSweep's claim of uploads, as an exists (TickSurveyTest holds the two together).
         -- An upload record lives only from a worker's stage to its end, so the table is small.
         exists(select 1 from build_artifact_upload u

@@ -137,6 +137,32 @@ class TickSurveyTest {
             "an upload of an exited worker whose job is gone",
             db -> upload(db, 999_999, 1, Rows.worker().status(WorkerStatus.EXITED).insert(db))),
         new Fixture(
+            "a webhook delivery due",
+            db -> {
+              long job = Rows.job().status(JobStatus.SUCCEEDED).insert(db);
+              delivery(db, endpoint(db), Rows.event(job).published().insert(db), job, NOW);
+            }),
+        new Fixture(
+            "a webhook delivery backing off",
+            db -> {
+              long job = Rows.job().status(JobStatus.SUCCEEDED).insert(db);
+              delivery(
+                  db,
+                  endpoint(db),
+                  Rows.event(job).published().insert(db),
+                  job,
+                  NOW.plusSeconds(5));
+            }),
+        new Fixture(
+            "a webhook delivery due behind an earlier one of its job backing off",
+            db -> {
+              long job = Rows.job().status(JobStatus.SUCCEEDED).insert(db);
+              long endpoint = endpoint(db);
+              delivery(
+                  db, endpoint, Rows.event(job).published().insert(db), job, NOW.plusSeconds(5));
+              delivery(db, endpoint, Rows.event(job).published().insert(db), job, NOW);
+            }),
+        new Fixture(
             "a worker exited before the retention",
             db ->
                 db.update(
@@ -146,6 +172,25 @@ class TickSurveyTest {
                         LONG_AGO,
                         "id",
                         Rows.worker().status(WorkerStatus.EXITED).insert(db)))));
+  }
+
+  /** A webhook endpoint for every user and every event type. */
+  private static long endpoint(Database db) {
+    return db.query(
+            "insert into build_webhook_endpoint (name, url, secrets, created_at, updated_at)"
+                + " values ('ci', 'https://ci.example.com/hook', '[\"whsec_c2VjcmV0\"]'::jsonb,"
+                + " now(), now()) returning id")
+        .get(0)
+        .longValue("id");
+  }
+
+  /** A pending delivery of {@code event} to {@code endpoint}, next tried at {@code next}. */
+  private static void delivery(Database db, long endpoint, long event, long job, Instant next) {
+    db.update(
+        "insert into build_webhook_delivery (endpoint_id, event_id, job_id, created_at,"
+            + " next_attempt_at) values (:endpoint, :event, :job, now(), :next)",
+        buildqueue.db.Params.of("endpoint", endpoint, "event", event, "job", job)
+            .and("next", next));
   }
 
   /** An attempt's upload record, as {@code build_worker_stage_artifacts} writes it. */
@@ -186,6 +231,13 @@ class TickSurveyTest {
         .as("artifacts to sweep")
         .isEqualTo(
             !new ArtifactSweep(db, buildqueue.artifacts.NoArtifactStore.NONE).due().isEmpty());
+    // Claims (and so changes) what it finds: after every read of the other parts.
+    assertThat(found.webhooksDue())
+        .as("webhook deliveries due")
+        .isEqualTo(
+            !new WebhookDeliveries(db, clock, (url, headers, body) -> null)
+                .claimDue(WebhookDeliveries.BATCH)
+                .isEmpty());
     TickTransitions.Housekept housekept = tick.housekeep(1000);
     assertThat(found.housekeeping())
         .as("housekeeping")
