@@ -58,6 +58,8 @@ import java.util.function.Function;
  *       in the functions' jar, {@link #WORKER_KINDS_FILE} in the worker image)</td></tr>
  *   <tr><td>{@value #WORKER_ID}, {@value #WORKER_TOKEN}</td><td>worker (set per task by the
  *       launch's container overrides)</td><td>required</td></tr>
+ *   <tr><td>{@value #WEBHOOK_FUNCTION}</td><td>tick</td><td>unset: the tick starts no webhook
+ *       delivery (the template sets the delivery function's {@code live} alias)</td></tr>
  *   <tr><td>{@value #ARTIFACTS_BUCKET}</td><td>the three queue functions, worker</td><td>unset or
  *       blank: no artifact store (the stack's template sets its bucket)</td></tr>
  *   <tr><td>{@value #STOP_TIMEOUT_SECONDS}</td><td>worker (the task definition sets it to the
@@ -94,6 +96,13 @@ public final class AwsSettings {
    * abandoned ones. Unset or blank: no artifact store.
    */
   public static final String ARTIFACTS_BUCKET = "BUILDQUEUE_ARTIFACTS_BUCKET";
+
+  /**
+   * The webhook delivery function the tick invokes, asynchronously, when its survey finds
+   * deliveries due (docs/architecture.md §4.11): a name or ARN, with its alias. Unset or blank: the
+   * tick starts no delivery.
+   */
+  public static final String WEBHOOK_FUNCTION = "BUILDQUEUE_WEBHOOK_FUNCTION";
 
   public static final String SHARED_SLOTS = "BUILDQUEUE_SHARED_SLOTS";
   public static final String WORKER_LIFETIME_MINUTES = "BUILDQUEUE_WORKER_LIFETIME_MINUTES";
@@ -159,6 +168,10 @@ public final class AwsSettings {
     TICK,
     /** The ECS STOPPED event handler. */
     TASK_STATE_CHANGE,
+    /**
+     * The webhook delivery function, invoked by the tick when deliveries are due; outside any VPC.
+     */
+    WEBHOOK_DELIVERY,
     /** The deploy-time schema migration (a CloudFormation custom resource). */
     MIGRATE,
     /** The worker role secret's rotation function (invoked by Secrets Manager). */
@@ -230,6 +243,7 @@ public final class AwsSettings {
   private final Optional<Path> kindsFile;
   private final Optional<String> workerSecretArn;
   private final Optional<String> artifactsBucket;
+  private final Optional<String> webhookFunction;
 
   private AwsSettings(Component component, Function<String, String> env) {
     EnvironmentReader r = new EnvironmentReader(env);
@@ -276,6 +290,16 @@ public final class AwsSettings {
         queueFunction || component == Component.WORKER
             ? r.optional(ARTIFACTS_BUCKET)
             : Optional.empty();
+    this.webhookFunction =
+        component == Component.TICK ? r.optional(WEBHOOK_FUNCTION) : Optional.empty();
+  }
+
+  /**
+   * The webhook delivery function the tick starts ({@value #WEBHOOK_FUNCTION}); empty when unset or
+   * blank, and for every part but the tick.
+   */
+  public Optional<String> webhookFunction() {
+    return webhookFunction;
   }
 
   /**
@@ -465,6 +489,8 @@ public final class AwsSettings {
         + kindsFile
         + ", artifactsBucket="
         + artifactsBucket
+        + ", webhookFunction="
+        + webhookFunction
         + "]";
   }
 }

@@ -26,8 +26,8 @@ class AwsPackageRulesTest {
   }
 
   /**
-   * The Data API, ECS, EventBridge, S3 artifacts and metrics adapters; the Lambdas and the Fargate
-   * worker wire them.
+   * The Data API, ECS, EventBridge, S3 artifacts, metrics and webhook-start adapters; the Lambdas
+   * and the Fargate worker wire them.
    */
   @Test
   void the_aws_adapters_never_import_the_entry_points() {
@@ -38,7 +38,8 @@ class AwsPackageRulesTest {
             "buildqueue.aws.db..",
             "buildqueue.aws.ecs..",
             "buildqueue.aws.events..",
-            "buildqueue.aws.metrics..")
+            "buildqueue.aws.metrics..",
+            "buildqueue.aws.webhooks..")
         .should()
         .dependOnClassesThat()
         .resideInAnyPackage("buildqueue.aws.lambda..", "buildqueue.aws.worker..")

@@ -228,6 +228,30 @@ class AwsSettingsTest {
   }
 
   @Test
+  void only_the_tick_reads_the_webhook_delivery_function_and_blank_means_none() {
+    String alias = "arn:aws:lambda:eu-west-1:111122223333:function:bq-WebhookDelivery-1a2b:live";
+    Map<String, String> env = queueFunctionEnv();
+    env.put(AwsSettings.WEBHOOK_FUNCTION, alias);
+    Map<String, String> blank = queueFunctionEnv();
+    blank.put(AwsSettings.WEBHOOK_FUNCTION, " ");
+
+    assertThat(AwsSettings.load(Component.TICK, env::get).webhookFunction()).contains(alias);
+    assertThat(AwsSettings.load(Component.TICK, blank::get).webhookFunction()).isEmpty();
+    for (Component c : List.of(Component.ENQUEUE, Component.TASK_STATE_CHANGE)) {
+      assertThat(AwsSettings.load(c, env::get).webhookFunction()).as("%s", c).isEmpty();
+    }
+    // The delivery function itself reads the database's variables, and no ECS or kinds.
+    Map<String, String> delivery = new HashMap<>();
+    delivery.put("AWS_REGION", "eu-west-1");
+    delivery.put(AwsSettings.DB_CLUSTER_ARN, env.get(AwsSettings.DB_CLUSTER_ARN));
+    delivery.put(AwsSettings.DB_SECRET_ARN, env.get(AwsSettings.DB_SECRET_ARN));
+    AwsSettings s = AwsSettings.load(Component.WEBHOOK_DELIVERY, delivery::get);
+    assertThat(s.dataApi().database()).isEqualTo("buildqueue");
+    assertThat(s.metricsNamespace()).isEqualTo("buildqueue");
+    assertThat(Component.WEBHOOK_DELIVERY.label()).isEqualTo("webhook-delivery");
+  }
+
+  @Test
   void the_artifacts_bucket_is_read_by_the_queue_functions_and_the_worker_and_blank_means_none() {
     Map<String, String> env = queueFunctionEnv();
     env.put(AwsSettings.ARTIFACTS_BUCKET, " stack-artifactsbucket-1a2b ");

@@ -23,11 +23,12 @@ public final class ArtifactSweep {
   private static final System.Logger LOG = System.getLogger(ArtifactSweep.class.getName());
 
   /** At most this many attempts per pass. */
-  static final int BATCH = 100;
+  public static final int BATCH = 100;
 
   /**
    * An upload record's worker must have exited: a worker fenced off but still alive may still be
-   * putting files, and its record must outlive it. Published rows go once their job is gone.
+   * putting files, and its record must outlive it. Published rows go once their job is gone. The
+   * first half is the tick survey's {@code artifacts_to_sweep} ({@link TickTransitions#survey}).
    */
   private static final String CLAIM =
       """

@@ -34,6 +34,10 @@ public final class TickTransitions {
    * @param webhooksDue webhook deliveries a deliverer may claim ({@link
    *     WebhookDeliveries#claimDue}); false whenever no endpoint is registered, so the deliverer
    *     then never runs
+   * @param artifactsToSweep an upload record whose attempt can no longer publish and whose worker
+   *     has exited ({@link ArtifactSweep}'s unpublished half): a sweep would remove its files. The
+   *     sweep's other half, the files of jobs the housekeeping deleted, is due only after a tick's
+   *     housekeeping deleted some ({@code TickReport.housekeptJobs}), which its caller knows
    * @param work the queue has work: a queued job, a worker not exited, a job event not yet
    *     published, or a webhook delivery pending. Without any, the tick may disarm its schedule
    *     ({@link #disarm})
@@ -47,6 +51,7 @@ public final class TickTransitions {
       boolean eventsPending,
       boolean housekeeping,
       boolean webhooksDue,
+      boolean artifactsToSweep,
       boolean work,
       Gauges gauges) {}
 
@@ -79,7 +84,7 @@ public final class TickTransitions {
         select count(j.id) as queued, min(j.created_at) as oldest
         from build_job j where :gauges::boolean and j.status = 'queued'
       )
-      -- Size: one row of eight booleans and two numbers.
+      -- Size: one row of nine booleans and two numbers.
       select
         exists(select 1 from build_worker d
                where d.status <> 'exited' and d.task_id is not null
@@ -106,9 +111,22 @@ public final class TickTransitions {
          or exists(select 1 from build_worker o
                    where o.status = 'exited'
                      and o.exited_at < t.now - :retentionMs * interval '1 millisecond')) as housekeeping,
+        -- WebhookDeliveries' claim, with its order per job: a delivery waiting behind an earlier
+        -- one of its job (backing off) is not due, or every tick would start a pass for nothing.
         exists(select 1 from build_webhook_delivery h
                where h.status = 'pending' and h.next_attempt_at <= t.now
-                 and (h.claimed_until is null or h.claimed_until <= t.now)) as webhooks_due,
+                 and (h.claimed_until is null or h.claimed_until <= t.now)
+                 and not exists (select 1 from build_webhook_delivery p
+                                 where p.endpoint_id = h.endpoint_id and p.job_id = h.job_id
+                                   and p.status = 'pending' and p.event_id < h.event_id)) as webhooks_due,
+        -- ArtifactSweep's claim of uploads, as an exists (TickSurveyTest holds the two together).
+        -- An upload record lives only from a worker's stage to its end, so the table is small.
+        exists(select 1 from build_artifact_upload u
+               left join build_job j on j.id = u.job_id
+               where (j.id is null or j.status <> 'running' or j.worker_id is distinct from u.worker_id
+                      or j.attempts <> u.attempt)
+                 and not exists (select 1 from build_worker w
+                                 where w.id = u.worker_id and w.status <> 'exited')) as artifacts_to_sweep,
         -- What build_tick_disarm (V014) checks, so a tick that finds none of it disarms, and a
         -- pending webhook delivery, which keeps the tick (and so its deliverer) running until it is
         -- acknowledged or dead. A replay arms the tick again (BuildQueue.replayWebhookDelivery).
@@ -148,6 +166,7 @@ public final class TickTransitions {
         r.bool("events_pending"),
         r.bool("housekeeping"),
         r.bool("webhooks_due"),
+        r.bool("artifacts_to_sweep"),
         r.bool("work"),
         gauges
             ? new Gauges(r.longValue("queued"), Math.max(0, r.longValue("longest_wait_seconds")))

@@ -109,6 +109,60 @@ class TickSurveyTest {
                 Rows.event(Rows.job().status(JobStatus.SUCCEEDED).finishedAt(LONG_AGO).insert(db))
                     .insert(db)),
         new Fixture(
+            "an upload of an exited worker whose job went back to its lane",
+            db -> {
+              long w = Rows.worker().status(WorkerStatus.EXITED).insert(db);
+              upload(db, Rows.job().attempts(1).insert(db), 1, w);
+            }),
+        new Fixture(
+            "an upload of a worker still alive whose job went back to its lane",
+            db -> {
+              long w = Rows.worker().lane("user:a").task("task-a").runningSince(NOW).insert(db);
+              upload(db, Rows.job().lane("user:b").attempts(1).insert(db), 1, w);
+            }),
+        new Fixture(
+            "an upload of the attempt its job is running",
+            db -> {
+              long w = Rows.worker().lane("user:a").task("task-a").runningSince(NOW).insert(db);
+              long job =
+                  Rows.job()
+                      .lane("user:a")
+                      .status(JobStatus.RUNNING)
+                      .worker(w)
+                      .attempts(1)
+                      .insert(db);
+              upload(db, job, 1, w);
+            }),
+        new Fixture(
+            "an upload of an exited worker whose job is gone",
+            db -> upload(db, 999_999, 1, Rows.worker().status(WorkerStatus.EXITED).insert(db))),
+        new Fixture(
+            "a webhook delivery due",
+            db -> {
+              long job = Rows.job().status(JobStatus.SUCCEEDED).insert(db);
+              delivery(db, endpoint(db), Rows.event(job).published().insert(db), job, NOW);
+            }),
+        new Fixture(
+            "a webhook delivery backing off",
+            db -> {
+              long job = Rows.job().status(JobStatus.SUCCEEDED).insert(db);
+              delivery(
+                  db,
+                  endpoint(db),
+                  Rows.event(job).published().insert(db),
+                  job,
+                  NOW.plusSeconds(5));
+            }),
+        new Fixture(
+            "a webhook delivery due behind an earlier one of its job backing off",
+            db -> {
+              long job = Rows.job().status(JobStatus.SUCCEEDED).insert(db);
+              long endpoint = endpoint(db);
+              delivery(
+                  db, endpoint, Rows.event(job).published().insert(db), job, NOW.plusSeconds(5));
+              delivery(db, endpoint, Rows.event(job).published().insert(db), job, NOW);
+            }),
+        new Fixture(
             "a worker exited before the retention",
             db ->
                 db.update(
@@ -118,6 +172,33 @@ class TickSurveyTest {
                         LONG_AGO,
                         "id",
                         Rows.worker().status(WorkerStatus.EXITED).insert(db)))));
+  }
+
+  /** A webhook endpoint for every user and every event type. */
+  private static long endpoint(Database db) {
+    return db.query(
+            "insert into build_webhook_endpoint (name, url, secrets, created_at, updated_at)"
+                + " values ('ci', 'https://ci.example.com/hook', '[\"whsec_c2VjcmV0\"]'::jsonb,"
+                + " now(), now()) returning id")
+        .get(0)
+        .longValue("id");
+  }
+
+  /** A pending delivery of {@code event} to {@code endpoint}, next tried at {@code next}. */
+  private static void delivery(Database db, long endpoint, long event, long job, Instant next) {
+    db.update(
+        "insert into build_webhook_delivery (endpoint_id, event_id, job_id, created_at,"
+            + " next_attempt_at) values (:endpoint, :event, :job, now(), :next)",
+        buildqueue.db.Params.of("endpoint", endpoint, "event", event, "job", job)
+            .and("next", next));
+  }
+
+  /** An attempt's upload record, as {@code build_worker_stage_artifacts} writes it. */
+  private static void upload(Database db, long job, int attempt, long worker) {
+    db.update(
+        "insert into build_artifact_upload (job_id, attempt, worker_id, started_at)"
+            + " values (:job, :attempt, :worker, now())",
+        buildqueue.db.Params.of("job", job, "attempt", attempt, "worker", worker));
   }
 
   @ParameterizedTest(name = "{0}")
@@ -144,6 +225,19 @@ class TickSurveyTest {
     assertThat(found.eventsPending())
         .as("events pending")
         .isEqualTo(!new OutboxTransitions(db, clock).claimPending(100).isEmpty());
+    // No fixture leaves published artifacts of a deleted job: those are due after a housekeeping,
+    // which the tick's caller knows from its report, not from the survey.
+    assertThat(found.artifactsToSweep())
+        .as("artifacts to sweep")
+        .isEqualTo(
+            !new ArtifactSweep(db, buildqueue.artifacts.NoArtifactStore.NONE).due().isEmpty());
+    // Claims (and so changes) what it finds: after every read of the other parts.
+    assertThat(found.webhooksDue())
+        .as("webhook deliveries due")
+        .isEqualTo(
+            !new WebhookDeliveries(db, clock, (url, headers, body) -> null)
+                .claimDue(WebhookDeliveries.BATCH)
+                .isEmpty());
     TickTransitions.Housekept housekept = tick.housekeep(1000);
     assertThat(found.housekeeping())
         .as("housekeeping")
@@ -172,7 +266,7 @@ class TickSurveyTest {
       assertThat(report.found())
           .isEqualTo(
               new TickTransitions.Survey(
-                  false, false, false, false, false, false, false, false, null));
+                  false, false, false, false, false, false, false, false, false, null));
       assertThat(report.eventsMayBePending()).isFalse();
     }
   }

@@ -7,8 +7,11 @@ import buildqueue.aws.artifacts.S3ArtifactStore;
 import buildqueue.aws.db.DataApiDatabase;
 import buildqueue.aws.ecs.EcsClients;
 import buildqueue.aws.ecs.EcsWorkerPlatform;
+import buildqueue.aws.webhooks.WebhookDeliveryStarter;
 import buildqueue.core.Capacities;
 import buildqueue.core.QueueClock;
+import buildqueue.core.WebhookDeliveries;
+import buildqueue.core.WebhookHttp;
 import buildqueue.db.Database;
 import buildqueue.db.JdbcDatabase;
 import buildqueue.kinds.KindCatalogue;
@@ -54,9 +57,35 @@ public final class AwsServices {
             services
                 .queue()
                 .useCapacities(new Capacities(settings.defaultCapacity(), c.capacities())));
-    // Artifacts: the API lists them and presigns downloads (docs/architecture.md §4.10).
+    // Artifacts: the API lists them and presigns downloads, the tick sweeps abandoned ones
+    // (docs/architecture.md §4.10).
     artifactStore(settings).ifPresent(services::withArtifacts);
+    // Webhooks: the tick starts a delivery pass when its survey finds deliveries due (§4.11).
+    settings
+        .webhookFunction()
+        .ifPresent(
+            f -> services.withWebhookStarter(WebhookDeliveryStarter.create(settings.region(), f)));
     return services;
+  }
+
+  /**
+   * The webhook delivery function's wiring: the Data API database and the deliverer with the
+   * production transport ({@link WebhookHttp}, private targets refused: a Lambda outside any VPC
+   * reaches only public addresses, and the deliverer refuses the others before sending a byte).
+   */
+  public static WebhookServices webhookServices(Component component) {
+    AwsSettings settings = AwsSettings.fromEnvironment(component);
+    return webhookServices(database(settings), settings.metricsNamespace(), System.out);
+  }
+
+  /** As {@link #webhookServices(Component)}, on a given database: the production transport. */
+  static WebhookServices webhookServices(
+      Database db, String metricsNamespace, java.io.PrintStream metricsOut) {
+    return new WebhookServices(
+        db,
+        new WebhookDeliveries(db, QueueClock.DATABASE, new WebhookHttp(false)),
+        metricsNamespace,
+        metricsOut);
   }
 
   /** The queue's database: the Data API, or (a self-hosted worker) JDBC without a pool. */

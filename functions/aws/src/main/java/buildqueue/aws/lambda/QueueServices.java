@@ -1,12 +1,15 @@
 package buildqueue.aws.lambda;
 
 import buildqueue.api.HttpApi;
+import buildqueue.artifacts.ArtifactStore;
 import buildqueue.aws.AwsSettings;
 import buildqueue.aws.events.EventBridgePublisher;
 import buildqueue.aws.events.EventBridgeTickSchedule;
 import buildqueue.aws.metrics.ExitMeter;
 import buildqueue.aws.metrics.MeteredPlatform;
 import buildqueue.aws.metrics.Metrics;
+import buildqueue.aws.webhooks.WebhookDeliveryStarter;
+import buildqueue.core.ArtifactSweep;
 import buildqueue.core.BuildQueue;
 import buildqueue.core.JobQueries;
 import buildqueue.core.OutboxTransitions;
@@ -18,6 +21,7 @@ import buildqueue.kinds.KindRegistry;
 import buildqueue.platform.WorkerPlatform;
 import java.io.PrintStream;
 import java.lang.System.Logger.Level;
+import java.util.Optional;
 import software.amazon.awssdk.services.eventbridge.EventBridgeClient;
 
 /**
@@ -37,6 +41,8 @@ public final class QueueServices {
   private final EventBridgePublisher publisher;
   private final JobQueries queries;
   private HttpApi api;
+  private Optional<ArtifactSweep> artifactSweep = Optional.empty();
+  private Optional<WebhookDeliveryStarter> webhookStarter = Optional.empty();
   private final String metricsNamespace;
   private final PrintStream metricsOut;
   private final KindRegistry kinds;
@@ -118,12 +124,74 @@ public final class QueueServices {
   }
 
   /**
-   * The API with the artifacts store: listing reads the database, a download is a presigned S3 GET
-   * (docs/architecture.md §4.10). Without it the API has nothing to download.
+   * The artifacts store: the API lists from the database and downloads by a presigned S3 GET; the
+   * tick sweeps what abandoned attempts left (docs/architecture.md §4.10). Without it the API has
+   * nothing to download and the tick nothing to sweep.
    */
-  QueueServices withArtifacts(buildqueue.artifacts.ArtifactStore store) {
+  public QueueServices withArtifacts(ArtifactStore store) {
     this.api = new HttpApi(queue, queries, kinds, store);
+    this.artifactSweep = Optional.of(new ArtifactSweep(db, store));
     return this;
+  }
+
+  /**
+   * The tick starts a webhook delivery pass with it when its survey finds deliveries due
+   * (docs/architecture.md §4.11). Without it nothing delivers webhooks on AWS.
+   */
+  public QueueServices withWebhookStarter(WebhookDeliveryStarter starter) {
+    this.webhookStarter = Optional.of(starter);
+    return this;
+  }
+
+  /**
+   * Sweeps what abandoned attempts uploaded ({@link ArtifactSweep}), only when {@code due}: the
+   * tick's survey found an upload to sweep, or its housekeeping deleted jobs (whose published files
+   * go with them). Nothing is due on an idle queue, so this costs no statement there. A pass
+   * removes at most {@link ArtifactSweep#BATCH} attempts; another follows while passes come back
+   * full and {@code timeLeft} says there is time. A failure is logged, not thrown: the tick's work
+   * is done, and a later tick's survey finds what is left. Answers how many attempts it removed.
+   */
+  public int sweepArtifactsQuietly(
+      boolean due, Metrics metrics, java.util.function.BooleanSupplier timeLeft) {
+    if (!due || artifactSweep.isEmpty()) {
+      return 0;
+    }
+    int swept = 0;
+    try {
+      int pass;
+      do {
+        pass = artifactSweep.get().sweep();
+        swept += pass;
+      } while (pass == ArtifactSweep.BATCH && timeLeft.getAsBoolean());
+    } catch (RuntimeException e) {
+      LOG.log(Level.WARNING, "the artifact sweep failed; a later tick sweeps again", e);
+    }
+    if (swept > 0) {
+      metrics.count(Metrics.ARTIFACTS_SWEPT, swept);
+    }
+    return swept;
+  }
+
+  /**
+   * Starts a webhook delivery pass when {@code due} (the tick's survey found deliveries due) and a
+   * starter is set. A failure is logged, not thrown: the deliveries stay due, and the next tick
+   * starts a pass. Answers whether Lambda took the invocation.
+   */
+  public boolean startWebhookDeliveriesQuietly(boolean due, Metrics metrics, String eventId) {
+    if (!due || webhookStarter.isEmpty()) {
+      return false;
+    }
+    try {
+      int status = webhookStarter.get().start(component.label(), eventId);
+      metrics.count(Metrics.WEBHOOK_PASSES_STARTED, 1);
+      LOG.log(Level.INFO, "webhook deliveries are due: started a delivery pass ({0})", status);
+      return true;
+    } catch (RuntimeException e) {
+      LOG.log(
+          Level.WARNING,
+          "starting a webhook delivery pass failed; the next tick starts one: " + e.getMessage());
+      return false;
+    }
   }
 
   public AwsSettings.Component component() {

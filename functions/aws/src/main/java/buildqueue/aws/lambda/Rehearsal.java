@@ -5,6 +5,7 @@ import buildqueue.aws.db.DataApiDatabase;
 import buildqueue.aws.db.DataApiSettings;
 import buildqueue.aws.db.WorkerRolePassword;
 import buildqueue.aws.ecs.EcsClients;
+import buildqueue.aws.webhooks.WebhookDeliveryStarter;
 import buildqueue.db.Database;
 import buildqueue.db.Params;
 import com.sun.net.httpserver.HttpServer;
@@ -33,13 +34,14 @@ import software.amazon.awssdk.services.secretsmanager.SecretsManagerClient;
 /**
  * Part of SnapStart priming ({@link Priming}): the SDK calls a first event makes (Data API
  * statements and a transaction through the queue's own {@link DataApiDatabase}, RunTask,
- * DescribeTasks, StopTask, PutEvents, GetSecretValue), against a loopback HTTP server in this JVM
- * that answers each with a fixed answer of the shape the real service sends (a Data API result with
- * a row of every kind of value the queue reads, a started task, an accepted event, a secret). Their
- * request and answer paths (marshalling, signing, the HTTP client, unmarshalling, the adapter's
- * reading of rows) are then loaded and run before the snapshot, each {@link Priming#ROUNDS} times
- * (25): often enough for the JIT to compile the hot ones, which the snapshot keeps, where a path
- * run once stays interpreted and the first event after a restore runs it at the interpreter's pace.
+ * DescribeTasks, StopTask, PutEvents, GetSecretValue, Lambda's Invoke), against a loopback HTTP
+ * server in this JVM that answers each with a fixed answer of the shape the real service sends (a
+ * Data API result with a row of every kind of value the queue reads, a started task, an accepted
+ * event, a secret). Their request and answer paths (marshalling, signing, the HTTP client,
+ * unmarshalling, the adapter's reading of rows) are then loaded and run before the snapshot, each
+ * {@link Priming#ROUNDS} times (25): often enough for the JIT to compile the hot ones, which the
+ * snapshot keeps, where a path run once stays interpreted and the first event after a restore runs
+ * it at the interpreter's pace.
  *
  * <p>It calls neither AWS nor the database: clients of its own, pointed at the loopback server,
  * with fixed credentials that sign nothing anyone checks (so the credential chain, which on
@@ -132,6 +134,11 @@ final class Rehearsal implements AutoCloseable {
         exchange -> {
           exchange.getRequestBody().readAllBytes();
           requests.incrementAndGet();
+          if (exchange.getRequestURI().getPath().endsWith("/invocations")) {
+            exchange.sendResponseHeaders(202, -1); // Lambda's answer to an asynchronous Invoke
+            exchange.close();
+            return;
+          }
           String target = exchange.getRequestHeaders().getFirst("X-Amz-Target");
           String answer =
               ANSWERS.getOrDefault(
@@ -250,6 +257,24 @@ final class Rehearsal implements AutoCloseable {
                                 .detail("{}")
                                 .eventBusName("default")
                                 .build())));
+      }
+    }
+    return this;
+  }
+
+  /**
+   * An asynchronous Invoke, as the tick starts a webhook delivery pass ({@link
+   * WebhookDeliveryStarter}); the loopback server answers it as Lambda does, an empty 202.
+   */
+  Rehearsal lambda() {
+    try (WebhookDeliveryStarter starter =
+        WebhookDeliveryStarter.create(
+            REGION,
+            "arn:aws:lambda:us-east-1:111122223333:function:priming:live",
+            endpoint,
+            NOBODY)) {
+      for (int i = 0; i < Priming.ROUNDS; i++) {
+        quietly(() -> starter.start("tick", "00000000-0000-0000-0000-000000000000"));
       }
     }
     return this;

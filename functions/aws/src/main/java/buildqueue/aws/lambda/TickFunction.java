@@ -20,10 +20,12 @@ import java.util.function.Supplier;
 
 /**
  * The scheduled pass, once a minute ({@code BuildQueue.tick}): liveness checks, unknown launches,
- * lease reclaim, dispatch, housekeeping; then the job events not yet published, and the queue's
- * gauges. The tick's first statement says which of these have anything due, and reads the gauges:
- * an idle queue costs that one Data API call, with no outbox claim and no gauge read of its own.
- * The tick works through everything due within what the function's timeout leaves, less {@link
+ * lease reclaim, dispatch, housekeeping; then the job events not yet published, the start of a
+ * webhook delivery pass (an asynchronous Invoke of the delivery function, docs/architecture.md
+ * §4.11), the files of abandoned attempts (an artifact sweep, §4.10), and the queue's gauges. The
+ * tick's first statement says which of these have anything due, and reads the gauges: an idle queue
+ * costs that one Data API call, with no outbox claim, sweep, delivery or gauge read of its own. The
+ * tick works through everything due within what the function's timeout leaves, less {@link
  * #RESERVE} (the queue holds it to half the launch grace besides), paced to ECS's request rates;
  * what it cannot finish is first in line next minute. Concurrent or overlapping ticks are safe
  * (every claim in the tick skips rows another holds), so a slow tick and a retried one never
@@ -53,7 +55,10 @@ public final class TickFunction implements RequestStreamHandler {
   private static final Lazy<QueueServices> SERVICES =
       Lazy.of(() -> AwsServices.queueServices(Component.TICK));
 
-  /** Kept back from the function's deadline for publishing job events, gauges and metrics. */
+  /**
+   * Kept back from the function's deadline for publishing job events, the artifact sweep, starting
+   * webhook deliveries, gauges and metrics.
+   */
   static final Duration RESERVE = Duration.ofSeconds(10);
 
   private final Supplier<QueueServices> services;
@@ -74,7 +79,7 @@ public final class TickFunction implements RequestStreamHandler {
       writeReport("primed", OutputStream.nullOutputStream());
       TickBudget.of(budget(null)).limit();
     }
-    Priming.rehearse(r -> r.dataApi().ecs().eventBridge());
+    Priming.rehearse(r -> r.dataApi().ecs().eventBridge().lambda());
   }
 
   public TickFunction(Supplier<QueueServices> services) {
@@ -151,6 +156,14 @@ public final class TickFunction implements RequestStreamHandler {
       if (report.eventsMayBePending()) {
         s.publishQuietly(metrics);
       }
+      // After the publishing, whose settle may owe deliveries of its own: the pass takes them too.
+      // Before the sweep, which may take seconds of S3 calls: a start takes one short call.
+      s.startWebhookDeliveriesQuietly(report.found().webhooksDue(), metrics, eventId);
+      // Uploads the survey found abandoned, and the files of jobs this tick's housekeeping deleted.
+      s.sweepArtifactsQuietly(
+          report.found().artifactsToSweep() || report.housekeptJobs() > 0,
+          metrics,
+          () -> context == null || context.getRemainingTimeInMillis() > RESERVE.toMillis() / 2);
       QueueGauges.recordInto(report.found().gauges(), metrics);
       return report.toString();
     } finally {

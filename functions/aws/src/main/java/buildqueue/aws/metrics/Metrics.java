@@ -54,6 +54,18 @@ public final class Metrics {
   /** Parts of a tick that stopped before all that was due was done (out of time, throttled). */
   public static final String TICK_CUT_SHORT = "TickCutShort";
 
+  /** Attempts of an artifact sweep removed (the tick, docs/architecture.md §4.10). */
+  public static final String ARTIFACTS_SWEPT = "ArtifactsSwept";
+
+  /** Webhook delivery passes the tick started (docs/architecture.md §4.11). */
+  public static final String WEBHOOK_PASSES_STARTED = "WebhookPassesStarted";
+
+  /** Webhook requests a delivery pass sent, and of them those acknowledged or now dead. */
+  public static final String WEBHOOK_ATTEMPTS = "WebhookAttempts";
+
+  public static final String WEBHOOKS_DELIVERED = "WebhooksDelivered";
+  public static final String WEBHOOKS_DEAD = "WebhooksDead";
+
   private static final ObjectMapper JSON = new ObjectMapper();
 
   /** EMF takes at most 100 values per metric in one line. */

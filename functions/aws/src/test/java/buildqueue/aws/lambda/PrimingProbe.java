@@ -1,7 +1,7 @@
 package buildqueue.aws.lambda;
 
 /**
- * Run in a fresh JVM by {@link PrimingTest}: builds the four handlers as Lambda does (which
+ * Run in a fresh JVM by {@link PrimingTest}: builds the five handlers as Lambda does (which
  * registers their priming), then plays a snapshot's checkpoint and restore, and prints what was
  * registered. The environment points every AWS endpoint at a socket that counts connections.
  */
@@ -13,6 +13,7 @@ public final class PrimingProbe {
     new TickFunction();
     new TaskStateChangeFunction();
     new MigrateFunction();
+    new WebhookDeliveryFunction();
     Priming.checkpointAndRestore();
     System.out.println("PRIMED " + String.join(",", Priming.registered()));
     System.out.flush();

@@ -53,10 +53,15 @@ import org.junit.jupiter.api.extension.ExtendWith;
 @ExtendWith(PostgresExtension.class)
 class PrimingTest {
   private static final List<String> FUNCTIONS =
-      List.of("EnqueueFunction", "TickFunction", "TaskStateChangeFunction", "MigrateFunction");
+      List.of(
+          "EnqueueFunction",
+          "TickFunction",
+          "TaskStateChangeFunction",
+          "MigrateFunction",
+          "WebhookDeliveryFunction");
 
   /**
-   * A fresh JVM, as Lambda starts one for a snapshot: the four handlers built as the runtime builds
+   * A fresh JVM, as Lambda starts one for a snapshot: the five handlers built as the runtime builds
    * them, their hooks run, every AWS endpoint a socket that counts connections, and the JVM's class
    * loading logged.
    */
@@ -164,6 +169,8 @@ class PrimingTest {
       int ecs = r.requests() - dataApi;
       r.eventBridge();
       int events = r.requests() - dataApi - ecs;
+      r.lambda();
+      int invokes = r.requests() - dataApi - ecs - events;
       r.secretsManager();
 
       assertThat(dataApi)
@@ -173,7 +180,8 @@ class PrimingTest {
           .as("RunTask, DescribeTasks, StopTask; each round")
           .isEqualTo(3 * Priming.ROUNDS);
       assertThat(events).as("PutEvents, each round").isEqualTo(Priming.ROUNDS);
-      assertThat(r.requests() - dataApi - ecs - events).as("GetSecretValue").isEqualTo(1);
+      assertThat(invokes).as("an asynchronous Invoke, each round").isEqualTo(Priming.ROUNDS);
+      assertThat(r.requests() - dataApi - ecs - events - invokes).as("GetSecretValue").isEqualTo(1);
     }
   }
 
@@ -183,6 +191,7 @@ class PrimingTest {
     new TickFunction();
     new TaskStateChangeFunction();
     new MigrateFunction();
+    new WebhookDeliveryFunction();
     new EnqueueFunction();
 
     assertThat(Priming.registered()).containsAll(FUNCTIONS).doesNotHaveDuplicates();
@@ -219,6 +228,8 @@ class PrimingTest {
       TickFunction.prime(tick);
       TaskStateChangeFunction.prime(stops);
       MigrateFunction.prime(() -> counted);
+      WebhookDeliveryFunction.prime(
+          AwsServices.webhookServices(counted, "buildqueue-test", TestServices.METRICS));
 
       assertThat(counted.statements()).as("statements sent while priming").isZero();
       assertThat(platform.launches())

@@ -25,10 +25,17 @@ final class SdkCalls {
 
   /**
    * Operations whose IAM action is named otherwise (S3 API Reference, each operation's
-   * "Permissions"): a listing needs s3:ListBucket, a multi-object delete s3:DeleteObject per key.
+   * "Permissions"; Lambda's, Invoke): a listing needs s3:ListBucket, a multi-object delete
+   * s3:DeleteObject per key, an Invoke lambda:InvokeFunction.
    */
   private static final Map<String, String> ACTION_OF =
-      Map.of("s3:ListObjectsV2", "s3:ListBucket", "s3:DeleteObjects", "s3:DeleteObject");
+      Map.of(
+          "s3:ListObjectsV2",
+          "s3:ListBucket",
+          "s3:DeleteObjects",
+          "s3:DeleteObject",
+          "lambda:Invoke",
+          "lambda:InvokeFunction");
 
   /**
    * A presigned request is made with the presigner's credentials when the URL is used: presigning a

@@ -10,6 +10,7 @@ import buildqueue.aws.lambda.EnqueueFunction;
 import buildqueue.aws.lambda.MigrateFunction;
 import buildqueue.aws.lambda.TaskStateChangeFunction;
 import buildqueue.aws.lambda.TickFunction;
+import buildqueue.aws.lambda.WebhookDeliveryFunction;
 import buildqueue.aws.lambda.WorkerSecretRotationFunction;
 import buildqueue.aws.testing.SampleEvents;
 import buildqueue.core.QueueConfig;
@@ -77,7 +78,8 @@ class TemplateTest {
           TickFunction.class, Component.TICK,
           TaskStateChangeFunction.class, Component.TASK_STATE_CHANGE,
           MigrateFunction.class, Component.MIGRATE,
-          WorkerSecretRotationFunction.class, Component.WORKER_SECRET_ROTATION);
+          WorkerSecretRotationFunction.class, Component.WORKER_SECRET_ROTATION,
+          WebhookDeliveryFunction.class, Component.WEBHOOK_DELIVERY);
 
   /**
    * The AWS calls each part makes through the ports, beyond the database: launching (every queue
@@ -86,8 +88,9 @@ class TemplateTest {
    * EnableRule (the first enqueue after idle arms the tick's rule) and DisableRule (the tick that
    * finds no work), on the tick's rule only. Artifacts: a worker puts its attempt's files, the API
    * presigns downloads (GetObject), and the API, the tick and the stop handler remove an attempt's
-   * files (ListBucket, DeleteObject). Every SDK call in the code must be attributed here ({@link
-   * #every_aws_call_in_the_code_is_attributed}).
+   * files (ListBucket, DeleteObject). Webhooks: the tick starts the delivery function (an Invoke),
+   * which itself calls nothing but the database. Every SDK call in the code must be attributed here
+   * ({@link #every_aws_call_in_the_code_is_attributed}).
    */
   private static final Map<Component, Set<String>> CALLS =
       Map.of(
@@ -109,9 +112,11 @@ class TemplateTest {
                   "events:EnableRule",
                   "events:DisableRule",
                   "s3:ListBucket",
-                  "s3:DeleteObject"),
+                  "s3:DeleteObject",
+                  "lambda:InvokeFunction"),
           Component.TASK_STATE_CHANGE,
               Set.of("ecs:RunTask", "events:PutEvents", "s3:ListBucket", "s3:DeleteObject"),
+          Component.WEBHOOK_DELIVERY, Set.of(), // the database only; the endpoints are not AWS
           Component.MIGRATE, Set.of("secretsmanager:GetSecretValue"), // the worker role's password
           // Secrets Manager's rotation steps, on the worker role's secret only.
           Component.WORKER_SECRET_ROTATION,
@@ -188,6 +193,14 @@ class TemplateTest {
    */
   private static boolean isQueueFunction(Component c) {
     return c == Component.ENQUEUE || c == Component.TICK || c == Component.TASK_STATE_CHANGE;
+  }
+
+  /**
+   * The functions that work on the queue's tables at run time, invoked often enough for a snapshot
+   * to pay: the queue functions and the webhook delivery function.
+   */
+  private static boolean usesTheQueue(Component c) {
+    return isQueueFunction(c) || c == Component.WEBHOOK_DELIVERY;
   }
 
   /**
@@ -311,7 +324,7 @@ class TemplateTest {
       // secret's rotation, a few invocations a rotation.
       assertThat(map(p.get("SnapStart")).get("ApplyOn"))
           .as("SnapStart of %s", f)
-          .isEqualTo(isQueueFunction(HANDLERS.get(c)) ? "PublishedVersions" : "None");
+          .isEqualTo(usesTheQueue(HANDLERS.get(c)) ? "PublishedVersions" : "None");
       String version =
           String.valueOf(list(map(liveAlias(f).get("FunctionVersion")).get("Fn::GetAtt")).get(0));
       assertThat(TEMPLATE.resource(version).get("Type")).isEqualTo("AWS::Lambda::Version");
@@ -395,7 +408,7 @@ class TemplateTest {
     List<String> waiting = new java.util.ArrayList<>();
     List<String> others = new java.util.ArrayList<>();
     for (String f : functions()) {
-      if (!isQueueFunction(HANDLERS.get(handlerClass(f)))) {
+      if (!usesTheQueue(HANDLERS.get(handlerClass(f)))) {
         others.add(f);
         continue;
       }
@@ -795,6 +808,91 @@ class TemplateTest {
     }
   }
 
+  private static String webhookFunction() throws ClassNotFoundException {
+    for (String f : functions()) {
+      if (HANDLERS.get(handlerClass(f)) == Component.WEBHOOK_DELIVERY) {
+        return f;
+      }
+    }
+    throw new AssertionError("no function runs " + WebhookDeliveryFunction.class);
+  }
+
+  @Test
+  void the_webhook_delivery_function_runs_outside_any_vpc_and_may_use_only_the_database()
+      throws Exception {
+    String f = webhookFunction();
+    // The rule: deliveries go from a Lambda outside any VPC (so never from an address of
+    // the stack's network, and never to one: the deliverer refuses private targets besides).
+    assertThat(TEMPLATE.properties(f)).doesNotContainKey("VpcConfig");
+    assertThat(functionStatements(f))
+        .flatExtracting(s -> list(s.get("Action")))
+        .allSatisfy(
+            a ->
+                assertThat(String.valueOf(a)).matches("rds-data:.*|secretsmanager:GetSecretValue"));
+    assertThat(environment(f))
+        .as("no ECS, bucket, kinds or rule: the database's variables only")
+        .containsOnlyKeys(
+            AwsSettings.DB_CLUSTER_ARN, AwsSettings.DB_SECRET_ARN, AwsSettings.DB_NAME);
+  }
+
+  @Test
+  void only_the_tick_may_start_the_webhook_delivery_function_and_it_is_told_its_live_alias()
+      throws Exception {
+    String f = webhookFunction();
+    String alias = standIn("WebhookDeliveryFunctionAliaslive", "Ref");
+    assertThat(liveAlias(f)).containsEntry("Name", "live");
+    for (String other : functions()) {
+      Component c = HANDLERS.get(handlerClass(other));
+      boolean invokes =
+          functionStatements(other).stream()
+              .anyMatch(s -> list(s.get("Action")).contains("lambda:InvokeFunction"));
+      assertThat(invokes).as("%s may invoke a function", other).isEqualTo(c == Component.TICK);
+      if (c == Component.TICK) {
+        assertThat(environment(other)).containsEntry(AwsSettings.WEBHOOK_FUNCTION, alias);
+        Map<String, String> env = environment(other);
+        env.put(AwsSettings.AWS_REGION, "eu-west-1");
+        assertThat(AwsSettings.load(c, env::get).webhookFunction()).contains(alias);
+      } else {
+        assertThat(environment(other)).doesNotContainKey(AwsSettings.WEBHOOK_FUNCTION);
+      }
+    }
+    // No schedule, rule, queue or API route starts it: only the tick, when deliveries are due.
+    for (String type : List.of("AWS::Events::Rule", "AWS::Lambda::Permission")) {
+      for (String id : TEMPLATE.resourcesOfType(type)) {
+        assertThat(id).doesNotStartWith(f);
+        assertThat(invokes(id, List.of(f))).as("%s invokes %s", id, f).isFalse();
+      }
+    }
+    assertThat(TEMPLATE.resourcesOfType("AWS::Lambda::EventSourceMapping")).isEmpty();
+  }
+
+  @Test
+  void a_webhook_pass_ends_well_inside_the_functions_timeout_and_a_late_start_is_dropped()
+      throws Exception {
+    String f = webhookFunction();
+    Duration timeout =
+        Duration.ofSeconds(Integer.parseInt(String.valueOf(TEMPLATE.properties(f).get("Timeout"))));
+    Duration budget =
+        WebhookDeliveryFunction.budget(buildqueue.aws.testing.TestContext.withTimeLeft(timeout));
+
+    assertThat(budget).as("what a pass may spend").isPositive();
+    // A batch claimed at the budget's last moment, every request at its timeout, still records
+    // its outcomes with time to spare.
+    assertThat(budget.plus(WebhookDeliveryFunction.WORST_BATCH))
+        .isLessThanOrEqualTo(timeout.minusSeconds(10));
+    // An asynchronous start is tried once, and dropped after a minute: the next tick starts one.
+    Map<String, Object> invokeConfig =
+        TEMPLATE.resourcesOfType("AWS::Lambda::EventInvokeConfig").stream()
+            .map(TEMPLATE::properties)
+            .filter(p -> p.get("FunctionName").equals(Map.of("Ref", f)))
+            .findFirst()
+            .orElseThrow();
+    assertThat(invokeConfig)
+        .containsEntry("Qualifier", "live")
+        .containsEntry("MaximumRetryAttempts", 0)
+        .containsEntry("MaximumEventAgeInSeconds", 60);
+  }
+
   private static Map<String, Object> statement(List<Map<String, Object>> statements, String sid) {
     return statements.stream()
         .filter(s -> sid.equals(s.get("Sid")))
@@ -880,6 +978,10 @@ class TemplateTest {
                   .isEqualTo(standIn("StopEventsDeadLetterQueue", "Arn"));
             } else if (action.equals("events:PutEvents")) {
               assertThat(String.valueOf(resource)).endsWith(":event-bus/default");
+            } else if (action.equals("lambda:InvokeFunction")) {
+              assertThat(resource)
+                  .as("%s starts only the webhook delivery function's live alias", who)
+                  .isEqualTo(standIn("WebhookDeliveryFunctionAliaslive", "Ref"));
             } else if (action.equals("events:EnableRule") || action.equals("events:DisableRule")) {
               assertThat(String.valueOf(resource))
                   .as("%s turns only the tick's rule on and off", who)
