@@ -949,16 +949,9 @@ final class Simulation {
       if (violation != null) {
         return;
       }
-      operations++;
-      Snapshot before = current;
-      log("the held stop of task " + l.taskId() + " arrives: job " + l.racesJob() + " is off it");
-      if (frozen.contains(l.taskId())) {
-        stopFrozen(null, l.taskId(), l.reason());
-      } else {
-        stopReaches(null, l.taskId(), l.reason());
-      }
-      scheduler.awaitQuiet();
-      afterStep("late stop", null, false, before);
+      lateStopStep(
+          l,
+          "the held stop of task " + l.taskId() + " arrives: job " + l.racesJob() + " is off it");
     }
   }
 
@@ -1734,7 +1727,7 @@ final class Simulation {
   }
 
   /**
-   * The stop of a cancel drawn to race its job's end ({@link #cancelAJobOnAWorker}) is held until
+   * The stop of a cancel drawn to race its job's end ({@link #cancelAJobAboutToEnd}) is held until
    * the job is off its worker, then arrives as a late stop (counted as {@link Fault#STOP_DELAYED}).
    * Left to chance, a late stop lands after its job's end in a few scenarios per thousand, too few
    * for {@link Fault#STOP_RACES_JOB_END} to turn up in every run. True if this stop is one.
@@ -1801,21 +1794,31 @@ final class Simulation {
    * on the job it chained.
    */
   private void deliverALateStop() {
-    operations++;
-    Snapshot before = current;
     LateStop l;
     synchronized (lateStops) {
       l = lateStops.stream().filter(this::deliverable).findFirst().orElseThrow();
       lateStops.remove(l);
     }
-    log("a late stop of task " + l.taskId() + " arrives");
+    lateStopStep(l, "a late stop of task " + l.taskId() + " arrives");
+  }
+
+  /** A stop on its way arrives as a step of its own, checked like every step. */
+  private void lateStopStep(LateStop l, String what) {
+    operations++;
+    Snapshot before = current;
+    log(what);
+    arrives(l);
+    scheduler.awaitQuiet();
+    afterStep("late stop", null, false, before);
+  }
+
+  /** A frozen worker's stop takes effect only later ({@link #stopFrozen}). */
+  private void arrives(LateStop l) {
     if (frozen.contains(l.taskId())) {
       stopFrozen(null, l.taskId(), l.reason());
     } else {
       stopReaches(null, l.taskId(), l.reason());
     }
-    scheduler.awaitQuiet();
-    afterStep("late stop", null, false, before);
   }
 
   private void deliverLateStops() {
@@ -1825,11 +1828,7 @@ final class Simulation {
       lateStops.removeAll(due);
     }
     for (LateStop l : due) {
-      if (frozen.contains(l.taskId())) {
-        stopFrozen(null, l.taskId(), l.reason());
-      } else {
-        stopReaches(null, l.taskId(), l.reason());
-      }
+      arrives(l);
     }
   }
 

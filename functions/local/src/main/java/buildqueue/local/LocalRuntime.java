@@ -172,7 +172,8 @@ public final class LocalRuntime implements AutoCloseable {
               settings.maxLogBytes(),
               jobUser);
       opened.push(platform);
-      LocalTickSchedule schedule = new LocalTickSchedule(LocalTickSchedule.FALLBACK);
+      LocalTickSchedule schedule =
+          new LocalTickSchedule(LocalTickSchedule.fallbackFor(settings.queue().retention()));
       BuildQueue queue =
           new BuildQueue(
               db,

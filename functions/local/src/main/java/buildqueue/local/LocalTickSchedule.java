@@ -13,6 +13,16 @@ final class LocalTickSchedule implements TickSchedule {
   /** As on AWS (the fallback rule's {@code rate(1 day)}): what a lost arm can delay at most. */
   static final Duration FALLBACK = Duration.ofDays(1);
 
+  /**
+   * The fallback of a server whose retention is {@code retention}: a day, or the retention if
+   * shorter. An idle queue's only tick is the fallback, and the housekeeping runs in it: on AWS (a
+   * retention of days) a finished job is deleted at most a day past its retention, and a local
+   * server told to keep jobs for seconds must not keep them a day.
+   */
+  static Duration fallbackFor(Duration retention) {
+    return retention.compareTo(FALLBACK) < 0 ? retention : FALLBACK;
+  }
+
   private final Duration fallback;
   private volatile boolean armed = true;
   private long lastTickNanos;

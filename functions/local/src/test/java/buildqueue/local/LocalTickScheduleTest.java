@@ -27,4 +27,11 @@ class LocalTickScheduleTest {
     s.arm();
     assertThat(s.due(61 * MINUTE + 1)).isEqualTo(Cause.SCHEDULE);
   }
+
+  @Test
+  void the_fallback_is_a_day_or_the_retention_if_shorter_so_an_idle_server_still_housekeeps() {
+    assertThat(LocalTickSchedule.fallbackFor(Duration.ofDays(7))).isEqualTo(Duration.ofDays(1));
+    assertThat(LocalTickSchedule.fallbackFor(Duration.ofSeconds(10)))
+        .isEqualTo(Duration.ofSeconds(10));
+  }
 }
