@@ -8,9 +8,9 @@ import java.util.Set;
 /**
  * The scenario's fault decisions, drawn from its random stream (and a second one for the faults of
  * {@link Fault#SECOND_STREAM}, a third for those of {@link Fault#PROGRAMS}, a fourth for {@link
- * Fault#DEPLOYS}, a fifth for {@link Fault#STOPS}). A decision always draws, even when its fault is
- * switched off (after the fault phase, or by a shrinking replay), so that switching one fault off
- * leaves every other decision of the replay where it was.
+ * Fault#DEPLOYS}, a fifth for {@link Fault#STOPS}, a sixth for {@link Fault#ARTIFACTS}). A decision
+ * always draws, even when its fault is switched off (after the fault phase, or by a shrinking
+ * replay), so that switching one fault off leaves every other decision of the replay where it was.
  */
 final class Faults {
   private final Random random;
@@ -18,6 +18,7 @@ final class Faults {
   private final Random third;
   private final Random fourth;
   private final Random fifth;
+  private final Random sixth;
   private final Set<Fault> disabled;
   private final Map<Fault, Double> rates = new EnumMap<>(Fault.class);
   private final Map<Fault, Integer> injected = new EnumMap<>(Fault.class);
@@ -29,12 +30,14 @@ final class Faults {
       Random third,
       Random fourth,
       Random fifth,
+      Random sixth,
       Set<Fault> disabled) {
     this.random = random;
     this.second = second;
     this.third = third;
     this.fourth = fourth;
     this.fifth = fifth;
+    this.sixth = sixth;
     this.disabled = disabled;
     // Each family is on in about half the scenarios, at a rate drawn per scenario: some scenarios
     // are calm, some are storms, and every combination turns up over a run.
@@ -73,6 +76,10 @@ final class Faults {
     // Stops that are lost or late; the other two stop faults are counted as they happen.
     family(0.5, 0.4, Fault.STOP_LOST);
     family(0.7, 0.8, Fault.STOP_DELAYED);
+    // The share of program jobs whose program writes artifacts; what befalls a worker between its
+    // uploads and its end, drawn as one choice per such job (so their rate is shared between them).
+    family(0.8, 1.0, Fault.PROGRAM_WRITES_ARTIFACTS);
+    family(0.8, 1.0, Fault.WORKER_KILLED_AFTER_UPLOAD, Fault.WORKER_PAUSED_AFTER_UPLOAD);
   }
 
   private void family(double chance, double maxRate, Fault... members) {
@@ -104,16 +111,18 @@ final class Faults {
 
   /**
    * The stream {@code f}'s decisions draw from (see {@link Fault#SECOND_STREAM}, {@link
-   * Fault#PROGRAMS}).
+   * Fault#PROGRAMS}, {@link Fault#DEPLOYS}, {@link Fault#STOPS}, {@link Fault#ARTIFACTS}).
    */
   Random streamOf(Fault f) {
-    return Fault.STOPS.contains(f)
-        ? fifth
-        : Fault.DEPLOYS.contains(f)
-            ? fourth
-            : Fault.PROGRAMS.contains(f)
-                ? third
-                : Fault.SECOND_STREAM.contains(f) ? second : random;
+    return Fault.ARTIFACTS.contains(f)
+        ? sixth
+        : Fault.STOPS.contains(f)
+            ? fifth
+            : Fault.DEPLOYS.contains(f)
+                ? fourth
+                : Fault.PROGRAMS.contains(f)
+                    ? third
+                    : Fault.SECOND_STREAM.contains(f) ? second : random;
   }
 
   /** One decision: does {@code f} happen now? Counts it when it does. */

@@ -6,13 +6,20 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Timestamp;
 import java.time.Instant;
+import java.util.ArrayList;
 import java.util.Collections;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 
-/** The rows the invariants are about, read after a step through the checker's own connection. */
-record Snapshot(Map<Long, W> workers, Map<Long, J> jobs, long lastEvent) {
+/**
+ * The rows the invariants are about, read after a step through the checker's own connection: the
+ * workers, the jobs, the last event's id, and each job's published artifacts ({@code
+ * build_job_artifact}, by name).
+ */
+record Snapshot(
+    Map<Long, W> workers, Map<Long, J> jobs, long lastEvent, Map<Long, List<A>> artifacts) {
 
   record W(
       long id,
@@ -55,13 +62,16 @@ record Snapshot(Map<Long, W> workers, Map<Long, J> jobs, long lastEvent) {
     }
   }
 
-  static final Snapshot EMPTY = new Snapshot(Map.of(), Map.of(), 0);
+  /** One published artifact of a job: its file, and the attempt (on a worker) whose file it is. */
+  record A(String name, long bytes, String sha256, int attempt, long workerId) {}
+
+  static final Snapshot EMPTY = new Snapshot(Map.of(), Map.of(), 0, Map.of());
 
   static final class Reader implements AutoCloseable {
     private final PreparedStatement all;
 
     /**
-     * Three statements in one round trip: the driver sends them together and returns three results.
+     * Four statements in one round trip: the driver sends them together and returns four results.
      */
     Reader(Connection c) throws SQLException {
       all =
@@ -71,7 +81,8 @@ record Snapshot(Map<Long, W> workers, Map<Long, J> jobs, long lastEvent) {
           select id, user_id, lane, status, worker_id, progress, checkpoint, recoveries, attempts, launch_failures,
                  not_before, cancel_requested, error, idempotency_key, payload::text as payload, priority
           from build_job order by id;
-          select coalesce(max(id), 0) from build_job_event""");
+          select coalesce(max(id), 0) from build_job_event;
+          select job_id, name, bytes, sha256, attempt, worker_id from build_job_artifact order by job_id, name""");
     }
 
     Snapshot read() {
@@ -126,7 +137,20 @@ record Snapshot(Map<Long, W> workers, Map<Long, J> jobs, long lastEvent) {
           r.next();
           last = r.getLong(1);
         }
-        return new Snapshot(Collections.unmodifiableMap(ws), Collections.unmodifiableMap(js), last);
+        all.getMoreResults();
+        Map<Long, List<A>> as = new LinkedHashMap<>();
+        try (ResultSet r = all.getResultSet()) {
+          while (r.next()) {
+            as.computeIfAbsent(r.getLong(1), k -> new ArrayList<>())
+                .add(
+                    new A(r.getString(2), r.getLong(3), r.getString(4), r.getInt(5), r.getLong(6)));
+          }
+        }
+        return new Snapshot(
+            Collections.unmodifiableMap(ws),
+            Collections.unmodifiableMap(js),
+            last,
+            Collections.unmodifiableMap(as));
       } catch (SQLException e) {
         throw new IllegalStateException("could not read the snapshot: " + e.getMessage(), e);
       }
