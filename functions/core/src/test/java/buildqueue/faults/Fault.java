@@ -97,7 +97,33 @@ enum Fault {
   /** The arm lands, and lands again a while later (a retried call whose first try got through). */
   ARM_DUPLICATED,
   /** The arm lands a drawn while late, after a disarm that raced it, or with work waiting. */
-  ARM_LATE;
+  ARM_LATE,
+  /**
+   * A program job's program writes 1 to 3 files under {@code $BUILDQUEUE_ARTIFACTS}, whose contents
+   * name its attempt (job, attempt, worker, pid), as it reaches its own end (exit 0 or not); on
+   * exit 0 its worker uploads them to the scenario's store and its end publishes them
+   * (docs/architecture.md §4.10). Its rate is the share of program jobs that write artifacts.
+   */
+  PROGRAM_WRITES_ARTIFACTS,
+  /**
+   * A worker is killed (SIGKILL) between its uploads and its end statement: the files and the
+   * upload record stay, the job is retried as a new attempt, and the sweep removes them once the
+   * worker has exited. Drawn with the job (its first one or two attempts), counted when it happens.
+   */
+  WORKER_KILLED_AFTER_UPLOAD,
+  /**
+   * A worker pauses between its uploads and its end statement (a long GC pause, a suspended VM, a
+   * statement stalled in the network) until its lease is over, its deadline timer paused with it,
+   * then goes on: its end is refused (the lease fences it), it publishes nothing and removes its
+   * uploads. Only a worker the queue can check (its task id recorded). Drawn with the job (its
+   * first one or two attempts), counted when it happens.
+   */
+  WORKER_PAUSED_AFTER_UPLOAD,
+  /**
+   * An attempt that uploaded files has its end refused (fenced off) and removes its own uploads.
+   * Counted when it happens, not drawn.
+   */
+  UPLOADED_END_FENCED_OFF;
 
   /**
    * Faults added after {@link FaultSeedRegressionTest} pinned its seeds: they draw from the
@@ -131,6 +157,18 @@ enum Fault {
    * {@code withoutSchedule()} neither arms nor draws any of these, and ticks as it did before.
    */
   static final Set<Fault> ARMING = EnumSet.of(ARM_LOST, ARM_DUPLICATED, ARM_LATE);
+
+  /**
+   * Artifacts (issue 26), added after the arming: a seventh stream of its own, so with them left
+   * out no program writes a file, nothing is uploaded or swept, and a scenario takes the path it
+   * took before they existed.
+   */
+  static final Set<Fault> ARTIFACTS =
+      EnumSet.of(
+          PROGRAM_WRITES_ARTIFACTS,
+          WORKER_KILLED_AFTER_UPLOAD,
+          WORKER_PAUSED_AFTER_UPLOAD,
+          UPLOADED_END_FENCED_OFF);
 
   String label() {
     return name().toLowerCase(java.util.Locale.ROOT).replace('_', '-');

@@ -38,10 +38,11 @@ class FaultSeedRegressionTest {
 
   /**
    * The seeds predate the faults of {@link Fault#SECOND_STREAM}, {@link Fault#PROGRAMS}, {@link
-   * Fault#DEPLOYS} and {@link Fault#STOPS}; with those left out (they draw from streams of their
-   * own) a seed takes the path it was found on. They predate the tick's schedule too (issue 25),
-   * which changes what a scenario does (its ticks, idle stretches, publishing): they run without it
-   * ({@code withoutSchedule()}, as the tenants' seeds run {@code withoutTenants()}).
+   * Fault#DEPLOYS}, {@link Fault#STOPS} and {@link Fault#ARTIFACTS}; with those left out (they draw
+   * from streams of their own) a seed takes the path it was found on. They predate the tick's
+   * schedule too (issue 25), which changes what a scenario does (its ticks, idle stretches,
+   * publishing): they run without it ({@code withoutSchedule()}, as the tenants' seeds run {@code
+   * withoutTenants()}).
    */
   private static Simulation.Outcome replay(Simulation.Options options) {
     options = options.withoutSchedule();
@@ -57,7 +58,18 @@ class FaultSeedRegressionTest {
     for (Fault f : Fault.STOPS) {
       options = options.without(f);
     }
-    return Simulation.run(lane, options);
+    return Simulation.run(lane, withoutArtifacts(options));
+  }
+
+  /**
+   * The seeds found in the default run before the artifacts' faults ({@link Fault#ARTIFACTS}) take
+   * the path they were found on with those left out.
+   */
+  private static Simulation.Options withoutArtifacts(Simulation.Options options) {
+    for (Fault f : Fault.ARTIFACTS) {
+      options = options.without(f);
+    }
+    return options;
   }
 
   private static String log(Simulation.Outcome o) {
@@ -131,7 +143,9 @@ class FaultSeedRegressionTest {
   void a_stop_before_the_program_starts_is_its_first_sigterm_seed_230000000040() {
     Simulation.Outcome o =
         Simulation.run(
-            lane, Simulation.Options.of(230000000040L).withFaultSteps(30).withoutSchedule());
+            lane,
+            withoutArtifacts(
+                Simulation.Options.of(230000000040L).withFaultSteps(30).withoutSchedule()));
 
     assertThat(log(o))
         .contains(
@@ -151,11 +165,12 @@ class FaultSeedRegressionTest {
     Simulation.Outcome o =
         Simulation.run(
             lane,
-            Simulation.Options.of(230000000046L)
-                .withFaultSteps(38)
-                .withoutSchedule()
-                .without(Fault.PROGRAM_IGNORES_SIGTERM)
-                .without(Fault.PROGRAM_LEAVES_CHILD));
+            withoutArtifacts(
+                Simulation.Options.of(230000000046L)
+                    .withFaultSteps(38)
+                    .withoutSchedule()
+                    .without(Fault.PROGRAM_IGNORES_SIGTERM)
+                    .without(Fault.PROGRAM_LEAVES_CHILD)));
 
     assertThat(log(o))
         .contains("⚡ connection killed after commit, reply lost: WorkerTransitions.traceparent");
@@ -172,7 +187,8 @@ class FaultSeedRegressionTest {
   @Test
   void a_cancel_whose_stop_came_before_the_program_started_ends_cancelled_seed_230000000039() {
     Simulation.Outcome o =
-        Simulation.run(lane, Simulation.Options.of(230000000039L).withFaultSteps(45));
+        Simulation.run(
+            lane, withoutArtifacts(Simulation.Options.of(230000000039L).withFaultSteps(45)));
 
     assertThat(log(o))
         .contains(

@@ -8,9 +8,10 @@ import java.util.Set;
 /**
  * The scenario's fault decisions, drawn from its random stream (and a second one for the faults of
  * {@link Fault#SECOND_STREAM}, a third for those of {@link Fault#PROGRAMS}, a fourth for {@link
- * Fault#DEPLOYS}, a fifth for {@link Fault#STOPS}, a sixth for {@link Fault#ARMING}). A decision
- * always draws, even when its fault is switched off (after the fault phase, or by a shrinking
- * replay), so that switching one fault off leaves every other decision of the replay where it was.
+ * Fault#DEPLOYS}, a fifth for {@link Fault#STOPS}, a sixth for {@link Fault#ARMING}, a seventh for
+ * {@link Fault#ARTIFACTS}). A decision always draws, even when its fault is switched off (after the
+ * fault phase, or by a shrinking replay), so that switching one fault off leaves every other
+ * decision of the replay where it was.
  */
 final class Faults {
   private final Random random;
@@ -19,6 +20,7 @@ final class Faults {
   private final Random fourth;
   private final Random fifth;
   private final Random sixth;
+  private final Random seventh;
   private final Set<Fault> disabled;
   private final Map<Fault, Double> rates = new EnumMap<>(Fault.class);
   private final Map<Fault, Integer> injected = new EnumMap<>(Fault.class);
@@ -31,6 +33,7 @@ final class Faults {
       Random fourth,
       Random fifth,
       Random sixth,
+      Random seventh,
       Set<Fault> disabled) {
     this.random = random;
     this.second = second;
@@ -38,6 +41,7 @@ final class Faults {
     this.fourth = fourth;
     this.fifth = fifth;
     this.sixth = sixth;
+    this.seventh = seventh;
     this.disabled = disabled;
     // Each family is on in about half the scenarios, at a rate drawn per scenario: some scenarios
     // are calm, some are storms, and every combination turns up over a run.
@@ -78,6 +82,10 @@ final class Faults {
     family(0.7, 0.8, Fault.STOP_DELAYED);
     // The arm after an enqueue that found the tick disarmed: lost, twice, or late, as one choice.
     family(0.6, 0.9, Fault.ARM_LOST, Fault.ARM_DUPLICATED, Fault.ARM_LATE);
+    // The share of program jobs whose program writes artifacts; what befalls a worker between its
+    // uploads and its end, drawn as one choice per such job (so their rate is shared between them).
+    family(0.8, 1.0, Fault.PROGRAM_WRITES_ARTIFACTS);
+    family(0.8, 1.0, Fault.WORKER_KILLED_AFTER_UPLOAD, Fault.WORKER_PAUSED_AFTER_UPLOAD);
   }
 
   private void family(double chance, double maxRate, Fault... members) {
@@ -109,18 +117,21 @@ final class Faults {
 
   /**
    * The stream {@code f}'s decisions draw from (see {@link Fault#SECOND_STREAM}, {@link
-   * Fault#PROGRAMS}).
+   * Fault#PROGRAMS}, {@link Fault#DEPLOYS}, {@link Fault#STOPS}, {@link Fault#ARMING}, {@link
+   * Fault#ARTIFACTS}).
    */
   Random streamOf(Fault f) {
-    return Fault.ARMING.contains(f)
-        ? sixth
-        : Fault.STOPS.contains(f)
-            ? fifth
-            : Fault.DEPLOYS.contains(f)
-                ? fourth
-                : Fault.PROGRAMS.contains(f)
-                    ? third
-                    : Fault.SECOND_STREAM.contains(f) ? second : random;
+    return Fault.ARTIFACTS.contains(f)
+        ? seventh
+        : Fault.ARMING.contains(f)
+            ? sixth
+            : Fault.STOPS.contains(f)
+                ? fifth
+                : Fault.DEPLOYS.contains(f)
+                    ? fourth
+                    : Fault.PROGRAMS.contains(f)
+                        ? third
+                        : Fault.SECOND_STREAM.contains(f) ? second : random;
   }
 
   /** One decision: does {@code f} happen now? Counts it when it does. */

@@ -1,5 +1,6 @@
 package buildqueue.faults;
 
+import buildqueue.artifacts.ArtifactStore.AttemptKey;
 import buildqueue.core.ExitTransitions;
 import buildqueue.core.QueueConfig;
 import buildqueue.db.Database;
@@ -9,13 +10,17 @@ import buildqueue.faults.Snapshot.J;
 import buildqueue.faults.Snapshot.W;
 import buildqueue.worker.JobContext;
 import buildqueue.worker.exec.ProgramExit;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.HashMap;
+import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
+import java.util.TreeMap;
 
 /**
  * The invariants of docs/architecture.md §5 (cited as §5.N), checked against the database after
@@ -82,6 +87,22 @@ final class Invariants {
 
   /** How many of each program's laps (by pid) have been checked. */
   private final Map<Long, Integer> lapsChecked = new HashMap<>();
+
+  /** What each program that wrote its artifacts wrote (by pid): name → size and SHA-256. */
+  private final Map<Long, Map<String, Stored>> written = new HashMap<>();
+
+  /** A file as the invariants compare it: its size and SHA-256. */
+  record Stored(long bytes, String sha256) {
+    static Stored of(byte[] contents) {
+      try {
+        return new Stored(
+            contents.length,
+            HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(contents)));
+      } catch (NoSuchAlgorithmException e) {
+        throw new IllegalStateException("every JVM has SHA-256", e);
+      }
+    }
+  }
 
   Invariants(QueueConfig config) {
     this.margin = config.deadlineMargin();
@@ -157,6 +178,7 @@ final class Invariants {
         || (v = noSlotFreedUnderALiveWorker(next, step)) != null
         || (v = failuresSayWhy(next)) != null
         || (v = finishedJobsStayFinished(prev, next)) != null
+        || (v = artifacts(next)) != null
         || (v = expectedNoChange(prev, next, step)) != null
         || (v = fencing(prev, next, step)) != null
         || (v = transitions(prev, next, step)) != null
@@ -276,6 +298,141 @@ final class Invariants {
             || !Objects.equals(after.error(), before.error())) {
           return "job " + before.id() + " was " + before.status() + " and changed to " + after;
         }
+      }
+    }
+    return null;
+  }
+
+  /**
+   * §5.10: a job's artifacts are exactly those of its succeeding attempt. Only a succeeded job has
+   * published artifacts, all of the attempt (on the worker) that succeeded it; and a succeeded
+   * job's are exactly the files its succeeding attempt's program wrote, by name, size and SHA-256
+   * (none if it wrote none or ran no program). So an attempt fenced off, killed, failed or
+   * cancelled publishes nothing, and no attempt publishes another's files.
+   */
+  String artifacts(Snapshot s) {
+    for (Map.Entry<Long, List<Snapshot.A>> e : s.artifacts().entrySet()) {
+      J j = s.jobs().get(e.getKey());
+      if (j == null || !j.status().equals("succeeded")) {
+        return "§5.10 job "
+            + e.getKey()
+            + " is "
+            + (j == null ? "gone" : j.status() + " (attempt " + j.attempts() + ")")
+            + " and has published artifacts "
+            + e.getValue()
+            + ": only the end that succeeds a job publishes, fenced by its worker's token";
+      }
+      for (Snapshot.A a : e.getValue()) {
+        if (a.attempt() != j.attempts() || !Objects.equals(a.workerId(), j.workerId())) {
+          return "§5.10 job "
+              + j.id()
+              + " succeeded on attempt "
+              + j.attempts()
+              + " (worker "
+              + j.workerId()
+              + ") but its artifact "
+              + a.name()
+              + " is of attempt "
+              + a.attempt()
+              + " (worker "
+              + a.workerId()
+              + ")";
+        }
+      }
+    }
+    for (J j : s.jobs().values()) {
+      if (!j.status().equals("succeeded")) {
+        continue;
+      }
+      Map<String, Stored> expected = writtenBy(j);
+      Map<String, Stored> published = new TreeMap<>();
+      for (Snapshot.A a : s.artifacts().getOrDefault(j.id(), List.of())) {
+        published.put(a.name(), new Stored(a.bytes(), a.sha256()));
+      }
+      if (!published.equals(expected)) {
+        return "§5.10 job "
+            + j.id()
+            + " succeeded on attempt "
+            + j.attempts()
+            + " (worker "
+            + j.workerId()
+            + "), whose program wrote "
+            + expected
+            + ", but its published artifacts are "
+            + published
+            + (programs == null ? "" : " — " + programs.of(j.id(), j.attempts()));
+      }
+    }
+    return null;
+  }
+
+  /** The files the program of the attempt that succeeded {@code j} wrote; none if it wrote none. */
+  private Map<String, Stored> writtenBy(J j) {
+    SimProgram p =
+        programs == null || j.workerId() == null ? null : programs.of(j.id(), j.attempts());
+    if (p == null || p.workerId != j.workerId() || !p.wroteArtifacts()) {
+      return Map.of();
+    }
+    return written.computeIfAbsent(
+        p.pid,
+        pid -> {
+          Map<String, Stored> files = new TreeMap<>();
+          p.artifacts().forEach((name, contents) -> files.put(name, Stored.of(contents)));
+          return files;
+        });
+  }
+
+  /**
+   * §5.10 once everything has finished, every worker has exited and the sweep has run (the recovery
+   * waits for it): the store holds exactly the published artifacts, each under the place of the
+   * attempt that published it, with the contents its program wrote. No file of an attempt that
+   * died, failed, was cancelled or was fenced off remains. (An upload record whose files its own
+   * worker removed may wait for a later sweep: the local runtime's tick, and so the simulation's,
+   * sweeps only while the store holds anything.)
+   */
+  String artifactsAtEnd(Snapshot s, Map<AttemptKey, Map<String, byte[]>> store) {
+    for (Map.Entry<AttemptKey, Map<String, byte[]>> e : store.entrySet()) {
+      AttemptKey key = e.getKey();
+      List<Snapshot.A> published = s.artifacts().getOrDefault(key.jobId(), List.of());
+      boolean ofThisAttempt =
+          !published.isEmpty()
+              && published.get(0).attempt() == key.attempt()
+              && published.get(0).workerId() == key.workerId();
+      if (!ofThisAttempt) {
+        J j = s.jobs().get(key.jobId());
+        return "§5.10 the store still holds "
+            + e.getValue().keySet()
+            + " under "
+            + key.prefix()
+            + ", uploads job "
+            + key.jobId()
+            + " ("
+            + (j == null ? "gone" : j.status() + ", attempt " + j.attempts())
+            + ") never published from that attempt, after its worker exited and the sweep ran";
+      }
+      Map<String, Stored> stored = new TreeMap<>();
+      e.getValue().forEach((name, contents) -> stored.put(name, Stored.of(contents)));
+      Map<String, Stored> listed = new TreeMap<>();
+      published.forEach(a -> listed.put(a.name(), new Stored(a.bytes(), a.sha256())));
+      if (!stored.equals(listed)) {
+        return "§5.10 job "
+            + key.jobId()
+            + " published "
+            + listed
+            + " but the store holds "
+            + stored
+            + " under "
+            + key.prefix();
+      }
+    }
+    for (Map.Entry<Long, List<Snapshot.A>> e : s.artifacts().entrySet()) {
+      Snapshot.A a = e.getValue().get(0);
+      if (!store.containsKey(new AttemptKey(e.getKey(), a.attempt(), a.workerId()))) {
+        return "§5.10 job "
+            + e.getKey()
+            + " published "
+            + e.getValue()
+            + " but the store has none of its files: they cannot be downloaded";
       }
     }
     return null;
@@ -1091,6 +1248,12 @@ final class Invariants {
       if (!j.equals(was)) {
         b.append("\n      job ").append(was).append("\n          → ").append(j);
       }
+    }
+    if (!prev.artifacts().equals(next.artifacts())) {
+      b.append("\n      published artifacts ")
+          .append(prev.artifacts())
+          .append("\n          → ")
+          .append(next.artifacts());
     }
     if (prev.lastEvent() != next.lastEvent()) {
       b.append("\n      events ").append(prev.lastEvent()).append(" → ").append(next.lastEvent());

@@ -16,8 +16,9 @@ import java.time.Duration;
  * One database that runs scenarios one after another: a fresh migrated database from the test
  * utilities, emptied (and its id sequences restarted, so a replay sees the same ids) between
  * scenarios. The ledger's rows go too: they have no foreign key to the jobs (they outlive them),
- * and a restarted id would meet its predecessor's bill. It keeps two connections of its own outside
- * the queue's pool: one that reads the invariant snapshots, one that terminates other backends.
+ * and a restarted id would meet its predecessor's bill; so do the artifacts' rows, for the same
+ * reason. It keeps two connections of its own outside the queue's pool: one that reads the
+ * invariant snapshots, one that terminates other backends.
  */
 final class Lane implements AutoCloseable {
   private static final String RESET =
@@ -28,6 +29,8 @@ final class Lane implements AutoCloseable {
       delete from build_user;
       delete from build_job_cost;
       delete from build_lane_pause;
+      delete from build_job_artifact;
+      delete from build_artifact_upload;
       update build_tick_arm set armed = true;
       select setval('build_job_id_seq', 1, false), setval('build_worker_id_seq', 1, false),
              setval('build_job_event_id_seq', 1, false)""";

@@ -91,6 +91,13 @@ final class Mutants {
 
   private static final String EXEC = "src/main/java/buildqueue/worker/exec/";
 
+  /**
+   * Artifacts (docs/architecture.md §4.10): the end that publishes, {@code
+   * build_worker_end_publishing} (V018, written plainly).
+   */
+  private static final String ARTIFACTS =
+      "src/main/resources/buildqueue/db/migrations/V018__artifacts.sql";
+
   /** The compute ledger's share of a worker among its jobs, {@code build_ledger_bill} (V013). */
   private static final String LEDGER =
       "src/main/resources/buildqueue/db/migrations/V013__compute_ledger.sql";
@@ -282,7 +289,26 @@ final class Mutants {
           """,
               """
               boolean clear = false;
-          """));
+          """),
+          // Artifacts: exactly those of the succeeding attempt (the fault simulation's programs
+          // write files; their workers are killed or paused past their lease after uploading).
+          new Mutant(
+              "publish-on-fenced-end",
+              "§5.10: an attempt fenced off publishes nothing; only the end that succeeds a job publishes",
+              ARTIFACTS,
+              "    if r.fenced_in = 1 and p_status = 'succeeded' then\n",
+              "    if p_status = 'succeeded' then\n"),
+          new Mutant(
+              "sweep-removes-published-files",
+              "§5.10: a job's published artifacts stay in the store; the sweep removes only what no attempt can publish",
+              MAIN + "ArtifactSweep.java",
+              """
+                    where not exists (select 1 from build_job j where j.id = a.job_id)
+                    group by a.job_id, a.attempt, a.worker_id
+              """,
+              """
+                    group by a.job_id, a.attempt, a.worker_id
+              """));
 
   private Mutants() {}
 

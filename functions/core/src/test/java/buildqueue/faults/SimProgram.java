@@ -15,6 +15,8 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
 
 /**
  * One attempt of a job's program as the simulation runs it: no process, a script on the simulated
@@ -24,7 +26,9 @@ import java.util.List;
  * exits with another code (with or without an error line), dies of a signal, exits with its kind's
  * retry code, or never ends by itself; on SIGTERM it dies at once, after a while, or not at all; it
  * may leave a child behind that outlives it (and may ignore SIGTERM too). SIGKILL ends every
- * process of it at once; so does its worker's end ({@link #dieWithWorker}).
+ * process of it at once; so does its worker's end ({@link #dieWithWorker}). A program whose payload
+ * says {@code "artifacts": n} writes n files under {@code $BUILDQUEUE_ARTIFACTS} as it reaches its
+ * own end ({@link #artifacts}: their contents name the attempt), whatever its exit.
  *
  * <p>It keeps what the invariants need: when the runner came back to it ({@link Lap}), when it was
  * sent SIGTERM and SIGKILL, how it ended, the progress and error it reported. Its state is a
@@ -70,6 +74,17 @@ final class SimProgram implements JobProcess {
   final String behaviour;
   final boolean ownerCancelsInGrace;
   private final Path control;
+  private final Path artifactsDir;
+  private final int artifactFiles;
+  private boolean artifactsWritten;
+
+  /**
+   * What befalls its worker between its uploads and its end on this attempt: {@code "kill"}, {@code
+   * "pause"} or null ({@link Fault#WORKER_KILLED_AFTER_UPLOAD}, {@link
+   * Fault#WORKER_PAUSED_AFTER_UPLOAD}).
+   */
+  final String afterUpload;
+
   private final List<Line> lines = new ArrayList<>();
   private final OnSigterm onSigterm;
   private final Duration termDelay;
@@ -105,7 +120,8 @@ final class SimProgram implements JobProcess {
       Instant now,
       Duration timeout,
       Duration grace,
-      Path control) {
+      Path control,
+      Path artifactsDir) {
     this.programs = programs;
     this.pid = pid;
     this.jobId = jobId;
@@ -116,6 +132,12 @@ final class SimProgram implements JobProcess {
     this.timeout = timeout;
     this.grace = grace;
     this.control = control;
+    this.artifactsDir = artifactsDir;
+    this.artifactFiles = Math.max(0, payload.path("artifacts").asInt(0));
+    this.afterUpload =
+        attempt <= payload.path("afterUploadAttempts").asInt(0)
+            ? payload.path("afterUpload").asText(null)
+            : null;
     this.ownerCancelsInGrace = payload.path("ownerCancelsInGrace").asBoolean(false);
 
     int steps = payload.path("steps").asInt(0);
@@ -208,7 +230,13 @@ final class SimProgram implements JobProcess {
                     + ", "
                     + (childIgnoresSigterm ? "ignores" : "obeys")
                     + " SIGTERM)"
-                : "");
+                : "")
+            + (artifactFiles > 0 ? ", writes " + artifactFiles + " artifact(s) at its end" : "")
+            + (afterUpload == null
+                ? ""
+                : afterUpload.equals("kill")
+                    ? ", its worker killed after the upload"
+                    : ", its worker paused after the upload");
   }
 
   private Instant at(long steps, long stepMs) {
@@ -424,9 +452,64 @@ final class SimProgram implements JobProcess {
         throw new UncheckedIOException(e);
       }
     }
+    if (artifactFiles > 0
+        && !artifactsWritten
+        && naturalEnd != null
+        && !naturalEnd.isAfter(now)
+        && naturalEnd.equals(mainEnd)
+        && naturalExit.equals(mainExit)) {
+      writeArtifacts();
+    }
+  }
+
+  /** Its files, as it writes them just before it ends by itself. */
+  private void writeArtifacts() {
+    try {
+      for (Map.Entry<String, byte[]> f : artifacts().entrySet()) {
+        Path file = artifactsDir.resolve(f.getKey());
+        Files.createDirectories(file.getParent());
+        Files.write(file, f.getValue());
+      }
+      artifactsWritten = true;
+    } catch (NoSuchFileException e) {
+      // its job directory is gone: nobody uploads what it writes any more
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
   }
 
   // ---------------------------------------------------------------- what the invariants read
+
+  /**
+   * The files this attempt writes under {@code $BUILDQUEUE_ARTIFACTS} (name → contents), whether it
+   * got to write them or not: 1 to 3 files, the same names on every attempt of its job, contents
+   * that name the attempt (job, attempt, worker, pid), so that another attempt's files differ.
+   */
+  Map<String, byte[]> artifacts() {
+    Map<String, byte[]> out = new TreeMap<>();
+    for (int i = 1; i <= artifactFiles; i++) {
+      String name = i == 1 ? "build.txt" : "dist/part-" + i + ".txt";
+      String line =
+          "job "
+              + jobId
+              + " attempt "
+              + attempt
+              + " worker "
+              + workerId
+              + " pid "
+              + pid
+              + " file "
+              + i
+              + "\n";
+      out.put(name, line.repeat(i * 2 - 1).getBytes(StandardCharsets.UTF_8));
+    }
+    return out;
+  }
+
+  /** Whether it wrote its files ({@link #artifacts}): it reached its own end. */
+  synchronized boolean wroteArtifacts() {
+    return artifactsWritten;
+  }
 
   synchronized boolean mainAlive(Instant t) {
     return mainEnd == null || t.isBefore(mainEnd);

@@ -45,6 +45,7 @@ final class SimPrograms {
   private final Scheduler scheduler;
   private final Faults faults;
   private final Random random;
+  private final Random artifacts;
   final CommandKind kind;
   private final List<SimProgram> all = new ArrayList<>();
   private final Map<Thread, SimProgram> onThread = new HashMap<>();
@@ -52,12 +53,16 @@ final class SimPrograms {
   private final Map<String, String> orphanedTasks = new HashMap<>();
   private long nextPid = 1000;
 
-  /** {@code random}: the stream of the program faults ({@link Fault#PROGRAMS}). */
-  SimPrograms(Simulation sim, Scheduler scheduler, Faults faults, Random random) {
+  /**
+   * {@code random}: the stream of the program faults ({@link Fault#PROGRAMS}); {@code artifacts}:
+   * that of the artifacts ({@link Fault#ARTIFACTS}).
+   */
+  SimPrograms(Simulation sim, Scheduler scheduler, Faults faults, Random random, Random artifacts) {
     this.sim = sim;
     this.scheduler = scheduler;
     this.faults = faults;
     this.random = random;
+    this.artifacts = artifacts;
     // A cancel reaches a program by its worker's stop (SIGTERM); when the stop is lost, the
     // program's timeout or its worker's deadline comes long before the minute's heartbeat.
     Duration timeout = Duration.ofMillis(1_500 + random.nextInt(8_000));
@@ -132,6 +137,17 @@ final class SimPrograms {
     long termMs = random.nextInt((int) kind.cancelGracePeriod().toMillis() * 2 + 1);
     long outlivesMs = random.nextInt(3) == 0 ? -1 : random.nextInt(3_000);
     boolean childIgnores = random.nextBoolean();
+    // From the artifacts' own stream: with them left out, the payload is what it was before them.
+    boolean writesArtifacts = faults.roll(Fault.PROGRAM_WRITES_ARTIFACTS);
+    int artifactFiles = 1 + artifacts.nextInt(3);
+    // What befalls the worker of its first attempts between their uploads and their ends: counted
+    // when it happens (the worker uploaded), since most of them come after the fault phase.
+    double afterUploadDraw = artifacts.nextDouble();
+    int afterUploadAttempts = 1 + artifacts.nextInt(2);
+    double killed = faults.rate(Fault.WORKER_KILLED_AFTER_UPLOAD) / 2;
+    double paused = faults.rate(Fault.WORKER_PAUSED_AFTER_UPLOAD) / 2;
+    String afterUpload =
+        afterUploadDraw < killed ? "kill" : afterUploadDraw < killed + paused ? "pause" : null;
 
     StringBuilder p = new StringBuilder("{\"steps\": " + steps + ", \"stepMs\": " + stepMs);
     switch (ends) {
@@ -174,6 +190,15 @@ final class SimPrograms {
     if (followUp) {
       p.append(", \"followUp\": true");
     }
+    if (writesArtifacts) {
+      p.append(", \"artifacts\": ").append(artifactFiles);
+      if (afterUpload != null) {
+        p.append(", \"afterUpload\": \"")
+            .append(afterUpload)
+            .append("\", \"afterUploadAttempts\": ")
+            .append(afterUploadAttempts);
+      }
+    }
     return p.append('}').toString();
   }
 
@@ -203,7 +228,8 @@ final class SimPrograms {
               now(),
               kind.timeout(),
               kind.cancelGracePeriod(),
-              Path.of(env.get(JobEnvironment.CONTROL)));
+              Path.of(env.get(JobEnvironment.CONTROL)),
+              Path.of(env.get(JobEnvironment.ARTIFACTS)));
       all.add(p);
       onThread.put(Thread.currentThread(), p);
     }

@@ -5,6 +5,8 @@ import buildqueue.api.ApiResponse;
 import buildqueue.api.Caller;
 import buildqueue.api.CheckedApi;
 import buildqueue.api.HttpApi;
+import buildqueue.artifacts.ArtifactStore;
+import buildqueue.core.ArtifactSweep;
 import buildqueue.core.BuildQueue;
 import buildqueue.core.JobQueries;
 import buildqueue.core.JobStatus;
@@ -20,6 +22,7 @@ import buildqueue.db.Json;
 import buildqueue.faults.Scheduler.Actor;
 import buildqueue.testing.InProcessPlatform;
 import buildqueue.worker.JobHandlers;
+import buildqueue.worker.WorkerLoop;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.IOException;
@@ -221,6 +224,9 @@ final class Simulation {
   /** The actor of the step under way, when it is one that was granted. */
   private Actor granted;
 
+  /** The artifacts' draws ({@link Fault#ARTIFACTS}): which programs write files, and how many. */
+  private final Random seventh;
+
   /** Who supersedes what: a stream of its own, so the other draws of a seed stay as they were. */
   private final Random supersedes;
 
@@ -253,6 +259,18 @@ final class Simulation {
   private final Duration callerTimeout;
   private final SimPrograms programs;
   private final Path workDir;
+
+  /**
+   * Where the workers upload artifacts and the ticks' sweep removes them (docs/architecture.md
+   * §4.10): a directory store in the scenario's folder, empty until a program job's worker uploads.
+   */
+  private final SimArtifactStore store;
+
+  /**
+   * Workers paused after their upload ({@link Fault#WORKER_PAUSED_AFTER_UPLOAD}), by task: until.
+   */
+  private final Map<String, Instant> paused =
+      new TreeMap<>(Comparator.comparingLong(StopEvents::taskNumber));
 
   private final List<String> log = Collections.synchronizedList(new ArrayList<>());
   private final StopEvents events = new StopEvents();
@@ -304,7 +322,9 @@ final class Simulation {
     this.fourth = new Random(mixer.nextLong());
     this.fifth = new Random(mixer.nextLong());
     this.sixth = new Random(mixer.nextLong());
-    this.faults = new Faults(random, second, third, fourth, fifth, sixth, options.disabled());
+    this.seventh = new Random(mixer.nextLong());
+    this.faults =
+        new Faults(random, second, third, fourth, fifth, sixth, seventh, options.disabled());
     // Most scenarios take turns in the shared lane (the default); every fourth keeps FIFO.
     this.config =
         configFrom(random)
@@ -338,15 +358,18 @@ final class Simulation {
             (long) (config.launchGrace().toMillis() * (0.5 + 0.45 * random.nextDouble())));
     this.scheduler = new Scheduler(this::tasksStarted);
     this.db = new GatedDatabase(lane.faults(), scheduler, this);
-    this.programs = new SimPrograms(this, scheduler, faults, third);
+    this.programs = new SimPrograms(this, scheduler, faults, third, seventh);
     // Made by the runner on the first program job; removed when the scenario ends.
     this.workDir = PROGRAM_DIRS.resolve("scenario-" + options.seed() + "-" + UUID.randomUUID());
+    this.store = new SimArtifactStore(workDir.resolve("artifact-store"), scheduler);
     JobHandlers handlers =
         JobHandlers.builtIn().with(new SimHandler(this), programs.handler(workDir));
     // Workers run as the worker role (V005), through the same gate as every other caller.
     this.workerDb =
         new GatedDatabase(lane.faults(), lane.faults().workerAdapter(), scheduler, this);
     this.inProcess = new InProcessPlatform(workerDb, config, clock, handlers);
+    inProcess.useArtifacts(store);
+    inProcess.onPoint(this::workerAt);
     this.platform = new FaultyPlatform(inProcess, scheduler, this);
     this.schedule = options.schedule() ? new SimSchedule(this, scheduler, sixth) : null;
     // The fallback fires once a day, at a drawn time of it.
@@ -448,6 +471,10 @@ final class Simulation {
       if (sim.violation == null) {
         sim.violation = sim.invariants.atEnd(sim.current, lane.database(), sim.acknowledged);
       }
+      if (sim.violation == null) {
+        sim.violation = sim.invariants.artifactsAtEnd(sim.current, sim.store.contents());
+      }
+      sim.current.artifacts().keySet().forEach(job -> sim.programs.count("published artifacts"));
       if (sim.violation == null && sim.schedule != null) {
         sim.finalIdle();
       }
@@ -867,7 +894,17 @@ final class Simulation {
     return scheduler.allDone()
         && events.isEmpty()
         && current.jobs().values().stream().allMatch(Snapshot.J::finished)
-        && current.workers().values().stream().allMatch(Snapshot.W::exited);
+        && current.workers().values().stream().allMatch(Snapshot.W::exited)
+        && uploadsToSweep().isEmpty();
+  }
+
+  /**
+   * Unpublished uploads the sweep would remove now (their attempt can no longer publish, their
+   * worker has exited): the recovery ticks until a tick's sweep has removed them. None while the
+   * store is empty (the local runtime's tick then does not look either).
+   */
+  private List<ArtifactStore.AttemptKey> uploadsToSweep() {
+    return store.isEmpty() ? List.of() : new ArtifactSweep(lane.database(), store).due();
   }
 
   private String unfinished() {
@@ -887,6 +924,8 @@ final class Simulation {
     programs.all().stream()
         .filter(p -> p.live(clock.now()) > 0)
         .forEach(p -> b.append("\n    ").append(p));
+    uploadsToSweep()
+        .forEach(k -> b.append("\n    unpublished uploads left to sweep: ").append(k.prefix()));
     b.append("\n    pending evidence ")
         .append(events.size())
         .append("; ")
@@ -1135,6 +1174,9 @@ final class Simulation {
             int landedBefore = schedule == null ? 0 : schedule.landed();
             BuildQueue.TickReport r = queue.tick(UNHURRIED, false, cause);
             note(scheduler.current(), "tick: " + r);
+            if (r.found().artifactsToSweep() || r.housekeptJobs() > 0) {
+              sweepArtifacts();
+            }
             if (schedule != null && !r.found().work() && idle != null) {
               if (!idle.begun && schedule.landed() > landedBefore) {
                 // Its clear was refused (a writer held a table) and it armed again: the next tick
@@ -1150,6 +1192,24 @@ final class Simulation {
             note(scheduler.current(), "tick failed (" + brief(e) + "); the next one carries on");
           }
         });
+  }
+
+  /**
+   * The artifact sweep, as {@code TickFunction} and the local runtime run it: in the tick whose
+   * survey found uploads to sweep (or whose housekeeping deleted jobs), so never on an idle queue,
+   * and before this tick's idle accounting (it is the tick's own work, not a tick after the queue
+   * went idle). A failure is the tick's to log; a later tick's survey finds what is left.
+   */
+  private void sweepArtifacts() {
+    try {
+      int removed = new ArtifactSweep(db, store).sweep();
+      note(scheduler.current(), "artifact sweep: removed " + removed + " attempt(s)");
+      for (int i = 0; i < removed; i++) {
+        programs.count("uploads swept");
+      }
+    } catch (DatabaseException e) {
+      note(scheduler.current(), "artifact sweep failed (" + brief(e) + "); a later tick sweeps");
+    }
   }
 
   /** The tick's publishing of the outbox, to a bus that takes every event. */
@@ -1594,14 +1654,21 @@ final class Simulation {
   private void advance(Duration d) {
     operations++;
     Snapshot before = current;
+    Instant from = clock.now();
     clock.advance(d);
     log("clock +" + d.toMillis() + " ms");
     List<Map.Entry<String, Deadline>> due;
     synchronized (deadlines) {
-      // A frozen worker's deadline timer is frozen with it: it cannot save the lease.
+      // A frozen worker's deadline timer is frozen with it: it cannot save the lease. So is a
+      // paused one's: it fires once the worker goes on, racing its next statement (the next move
+      // of the clock, here).
       due =
           deadlines.entrySet().stream()
-              .filter(e -> !e.getValue().at().isAfter(clock.now()) && !frozen.contains(e.getKey()))
+              .filter(
+                  e ->
+                      !e.getValue().at().isAfter(clock.now())
+                          && !frozen.contains(e.getKey())
+                          && !pausedAt(e.getKey(), from))
               .toList();
     }
     for (Map.Entry<String, Deadline> e : due) {
@@ -1637,6 +1704,63 @@ final class Simulation {
       }
       log("the fallback schedule fires");
       tick(TickSchedule.Cause.FALLBACK);
+    }
+  }
+
+  private boolean pausedAt(String task, Instant t) {
+    synchronized (paused) {
+      Instant until = paused.get(task);
+      return until != null && until.isAfter(t);
+    }
+  }
+
+  /**
+   * A worker at a point of its life, on its own thread ({@link InProcessPlatform#onPoint}). Between
+   * a job's uploads and its end ({@link WorkerLoop.Point#AFTER_JOB_BEFORE_END} after a put to the
+   * store), the worker is killed ({@link Fault#WORKER_KILLED_AFTER_UPLOAD}) or paused until its
+   * lease is over ({@link Fault#WORKER_PAUSED_AFTER_UPLOAD}) if its job's payload says so for this
+   * attempt (drawn at its enqueue, as the program faults are: most uploads come after the fault
+   * phase). Only a worker the queue can check (its task id recorded) pauses: one it cannot check is
+   * trusted to have killed itself at its deadline (§5.3), which a paused process does not do.
+   */
+  private void workerAt(WorkerLoop.Point point, long workerId) {
+    if (point != WorkerLoop.Point.AFTER_JOB_BEFORE_END) {
+      return;
+    }
+    ArtifactStore.AttemptKey uploaded = store.uploadedNowEnding(workerId);
+    if (uploaded == null) {
+      return;
+    }
+    programs.count("uploaded artifacts");
+    SimProgram p = programs.of(uploaded.jobId(), uploaded.attempt());
+    if (p == null || p.workerId != workerId || p.afterUpload == null) {
+      return;
+    }
+    Actor a = scheduler.current();
+    if (p.afterUpload.equals("kill")) {
+      faults.count(Fault.WORKER_KILLED_AFTER_UPLOAD);
+      note(a, "⚡ killed after uploading " + uploaded.prefix() + ", before its end");
+      programs.orphan(a.taskId, "killed after its upload");
+      inProcess.kill(a.taskId, "killed after its upload, before its end");
+      throw new IllegalStateException("the platform did not kill " + a.taskId);
+    }
+    Snapshot.W w = current.workers().get(workerId);
+    if (w != null
+        && !w.exited()
+        && a.taskId.equals(w.taskId())
+        && clock.now().isBefore(w.expiresAt())) {
+      faults.count(Fault.WORKER_PAUSED_AFTER_UPLOAD);
+      Instant until = w.expiresAt();
+      synchronized (paused) {
+        paused.put(a.taskId, until);
+      }
+      note(
+          a,
+          "⚡ paused after uploading "
+              + uploaded.prefix()
+              + ", before its end, until its lease is over at +"
+              + SimPrograms.at(until));
+      scheduler.sleep("paused after its upload", until);
     }
   }
 
@@ -2153,12 +2277,17 @@ final class Simulation {
   private void afterStep(String actor, Long workerId, boolean expectNoChange, Snapshot before) {
     step++;
     events.endOfStep(clock.now());
+    List<ArtifactStore.AttemptKey> removed = store.removedInStep();
     if (writesInStep > 0 || actor.equals("clock") || actor.equals("kill")) {
       writesInStep = 0;
       current = lane.snapshot();
       Map<String, Long> live = scheduler.liveTaskWorkers();
       frozen.retainAll(live.keySet());
       stopsTakeEffect.keySet().retainAll(live.keySet());
+      synchronized (paused) {
+        paused.keySet().retainAll(live.keySet());
+      }
+      fencedOffUploads(removed, before);
       String broken =
           invariants.afterStep(
               before,
@@ -2208,6 +2337,30 @@ final class Simulation {
   /** Whether {@code a} flipped the armed flag and is about to arm: its next call is the arm. */
   private boolean armInFlight(Actor a) {
     return a != null && scheduler.gated().contains(a) && "TickSchedule.arm".equals(a.pending);
+  }
+
+  /**
+   * Counts {@link Fault#UPLOADED_END_FENCED_OFF}: a worker removed the uploads of an attempt in a
+   * step that left its job as it was, running on that worker: its end was refused.
+   */
+  private void fencedOffUploads(List<ArtifactStore.AttemptKey> removed, Snapshot before) {
+    for (ArtifactStore.AttemptKey k : removed) {
+      Snapshot.J was = before.jobs().get(k.jobId());
+      if (was != null
+          && was.status().equals("running")
+          && Objects.equals(was.workerId(), k.workerId())
+          && was.attempts() == k.attempt()
+          && was.equals(current.jobs().get(k.jobId()))) {
+        faults.count(Fault.UPLOADED_END_FENCED_OFF);
+        log(
+            "⚡ the end of job "
+                + k.jobId()
+                + " by worker "
+                + k.workerId()
+                + " was refused (fenced off): it published nothing and removed "
+                + k.prefix());
+      }
+    }
   }
 
   private void log(String line) {

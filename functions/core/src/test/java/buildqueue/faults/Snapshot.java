@@ -6,16 +6,24 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Timestamp;
 import java.time.Instant;
+import java.util.ArrayList;
 import java.util.Collections;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 
 /**
- * The rows the invariants are about, read after a step through the checker's own connection; and
- * the tick's armed flag (V014).
+ * The rows the invariants are about, read after a step through the checker's own connection: the
+ * workers, the jobs, the last event's id, each job's published artifacts ({@code
+ * build_job_artifact}, by name), and the tick's armed flag (V014).
  */
-record Snapshot(Map<Long, W> workers, Map<Long, J> jobs, long lastEvent, boolean armed) {
+record Snapshot(
+    Map<Long, W> workers,
+    Map<Long, J> jobs,
+    long lastEvent,
+    Map<Long, List<A>> artifacts,
+    boolean armed) {
 
   record W(
       long id,
@@ -58,7 +66,10 @@ record Snapshot(Map<Long, W> workers, Map<Long, J> jobs, long lastEvent, boolean
     }
   }
 
-  static final Snapshot EMPTY = new Snapshot(Map.of(), Map.of(), 0, true);
+  /** One published artifact of a job: its file, and the attempt (on a worker) whose file it is. */
+  record A(String name, long bytes, String sha256, int attempt, long workerId) {}
+
+  static final Snapshot EMPTY = new Snapshot(Map.of(), Map.of(), 0, Map.of(), true);
 
   static final class Reader implements AutoCloseable {
     private final PreparedStatement all;
@@ -75,6 +86,7 @@ record Snapshot(Map<Long, W> workers, Map<Long, J> jobs, long lastEvent, boolean
                  not_before, cancel_requested, error, idempotency_key, payload::text as payload, priority
           from build_job order by id;
           select coalesce(max(id), 0) from build_job_event;
+          select job_id, name, bytes, sha256, attempt, worker_id from build_job_artifact order by job_id, name;
           select armed from build_tick_arm""");
     }
 
@@ -131,12 +143,25 @@ record Snapshot(Map<Long, W> workers, Map<Long, J> jobs, long lastEvent, boolean
           last = r.getLong(1);
         }
         all.getMoreResults();
+        Map<Long, List<A>> as = new LinkedHashMap<>();
+        try (ResultSet r = all.getResultSet()) {
+          while (r.next()) {
+            as.computeIfAbsent(r.getLong(1), k -> new ArrayList<>())
+                .add(
+                    new A(r.getString(2), r.getLong(3), r.getString(4), r.getInt(5), r.getLong(6)));
+          }
+        }
+        all.getMoreResults();
         boolean armed;
         try (ResultSet r = all.getResultSet()) {
           armed = !r.next() || r.getBoolean(1);
         }
         return new Snapshot(
-            Collections.unmodifiableMap(ws), Collections.unmodifiableMap(js), last, armed);
+            Collections.unmodifiableMap(ws),
+            Collections.unmodifiableMap(js),
+            last,
+            Collections.unmodifiableMap(as),
+            armed);
       } catch (SQLException e) {
         throw new IllegalStateException("could not read the snapshot: " + e.getMessage(), e);
       }

@@ -7,16 +7,17 @@
  * {@link buildqueue.faults.FaultInjectionTest} runs 2,000 scenarios by default and prints one line:
  * scenarios, operations, statements, jobs, faults injected by type, outages, frozen workers stopped
  * at the queue's request, what the program jobs did (started, timed out, SIGKILLed after the grace,
- * exited with the retry code, died with their worker), the longest recovery, violations; it fails
- * if a fault type was never injected. A scenario ({@link buildqueue.faults.Simulation}) wires the
- * production {@code BuildQueue}, {@code HttpApi}, {@code WorkerLoop} and {@code InProcessPlatform}
- * to a database of its own and drives them with actors, each a real thread: API clients (submit,
- * with retries under the same idempotency key; cancel; reads; admin lane changes), ticks,
- * stop-event deliveries and in-process workers. The {@link buildqueue.faults.Scheduler} lets
- * exactly one actor run from one statement (or platform call) to the next, chosen from the
- * scenario's seed, and checks the invariants of docs/architecture.md §5 against the rows after
- * every step that wrote ({@link buildqueue.faults.Invariants}). A fault phase is followed by a
- * recovery phase without faults that must end every job within 15 simulated minutes.
+ * exited with the retry code, died with their worker, uploaded artifacts, published them, had their
+ * uploads swept), the longest recovery, violations; it fails if a fault type was never injected. A
+ * scenario ({@link buildqueue.faults.Simulation}) wires the production {@code BuildQueue}, {@code
+ * HttpApi}, {@code WorkerLoop} and {@code InProcessPlatform} to a database of its own and drives
+ * them with actors, each a real thread: API clients (submit, with retries under the same
+ * idempotency key; cancel; reads; admin lane changes), ticks, stop-event deliveries and in-process
+ * workers. The {@link buildqueue.faults.Scheduler} lets exactly one actor run from one statement
+ * (or platform call) to the next, chosen from the scenario's seed, and checks the invariants of
+ * docs/architecture.md §5 against the rows after every step that wrote ({@link
+ * buildqueue.faults.Invariants}). A fault phase is followed by a recovery phase without faults that
+ * must end every job within 15 simulated minutes.
  *
  * <p>Faults ({@link buildqueue.faults.Fault}): a worker crashes at every {@code WorkerLoop.Point}
  * or is killed from outside at any moment; a worker freezes (as under SIGSTOP: the platform still
@@ -79,6 +80,22 @@
  * naming it, a retry code is an interruption under §5.6), and that no process of a job outlives its
  * attempt, its worker or its worker's slot (no job runs twice).
  *
+ * <p>Artifacts (docs/architecture.md §4.10): a drawn share of program jobs write 1 to 3 files under
+ * {@code $BUILDQUEUE_ARTIFACTS}, whose contents name their attempt (job, attempt, worker, pid), as
+ * their program reaches its own end. The workers upload them to the production {@code
+ * DirectoryArtifactStore} in the scenario's folder ({@link buildqueue.faults.SimArtifactStore}),
+ * and the ticks run {@code ArtifactSweep} while the store holds anything, as the local runtime's
+ * do; the recovery also waits until nothing is left for the sweep. Faults: a worker killed between
+ * its uploads and its end statement (the files stay until the sweep; the job is retried), or paused
+ * there until its lease is over (a long GC pause, a suspended VM), its deadline timer paused with
+ * it, so that its end is refused by the lease: a fenced-off late end with artifacts, counted when
+ * it happens. (Superseded and cancelled jobs do not fence their worker off: the job stays running,
+ * flagged, until its worker ends it cancelled, publishing nothing.) The invariant, §5.10, after
+ * every step: only a succeeded job has published artifacts, all of the attempt that succeeded it,
+ * and exactly the files that attempt's program wrote (names, sizes, SHA-256); and at the end: the
+ * store holds the published files and nothing else (no upload of a dead, failed, cancelled or
+ * fenced-off attempt).
+ *
  * <p>Properties: {@code -Dfaults.scenarios=N} (soak), {@code -Dfaults.baseSeed=B} (scenario i has
  * seed B + i; a default run has a fixed B, {@code -Dbuildqueue.seed=random} draws one), {@code
  * -Dfaults.seed=S -Dfaults.steps=n} (replay one and print its log), {@code -Dfaults.disable=a,b}
@@ -94,27 +111,28 @@
  * one; lease reclaim of a worker the platform can check; a fifth interruption without progress
  * retried; the progress fence without the token; no stop for a worker running past its lease; the
  * worker start without the lease; and in the job runner: a timeout that succeeds, no SIGKILL after
- * the grace, a cancel whose stop never signals the program, a retry code that fails the job; a tick
- * that disarms without checking for work, a tick that never disarms), runs this suite's default
- * scenarios against each in a copy of the working tree, and prints which invariant caught it, with
- * the seed, the scenarios it took and the time; it exits non-zero if one went uncaught. {@code
- * --base-seed=B} repeats a batch, {@code --only=name,name} picks mutants. Each mutant is an exact
- * text replacement that must find its text once; {@link buildqueue.faults.MutantsTest} checks that
- * on every build, so a change to the core that moves a mutant's text fails there rather than
- * leaving a mutant that tests nothing.
+ * the grace, a cancel whose stop never signals the program, a retry code that fails the job; the
+ * ledger's remainder lost; a tick that disarms without checking for work, a tick that never
+ * disarms; a fenced-off end that publishes its artifacts, a sweep that removes published files),
+ * runs this suite's default scenarios against each in a copy of the working tree, and prints which
+ * invariant caught it, with the seed, the scenarios it took and the time; it exits non-zero if one
+ * went uncaught. {@code --base-seed=B} repeats a batch, {@code --only=name,name} picks mutants.
+ * Each mutant is an exact text replacement that must find its text once; {@link
+ * buildqueue.faults.MutantsTest} checks that on every build, so a change to the core that moves a
+ * mutant's text fails there rather than leaving a mutant that tests nothing.
  *
  * <h2>What is deterministic</h2>
  *
  * Everything a scenario decides comes from its seed (through one {@code Random}, a second one for
  * the faults added after {@link buildqueue.faults.FaultSeedRegressionTest} pinned its seeds, a
  * third for the program jobs' faults, and more for later ones: the deploy, the stops, the arming
- * and idle stretches); a program's state is a function of the simulated clock; actors run one at a
- * time and evidence that arrives during a step is ordered by task; ids restart per scenario; every
- * {@code :now} is the simulated clock as of when the statement runs; tick claims come back in id
- * order. So a seed gives the same event log on any database, whatever ran on it before ({@link
- * buildqueue.faults.ReplayTest}). Not deterministic, and not read by anything that decides: worker
- * tokens (random UUIDs), wall-clock durations, the base seed under {@code -Dbuildqueue.seed=random}
- * (printed).
+ * and idle stretches, the artifacts); a program's state is a function of the simulated clock;
+ * actors run one at a time and evidence that arrives during a step is ordered by task; ids restart
+ * per scenario; every {@code :now} is the simulated clock as of when the statement runs; tick
+ * claims come back in id order. So a seed gives the same event log on any database, whatever ran on
+ * it before ({@link buildqueue.faults.ReplayTest}). Not deterministic, and not read by anything
+ * that decides: worker tokens (random UUIDs), wall-clock durations, the base seed under {@code
+ * -Dbuildqueue.seed=random} (printed).
  *
  * <h2>An assumption the core rests on</h2>
  *

@@ -117,6 +117,7 @@ public final class InProcessPlatform implements WorkerPlatform {
   private volatile Duration exitTime = Duration.ZERO;
   private volatile CountDownLatch heldExits = new CountDownLatch(0);
   private volatile Duration stopTimeout = WorkerStop.DEFAULT_STOP_TIMEOUT;
+  private volatile WorkerLoop.Listener points = WorkerLoop.Listener.NONE;
 
   public InProcessPlatform(
       Database db, QueueConfig config, QueueClock clock, JobHandlers handlers) {
@@ -344,6 +345,15 @@ public final class InProcessPlatform implements WorkerPlatform {
     }
   }
 
+  /**
+   * Told of every {@link WorkerLoop.Point} of every worker from now on, on the worker's own thread,
+   * after a crash its launch plan put there (which ends it first). It may end the worker there
+   * ({@link #kill}) or hold it, as a test's own crash would.
+   */
+  public void onPoint(WorkerLoop.Listener listener) {
+    this.points = listener;
+  }
+
   /** The store the workers launched from now on upload artifacts to (default: none). */
   public void useArtifacts(buildqueue.artifacts.ArtifactStore store) {
     this.artifacts = store;
@@ -406,6 +416,7 @@ public final class InProcessPlatform implements WorkerPlatform {
               if (point == plan.crashAt()) {
                 kill("crash injected at " + point);
               }
+              points.at(point, workerId);
             };
         WorkerLoop loop =
             new WorkerLoop(

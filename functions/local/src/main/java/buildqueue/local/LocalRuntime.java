@@ -295,7 +295,9 @@ public final class LocalRuntime implements AutoCloseable {
 
   /**
    * Unpublished uploads of attempts that can no longer publish, and the files of jobs the retention
-   * deleted ({@link ArtifactSweep}): one read per tick, and none while the store is empty.
+   * deleted ({@link ArtifactSweep}), as the tick on AWS sweeps them: only when its survey found an
+   * upload to sweep or its housekeeping deleted jobs, and at a server's first tick (what a server
+   * killed before its sweep left), so an idle queue's tick sends no sweep.
    */
   private void sweepArtifacts() {
     try {
@@ -321,12 +323,15 @@ public final class LocalRuntime implements AutoCloseable {
       if (r.exited() + r.reclaimed() + r.relaunched() + r.stopRequests() > 0) {
         LOG.log(Level.INFO, "tick: {0}", r);
       }
-      if (!swept || r.housekeptJobs() + r.housekeptWorkers() > 0) {
+      boolean firstTick = !swept;
+      if (firstTick || r.housekeptJobs() + r.housekeptWorkers() > 0) {
         // The retention deleted jobs or workers: what this runtime kept of them on disk goes too.
         disk.sweep(platform.knownWorkerIds());
         swept = true;
       }
-      sweepArtifacts();
+      if (firstTick || r.found().artifactsToSweep() || r.housekeptJobs() > 0) {
+        sweepArtifacts();
+      }
     } catch (RuntimeException e) {
       // A failed tick must not end the schedule: the next one starts over from the database.
       LOG.log(Level.WARNING, "tick failed; the next one retries: " + e);

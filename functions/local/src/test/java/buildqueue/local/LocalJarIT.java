@@ -73,7 +73,9 @@ class LocalJarIT {
                     dir.resolve("data"),
                     "submit",
                     "demo",
-                    "{\"steps\": 25, \"stepMillis\": 400}",
+                    // 30 s: a status poll (a JVM of its own, seconds on a busy machine) must
+                    // see it make progress well before it ends and its worker goes.
+                    "{\"steps\": 75, \"stepMillis\": 400}",
                     "--user",
                     "bob",
                     "--json"))
@@ -97,7 +99,7 @@ class LocalJarIT {
 
     serve(port);
     Await.until(
-        "the job to succeed", Duration.ofSeconds(60), () -> "succeeded".equals(status(port, id)));
+        "the job to succeed", Duration.ofSeconds(120), () -> "succeeded".equals(status(port, id)));
     JsonNode job =
         TestServer.JSON
             .readTree(cli(port, dir.resolve("data"), "status", Long.toString(id), "--json"))
@@ -155,7 +157,7 @@ class LocalJarIT {
             .path("id")
             .asLong();
     Await.until(
-        "the job to succeed", Duration.ofSeconds(60), () -> "succeeded".equals(status(port, id)));
+        "the job to succeed", Duration.ofSeconds(120), () -> "succeeded".equals(status(port, id)));
     String pid = Files.readString(pidFile).strip();
     try {
       Await.until(
