@@ -39,8 +39,8 @@ public final class TickTransitions {
    *     sweep's other half, the files of jobs the housekeeping deleted, is due only after a tick's
    *     housekeeping deleted some ({@code TickReport.housekeptJobs}), which its caller knows
    * @param work the queue has work: a queued job, a worker not exited, a job event not yet
-   *     published, or a webhook delivery pending. Without any, the tick may disarm its schedule
-   *     ({@link #disarm})
+   *     published, a webhook delivery pending, or an upload to sweep ({@code artifactsToSweep}).
+   *     Without any, the tick may disarm its schedule ({@link #disarm})
    * @param gauges the queue's gauges, when asked for; else null
    */
   public record Survey(
@@ -167,7 +167,9 @@ public final class TickTransitions {
         r.bool("housekeeping"),
         r.bool("webhooks_due"),
         r.bool("artifacts_to_sweep"),
-        r.bool("work"),
+        // An upload to sweep keeps the tick armed until a sweep removed it: a sweep that failed in
+        // the tick that disarmed would otherwise leave the files for the daily fallback.
+        r.bool("work") || r.bool("artifacts_to_sweep"),
         gauges
             ? new Gauges(r.longValue("queued"), Math.max(0, r.longValue("longest_wait_seconds")))
             : null);

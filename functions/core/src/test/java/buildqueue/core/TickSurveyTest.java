@@ -231,6 +231,10 @@ class TickSurveyTest {
         .as("artifacts to sweep")
         .isEqualTo(
             !new ArtifactSweep(db, buildqueue.artifacts.NoArtifactStore.NONE).due().isEmpty());
+    // An upload to sweep is work: the tick stays armed until a sweep removed it.
+    if (found.artifactsToSweep()) {
+      assertThat(found.work()).as("an upload to sweep keeps the tick armed").isTrue();
+    }
     // Claims (and so changes) what it finds: after every read of the other parts.
     assertThat(found.webhooksDue())
         .as("webhook deliveries due")
