@@ -6,6 +6,7 @@
 //
 // A new route is one more entry in `steps` at the bottom, calling client.GET/POST/PUT/PATCH with
 // the route's path as the document spells it.
+import { createHash } from "node:crypto";
 import createClient from "openapi-fetch";
 import type { components, paths } from "./buildqueue.js";
 
@@ -22,6 +23,13 @@ const quotaUserId = need("BQ_QUOTA_USER");
 const admin = clientFor(need("BQ_ADMIN_TOKEN"));
 const userId = need("BQ_USER");
 const readOnlyAdmin = clientFor(need("BQ_READ_ONLY_TOKEN"));
+// A catalogue kind whose program publishes these files (ClientTestServer), and a receiver on this
+// machine for webhook deliveries.
+const published: { kind: string; names: string[]; report: string; randomBytes: number } =
+  JSON.parse(need("BQ_ARTIFACTS"));
+const webhookUrl = need("BQ_WEBHOOK_URL");
+// A delivery the test left dead (ClientTestServer.deadDelivery), to be replayed.
+const dead: { endpoint: string; id: number } = JSON.parse(need("BQ_DEAD_DELIVERY"));
 // The lane a user without a dedicated worker queues in; the server has one slot there.
 const SHARED = "shared";
 const quick = { steps: 1, stepMillis: 10 };
@@ -63,6 +71,25 @@ async function until(id: number, done: (j: Job) => boolean, what: string): Promi
     check(Date.now() < deadline, `job ${id} ${what} within a minute; it is ${j.status}`);
     await new Promise((r) => setTimeout(r, 100));
   }
+}
+
+// Polls `probe` until it answers a value, for at most a minute.
+async function eventually<T>(what: string, probe: () => Promise<T | undefined>): Promise<T> {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    check(Date.now() < deadline, `${what} within a minute`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+async function deliveries(name: string): Promise<components["schemas"]["WebhookDelivery"][]> {
+  const { data, error } = await admin.GET("/webhooks/{name}/deliveries", {
+    params: { path: { name }, query: { limit: 200 } },
+  });
+  check(data !== undefined, `the delivery log of ${name}, got ${JSON.stringify(error)}`);
+  return data.deliveries;
 }
 
 const finished = (j: Job) => ["succeeded", "failed", "cancelled"].includes(j.status);
@@ -412,6 +439,120 @@ async function readOnlyAdminSeesButChangesNothing(): Promise<void> {
   check(lane === undefined || !lane.paused, "the lane still runs");
 }
 
+async function artifactsListedAndDownloadedByteIdentical(): Promise<void> {
+  const { job: j } = await submit(user, { kind: published.kind, payload: {} });
+  const done = await until(j.id, finished, "finished");
+  check(done.status === "succeeded", `succeeded, got ${done.status}: ${done.error}`);
+  const path = { id: j.id };
+  const { data, error } = await user.GET("/jobs/{id}/artifacts", { params: { path } });
+  check(data !== undefined, `GET /jobs/${j.id}/artifacts, got ${JSON.stringify(error)}`);
+  check(data.jobId === j.id && data.status === "succeeded", `job ${j.id}, succeeded`);
+  const names = data.artifacts.map((a) => a.name).join(",");
+  check(names === published.names.join(","), `exactly ${published.names}, got ${names}`);
+  const downloaded = new Map<string, Buffer>();
+  for (const a of data.artifacts) {
+    const got = await user.GET("/jobs/{id}/artifacts/{name}", {
+      params: { path: { id: j.id, name: a.name } },
+      parseAs: "arrayBuffer",
+    });
+    check(got.data !== undefined, `${a.name} downloaded, got ${got.response.status}`);
+    const bytes = Buffer.from(got.data);
+    check(bytes.length === a.bytes, `${a.name}: ${a.bytes} bytes listed, ${bytes.length} came`);
+    const sha256 = createHash("sha256").update(bytes).digest("hex");
+    check(sha256 === a.sha256, `${a.name}: sha256 ${a.sha256} listed, ${sha256} came`);
+    const header = got.response.headers.get("Buildqueue-Artifact-Sha256");
+    check(header === a.sha256, `${a.name}: Buildqueue-Artifact-Sha256 ${header}`);
+    downloaded.set(a.name, bytes);
+  }
+  const report = downloaded.get("report.txt")?.toString("utf8");
+  check(report === published.report, `report.txt as written, got ${JSON.stringify(report)}`);
+  const random = downloaded.get("random.bin")?.length;
+  check(random === published.randomBytes, `random.bin of ${published.randomBytes} bytes: ${random}`);
+  // quotaUser is another user: neither the list nor a file is theirs to see.
+  const list = await quotaUser.GET("/jobs/{id}/artifacts", { params: { path } });
+  check(list.response.status === 404, `404 on another's list, got ${list.response.status}`);
+  const file = await quotaUser.GET("/jobs/{id}/artifacts/{name}", {
+    params: { path: { id: j.id, name: "report.txt" } },
+    parseAs: "arrayBuffer",
+  });
+  check(file.response.status === 404, `404 on another's file, got ${file.response.status}`);
+}
+
+async function webhookRegisteredDeliveredAndDeleted(): Promise<void> {
+  const path = { name: `ts-${run}` };
+  const body = { url: webhookUrl, userId };
+  const denied = await user.PUT("/webhooks/{name}", { params: { path }, body });
+  check(denied.response.status === 403, `403 for a user, got ${denied.response.status}`);
+
+  const made = await admin.PUT("/webhooks/{name}", { params: { path }, body });
+  check(made.data !== undefined, `PUT /webhooks/${path.name}, got ${JSON.stringify(made.error)}`);
+  check(made.response.status === 201, `201 for a new endpoint, got ${made.response.status}`);
+  const secret = made.data.secret;
+  check(secret !== undefined && secret.startsWith("whsec_"), "the generated secret, shown once");
+  const prints = made.data.secretFingerprints;
+  check(prints.length === 1 && prints[0]!.startsWith("sha256:"), `a fingerprint, got ${prints}`);
+
+  const all = await admin.GET("/webhooks");
+  check(all.data !== undefined, `GET /webhooks, got ${JSON.stringify(all.error)}`);
+  const listed = all.data.webhooks.find((w) => w.name === path.name);
+  check(listed !== undefined, `GET /webhooks lists ${path.name}`);
+  check(listed.url === webhookUrl && listed.userId === userId, "its url and user");
+  check(listed.secretFingerprints.join() === prints.join(), "its secret's fingerprint");
+  check(!JSON.stringify(all.data).includes(secret), "no secret in GET /webhooks");
+
+  const { job: j } = await submit(user, { kind: "demo", payload: quick });
+  const done = await until(j.id, finished, "finished");
+  check(done.status === "succeeded", `succeeded, got ${done.status}`);
+  const history = await user.GET("/jobs/{id}/events", { params: { path: { id: j.id } } });
+  check(history.data !== undefined, `the job's events, got ${JSON.stringify(history.error)}`);
+  const eventIds = history.data.events.map((e) => e.id);
+  const log = await eventually(`job ${j.id}'s events ${eventIds} delivered`, async () => {
+    const mine = (await deliveries(path.name)).filter((d) => d.jobId === j.id);
+    const delivered = new Set(mine.filter((d) => d.status === "delivered").map((d) => d.eventId));
+    return eventIds.every((id) => delivered.has(id)) ? mine : undefined;
+  });
+  const succeeded = log.find((d) => d.eventType === "succeeded");
+  check(succeeded !== undefined, "the job's succeeded event in the log");
+  check(succeeded.lastStatus === 200 && succeeded.deliveredAt !== null, "acknowledged by 200");
+
+  const replayed = await admin.POST("/webhooks/{name}/deliveries/{deliveryId}/replay", {
+    params: { path: { ...path, deliveryId: succeeded.id } },
+  });
+  check(replayed.response.status === 409, `409: delivered, not dead; got ${replayed.response.status}`);
+  check(replayed.error !== undefined && replayed.error.status === 409, "a problem saying why");
+  const unknown = Math.max(...log.map((d) => d.id)) + 1_000_000;
+  const none = await admin.POST("/webhooks/{name}/deliveries/{deliveryId}/replay", {
+    params: { path: { ...path, deliveryId: unknown } },
+  });
+  check(none.response.status === 404, `404 for no such delivery, got ${none.response.status}`);
+
+  const deleted = await admin.DELETE("/webhooks/{name}", { params: { path } });
+  check(deleted.response.status === 204, `204 on DELETE, got ${deleted.response.status}`);
+  const gone = await admin.GET("/webhooks/{name}", { params: { path } });
+  check(gone.response.status === 404, `404 once deleted, got ${gone.response.status}`);
+}
+
+async function aDeadDeliveryReplayed(): Promise<void> {
+  const path = { name: dead.endpoint, deliveryId: dead.id };
+  const before = (await deliveries(dead.endpoint)).find((d) => d.id === dead.id);
+  check(before !== undefined && before.status === "dead", `delivery ${dead.id} dead`);
+  const replayed = await admin.POST("/webhooks/{name}/deliveries/{deliveryId}/replay", {
+    params: { path },
+  });
+  check(replayed.data !== undefined, `a replay, got ${JSON.stringify(replayed.error)}`);
+  check(replayed.response.status === 202, `202 for a replay, got ${replayed.response.status}`);
+  check(replayed.data.id === dead.id, `the delivery's id, got ${replayed.data.id}`);
+  check(replayed.data.status === "pending", `pending again, got ${replayed.data.status}`);
+  const again = await admin.POST("/webhooks/{name}/deliveries/{deliveryId}/replay", {
+    params: { path },
+  });
+  check(again.response.status === 409, `409: no longer dead, got ${again.response.status}`);
+  await eventually(`delivery ${dead.id} delivered`, async () => {
+    const d = (await deliveries(dead.endpoint)).find((x) => x.id === dead.id);
+    return d?.status === "delivered" ? d : undefined;
+  });
+}
+
 const steps: [string, () => Promise<void>][] = [
   ["no start estimate without lane history", noStartEstimateWithoutHistory],
   ["submit with an idempotency key, poll", submitWithIdempotencyKeyAndPoll],
@@ -427,6 +568,9 @@ const steps: [string, () => Promise<void>][] = [
   ["a job's cost and the usage routes", costAndUsage],
   ["lane history", laneHistory],
   ["a read-only admin", readOnlyAdminSeesButChangesNothing],
+  ["artifacts listed and downloaded byte-identical", artifactsListedAndDownloadedByteIdentical],
+  ["a webhook registered, delivered to and deleted", webhookRegisteredDeliveredAndDeleted],
+  ["a dead webhook delivery replayed", aDeadDeliveryReplayed],
 ];
 
 let passed = 0;

@@ -8,11 +8,14 @@ import buildqueue.client.ApiException;
 import buildqueue.client.ApiResponse;
 import buildqueue.client.api.AdminApi;
 import buildqueue.client.api.JobsApi;
+import buildqueue.client.model.Artifact;
 import buildqueue.client.model.BulkCancel;
 import buildqueue.client.model.CancelFilter;
 import buildqueue.client.model.ChosenPriority;
 import buildqueue.client.model.Cost;
+import buildqueue.client.model.Event;
 import buildqueue.client.model.Job;
+import buildqueue.client.model.JobArtifacts;
 import buildqueue.client.model.JobPage;
 import buildqueue.client.model.JobStatus;
 import buildqueue.client.model.Lane;
@@ -20,6 +23,7 @@ import buildqueue.client.model.LaneHistory;
 import buildqueue.client.model.LaneHistoryBucket;
 import buildqueue.client.model.LaneHistoryLanesInner;
 import buildqueue.client.model.Priority;
+import buildqueue.client.model.PutWebhook;
 import buildqueue.client.model.QueuedJob;
 import buildqueue.client.model.SetLane;
 import buildqueue.client.model.SetPriority;
@@ -29,19 +33,30 @@ import buildqueue.client.model.SubmitJob;
 import buildqueue.client.model.Usage;
 import buildqueue.client.model.UsageByUser;
 import buildqueue.client.model.Waiting;
+import buildqueue.client.model.WebhookDelivery;
+import buildqueue.client.model.WebhookEndpoint;
+import buildqueue.client.model.WebhookReplay;
 import buildqueue.testing.Await;
 import buildqueue.testing.PostgresExtension;
 import buildqueue.testing.TestDatabase;
+import buildqueue.testing.WebhookReceiver;
+import java.io.File;
 import java.math.BigDecimal;
 import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.security.MessageDigest;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.HashSet;
+import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Predicate;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -52,7 +67,9 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * The Java client an integrator generates from openapi.json (openapi-generator's {@code native}
  * library; this module's pom generates it into the test sources) drives a local server through the
- * flow the TypeScript client's program does, the operators' routes included. Jobs whose order a
+ * flow the TypeScript client's program does, the operators' routes, a job's artifacts and the
+ * webhook routes included, on a server with a kind whose program publishes artifacts and webhook
+ * deliveries allowed to a receiver on this machine ({@link ClientTestServer}). Jobs whose order a
  * test checks are submitted while the shared lane is paused ({@link #whilePaused}). A new route is
  * a method of the generated {@code JobsApi} or {@code AdminApi} (by the operation's tag) and one
  * more test here.
@@ -66,6 +83,7 @@ class JavaClientTest {
   private static final String SHARED = "shared";
 
   @TempDir Path dataDir;
+  @TempDir Path programs;
   private TestServer server;
   private JobsApi jobs;
 
@@ -73,7 +91,7 @@ class JavaClientTest {
 
   @BeforeEach
   void start(TestDatabase db) {
-    server = TestServer.start(db, dataDir);
+    server = ClientTestServer.start(db, dataDir, programs);
     jobs = new JobsApi(client("java-ada", false));
     admin = new AdminApi(client("root", true));
   }
@@ -384,6 +402,154 @@ class JavaClientTest {
     assertThat(admin.listLanes(null, null).getLanes().stream().noneMatch(l -> l.getPaused()))
         .as("no lane paused")
         .isTrue();
+  }
+
+  @Test
+  void a_programs_three_artifacts_are_listed_and_downloaded_byte_identical_by_their_owner_only()
+      throws Exception {
+    long id =
+        jobs.submitJob(
+                new SubmitJob().kind(ClientTestServer.ARTIFACTS_KIND).payload(Map.of()), null)
+            .getId();
+    assertThat(awaitFinished(id).getStatus()).isEqualTo(JobStatus.SUCCEEDED);
+
+    JobArtifacts listed = jobs.listJobArtifacts(id);
+    assertThat(listed.getJobId()).isEqualTo(id);
+    assertThat(listed.getStatus()).isEqualTo(JobStatus.SUCCEEDED);
+    assertThat(listed.getArtifacts())
+        .extracting(Artifact::getName)
+        .containsExactlyElementsOf(ClientTestServer.ARTIFACTS);
+    Map<String, byte[]> downloaded = new HashMap<>();
+    for (Artifact a : listed.getArtifacts()) {
+      ApiResponse<File> file = jobs.getJobArtifactWithHttpInfo(id, a.getName());
+      byte[] bytes = Files.readAllBytes(file.getData().toPath());
+      Files.delete(file.getData().toPath());
+      assertThat(file.getStatusCode()).isEqualTo(200);
+      assertThat((long) bytes.length).as(a.getName()).isEqualTo(a.getBytes());
+      assertThat(sha256(bytes)).as(a.getName()).isEqualTo(a.getSha256());
+      assertThat(header(file, "Buildqueue-Artifact-Sha256")).isEqualTo(a.getSha256());
+      downloaded.put(a.getName(), bytes);
+    }
+    assertThat(new String(downloaded.get("report.txt"), StandardCharsets.UTF_8))
+        .isEqualTo(ClientTestServer.REPORT);
+    assertThat(downloaded.get("random.bin")).hasSize(ClientTestServer.RANDOM_BYTES);
+
+    JobsApi other = new JobsApi(client("java-eve", false));
+    assertThat(failure(() -> other.listJobArtifacts(id))).as("another's list").isEqualTo(404);
+    assertThat(failure(() -> other.getJobArtifact(id, "report.txt")))
+        .as("another's file")
+        .isEqualTo(404);
+  }
+
+  @Test
+  void an_admins_webhook_is_listed_without_its_secret_logs_a_jobs_deliveries_and_is_deleted()
+      throws Exception {
+    try (WebhookReceiver receiver = WebhookReceiver.acknowledging()) {
+      PutWebhook body = new PutWebhook().url(receiver.url("/hook")).userId("java-ada");
+      AdminApi asUser = new AdminApi(client("java-ada", false));
+      assertThat(failure(() -> asUser.putWebhook("java-ci", body))).as("a user").isEqualTo(403);
+
+      ApiResponse<WebhookEndpoint> made = admin.putWebhookWithHttpInfo("java-ci", body);
+      assertThat(made.getStatusCode()).isEqualTo(201);
+      String secret = made.getData().getSecret();
+      assertThat(secret).startsWith("whsec_");
+      List<String> prints = made.getData().getSecretFingerprints();
+      assertThat(prints).singleElement().asString().startsWith("sha256:");
+      assertThat(admin.listWebhooks().getWebhooks())
+          .singleElement()
+          .satisfies(
+              e -> {
+                assertThat(e.getName()).isEqualTo("java-ci");
+                assertThat(e.getUrl()).isEqualTo(receiver.url("/hook"));
+                assertThat(e.getUserId()).isEqualTo("java-ada");
+                assertThat(e.getSecretFingerprints()).isEqualTo(prints);
+                assertThat(e.getSecret()).isNull();
+              });
+      // The generated model would drop a field it does not know: the answer's text holds no secret.
+      assertThat(server.client("root", true).get("webhooks").text()).doesNotContain(secret);
+
+      long job = jobs.submitJob(new SubmitJob().kind("demo").payload(QUICK), null).getId();
+      assertThat(awaitFinished(job).getStatus()).isEqualTo(JobStatus.SUCCEEDED);
+      List<Long> events =
+          jobs.getJobEvents(job, null).getEvents().stream().map(Event::getId).toList();
+      List<List<WebhookDelivery>> log = new ArrayList<>(List.of(List.of()));
+      Await.until(
+          "job " + job + "'s events " + events + " delivered",
+          TestServer.JOB_TIMEOUT,
+          () -> {
+            log.set(0, deliveries("java-ci").stream().filter(d -> d.getJobId() == job).toList());
+            return log.get(0).stream()
+                .filter(d -> d.getStatus() == WebhookDelivery.StatusEnum.DELIVERED)
+                .map(WebhookDelivery::getEventId)
+                .toList()
+                .containsAll(events);
+          });
+      WebhookDelivery succeeded =
+          log.get(0).stream()
+              .filter(d -> d.getEventType().equals("succeeded"))
+              .findFirst()
+              .orElseThrow(() -> new AssertionError("no succeeded event in " + log.get(0)));
+      assertThat(succeeded.getLastStatus()).isEqualTo(200);
+      assertThat(succeeded.getDeliveredAt()).isNotNull();
+      assertThat(receiver.received())
+          .filteredOn(r -> r.header("webhook-id").equals(succeeded.getEventId().toString()))
+          .isNotEmpty()
+          .allSatisfy(r -> assertThat(StandardWebhooks.verifies(secret, r)).isTrue());
+
+      assertThat(failure(() -> admin.replayWebhookDelivery("java-ci", succeeded.getId())))
+          .as("replaying a delivered delivery")
+          .isEqualTo(409);
+      long unknown =
+          log.get(0).stream().mapToLong(WebhookDelivery::getId).max().orElseThrow() + 1_000_000;
+      assertThat(failure(() -> admin.replayWebhookDelivery("java-ci", unknown)))
+          .as("replaying a delivery the endpoint does not have")
+          .isEqualTo(404);
+
+      assertThat(admin.deleteWebhookWithHttpInfo("java-ci").getStatusCode()).isEqualTo(204);
+      assertThat(failure(() -> admin.getWebhook("java-ci"))).isEqualTo(404);
+      assertThat(admin.listWebhooks().getWebhooks()).isEmpty();
+    }
+  }
+
+  @Test
+  void a_dead_delivery_replayed_answers_202_then_409_and_is_delivered() throws Exception {
+    AtomicBoolean up = new AtomicBoolean();
+    try (WebhookReceiver receiver = new WebhookReceiver(n -> up.get() ? 200 : 503)) {
+      long id =
+          ClientTestServer.deadDelivery(server, "java-replay", receiver.url("/hook"), "java-ada");
+      assertThat(deliveries("java-replay"))
+          .singleElement()
+          .satisfies(d -> assertThat(d.getStatus()).isEqualTo(WebhookDelivery.StatusEnum.DEAD))
+          .satisfies(d -> assertThat(d.getLastStatus()).isEqualTo(503));
+      up.set(true);
+
+      ApiResponse<WebhookReplay> replayed =
+          admin.replayWebhookDeliveryWithHttpInfo("java-replay", id);
+      assertThat(replayed.getStatusCode()).isEqualTo(202);
+      assertThat(replayed.getData().getId()).isEqualTo(id);
+      assertThat(replayed.getData().getStatus()).isEqualTo(WebhookReplay.StatusEnum.PENDING);
+      assertThat(failure(() -> admin.replayWebhookDelivery("java-replay", id)))
+          .as("a second replay: no longer dead")
+          .isEqualTo(409);
+      Await.until(
+          "the replayed delivery delivered",
+          TestServer.JOB_TIMEOUT,
+          () ->
+              deliveries("java-replay").get(0).getStatus() == WebhookDelivery.StatusEnum.DELIVERED);
+    }
+  }
+
+  /** The endpoint's delivery log, newest first. */
+  private List<WebhookDelivery> deliveries(String endpoint) {
+    try {
+      return admin.listWebhookDeliveries(endpoint, null, 200, null).getDeliveries();
+    } catch (ApiException e) {
+      throw new AssertionError("GET /webhooks/" + endpoint + "/deliveries: " + e.getCode(), e);
+    }
+  }
+
+  private static String sha256(byte[] bytes) throws Exception {
+    return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(bytes));
   }
 
   /** The status a call that must fail answers. */

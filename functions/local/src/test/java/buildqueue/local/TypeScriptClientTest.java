@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import buildqueue.testing.PostgresExtension;
 import buildqueue.testing.TestDatabase;
+import buildqueue.testing.WebhookReceiver;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.IOException;
@@ -20,6 +21,7 @@ import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -32,9 +34,10 @@ import org.junit.jupiter.api.io.TempDir;
  * {@code src/test/typescript/integrator.ts} (submit with an idempotency key and a supersede key,
  * poll, list with next, log with since, cancel, quota 429, and the operators' routes: priorities,
  * run next, pause, bulk cancel, retry, cost and usage, lane history, the start estimate, a
- * read-only admin; README's client section lists the steps) must compile under {@code tsc --strict}
- * and pass against a local server. The npm packages are pinned by package-lock.json and installed
- * with {@code npm ci} into target/, never into the sources.
+ * read-only admin, a job's artifacts, a webhook endpoint, its delivery log and a replay; README's
+ * client section lists the steps) must compile under {@code tsc --strict} and pass against a local
+ * server. The npm packages are pinned by package-lock.json and installed with {@code npm ci} into
+ * target/, never into the sources.
  */
 @ExtendWith(PostgresExtension.class)
 class TypeScriptClientTest {
@@ -51,6 +54,7 @@ class TypeScriptClientTest {
       List.of("package.json", "package-lock.json", "tsconfig.json", "integrator.ts");
 
   @TempDir Path dataDir;
+  @TempDir Path programs;
 
   @BeforeAll
   static void install() throws Exception {
@@ -78,9 +82,17 @@ class TypeScriptClientTest {
   @Test
   void the_generated_client_compiles_strictly_and_its_program_passes_against_the_server(
       TestDatabase db) throws Exception {
-    try (TestServer server = TestServer.start(db, dataDir)) {
+    AtomicBoolean up = new AtomicBoolean();
+    try (WebhookReceiver receiver = new WebhookReceiver(n -> up.get() ? 200 : 503);
+        TestServer server = ClientTestServer.start(db, dataDir, programs)) {
       Files.write(WORK.resolve("openapi.json"), served(server, "openapi.json"));
       compile();
+      // Its job runs in a lane of its own: the program's first step needs a shared lane in which
+      // no job has finished.
+      server.setDedicated("ts-hook", true);
+      long dead =
+          ClientTestServer.deadDelivery(server, "ts-replay", receiver.url("/replay"), "ts-hook");
+      up.set(true);
       Map<String, String> env = new HashMap<>();
       env.put("BQ_URL", server.runtime.baseUri().toString().replaceAll("/$", ""));
       env.put("BQ_RUN", Long.toString(System.nanoTime()));
@@ -90,6 +102,20 @@ class TypeScriptClientTest {
       env.put(
           "BQ_QUOTA_TOKEN",
           server.runtime.tokens().mint("ts-quota", false, Duration.ofMinutes(10)));
+      ObjectNode artifacts = TestServer.JSON.createObjectNode();
+      artifacts.put("kind", ClientTestServer.ARTIFACTS_KIND);
+      ClientTestServer.ARTIFACTS.forEach(artifacts.putArray("names")::add);
+      artifacts.put("report", ClientTestServer.REPORT);
+      artifacts.put("randomBytes", ClientTestServer.RANDOM_BYTES);
+      env.put("BQ_ARTIFACTS", artifacts.toString());
+      env.put("BQ_WEBHOOK_URL", receiver.url("/hook"));
+      env.put(
+          "BQ_DEAD_DELIVERY",
+          TestServer.JSON
+              .createObjectNode()
+              .put("endpoint", "ts-replay")
+              .put("id", dead)
+              .toString());
       env.put("BQ_ADMIN_TOKEN", server.runtime.tokens().mint("root", true, Duration.ofMinutes(10)));
       env.put(
           "BQ_READ_ONLY_TOKEN",
