@@ -324,13 +324,8 @@ final class Invariants {
       }
       for (Snapshot.A a : e.getValue()) {
         if (a.attempt() != j.attempts() || !Objects.equals(a.workerId(), j.workerId())) {
-          return "§5.10 job "
-              + j.id()
-              + " succeeded on attempt "
-              + j.attempts()
-              + " (worker "
-              + j.workerId()
-              + ") but its artifact "
+          return succeededOn(j)
+              + " but its artifact "
               + a.name()
               + " is of attempt "
               + a.attempt()
@@ -350,13 +345,8 @@ final class Invariants {
         published.put(a.name(), new Stored(a.bytes(), a.sha256()));
       }
       if (!published.equals(expected)) {
-        return "§5.10 job "
-            + j.id()
-            + " succeeded on attempt "
-            + j.attempts()
-            + " (worker "
-            + j.workerId()
-            + "), whose program wrote "
+        return succeededOn(j)
+            + ", whose program wrote "
             + expected
             + ", but its published artifacts are "
             + published
@@ -364,6 +354,17 @@ final class Invariants {
       }
     }
     return null;
+  }
+
+  /** How a §5.10 violation names a succeeded job: its id, attempt and worker. */
+  private static String succeededOn(J j) {
+    return "§5.10 job "
+        + j.id()
+        + " succeeded on attempt "
+        + j.attempts()
+        + " (worker "
+        + j.workerId()
+        + ")";
   }
 
   /** The files the program of the attempt that succeeded {@code j} wrote; none if it wrote none. */

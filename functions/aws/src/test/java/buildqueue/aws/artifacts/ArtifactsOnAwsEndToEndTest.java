@@ -2,9 +2,6 @@ package buildqueue.aws.artifacts;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import buildqueue.api.ApiRequest;
-import buildqueue.api.ApiResponse;
-import buildqueue.api.OpenApiContract;
 import buildqueue.artifacts.ArtifactStore.AttemptKey;
 import buildqueue.aws.AwsSettings;
 import buildqueue.aws.AwsSettings.Component;
@@ -14,6 +11,7 @@ import buildqueue.aws.lambda.EnqueueFunction;
 import buildqueue.aws.lambda.QueueServices;
 import buildqueue.aws.lambda.TaskStateChangeFunction;
 import buildqueue.aws.lambda.TickFunction;
+import buildqueue.aws.testing.ApiFunctionCalls;
 import buildqueue.aws.testing.EventBridgeFake;
 import buildqueue.aws.testing.MetricsCapture;
 import buildqueue.aws.testing.SampleEvents;
@@ -35,16 +33,12 @@ import buildqueue.testing.QueueHarness;
 import buildqueue.testing.TestDatabase;
 import buildqueue.worker.QueueKindLimits;
 import buildqueue.worker.exec.ProcessRunner;
-import com.amazonaws.services.lambda.runtime.events.APIGatewayV2HTTPEvent;
 import com.amazonaws.services.lambda.runtime.events.APIGatewayV2HTTPResponse;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import java.io.ByteArrayInputStream;
-import java.io.ByteArrayOutputStream;
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -57,7 +51,6 @@ import java.sql.Connection;
 import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Base64;
 import java.util.HashMap;
 import java.util.HexFormat;
 import java.util.List;
@@ -402,43 +395,9 @@ class ArtifactsOnAwsEndToEndTest {
     return invoke(event);
   }
 
-  /**
-   * Invokes the function as Lambda does (the event's bytes in, the answer's out, read back by the
-   * runtime's serializer), each answer held to openapi.json as {@code EnqueueFunctionTest} holds
-   * its.
-   */
+  /** Invokes the API function as Lambda does, each answer held to openapi.json. */
   private APIGatewayV2HTTPResponse invoke(ObjectNode event) {
-    byte[] bytes = SampleEvents.bytes(event);
-    ByteArrayOutputStream out = new ByteArrayOutputStream();
-    try {
-      new EnqueueFunction(() -> api)
-          .handleRequest(
-              new ByteArrayInputStream(bytes),
-              out,
-              TestContext.withTimeLeft(Duration.ofSeconds(30)));
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    }
-    APIGatewayV2HTTPResponse r =
-        SampleEvents.asLambdaEvent(out.toByteArray(), APIGatewayV2HTTPResponse.class);
-    APIGatewayV2HTTPEvent sent = SampleEvents.asLambdaEvent(bytes, APIGatewayV2HTTPEvent.class);
-    byte[] body =
-        r.getBody() == null
-            ? new byte[0]
-            : r.getIsBase64Encoded()
-                ? Base64.getDecoder().decode(r.getBody())
-                : r.getBody().getBytes(StandardCharsets.UTF_8);
-    OpenApiContract.shipped()
-        .check(
-            new ApiRequest(
-                sent.getRequestContext().getHttp().getMethod(),
-                sent.getRawPath(),
-                "",
-                Map.of(),
-                new byte[0],
-                null),
-            new ApiResponse(r.getStatusCode(), r.getHeaders(), body));
-    return r;
+    return ApiFunctionCalls.invoke(api, event);
   }
 
   // ---- the stop handler and the tick, on the events EventBridge delivers

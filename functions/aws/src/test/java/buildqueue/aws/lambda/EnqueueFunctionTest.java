@@ -3,12 +3,10 @@ package buildqueue.aws.lambda;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import buildqueue.api.ApiRequest;
-import buildqueue.api.ApiResponse;
-import buildqueue.api.OpenApiContract;
 import buildqueue.aws.AwsSettings.Component;
+import buildqueue.aws.testing.ApiFunctionCalls;
 import buildqueue.aws.testing.QueueWorld;
 import buildqueue.aws.testing.SampleEvents;
-import buildqueue.aws.testing.TestContext;
 import buildqueue.testing.PostgresExtension;
 import buildqueue.testing.TestDatabase;
 import com.amazonaws.services.lambda.runtime.events.APIGatewayV2HTTPEvent;
@@ -17,9 +15,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.nio.charset.StandardCharsets;
-import java.time.Duration;
 import java.util.Base64;
-import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -52,43 +48,8 @@ class EnqueueFunctionTest {
     return (ObjectNode) e.get("requestContext").get("authorizer").get("jwt").get("claims");
   }
 
-  /**
-   * Invokes the function as Lambda does (the event's bytes in, the answer's out, read back by the
-   * runtime's own serializer); every answer is held to openapi.json, as the core route tests hold
-   * theirs.
-   */
   private static APIGatewayV2HTTPResponse invoke(QueueWorld w, ObjectNode event) {
-    APIGatewayV2HTTPEvent lambdaEvent =
-        SampleEvents.asLambdaEvent(SampleEvents.bytes(event), APIGatewayV2HTTPEvent.class);
-    java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
-    try {
-      new EnqueueFunction(() -> w.services)
-          .handleRequest(
-              new java.io.ByteArrayInputStream(SampleEvents.bytes(event)),
-              out,
-              TestContext.withTimeLeft(Duration.ofSeconds(30)));
-    } catch (java.io.IOException e) {
-      throw new java.io.UncheckedIOException(e);
-    }
-    APIGatewayV2HTTPResponse r =
-        SampleEvents.asLambdaEvent(out.toByteArray(), APIGatewayV2HTTPResponse.class);
-    byte[] body =
-        r.getBody() == null
-            ? new byte[0]
-            : r.getIsBase64Encoded()
-                ? Base64.getDecoder().decode(r.getBody())
-                : r.getBody().getBytes(StandardCharsets.UTF_8);
-    OpenApiContract.shipped()
-        .check(
-            new ApiRequest(
-                lambdaEvent.getRequestContext().getHttp().getMethod(),
-                lambdaEvent.getRawPath(),
-                "",
-                Map.of(),
-                new byte[0],
-                null),
-            new ApiResponse(r.getStatusCode(), r.getHeaders(), body));
-    return r;
+    return ApiFunctionCalls.invoke(w.services, event);
   }
 
   private static JsonNode body(APIGatewayV2HTTPResponse r) throws Exception {
