@@ -13,6 +13,8 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 import org.openqa.selenium.By;
+import org.openqa.selenium.JavascriptExecutor;
+import org.openqa.selenium.StaleElementReferenceException;
 import org.openqa.selenium.WebDriver;
 import org.openqa.selenium.WebElement;
 import org.openqa.selenium.chrome.ChromeDriver;
@@ -76,43 +78,39 @@ class DashboardBrowserTest {
       try {
         browser.get(server.runtime.baseUri().toString());
         WebDriverWait wait = new WebDriverWait(browser, Duration.ofSeconds(30));
+        // The dashboard replaces a part of the page whenever its data changed, and a running
+        // job's progress changes every poll: an element found before a render is stale after it.
+        // So the test reads by selector in one script, and its waits retry a stale element.
+        wait.ignoring(StaleElementReferenceException.class);
         WebElement input = wait.until(d -> visible(d, By.id("token-input")));
         input.sendKeys(server.runtime.tokens().mint("operator", true, Duration.ofMinutes(10)));
         browser.findElement(By.id("token-save")).click();
 
-        WebElement slot =
-            wait.until(
-                d ->
-                    visible(
-                        d,
-                        By.cssSelector(".lane[data-lane='shared'] .slot[data-slot='shared#1']")));
-        assertThat(slot.getAttribute("data-state")).isEqualTo("held");
-        By progressBar =
-            By.cssSelector(
-                ".slot[data-slot='shared#1'] .job[data-job-id='" + job + "'] progress.progress");
-        WebElement progress = wait.until(d -> visible(d, progressBar));
-        assertThat(progress.getAttribute("data-steps")).isEqualTo("400");
-        int first = Integer.parseInt(progress.getAttribute("data-progress"));
+        String slot = ".lane[data-lane='shared'] .slot[data-slot='shared#1']";
+        wait.until(d -> visible(d, By.cssSelector(slot)));
+        assertThat(attribute(browser, slot, "data-state")).isEqualTo("held");
+        String progress = slot + " .job[data-job-id='" + job + "'] progress.progress";
+        wait.until(d -> visible(d, By.cssSelector(progress)));
+        assertThat(attribute(browser, progress, "data-steps")).isEqualTo("400");
+        int first = Integer.parseInt(attribute(browser, progress, "data-progress"));
         assertThat(first).isPositive();
         // Live: a later poll shows the worker further on.
-        wait.until(
-            d ->
-                Integer.parseInt(d.findElement(progressBar).getAttribute("data-progress")) > first);
-        WebElement worker =
-            browser.findElement(By.cssSelector(".slot[data-slot='shared#1'] .worker"));
-        assertThat(worker.getAttribute("data-status")).isEqualTo("running");
+        wait.until(d -> Integer.parseInt(attribute(d, progress, "data-progress")) > first);
+        String worker = slot + " .worker";
+        assertThat(attribute(browser, worker, "data-status")).isEqualTo("running");
         String pid =
             Long.toString(
                 LocalTaskId.parse(server.workerOf(job).string("task_id")).orElseThrow().pid());
-        assertThat(worker.findElement(By.cssSelector(".worker-task")).getText()).contains(pid);
-        assertThat(
-                browser
-                    .findElement(By.cssSelector("#jobs tr.job-row[data-job-id='" + job + "']"))
-                    .getAttribute("data-status"))
-            .isEqualTo("running");
+        assertThat(text(browser, worker + " .worker-task")).contains(pid);
+        String row = "#jobs tr.job-row[data-job-id='" + job + "']";
+        assertThat(attribute(browser, row, "data-status")).isEqualTo("running");
 
         // The job's output, live, in its history: the worker saves the tail every 2 s.
-        browser.findElement(By.cssSelector("#jobs tr.job-row[data-job-id='" + job + "']")).click();
+        wait.until(
+            d -> {
+              d.findElement(By.cssSelector(row)).click();
+              return true;
+            });
         WebElement log = wait.until(d -> visible(d, By.id("history-log")));
         wait.until(d -> log.getText().startsWith("step 1 of 400 done"));
         int lines = log.getText().split("\n").length;
@@ -121,6 +119,30 @@ class DashboardBrowserTest {
         browser.quit();
       }
     }
+  }
+
+  private static String attribute(WebDriver d, String css, String name) {
+    return read(d, css, "e.getAttribute(arguments[1])", name);
+  }
+
+  private static String text(WebDriver d, String css) {
+    return read(d, css, "e.textContent");
+  }
+
+  /** Finds the element and reads it in one script, so that no render comes between the two. */
+  private static String read(WebDriver d, String css, String expression, Object... more) {
+    Object[] arguments = new Object[more.length + 1];
+    arguments[0] = css;
+    System.arraycopy(more, 0, arguments, 1, more.length);
+    return (String)
+        ((JavascriptExecutor) d)
+            .executeScript(
+                "var e = document.querySelector(arguments[0]);"
+                    + " if (!e) throw new Error('nothing matches ' + arguments[0]);"
+                    + " return "
+                    + expression
+                    + ";",
+                arguments);
   }
 
   private static WebElement visible(WebDriver d, By by) {
