@@ -3,6 +3,7 @@ package buildqueue.local;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import buildqueue.db.Params;
+import buildqueue.testing.ArtifactPublisher;
 import buildqueue.testing.Await;
 import buildqueue.testing.PostgresExtension;
 import buildqueue.testing.TestDatabase;
@@ -199,17 +200,8 @@ class ArtifactsEndToEndTest {
     Path out = downloads.resolve("report.txt");
     server.client("ada", false).download("jobs/" + job + "/artifacts/report.txt", out);
     assertThat(Files.readString(out)).isEqualTo("attempt 2\n");
-    assertThat(
-            db.jdbc()
-                .query(
-                    "select distinct attempt, worker_id from build_job_artifact where job_id = :id",
-                    Params.of("id", job)))
-        .singleElement()
-        .satisfies(
-            r -> {
-              assertThat(r.intValue("attempt")).isEqualTo(2);
-              assertThat(r.longValue("worker_id")).isEqualTo(second);
-            });
+    assertThat(ArtifactPublisher.of(db.jdbc(), job))
+        .containsExactly(new ArtifactPublisher(2, second));
     // The killed attempt's files are removed by the sweep once its worker's exit is recorded.
     Await.until(
         "the killed attempt's files to be removed",

@@ -16,6 +16,7 @@ import buildqueue.aws.testing.EventBridgeFake;
 import buildqueue.aws.testing.MetricsCapture;
 import buildqueue.aws.testing.SampleEvents;
 import buildqueue.aws.testing.TestContext;
+import buildqueue.aws.testing.TestServices;
 import buildqueue.aws.worker.FargateWorkerMain;
 import buildqueue.core.QueueClock;
 import buildqueue.core.QueueConfig;
@@ -25,6 +26,7 @@ import buildqueue.db.Row;
 import buildqueue.kinds.KindCatalogue;
 import buildqueue.platform.LaunchOutcome;
 import buildqueue.platform.WorkerLaunch;
+import buildqueue.testing.ArtifactPublisher;
 import buildqueue.testing.Await;
 import buildqueue.testing.ChildWorker;
 import buildqueue.testing.ManualPlatform;
@@ -155,15 +157,13 @@ class ArtifactsOnAwsEndToEndTest {
    */
   private QueueServices services(Component component, Database db, MetricsCapture metrics) {
     QueueConfig config = QueueHarness.testConfig();
-    return new QueueServices(
+    return TestServices.of(
             component,
             db,
             platform,
-            eventBridge.client(),
-            "buildqueue-test-bus",
-            config,
+            eventBridge,
             QueueClock.DATABASE,
-            "buildqueue-test",
+            config,
             metrics,
             KindCatalogue.load(kinds, QueueKindLimits.of(config)).registry())
         .withArtifacts(
@@ -282,17 +282,8 @@ class ArtifactsOnAwsEndToEndTest {
       assertThat(sha256(downloaded)).as(name).isEqualTo(a.path("sha256").asText());
     }
     assertThat(Files.readString(wrote.resolve("attempt-2/report.txt"))).isEqualTo("attempt 2\n");
-    assertThat(
-            tdb.jdbc()
-                .query(
-                    "select distinct attempt, worker_id from build_job_artifact where job_id = :id",
-                    Params.of("id", job)))
-        .singleElement()
-        .satisfies(
-            r -> {
-              assertThat(r.intValue("attempt")).isEqualTo(2);
-              assertThat(r.longValue("worker_id")).isEqualTo(second.workerId());
-            });
+    assertThat(ArtifactPublisher.of(tdb.jdbc(), job))
+        .containsExactly(new ArtifactPublisher(2, second.workerId()));
 
     // The killed attempt's objects stay until a tick's sweep: nothing else may remove them.
     AttemptKey killed = new AttemptKey(job, 1, first.workerId());

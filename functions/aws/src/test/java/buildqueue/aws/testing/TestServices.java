@@ -5,6 +5,7 @@ import buildqueue.aws.lambda.QueueServices;
 import buildqueue.core.QueueClock;
 import buildqueue.core.QueueConfig;
 import buildqueue.db.Database;
+import buildqueue.kinds.KindRegistry;
 import buildqueue.platform.WorkerPlatform;
 import buildqueue.testing.QueueHarness;
 
@@ -42,6 +43,27 @@ public final class TestServices {
       QueueClock clock,
       QueueConfig config,
       java.io.PrintStream metricsOut) {
+    return of(
+        component,
+        db,
+        platform,
+        eventBridge,
+        clock,
+        config,
+        metricsOut,
+        buildqueue.worker.JobHandlers.builtIn());
+  }
+
+  /** As the others, with the API's kinds from {@code kinds} rather than the built-in ones. */
+  public static QueueServices of(
+      Component component,
+      Database db,
+      WorkerPlatform platform,
+      EventBridgeFake eventBridge,
+      QueueClock clock,
+      QueueConfig config,
+      java.io.PrintStream metricsOut,
+      KindRegistry kinds) {
     return new QueueServices(
         component,
         db,
@@ -52,6 +74,6 @@ public final class TestServices {
         clock,
         "buildqueue-test",
         metricsOut,
-        buildqueue.worker.JobHandlers.builtIn());
+        kinds);
   }
 }
