@@ -6,8 +6,9 @@ import java.util.List;
 
 /**
  * An attempt that published a job's artifacts, and its worker: each row of {@code
- * build_job_artifact} names them. A job that succeeded has exactly one (§5.10); the end-to-end
- * tests check it is the attempt that ended the job, not one killed after its upload.
+ * build_job_artifact} names them. A job that succeeded has exactly one (docs/architecture.md
+ * §5.10); the end-to-end tests check it is the attempt that ended the job, not one killed after its
+ * upload.
  */
 public record ArtifactPublisher(int attempt, long workerId) {
   public static List<ArtifactPublisher> of(Database db, long jobId) {
